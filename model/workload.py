@@ -1,0 +1,100 @@
+"""The request stream: what every timing model consumes.
+
+A request stream is the sequence of memory requests the GPU's memory system
+sends for a kernel run, after coalescing: for host memory these are the PCIe
+read (or write) requests of 32, 64, 96 or 128 B; for device memory, 32 B
+sectors. Requests keep the warp and the dynamic instruction that issued them,
+so a timing model can replay each warp's program order.
+
+Assumptions:
+- one row per request; rows are grouped by launch, then warp, then
+  instruction (program order within each warp);
+- ``useful_B`` counts the bytes inside the request that some lane asked for,
+  so ``sum(useful_B) / sum(size_B)`` is the coalescing efficiency.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SPACE_HOST = 0
+SPACE_DEVICE = 1
+
+REQUEST_DTYPES = {
+    "launch": np.uint32,   # kernel launch index, in issue order
+    "warp": np.uint32,     # warp id within its launch: cta * warps_per_cta + warp_in_cta
+    "inst": np.uint32,     # dynamic memory-instruction index within the warp
+    "addr": np.uint64,     # first byte of the request
+    "size_B": np.uint16,   # request size in bytes
+    "useful_B": np.uint16, # bytes of the request some lane asked for
+    "space": np.uint8,     # SPACE_HOST or SPACE_DEVICE
+    "is_write": np.bool_,
+}
+
+
+@dataclass(frozen=True)
+class LaunchInfo:
+    """One kernel launch: its name, grid and the warps per CTA."""
+    name: str
+    ctas: int
+    warps_per_cta: int
+    threads_per_cta: int
+
+
+@dataclass(frozen=True)
+class RequestStream:
+    """Columns of equal length, one row per request (see REQUEST_DTYPES)."""
+    launch: np.ndarray
+    warp: np.ndarray
+    inst: np.ndarray
+    addr: np.ndarray
+    size_B: np.ndarray
+    useful_B: np.ndarray
+    space: np.ndarray
+    is_write: np.ndarray
+    launches: tuple[LaunchInfo, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        n = len(self.addr)
+        for name, dtype in REQUEST_DTYPES.items():
+            col = getattr(self, name)
+            if len(col) != n:
+                raise ValueError(f"RequestStream column '{name}' has {len(col)} rows, expected {n}")
+            if col.dtype != dtype:
+                object.__setattr__(self, name, np.asarray(col, dtype=dtype))
+
+    def __len__(self) -> int:
+        return len(self.addr)
+
+    @classmethod
+    def empty(cls) -> "RequestStream":
+        return cls(**{k: np.zeros(0, dtype=v) for k, v in REQUEST_DTYPES.items()})
+
+    @classmethod
+    def concat(cls, parts: list["RequestStream"]) -> "RequestStream":
+        """Join streams; launch indices of later parts are shifted after earlier ones."""
+        if not parts:
+            return cls.empty()
+        cols: dict[str, list[np.ndarray]] = {k: [] for k in REQUEST_DTYPES}
+        launches: list[LaunchInfo] = []
+        for part in parts:
+            for k in REQUEST_DTYPES:
+                col = getattr(part, k)
+                cols[k].append(col + len(launches) if k == "launch" else col)
+            launches.extend(part.launches)
+        return cls(**{k: np.concatenate(v).astype(REQUEST_DTYPES[k]) for k, v in cols.items()},
+                   launches=tuple(launches))
+
+    def select(self, mask: np.ndarray) -> "RequestStream":
+        return RequestStream(**{k: getattr(self, k)[mask] for k in REQUEST_DTYPES},
+                             launches=self.launches)
+
+    def host_reads(self) -> "RequestStream":
+        return self.select((self.space == SPACE_HOST) & ~self.is_write)
+
+    def size_histogram(self, space: int = SPACE_HOST, writes: bool = False) -> dict[int, int]:
+        """Request counts by size in bytes for one space (host reads by default)."""
+        sel = (self.space == space) & (self.is_write == writes)
+        sizes, counts = np.unique(self.size_B[sel], return_counts=True)
+        return {int(s): int(c) for s, c in zip(sizes, counts)}

@@ -1,0 +1,43 @@
+"""Shared fixtures and the ``gpu`` marker: GPU tests skip, visibly, without one."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+ACCELSIM_DATA = SHARED / "data" / "accelsim"
+
+
+def _have_gpu() -> bool:
+    if shutil.which("nvidia-smi") is None:
+        return False
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+HAVE_GPU = _have_gpu()
+
+
+def pytest_collection_modifyitems(config, items):
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU; none on this machine")
+    for item in items:
+        if "gpu" in item.keywords and not HAVE_GPU:
+            item.add_marker(skip_gpu)
+
+
+@pytest.fixture
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture
+def accelsim_data() -> Path:
+    if not ACCELSIM_DATA.is_dir():
+        pytest.skip(f"shared Accel-Sim sample traces not found at {ACCELSIM_DATA}")
+    return ACCELSIM_DATA
