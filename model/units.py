@@ -75,7 +75,8 @@ def parse_quantity(text: str, key: str) -> float:
     if unit not in table:
         known = ", ".join(sorted(table))
         raise UnitError(f"unit '{unit}' does not fit key '{key}' (expected one of: {known})")
-    return value * table[unit] / target_scale
+    # Round off the binary noise of the scale factors (1.2 us -> 1200 ns, not 1199.999...).
+    return float(f"{value * table[unit] / target_scale:.12g}")
 
 
 def gbps(bytes_: float, seconds: float) -> float:

@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     except HostlinkError as exc:
         sys.stderr.write(f"hostlink: error: {exc}\n")
         return 2
+    except BrokenPipeError:  # output piped into head and closed early
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         sys.stderr.write("hostlink: interrupted\n")
         return 130

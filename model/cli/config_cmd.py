@@ -1,0 +1,55 @@
+"""``hostlink config``: list presets, show a resolved system and its assumptions."""
+from __future__ import annotations
+
+import json
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("config", help="list presets; show a resolved system")
+    sub = p.add_subparsers(dest="config_command", metavar="CONFIG_COMMAND")
+    ls = sub.add_parser("list", help="list the presets of a kind (system, pcie, host, gpu, uvm, translation)")
+    ls.add_argument("kind", nargs="?", default="system")
+    ls.set_defaults(func=_list)
+    show = sub.add_parser("show", help="print a system, resolved, with its assumptions")
+    show.add_argument("system", help="preset name, system preset file or resolved system file")
+    show.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                      help="override a key, e.g. --set link.rtt_ns='1.2 us' (repeatable)")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.add_argument("--out", help="also write the resolved system as TOML here")
+    show.set_defaults(func=_show)
+    p.set_defaults(func=lambda args: p.print_help() or 2)
+
+
+def _list(args) -> int:
+    from hostlink.model.config import list_presets
+    from hostlink.model.errors import ConfigError
+    names = list_presets(args.kind)
+    if not names:
+        raise ConfigError(f"no presets of kind '{args.kind}' "
+                          "(kinds: system, pcie, host, gpu, uvm, translation)")
+    print("\n".join(names))
+    return 0
+
+
+def _show(args) -> int:
+    from hostlink.model.config import load_any_system, system_to_dict, write_resolved
+    from hostlink.model.config.fields import field_docs
+    from hostlink.model.config.schema import SECTIONS
+    system = load_any_system(args.system, args.overrides)
+    data = system_to_dict(system)
+    if args.out:
+        write_resolved(system, args.out)
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True))
+        return 0
+    print(f"{system.name}: {system.description}")
+    for section, cls in SECTIONS.items():
+        docs = field_docs(cls)
+        print(f"[{section}]")
+        for key, value in data[section].items():
+            dotted = f"{section}.{key}"
+            kind = docs[key].get("provenance", "")
+            source = system.provenance.get(dotted) or system.provenance.get(key, "")
+            flag = "  (assumption)" if kind == "assumption" and not source.startswith(("seed", "measured", "datasheet")) else ""
+            print(f"  {key} = {value!r}{flag}" + (f"  # {source}" if source else ""))
+    return 0

@@ -1,0 +1,187 @@
+"""The configuration schema: one frozen dataclass per part of a system.
+
+A system is a PCIe link, a host memory, a GPU, a UVM driver policy and an
+address-translation model, as gem5's standard library composes a board from
+parts with one role each. Each field states its unit in its name, its range
+and its provenance; defaults are the values most presets share, and every
+value that is an assumption rather than a spec or a measurement says so.
+
+References: PCIe Base Specification (rates, MPS/MRRS/RCB ranges, tag widths),
+shared/design/REFERENCE.md (tag limits, UVM driver defaults), the seeds
+(emogi_vldb2020 §3.3: RTT 1.0-1.6 us on PCIe 3.0).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hostlink.model.config.fields import param, power_of_two
+
+LANE_CHOICES = (1, 2, 4, 8, 16)
+GEN_CHOICES = (1, 2, 3, 4, 5, 6)
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    """A PCIe link between the GPU (requester) and the host root complex."""
+    name: str = param("custom", doc="preset name")
+    gen: int = param(3, doc="PCIe generation", choices=GEN_CHOICES)
+    lanes: int = param(16, doc="link width in lanes", choices=LANE_CHOICES)
+    mps_B: int = param(256, doc="max payload size", ge=128, le=4096, check=power_of_two)
+    mrrs_B: int = param(512, doc="max read request size", ge=128, le=4096, check=power_of_two)
+    rcb_B: int = param(64, doc="read completion boundary of the completer", choices=(64, 128))
+    tags: int = param(256, doc="outstanding non-posted read requests the tag field allows",
+                      ge=1, le=16384)
+    rtt_ns: float = param(1000.0, doc="unloaded round trip of a read: request leaves the "
+                          "requester until its completion arrives", gt=0, le=1e6,
+                          provenance="seed")
+    addr_64bit: bool = param(True, doc="MRd/MWr use 4DW headers (64-bit addresses)")
+    ecrc: bool = param(False, doc="end-to-end CRC digest (4 B per TLP)")
+    framing_B: float | None = param(None, doc="per-TLP framing, sequence number and LCRC bytes "
+                                    "in non-flit mode; None = the generation's default",
+                                    ge=0, le=64, optional=True)
+    flit_mode: bool | None = param(None, doc="Gen6 flit mode; None = on for Gen6, off below",
+                                   optional=True)
+    cpl_buffer_B: int = param(0, doc="requester completion buffer in bytes (0 = unlimited)", ge=0)
+    cpl_buffer_hdrs: int = param(0, doc="requester completion header slots (0 = unlimited)", ge=0)
+    dllp_overhead: float | None = param(None, doc="fraction of link time spent on DLLPs; "
+                                        "None = derived from the spec's ACK/UpdateFC cadence",
+                                        ge=0, lt=1, optional=True)
+
+    def __post_init__(self) -> None:
+        _check_link(self)
+
+    @property
+    def uses_flit_mode(self) -> bool:
+        return self.gen >= 6 if self.flit_mode is None else bool(self.flit_mode)
+
+
+def max_tags(gen: int, flit_mode: bool) -> int:
+    """Largest usable tag count: 8-bit extended tags (256) up to Gen3, 10-bit (768
+    usable) from Gen4, 14-bit (16384) in flit mode (REFERENCE.md, PCIe tags)."""
+    if flit_mode:
+        return 16384
+    return 768 if gen >= 4 else 256
+
+
+def _check_link(link: LinkConfig) -> None:
+    from hostlink.model.errors import ConfigError
+    flit = link.uses_flit_mode
+    if flit and link.gen < 6:
+        raise ConfigError(f"link.flit_mode: flit mode needs PCIe 6 or later, not gen {link.gen}")
+    if link.gen >= 6 and link.flit_mode is False:
+        raise ConfigError("link.flit_mode: PCIe 6 at 64 GT/s always runs in flit mode")
+    limit = max_tags(link.gen, flit)
+    if link.tags > limit:
+        raise ConfigError(f"link.tags: {link.tags} tags exceed the {limit} that PCIe gen "
+                          f"{link.gen}{' (flit mode)' if flit else ''} allows")
+
+
+@dataclass(frozen=True)
+class HostMemoryConfig:
+    """Host DRAM behind the root complex that serves the GPU's reads."""
+    name: str = param("custom", doc="preset name")
+    dram_type: str = param("DDR4", doc="DRAM standard", choices=("DDR3", "DDR4", "DDR5", "HBM", "LPDDR5"))
+    channels: int = param(1, doc="memory channels serving the GPU's reads", ge=1, le=64)
+    transfer_rate_MTps: float = param(2400.0, doc="data rate per pin", gt=0, le=20000)
+    channel_width_bits: int = param(64, doc="data bits per channel (DDR5: two 32-bit "
+                                    "subchannels count as one 64-bit channel)", choices=(16, 32, 64, 128))
+    burst_B: int = param(64, doc="bytes one DRAM access delivers (DDR4 BL8 x 64 bit; DDR5 BL16 x 32 bit)",
+                         ge=8, le=1024, check=power_of_two)
+    efficiency: float = param(1.0, doc="sustained fraction of peak bandwidth for streaming reads",
+                              gt=0, le=1, provenance="assumption")
+    numa_nodes: int = param(1, doc="NUMA nodes of the host", ge=1, le=64)
+
+
+@dataclass(frozen=True)
+class GpuConfig:
+    """The GPU: its parallelism, caches, device memory and host-read limits."""
+    name: str = param("custom", doc="preset name")
+    arch: str = param("volta", doc="architecture", choices=("volta", "turing", "ampere", "ada",
+                                                            "hopper", "blackwell"))
+    sm_count: int = param(80, doc="streaming multiprocessors", ge=1, le=1024, provenance="datasheet")
+    max_warps_per_sm: int = param(64, doc="resident warps per SM", ge=1, le=128, provenance="datasheet")
+    l1_B: int = param(128 * 1024, doc="L1 data cache per SM (combined with shared memory)",
+                      ge=0, provenance="datasheet")
+    l2_B: int = param(6 * 1024**2, doc="L2 cache", ge=0, provenance="datasheet")
+    memory_GiB: float = param(16.0, doc="device memory capacity", gt=0, provenance="datasheet")
+    device_bw_GBps: float = param(900.0, doc="device memory bandwidth", gt=0, provenance="datasheet")
+    device_lat_ns: float = param(500.0, doc="device memory load latency", gt=0, provenance="assumption")
+    clock_MHz: float = param(1380.0, doc="SM boost clock", gt=0, provenance="datasheet")
+    max_outstanding_host_reads: int = param(256, doc="the GPU's own limit on outstanding "
+                                            "host reads; no public figure exists", ge=1,
+                                            provenance="assumption")
+    loads_in_flight_per_warp: int = param(1, doc="independent loads a warp keeps in flight "
+                                          "in the traversal kernels (a dependent loop issues one)",
+                                          ge=1, le=64, provenance="assumption")
+    max_request_B: int = param(128, doc="largest read request an SM issues over PCIe",
+                               choices=(32, 64, 128, 256), provenance="seed")
+
+
+@dataclass(frozen=True)
+class UvmConfig:
+    """UVM driver policy (defaults: the open NVIDIA UVM driver and published measurements)."""
+    name: str = param("custom", doc="preset name")
+    page_B: int = param(4096, doc="migration page", check=power_of_two, ge=4096)
+    fault_batch_size: int = param(256, doc="faults serviced per batch", ge=1, le=4096)
+    batch_base_us: float = param(50.0, doc="fixed service time of a fault batch", ge=0,
+                                 provenance="measured")
+    migrate_per_KB_us: float = param(1.0, doc="service time per KB migrated in a batch "
+                                     "(0.7-1.3 measured)", ge=0, provenance="measured")
+    duplicate_fault_fraction: float = param(0.85, doc="fraction of fetched faults that are "
+                                            "duplicates at full batches (80-92% measured)",
+                                            ge=0, lt=1, provenance="measured")
+    prefetch: bool = param(True, doc="tree prefetcher enabled")
+    prefetch_block_B: int = param(65536, doc="leaf block of the prefetch tree", check=power_of_two)
+    va_block_B: int = param(2 * 1024**2, doc="VA block the prefetch tree spans", check=power_of_two)
+    prefetch_threshold: float = param(0.51, doc="fraction of a subtree resident before the "
+                                      "prefetcher fetches the rest", gt=0, le=1)
+    evict_chunk_B: int = param(2 * 1024**2, doc="eviction granularity (LRU)", check=power_of_two)
+    transfer_peak_GBps: float = param(12.0, doc="asymptote a of the transfer-rate curve "
+                                      "BW(s) = (2a/pi) atan(k s_KB)", gt=0, provenance="measured")
+    transfer_shape_per_KB: float = param(0.07292, doc="k of the transfer-rate curve", gt=0,
+                                         provenance="measured")
+    thrash_events: int = param(3, doc="migrations within the window that mark thrashing", ge=1)
+    thrash_window_us: float = param(500.0, doc="thrashing detection window", gt=0)
+    gpu_memory_available_GiB: float | None = param(None, doc="device memory UVM may fill; "
+                                                   "None = the GPU's capacity", gt=0, optional=True)
+
+
+@dataclass(frozen=True)
+class TranslationConfig:
+    """GPU address translation (and an optional IOMMU) for zero-copy host reads."""
+    name: str = param("custom", doc="preset name")
+    enabled: bool = param(True, doc="model translation costs")
+    page_B: int = param(2 * 1024**2, doc="page size mapping pinned host memory in the GPU",
+                        check=power_of_two, ge=4096, provenance="assumption")
+    tlb_entries: int = param(2048, doc="last-level TLB entries the host mappings can use",
+                             ge=1, provenance="assumption")
+    miss_lat_ns: float = param(600.0, doc="page walk latency on a TLB miss", ge=0,
+                               provenance="assumption")
+    walkers: int = param(8, doc="page walks in flight at once", ge=1, provenance="assumption")
+    iommu: bool = param(False, doc="an IOMMU translates the GPU's DMA addresses")
+    iommu_page_B: int = param(4096, doc="IOMMU mapping page", check=power_of_two, ge=4096,
+                              provenance="assumption")
+    iommu_iotlb_entries: int = param(256, doc="IOTLB entries", ge=1, provenance="assumption")
+    iommu_miss_lat_ns: float = param(1000.0, doc="IOMMU walk latency", ge=0, provenance="assumption")
+
+
+@dataclass(frozen=True)
+class SystemConfig:
+    """A whole system: the parts, plus the costs that belong to none of them."""
+    name: str = param("custom", doc="preset name")
+    description: str = param("", doc="what this system is")
+    link: LinkConfig = field(default_factory=LinkConfig)
+    host: HostMemoryConfig = field(default_factory=HostMemoryConfig)
+    gpu: GpuConfig = field(default_factory=GpuConfig)
+    uvm: UvmConfig = field(default_factory=UvmConfig)
+    translation: TranslationConfig = field(default_factory=TranslationConfig)
+    launch_overhead_us: float = param(5.0, doc="kernel launch overhead per launch", ge=0,
+                                      provenance="assumption")
+    level_sync_us: float = param(10.0, doc="host-device flag copy and sync between iterations",
+                                 ge=0, provenance="assumption")
+    provenance: dict = field(default_factory=dict)  # "section.key" -> source text
+
+
+SECTIONS = {"link": LinkConfig, "host": HostMemoryConfig, "gpu": GpuConfig,
+            "uvm": UvmConfig, "translation": TranslationConfig}
+SYSTEM_SCALARS = ("name", "description", "launch_overhead_us", "level_sync_us")
