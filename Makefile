@@ -28,7 +28,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
-	$(BIN)/python -m pytest tests -m bench -p no:randomly --benchmark-only
+	@for f in tests/bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 kernels:
 	$(MAKE) -C gpu_kernels
