@@ -1,0 +1,118 @@
+"""``hostlink trace stats`` and ``hostlink trace convert``.
+
+- ``hostlink trace stats DIR [--json]``: DIR is an Accel-Sim trace folder or a
+  trace store (told apart by what they hold); prints instructions by
+  operation and space, sectors, host read requests by size, useful and
+  requested bytes (:mod:`hostlink.traces.stats`).
+- ``hostlink trace convert SRC DST``: Accel-Sim folder to store, or store to
+  Accel-Sim folder (``--to`` picks; default: the other format).
+
+Both take ``--regions FILE`` (a regions TOML, see hostlink.traces.store) and
+``--memcpy-location {device,host}`` (where an Accel-Sim trace's MemcpyHtoD
+destinations live).
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from hostlink.model.errors import ConfigError
+
+
+def _size(text: str) -> int:
+    from hostlink.model.units import UnitError, parse_quantity
+    try:
+        value = parse_quantity(text, "size_B")
+    except UnitError as exc:
+        raise ConfigError(f"size '{text}': {exc}") from None
+    if value < 0 or value != int(value):
+        raise ConfigError(f"size '{text}' is not a whole, non-negative number of bytes")
+    return int(value)
+
+
+def _add_source_args(p) -> None:
+    p.add_argument("--regions", metavar="FILE",
+                   help="regions TOML naming host and device address ranges")
+    p.add_argument("--memcpy-location", choices=("device", "host"), default="device",
+                   help="where an Accel-Sim trace's MemcpyHtoD destinations live (default: device)")
+
+
+def _open(args, path):
+    from hostlink.traces.store import load_regions, open_trace
+    regions = load_regions(args.regions) if args.regions else None
+    return open_trace(path, regions=regions, memcpy_location=args.memcpy_location)
+
+
+def _cmd_stats(args) -> int:
+    from hostlink.traces.cache import CacheConfig
+    from hostlink.traces.stats import format_stats, trace_stats
+    from hostlink.traces.store import trace_format
+    trace = _open(args, args.dir)
+    cache = None
+    l1 = _size(args.l1_size) if args.l1_size else 0
+    l2 = _size(args.l2_size) if args.l2_size else 0
+    if l1 or l2:
+        cache = CacheConfig(l1_size_B=l1, l2_size_B=l2, sm_count=args.sm_count,
+                            **({"l1_ways": args.l1_ways} if args.l1_ways else {}),
+                            **({"l2_ways": args.l2_ways} if args.l2_ways else {}))
+    elif args.cache_host:
+        raise ConfigError("--cache-host needs a cache: give --l1-size and/or --l2-size")
+    stats = trace_stats(trace, cache=cache, cache_host=args.cache_host)
+    stats = {"source": str(args.dir), "format": trace_format(args.dir), **stats}
+    if args.json:
+        sys.stdout.write(json.dumps(stats, indent=2) + "\n")
+    else:
+        sys.stdout.write(f"{stats['source']} ({stats['format']}, {stats['launches']} launches)\n")
+        sys.stdout.write(format_stats(stats) + "\n")
+    return 0
+
+
+def _cmd_convert(args) -> int:
+    from hostlink.model.errors import TraceError
+    from hostlink.traces.accelsim import KERNELSLIST, write_accelsim
+    from hostlink.traces.store import trace_format, write_store
+    trace = _open(args, args.src)
+    to = args.to or ("accelsim" if trace_format(args.src) == "store" else "store")
+    if to == "store":
+        compression = None if args.compression == "none" else args.compression
+        out = write_store(trace, args.dst, chunk_insts=args.chunk_insts, compression=compression,
+                          overwrite=args.overwrite)
+        sys.stdout.write(f"wrote trace store {out}\n")
+    else:
+        from pathlib import Path
+        if (Path(args.dst) / KERNELSLIST).exists() and not args.overwrite:
+            raise TraceError(f"{args.dst}: already holds an Accel-Sim trace (use --overwrite)")
+        files = write_accelsim(trace, args.dst, xz=args.xz)
+        sys.stdout.write(f"wrote {len(files)} files to {args.dst}\n")
+    return 0
+
+
+def register_trace_commands(sub) -> None:
+    p = sub.add_parser("stats", help="instructions, sectors and PCIe requests of a trace",
+                       description="Summarise a trace (Accel-Sim folder or trace store).")
+    p.add_argument("dir", metavar="DIR", help="Accel-Sim trace folder or trace store folder")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _add_source_args(p)
+    p.add_argument("--l1-size", metavar="SIZE", help="L1 per SM, e.g. '128 KiB' (default: none)")
+    p.add_argument("--l2-size", metavar="SIZE", help="L2 size, e.g. '6 MiB' (default: none)")
+    p.add_argument("--l1-ways", type=int, help="L1 associativity (default 4, an assumption)")
+    p.add_argument("--l2-ways", type=int, help="L2 associativity (default 16, an assumption)")
+    p.add_argument("--sm-count", type=int, default=1, help="SMs, for the per-SM L1 (default 1)")
+    p.add_argument("--cache-host", action="store_true",
+                   help="let host-memory loads hit in the caches (default: they bypass them)")
+    p.set_defaults(func=_cmd_stats)
+
+    p = sub.add_parser("convert", help="convert between an Accel-Sim folder and a trace store",
+                       description="Convert a trace between Accel-Sim text and the binary store.")
+    p.add_argument("src", metavar="SRC", help="Accel-Sim trace folder or trace store")
+    p.add_argument("dst", metavar="DST", help="output folder")
+    p.add_argument("--to", choices=("store", "accelsim"),
+                   help="output format (default: the other one)")
+    _add_source_args(p)
+    p.add_argument("--chunk-insts", type=int, default=1 << 16,
+                   help="rows per store chunk (default 65536)")
+    p.add_argument("--compression", choices=("zstd", "lz4", "none"), default="zstd",
+                   help="store chunk compression (default zstd)")
+    p.add_argument("--xz", action="store_true", help="write kernel-N.traceg.xz files")
+    p.add_argument("--overwrite", action="store_true", help="replace a trace already at DST")
+    p.set_defaults(func=_cmd_convert)
