@@ -1,0 +1,79 @@
+"""``hostlink sweep`` (run a design-space sweep) and ``hostlink plot`` (draw its figures)."""
+from __future__ import annotations
+
+PLOT_KINDS = ("bw-vs-size", "bw-vs-gen", "bw-vs-tags", "bw-vs-rtt", "zerocopy-vs-uvm",
+              "predicted-vs-measured")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "sweep", help="run a design-space sweep (local processes or a Dask cluster)",
+        description="Run every point of a sweep file; finished points in DIR are skipped, "
+                    "so an interrupted sweep resumes where it stopped.")
+    p.add_argument("sweep_file", metavar="SWEEP.toml", help="sweep file (see sim_configs/sweeps/)")
+    p.add_argument("--out", required=True, metavar="DIR", help="results folder (created or resumed)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="local worker processes (default: the usable cores)")
+    p.add_argument("--dask", metavar="ADDRESS", default=None,
+                   help="run on an existing Dask cluster, e.g. tcp://10.0.0.5:8786")
+    p.add_argument("--batch-size", type=int, default=None, metavar="N",
+                   help="points per task (default: sized from the sweep)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check every point and print the plan; run nothing")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_sweep)
+
+    q = subparsers.add_parser(
+        "plot", help="draw a common figure from sweep results or a validation summary.csv")
+    q.add_argument("results", metavar="RESULTS",
+                   help="sweep results folder, or a validation summary.csv (or its folder) "
+                        "for predicted-vs-measured")
+    q.add_argument("--kind", required=True, choices=PLOT_KINDS)
+    q.add_argument("--out", metavar="FILE.png", default=None,
+                   help="output image (default: RESULTS/plots/KIND.png)")
+    q.add_argument("--experiment", default=None, help="only this sweep's points")
+    q.add_argument("--metric", default="bw_GBps", help="metric on the y axis (default bw_GBps)")
+    q.set_defaults(func=_plot)
+
+
+def _sweep(args) -> int:
+    import sys
+
+    from hostlink.model.sweep import load_sweep, resolve_points, run_sweep
+    spec = load_sweep(args.sweep_file)
+    if args.dry_run:
+        resolved = resolve_points(spec)
+        ids = {rp.run_id for rp in resolved}
+        workloads = {rp.workload_json for rp in resolved}
+        print(f"sweep '{spec.name}': {len(resolved)} points ({len(ids)} distinct), "
+              f"{len(workloads)} workload(s), fidelity {spec.fidelity}, base system {spec.system}")
+        for axis in spec.axes:
+            print(f"  axis {' + '.join(axis.keys)}: {len(axis)} values")
+        for rp in resolved[:5]:
+            print(f"  {rp.run_id}  {rp.point.case}")
+        if len(resolved) > 5:
+            print(f"  ... {len(resolved) - 5} more")
+        return 0
+    report = run_sweep(spec, args.out, jobs=args.jobs, dask=args.dask,
+                       batch_size=args.batch_size,
+                       progress=not args.quiet and sys.stderr.isatty())
+    print(report.summary())
+    return 0
+
+
+def _plot(args) -> int:
+    from pathlib import Path
+
+    from hostlink.model import plots
+    src = Path(args.results)
+    out = Path(args.out) if args.out else None
+    if args.kind == "predicted-vs-measured":
+        summary = src / "summary.csv" if src.is_dir() else src
+        out = out or summary.parent / "plots" / "predicted-vs-measured.png"
+        path = plots.save(plots.plot_predicted_vs_measured(summary), out)
+    else:
+        out = out or src / "plots" / f"{args.kind}.png"
+        path = plots.save(plots.plot_kind(src, args.kind, experiment=args.experiment,
+                                          metric=args.metric), out)
+    print(path)
+    return 0

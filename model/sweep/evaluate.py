@@ -1,0 +1,282 @@
+"""Evaluate batches of sweep points; this code runs in the worker processes.
+
+A :class:`Task` is a batch of points that share one workload and one
+fidelity. Two paths:
+
+- request-size mixes at analytic fidelity: the whole batch is ONE call of
+  :func:`hostlink.model.analytic.evaluate` with an array per configuration
+  parameter (thousands of points per call);
+- everything else (graph traversals, traces, size mixes at DES fidelity): the
+  request stream is built once per task (and kept in a small per-process
+  cache for the next task of the same workload), then
+  :func:`hostlink.model.predict.predict` runs once per point.
+
+Results come back as tidy rows (``run_id, experiment, case, model_kind,
+metric, value, unit, rep``) in a dict of NumPy arrays.
+"""
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hostlink.model.errors import ConfigError
+
+# Metrics of the analytic model written for every size-mix point: (field, unit).
+ANALYTIC_METRICS = (
+    ("bw_GBps", "GB/s"), ("bw_link_GBps", "GB/s"), ("bw_link_down_GBps", "GB/s"),
+    ("bw_link_up_GBps", "GB/s"), ("bw_tags_GBps", "GB/s"), ("bw_credits_GBps", "GB/s"),
+    ("bw_requester_GBps", "GB/s"), ("bw_dram_GBps", "GB/s"), ("raw_GBps", "GB/s"),
+    ("tlp_capacity_GBps", "GB/s"), ("wire_efficiency_down", "1"), ("wire_efficiency_up", "1"),
+    ("dram_efficiency", "1"), ("outstanding_limit", "requests"),
+    ("outstanding_to_saturate", "requests"), ("bytes_per_read", "B"),
+)
+STREAM_CACHE_SIZE = 2
+
+
+@dataclass
+class Task:
+    """Points sharing a workload and a fidelity. ``systems`` holds, per point, the
+    config parts and scalars (a SystemConfig is built only where a model needs one)."""
+    fidelity: str
+    workload: dict[str, Any]
+    workload_json: str
+    experiment: str
+    run_ids: list[str]
+    cases: list[str]
+    systems: list[tuple[dict, dict]] = field(repr=False)
+
+    def __len__(self) -> int:
+        return len(self.run_ids)
+
+
+def _rows(run_ids: list[str], cases: list[str], experiment: str, model_kind: str,
+          metrics: list[tuple[str, str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Tidy rows: every metric for every point (point-major order)."""
+    n, m = len(run_ids), len(metrics)
+    values = np.empty((n, m), dtype=np.float64)
+    for j, (_, _, col) in enumerate(metrics):
+        values[:, j] = np.broadcast_to(np.asarray(col, dtype=np.float64), (n,))
+    return {
+        "run_id": np.repeat(np.asarray(run_ids, dtype=object), m),
+        "experiment": np.full(n * m, experiment, dtype=object),
+        "case": np.repeat(np.asarray(cases, dtype=object), m),
+        "model_kind": np.full(n * m, model_kind, dtype=object),
+        "metric": np.tile(np.asarray([name for name, _, _ in metrics], dtype=object), n),
+        "value": values.ravel(),
+        "unit": np.tile(np.asarray([unit for _, unit, _ in metrics], dtype=object), n),
+        "rep": np.zeros(n * m, dtype=np.int32),
+    }
+
+
+def size_histogram(workload: dict[str, Any]):
+    """The analytic model's histogram of a ``sizes`` workload (fractions as weights)."""
+    from hostlink.model.analytic import SizeHistogram
+    return SizeHistogram.of(np.asarray(workload["sizes_B"]), np.asarray(workload["fractions"]),
+                            workload["offset_B"])
+
+
+_HOST_GPU_KEYS = {"requester_limit", "dram_GBps", "dram_burst_B"}
+
+
+def _link_params(link) -> dict[str, Any]:
+    """The link's keywords of :func:`hostlink.model.analytic.evaluate`, as
+    :func:`hostlink.model.analytic.system_params` maps them (checked against it
+    at run time by :func:`_analytic_params`)."""
+    return {
+        "gen": link.gen, "lanes": link.lanes, "tags": link.tags, "rtt_ns": link.rtt_ns,
+        "mps_B": link.mps_B, "mrrs_B": link.mrrs_B, "rcb_B": link.rcb_B,
+        "addr_64bit": link.addr_64bit, "ecrc": link.ecrc,
+        "framing_B": np.nan if link.framing_B is None else link.framing_B,
+        "flit_mode": link.uses_flit_mode,
+        "dllp_overhead": np.nan if link.dllp_overhead is None else link.dllp_overhead,
+        "cpl_buffer_B": link.cpl_buffer_B, "cpl_buffer_hdrs": link.cpl_buffer_hdrs,
+        "cpl_split": getattr(link, "cpl_split", "mps"),
+    }
+
+
+def _same(a: dict, b: dict) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for k, v in a.items():
+        w = b[k]
+        if isinstance(v, float) and isinstance(w, float) and np.isnan(v) and np.isnan(w):
+            continue
+        if v != w:
+            return False
+    return True
+
+
+def _analytic_params(systems: list[tuple[dict, dict]]) -> dict[str, Any]:
+    """Arrays of :func:`hostlink.model.analytic.evaluate` keywords, one entry per point.
+
+    The host and GPU parts are mapped by ``system_params`` once per distinct
+    pair; the link part (distinct at almost every point of a link sweep) by
+    :func:`_link_params`, whose agreement with ``system_params`` is checked on
+    the first point of every pair (any difference: every point goes through
+    ``system_params``)."""
+    from types import SimpleNamespace
+
+    from hostlink.model.analytic import system_params
+    pairs: dict[tuple[int, int], dict] = {}
+    links: dict[int, dict] = {}
+    rows = []
+    fast = True
+    for parts, _ in systems:
+        link = parts["link"]
+        lp = links.get(id(link))
+        if lp is None:
+            lp = links[id(link)] = _link_params(link)
+        key = (id(parts["host"]), id(parts["gpu"]))
+        other = pairs.get(key)
+        if other is None:
+            full = system_params(SimpleNamespace(**parts))
+            other = pairs[key] = {k: v for k, v in full.items() if k not in lp}
+            fast = (fast and _same({k: full[k] for k in full if k in lp}, lp)
+                    and set(other) == _HOST_GPU_KEYS)
+        rows.append((lp, other))
+    if not fast:
+        rows = [({}, system_params(SimpleNamespace(**parts))) for parts, _ in systems]
+    out: dict[str, Any] = {}
+    for name in (*rows[0][0], *rows[0][1]):
+        col = [lp[name] if name in lp else other[name] for lp, other in rows]
+        if isinstance(col[0], str):
+            if len(set(col)) != 1:
+                raise ConfigError(f"analytic sweep: '{name}' must be the same for all points")
+            out[name] = col[0]
+        else:
+            out[name] = np.asarray(col)
+    return out
+
+
+def bound_rows(bound_index: np.ndarray) -> tuple[str, str, np.ndarray]:
+    """The binding bound as a metric: its index in :data:`hostlink.model.analytic.BOUNDS`
+    (the unit string lists the names, so the code decodes itself)."""
+    from hostlink.model.analytic import BOUNDS
+    return ("bound_index", "index:" + "|".join(BOUNDS), np.asarray(bound_index, dtype=np.float64))
+
+
+def evaluate_sizes_analytic(task: Task) -> dict[str, np.ndarray]:
+    """One vectorised analytic evaluation for every point of the task."""
+    from hostlink.model.analytic import evaluate
+    hist = size_histogram(task.workload)
+    params = _analytic_params(task.systems)
+    result = evaluate(hist, **params)
+    metrics = [(name, unit, getattr(result, name)) for name, unit in ANALYTIC_METRICS]
+    metrics.append(bound_rows(result.bound_index))
+    return _rows(task.run_ids, task.cases, task.experiment, "analytic", metrics)
+
+
+# ---------------------------------------------------------------- streams
+_STREAMS: "OrderedDict[str, Any]" = OrderedDict()
+
+
+def synthetic_stream(workload: dict[str, Any]):
+    """A streaming request stream for a size mix (the DES counterpart of the analytic
+    model's histogram): ``requests`` requests, sizes drawn from the mix with
+    ``seed``, each starting ``offset_B`` after its own 128 B line, dealt round-robin
+    to ``warps`` warps (CTAs of 8 warps) that issue them in order."""
+    from hostlink.model.workload import SPACE_HOST, LaunchInfo, RequestStream
+    n = int(workload["requests"])
+    warps = int(workload["warps"])
+    rng = np.random.default_rng(int(workload["seed"]))
+    sizes = np.asarray(workload["sizes_B"], dtype=np.uint16)
+    draw = rng.choice(len(sizes), size=n, p=np.asarray(workload["fractions"]))
+    idx = np.arange(n, dtype=np.uint64)
+    warp = (idx % np.uint64(warps)).astype(np.uint32)
+    inst = (idx // np.uint64(warps)).astype(np.uint32)
+    order = np.lexsort((inst, warp))  # grouped by warp, then program order
+    size = sizes[draw]
+    addr = idx * np.uint64(128) + np.uint64(workload["offset_B"]) + np.uint64(1 << 40)
+    ctas = -(-warps // 8)
+    return RequestStream(
+        launch=np.zeros(n, np.uint32), warp=warp[order], inst=inst[order], addr=addr[order],
+        size_B=size[order], useful_B=size[order], space=np.full(n, SPACE_HOST, np.uint8),
+        is_write=np.zeros(n, bool),
+        launches=(LaunchInfo("stream", ctas=ctas, warps_per_cta=8, threads_per_cta=256),))
+
+
+def graph_stream(workload: dict[str, Any]):
+    """Generate (or read) the graph, emulate the kernel and coalesce its host reads."""
+    from hostlink.traces.emulator import emulate_stream
+    return emulate_stream(**{k: v for k, v in workload.items() if k != "kind"})
+
+
+def trace_stream(workload: dict[str, Any]):
+    """The coalesced request stream of a trace folder (binary store or Accel-Sim),
+    with the host regions the trace records."""
+    from hostlink.traces.coalescer import coalesce
+    from hostlink.traces.store import open_trace
+    return coalesce(open_trace(workload["path"]))
+
+
+def build_stream(workload: dict[str, Any]):
+    kind = workload["kind"]
+    if kind == "sizes":
+        return synthetic_stream(workload)
+    if kind == "graph":
+        return graph_stream(workload)
+    if kind == "trace":
+        return trace_stream(workload)
+    raise ConfigError(f"unknown workload kind {kind!r}")
+
+
+def cached_stream(task: Task):
+    stream = _STREAMS.get(task.workload_json)
+    if stream is None:
+        stream = build_stream(task.workload)
+        _STREAMS[task.workload_json] = stream
+        while len(_STREAMS) > STREAM_CACHE_SIZE:
+            _STREAMS.popitem(last=False)
+    else:
+        _STREAMS.move_to_end(task.workload_json)
+    return stream
+
+
+def evaluate_stream(task: Task) -> dict[str, np.ndarray]:
+    """Build the task's request stream once, then predict every point on it."""
+    from hostlink.model.config import SystemConfig
+    from hostlink.model.predict import predict
+    stream = cached_stream(task)
+    mode = task.workload.get("mode", "zerocopy")
+    columns: dict[str, list] = {}
+    for rid, case, (parts, scalars) in zip(task.run_ids, task.cases, task.systems):
+        system = SystemConfig(**scalars, **parts)
+        prediction = predict(stream, system, mode=mode, fidelity=task.fidelity)
+        rows = prediction.to_rows(rid, task.experiment, case)
+        for key, values in _row_columns(rows).items():
+            columns.setdefault(key, []).append(values)
+    return {k: np.concatenate(v) for k, v in columns.items()}
+
+
+def _row_columns(rows) -> dict[str, np.ndarray]:
+    """Tidy rows from ``Prediction.to_rows`` (a DataFrame or a list of dicts) as arrays."""
+    from hostlink.model.sweep.store import TIDY_COLUMNS
+    if hasattr(rows, "to_dict") and hasattr(rows, "columns"):
+        records = rows.to_dict("list")
+    else:
+        records = {k: [r[k] for r in rows] for k in TIDY_COLUMNS if k != "rep" or
+                   (rows and "rep" in rows[0])}
+    out = {}
+    for k in TIDY_COLUMNS:
+        if k == "rep":
+            out[k] = np.asarray(records.get("rep", [0] * len(records["run_id"])), dtype=np.int32)
+        elif k == "value":
+            out[k] = np.asarray(records[k], dtype=np.float64)
+        else:
+            out[k] = np.asarray(records[k], dtype=object)
+    return out
+
+
+def evaluate_task(task: Task) -> dict[str, np.ndarray]:
+    """Evaluate one task (the function workers run)."""
+    if task.workload["kind"] == "sizes" and task.fidelity == "analytic":
+        return evaluate_sizes_analytic(task)
+    return evaluate_stream(task)
+
+
+def workload_label(workload: dict[str, Any]) -> str:
+    return json.dumps(workload, sort_keys=True)

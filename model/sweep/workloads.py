@@ -1,0 +1,239 @@
+"""Workloads a sweep point runs: a request-size mix, a generated graph traversal, or a trace.
+
+Kinds and their parameters (``[workload]`` of a sweep file; an axis varies
+one with ``workload.<param>``):
+
+- ``sizes``: a stream of host reads with a fixed mix of request sizes, the
+  input of the analytic link model. ``size_B`` (one size) or ``sizes_B`` with
+  ``fractions`` (a histogram; fractions of the requests, summing to 1);
+  ``offset_B``: each request's start offset from a 128 B line boundary.
+  Mode is zero-copy (SM reads over the link). At DES fidelity the mix
+  becomes a synthetic streaming stream (``requests`` requests spread over
+  ``warps`` warps, each issuing its share in order; the sizes are drawn from
+  the mix with ``seed``) so the DES and the analytic model can be compared.
+- ``graph``: a GAP-style graph (``graph`` = kron or urand with ``scale``,
+  ``degree``, ``seed``; or ``graph`` = "file" with ``path``, an EMOGI binary
+  CSR prefix), a traversal ``kernel`` (bfs, sssp, cc, pagerank) as a
+  ``variant`` (naive, merged, merged_aligned, chunked) with ``id_bytes`` 4
+  or 8 from ``source`` ("auto" = the vertex of largest degree, lowest id on
+  ties), emulated and coalesced into a request stream; memory ``mode``
+  zerocopy, uvm, uvm_readmostly or device.
+- ``trace``: a trace directory (``path``: Accel-Sim or the binary store) with
+  a memory ``mode``.
+
+Paths (``path``) are relative to the sweep file's folder.
+
+Every workload is normalised (defaults filled in, types checked) before its
+points run, so equal workloads written differently get the same run id.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from hostlink.model.errors import ConfigError
+
+KINDS = ("sizes", "graph", "trace")
+MODES = ("zerocopy", "uvm", "uvm_readmostly", "device")
+KERNELS = ("bfs", "sssp", "cc", "pagerank")
+VARIANTS = ("naive", "merged", "merged_aligned", "chunked")
+GRAPHS = ("kron", "urand", "file")
+REQUEST_SIZES_B = (32, 64, 96, 128)
+DEFAULT_GRAPH_SEED = 27491095  # GAP's default generator seed (sbeamer/gapbs src/generator.h)
+
+
+def _int(lo: int | None = None, hi: int | None = None, choices: tuple | None = None):
+    def check(v: Any) -> tuple[Any, str | None]:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float)
+                                                                     and not v.is_integer()):
+            return v, f"must be a whole number, not {v!r}"
+        v = int(v)
+        if choices is not None and v not in choices:
+            return v, f"= {v} is not one of {', '.join(map(str, choices))}"
+        if lo is not None and v < lo:
+            return v, f"= {v} must be >= {lo}"
+        if hi is not None and v > hi:
+            return v, f"= {v} must be <= {hi}"
+        return v, None
+    return check
+
+
+def _str(choices: tuple | None = None):
+    def check(v: Any) -> tuple[Any, str | None]:
+        if not isinstance(v, str) or not v:
+            return v, f"must be a string, not {v!r}"
+        if choices is not None and v not in choices:
+            return v, f"= {v!r} is not one of {', '.join(choices)}"
+        return v, None
+    return check
+
+
+def _source(v: Any) -> tuple[Any, str | None]:
+    if v == "auto":
+        return v, None
+    return _int(lo=0)(v)
+
+
+def _sizes_list(v: Any) -> tuple[Any, str | None]:
+    if v is None:
+        return v, None
+    if not isinstance(v, list) or not v:
+        return v, f"must be a non-empty list of sizes in bytes, not {v!r}"
+    out = []
+    for s in v:
+        s2, err = _int(choices=REQUEST_SIZES_B)(s)
+        if err:
+            return v, f"entry {err}"
+        out.append(s2)
+    if len(set(out)) != len(out):
+        return v, f"lists a size twice: {out}"
+    return out, None
+
+
+def _fractions(v: Any) -> tuple[Any, str | None]:
+    if v is None:
+        return v, None
+    if not isinstance(v, list) or not v:
+        return v, f"must be a non-empty list of fractions, not {v!r}"
+    if any(isinstance(f, bool) or not isinstance(f, (int, float)) or f < 0 for f in v):
+        return v, f"must hold numbers >= 0, not {v!r}"
+    if not math.isclose(sum(v), 1.0, rel_tol=1e-6):
+        return v, f"must sum to 1, not {sum(v):g}"
+    return [float(f) for f in v], None
+
+
+def _opt_size(v: Any) -> tuple[Any, str | None]:
+    if v is None:
+        return v, None
+    return _int(choices=REQUEST_SIZES_B)(v)
+
+
+def _path(v: Any) -> tuple[Any, str | None]:
+    if v is None:
+        return v, None
+    return _str()(v)
+
+
+# kind -> param -> (default, checker, doc). A default of None means "not set".
+SCHEMA: dict[str, dict[str, tuple[Any, Callable, str]]] = {
+    "sizes": {
+        "size_B": (None, _opt_size, "one request size for every request (32, 64, 96 or 128)"),
+        "sizes_B": (None, _sizes_list, "request sizes of a mix"),
+        "fractions": (None, _fractions, "fraction of the requests of each size in sizes_B"),
+        "offset_B": (0, _int(lo=0, hi=96), "start offset of each request from a 128 B boundary"),
+        "mode": ("zerocopy", _str(("zerocopy",)), "memory mode (the analytic link model is zero-copy)"),
+        "requests": (200_000, _int(lo=1, hi=100_000_000), "requests of the synthetic stream (DES only)"),
+        "warps": (8192, _int(lo=1, hi=1 << 20), "warps the synthetic stream is dealt to (DES only)"),
+        "seed": (1, _int(lo=0), "seed of the synthetic stream's size draws (DES only)"),
+    },
+    "graph": {
+        "graph": ("kron", _str(GRAPHS), "generator (kron, urand) or file"),
+        "scale": (12, _int(lo=1, hi=31), "log2 of the vertex count of a generated graph"),
+        "degree": (16, _int(lo=1, hi=4096), "sampled edges per vertex of a generated graph"),
+        "seed": (DEFAULT_GRAPH_SEED, _int(lo=0), "generator seed"),
+        "path": (None, _path, "EMOGI binary CSR prefix when graph = \"file\""),
+        "kernel": ("bfs", _str(KERNELS), "traversal kernel"),
+        "variant": ("merged_aligned", _str(VARIANTS), "kernel variant (gpu_kernels/KERNELS.md)"),
+        "mode": ("zerocopy", _str(MODES), "where the edge arrays live and how they are reached"),
+        "source": ("auto", _source, "source vertex (bfs, sssp); auto = the largest degree"),
+        "id_bytes": (4, _int(choices=(4, 8)), "bytes per neighbour id"),
+        "iterations": (10, _int(lo=1, hi=1000), "pagerank iterations"),
+    },
+    "trace": {
+        "path": (None, _path, "trace directory (Accel-Sim traces or the binary store)"),
+        "mode": ("zerocopy", _str(MODES), "memory mode of the host regions"),
+    },
+}
+
+
+def workload_defaults(kind: Any) -> dict[str, Any]:
+    """The parameters of a workload kind with their defaults (None = not set)."""
+    if kind not in SCHEMA:
+        return {}
+    return {k: d for k, (d, _, _) in SCHEMA[kind].items()}
+
+
+def check_workload_keys(workload: dict, axis_keys: set[str], where: str) -> None:
+    """Unknown workload kinds and parameters are errors naming the file and key."""
+    kind = workload.get("kind")
+    if kind not in KINDS:
+        raise ConfigError(f"{where}: 'workload.kind' = {kind!r} is not one of {', '.join(KINDS)}")
+    if "kind" in axis_keys:
+        raise ConfigError(f"{where}: 'workload.kind' cannot be an axis (run one sweep per kind)")
+    known = SCHEMA[kind]
+    for key in [*workload, *sorted(axis_keys)]:
+        if key != "kind" and key not in known:
+            raise ConfigError(f"{where}: unknown key 'workload.{key}' for kind '{kind}' "
+                              f"(known: {', '.join(known)})")
+
+
+def normalise_workload(workload: dict[str, Any], where: str,
+                       fidelity: str = "analytic") -> dict[str, Any]:
+    """A checked copy of ``workload`` with defaults filled in and unused keys dropped
+    (including those the fidelity does not use).
+
+    The result is canonical: two spellings of one workload normalise equal.
+    """
+    kind = workload.get("kind")
+    if kind not in SCHEMA:
+        raise ConfigError(f"{where}: 'workload.kind' = {kind!r} is not one of {', '.join(KINDS)}")
+    out: dict[str, Any] = {"kind": kind}
+    for key, (default, check, _) in SCHEMA[kind].items():
+        value = workload.get(key, default)
+        if value is None:
+            out[key] = None
+            continue
+        value, err = check(value)
+        if err:
+            raise ConfigError(f"{where}: 'workload.{key}' {err}")
+        out[key] = value
+    for key in workload:
+        if key != "kind" and key not in SCHEMA[kind]:
+            raise ConfigError(f"{where}: unknown key 'workload.{key}' for kind '{kind}'")
+    if kind == "sizes":
+        _normalise_sizes(out, where)
+        if fidelity == "analytic":
+            for unused in ("requests", "warps", "seed"):
+                out[unused] = None
+    elif kind == "graph":
+        if out["graph"] == "file":
+            if not out["path"]:
+                raise ConfigError(f"{where}: 'workload.path' must name the graph when graph = \"file\"")
+            for unused in ("scale", "degree", "seed"):
+                out[unused] = None
+        else:
+            out["path"] = None
+        if out["kernel"] != "pagerank":
+            out["iterations"] = None
+        if out["kernel"] not in ("bfs", "sssp"):
+            out["source"] = None
+    elif kind == "trace":
+        if not out["path"]:
+            raise ConfigError(f"{where}: 'workload.path' must name a trace directory")
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _normalise_sizes(out: dict[str, Any], where: str) -> None:
+    size, sizes, fractions = out.pop("size_B"), out.pop("sizes_B"), out.pop("fractions")
+    if size is not None and (sizes is not None or fractions is not None):
+        raise ConfigError(f"{where}: give 'workload.size_B' or 'workload.sizes_B' with "
+                          "'workload.fractions', not both")
+    if size is not None:
+        sizes, fractions = [size], [1.0]
+    elif sizes is None:
+        raise ConfigError(f"{where}: a sizes workload needs 'workload.size_B' or 'workload.sizes_B'")
+    elif fractions is None:
+        fractions = [1.0 / len(sizes)] * len(sizes)
+    if len(fractions) != len(sizes):
+        raise ConfigError(f"{where}: 'workload.fractions' has {len(fractions)} entries for "
+                          f"{len(sizes)} sizes in 'workload.sizes_B'")
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    pairs = [(sizes[i], fractions[i]) for i in order if fractions[i] > 0]
+    out["sizes_B"] = [s for s, _ in pairs]
+    out["fractions"] = [float(f"{f:.12g}") for _, f in pairs]
+    if out["offset_B"] % 32:
+        raise ConfigError(f"{where}: 'workload.offset_B' = {out['offset_B']} must be a multiple of 32")
+    if out["offset_B"] + max(out["sizes_B"]) > 128:
+        raise ConfigError(f"{where}: 'workload.offset_B' = {out['offset_B']} puts a "
+                          f"{max(out['sizes_B'])} B request across a 128 B line (SM requests stay "
+                          "within one line)")
