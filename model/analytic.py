@@ -230,6 +230,17 @@ def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
     return inv.reshape(values.shape).astype(np.int64), len(uniq)
 
 
+def _mostly_distinct(fmt: TlpFormat, names: list[str], shape, sample: int = 256) -> bool:
+    """Whether most configurations have a TLP format of their own (judged on an
+    evenly spaced sample), so that sharing formats would not pay."""
+    size = int(np.prod(shape))
+    pick = np.linspace(0, size - 1, min(sample, size)).astype(np.int64)
+    where = np.unravel_index(pick, shape)
+    cols = [np.broadcast_to(getattr(fmt, n), shape)[where].astype(np.float64) for n in names]
+    distinct = len(np.unique(np.stack(cols, axis=1), axis=0))
+    return distinct > len(pick) // 2
+
+
 def _format_sums(hist: SizeHistogram, fmt: TlpFormat) -> dict:
     """Histogram-weighted packet totals per configuration.
 
@@ -239,7 +250,7 @@ def _format_sums(hist: SizeHistogram, fmt: TlpFormat) -> dict:
     names = [f.name for f in fields(fmt)]
     shape = np.broadcast_shapes(*(np.shape(getattr(fmt, n)) for n in names))
     size = int(np.prod(shape))
-    if hist.size_B.ndim != 1 or size < _DEDUPE_MIN:
+    if hist.size_B.ndim != 1 or size < _DEDUPE_MIN or _mostly_distinct(fmt, names, shape):
         return _sums_direct(hist, fmt)
     key = np.zeros(size, dtype=np.int64)
     scale = 1
@@ -315,15 +326,18 @@ def evaluate(hist: SizeHistogram, *, gen, lanes, tags, rtt_ns, mps_B=256, mrrs_B
     bw_link = np.minimum(bw_down, bw_up)
 
     # Per read issued (writes ride along in proportion to the histogram).
-    per_read = _safe_div(1.0, n_reads)
-    bytes_per_read = bytes_all * per_read
-    mrd_per_read = sums["n_mrd"] * per_read
-    cpl_per_read = sums["n_cpld"] * per_read
-    credit_per_read = sums["cpl_credit_B"] * per_read
+    per_read = _safe_div(1.0, n_reads)     # inf without reads: their bounds are inf
+    with np.errstate(invalid="ignore"):
+        bytes_per_read = bytes_all * per_read
+        mrd_per_read = sums["n_mrd"] * per_read
+        cpl_per_read = sums["n_cpld"] * per_read
+        credit_per_read = sums["cpl_credit_B"] * per_read
+        up_per_read, down_per_read = up * per_read, down * per_read
 
-    n_tags = tags_a / mrd_per_read
-    n_credits = np.minimum(_limit("link.cpl_buffer_hdrs", cpl_buffer_hdrs) / cpl_per_read,
-                           _limit("link.cpl_buffer_B", cpl_buffer_B) / credit_per_read)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n_tags = tags_a / mrd_per_read
+        n_credits = np.minimum(_limit("link.cpl_buffer_hdrs", cpl_buffer_hdrs) / cpl_per_read,
+                               _limit("link.cpl_buffer_B", cpl_buffer_B) / credit_per_read)
     n_req = _limit("gpu.max_outstanding_host_reads", requester_limit)
     with np.errstate(invalid="ignore"):
         bw_tags = np.where(n_reads > 0, n_tags * bytes_per_read / rtt, np.inf)
@@ -354,7 +368,7 @@ def evaluate(hist: SizeHistogram, *, gen, lanes, tags, rtt_ns, mps_B=256, mrrs_B
         dram_efficiency=b(dram_eff),
         outstanding_limit=b(np.minimum(np.minimum(n_tags, n_credits), n_req)),
         outstanding_to_saturate=b(sat), bytes_per_read=b(bytes_per_read),
-        up_wire_B_per_read=b(up * per_read), down_wire_B_per_read=b(down * per_read),
+        up_wire_B_per_read=b(up_per_read), down_wire_B_per_read=b(down_per_read),
         rtt_ns=b(rtt))
 
 

@@ -39,7 +39,8 @@ Facts and choices:
   limit; real ports may send DLLPs more often). Override with
   ``dllp_overhead``. The spec's Ack factor drops from 2.5 to 1.0 at x8
   between MPS 256 and 512, so at x8 the interval, and with it the modelled
-  bandwidth, dips slightly (0.1%) from MPS 256 to 512: that is the table.
+  bandwidth, dips slightly from MPS 256 to 512 (0.1% at Gen3, 0.5% at Gen1):
+  that is the table, kept as it is.
 - SKP ordered sets (clock compensation): 8b/10b sends a 4-symbol SKP OS
   every 1180-1538 symbol times (the model uses 1538); 128b/130b sends a
   16-symbol (one-block) SKP OS every 370-375 blocks (the model uses 375).
@@ -164,6 +165,7 @@ def check_choice(name: str, value, choices) -> np.ndarray:
     bad = ~np.isin(arr, np.asarray(choices))
     if bad.any():
         first = arr[bad].flat[0]
+        first = first.item() if hasattr(first, "item") else first
         raise ConfigError(f"{name}: {first!r} is not one of "
                           f"{', '.join(str(c) for c in choices)}")
     return arr

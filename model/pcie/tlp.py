@@ -19,10 +19,10 @@ from :mod:`hostlink.model.pcie.spec`):
   MRRS <= 4096 divides it).
 - The completer answers each MRd with CplD TLPs. A completion that does not
   finish its request must end on a read-completion-boundary (RCB) aligned
-  address, and none may carry more than MPS. Two completer policies:
-  ``cpl_split="mps"`` (default) returns the largest completions those rules
-  allow; ``"rcb"`` returns one completion per RCB-aligned block (what some
-  root complexes do). The default is an ASSUMPTION supported by measurement:
+  address, and none may carry more than MPS (counted in whole DWs). Two
+  completer policies: ``cpl_split="mps"`` (default) returns the largest
+  completions those rules allow, greedily from the start; ``"rcb"`` returns
+  one completion per RCB-aligned block (what some root complexes do). The default is an ASSUMPTION supported by measurement:
   an RTX 5090 at Gen3 x16 copies host-to-device at 13.69 GB/s
   (REFERENCE.md), above what 64 B or 128 B completions allow at 8 B framing.
 - Writes become posted MWr TLPs split at MPS-aligned addresses (never
@@ -61,6 +61,7 @@ class TlpFormat:
     framing_B: np.ndarray      # per-TLP framing in non-flit mode (0 in flit mode)
     flit: np.ndarray           # bool
     cpl_chunk_B: np.ndarray    # largest completion: MPS (policy "mps") or RCB ("rcb")
+    cpl_greedy: np.ndarray     # bool: policy "mps" (largest legal completions)
 
     @classmethod
     def resolve(cls, gen=3, mps_B=256, mrrs_B=512, rcb_B=64, addr_64bit=True, ecrc=False,
@@ -86,7 +87,7 @@ class TlpFormat:
                    req_hdr_B=spec.header_B("MRd", addr_64bit).astype(np.int64),
                    ecrc_B=np.where(np.asarray(ecrc, dtype=bool), spec.ECRC_B, 0).astype(np.int64),
                    framing_B=framing.astype(np.float64), flit=np.asarray(flit, dtype=bool),
-                   cpl_chunk_B=chunk.astype(np.int64))
+                   cpl_chunk_B=chunk.astype(np.int64), cpl_greedy=np.asarray(split == "mps"))
 
     def expand_dims(self, axis: int = -1) -> "TlpFormat":
         """The same format with a new axis (to broadcast configurations against requests)."""
@@ -153,20 +154,36 @@ def request_span(addr, size_B) -> tuple[np.ndarray, np.ndarray]:
     return start, start + size.astype(np.int64)
 
 
-def _pieces(s, e, align, chunk):
-    """Split [s, e) into pieces of at most ``chunk`` bytes where every piece but the
-    last ends on an ``align``-aligned address (``chunk`` a multiple of ``align``).
+def _pieces(s, e, align, chunk, greedy=False):
+    """Split [s, e) into TLP pieces; returns (count, end of the first piece, start
+    of the last piece). ``align`` and ``chunk`` are powers of two, ``chunk`` a
+    multiple of ``align``, both of 4 (so the arithmetic is masks and shifts).
 
-    Returns (count, end of the first piece, start of the last piece)."""
-    first_end = np.minimum(e, ((s + chunk) // align) * align)
-    rest = np.maximum(e - first_end, 0)
-    n = 1 + (rest + chunk - 1) // chunk
-    last_start = np.where(n == 1, s, first_end + (n - 2) * chunk)
+    Block split (``greedy`` False): one piece per ``align``-aligned block of
+    ``chunk`` bytes (MRRS for MRds, MPS for MWrs, RCB for "rcb" completions).
+    Greedy (completions, policy "mps"): each piece as large as allowed: at most
+    ``chunk`` bytes in whole DWs, and ending on an ``align`` (RCB) boundary
+    unless it is the last."""
+    lo = s & -spec.DW_B
+    hi = _ceil(e, spec.DW_B)
+    boundary = (lo + chunk) & -np.asarray(align)
+    single = np.where(greedy, hi - lo <= chunk, e <= boundary)
+    first_end = np.where(single, e, boundary)
+    shift = _log2(chunk)
+    n = np.where(single, 1, 1 + ((hi - first_end + chunk - 1) >> shift))
+    last_start = np.where(single, s, first_end + ((n - 2) << shift))
     return n, first_end, last_start
 
 
+def _log2(x) -> np.ndarray:
+    """Exponent of a power of two, as int64 (exact for the sizes used here)."""
+    return (np.frexp(np.asarray(x, dtype=np.float64))[1] - 1).astype(np.int64)
+
+
 def _ceil(x, unit):
-    return -(-x // unit) * unit
+    """Round up to a multiple of ``unit`` (a power of two)."""
+    unit = np.asarray(unit)
+    return (x + unit - 1) & -unit
 
 
 def _partial_dw_tlps(s, e, n):
@@ -184,20 +201,23 @@ def packetize_reads(addr, size_B, fmt: TlpFormat | None = None, **link) -> ReadP
     fmt = fmt if fmt is not None else TlpFormat.resolve(**link)
     s, e = request_span(addr, size_B)
     n_mrd, m_first_end, m_last_start = _pieces(s, e, fmt.mrrs_B, fmt.mrrs_B)
-    chunk = fmt.cpl_chunk_B
-    n_a, a_first_end, a_last_start = _pieces(s, m_first_end, fmt.rcb_B, chunk)
-    n_mid = -(-fmt.mrrs_B // chunk)
-    n_b, _, b_last_start = _pieces(m_last_start, e, fmt.rcb_B, chunk)
+    chunk, greedy = fmt.cpl_chunk_B, fmt.cpl_greedy
+    n_a, a_first_end, a_last_start = _pieces(s, m_first_end, fmt.rcb_B, chunk, greedy)
     single = n_mrd == 1
-    n_cpld = np.where(single, n_a, n_a + (n_mrd - 2) * n_mid + n_b)
-    last_start = np.where(single, a_last_start, b_last_start)
+    if np.all(single):         # the usual case for SM requests: skip the multi-MRd terms
+        n_cpld, last_start = n_a, a_last_start
+    else:
+        n_mid = -(-fmt.mrrs_B // chunk)
+        n_b, _, b_last_start = _pieces(m_last_start, e, fmt.rcb_B, chunk, greedy)
+        n_cpld = np.where(single, n_a, n_a + (n_mrd - 2) * n_mid + n_b)
+        last_start = np.where(single, a_last_start, b_last_start)
 
-    lo = (s // spec.DW_B) * spec.DW_B
+    lo = s & -spec.DW_B
     hi = _ceil(e, spec.DW_B)
     cpl_data = hi - lo
     unit = spec.CREDIT_DATA_B
     first_dw = _ceil(a_first_end, spec.DW_B) - lo
-    last_dw = hi - (last_start // spec.DW_B) * spec.DW_B
+    last_dw = hi - (last_start & -spec.DW_B)
     credit = np.where(n_cpld == 1, _ceil(cpl_data, unit),
                       _ceil(first_dw, unit) + (last_start - a_first_end) + _ceil(last_dw, unit))
 
@@ -216,7 +236,7 @@ def packetize_writes(addr, size_B, fmt: TlpFormat | None = None, **link) -> Writ
     fmt = fmt if fmt is not None else TlpFormat.resolve(**link)
     s, e = request_span(addr, size_B)
     n, _, _ = _pieces(s, e, fmt.mps_B, fmt.mps_B)
-    data = _ceil(e, spec.DW_B) - (s // spec.DW_B) * spec.DW_B
+    data = _ceil(e, spec.DW_B) - (s & -spec.DW_B)
     ohc = np.where(fmt.flit, _partial_dw_tlps(s, e, n), 0) * spec.OHC_DW_B
     up_tlp = n * (fmt.req_hdr_B + fmt.ecrc_B) + ohc + data
     return WritePackets(n_mwr=n, payload_B=e - s, data_B=data, up_tlp_B=up_tlp,
@@ -238,9 +258,9 @@ class TlpList:
         return len(self.request)
 
 
-def _expand(s, e, align, chunk):
+def _expand(s, e, align, chunk, greedy=False):
     """One row per piece of [s, e) (see :func:`_pieces`): (owner row, start, end)."""
-    n, first_end, _ = _pieces(s, e, align, chunk)
+    n, first_end, _ = _pieces(s, e, align, chunk, greedy)
     owner = np.repeat(np.arange(len(s)), n)
     k = np.arange(owner.size) - np.repeat(np.cumsum(n) - n, n)
     fe = first_end[owner]
@@ -275,9 +295,9 @@ def expand_reads(addr, size_B, fmt: TlpFormat | None = None, **link) -> tuple[Tl
                   payload_B=np.zeros(req.size, np.int64), length_B=me - ms,
                   wire_B=mrd_wire, parent=np.full(req.size, -1))
 
-    sub, cs, ce = _expand(ms, me, f.rcb_B[req], f.cpl_chunk_B[req])
+    sub, cs, ce = _expand(ms, me, f.rcb_B[req], f.cpl_chunk_B[req], f.cpl_greedy[req])
     creq = req[sub]
-    data = _ceil(ce, spec.DW_B) - (cs // spec.DW_B) * spec.DW_B
+    data = _ceil(ce, spec.DW_B) - (cs & -spec.DW_B)
     cpl_tlp = spec.CPLD_HDR_B + f.ecrc_B[creq] + data
     cpl_wire = np.where(f.flit[creq], cpl_tlp * (spec.FLIT_B / spec.FLIT_TLP_B), cpl_tlp) \
         + f.framing_B[creq]
@@ -295,7 +315,7 @@ def expand_writes(addr, size_B, fmt: TlpFormat | None = None, **link) -> TlpList
     e = np.broadcast_to(e, shape).ravel()
     f = _flat_format(fmt, shape)
     req, ws, we = _expand(s, e, f.mps_B, f.mps_B)
-    data = _ceil(we, spec.DW_B) - (ws // spec.DW_B) * spec.DW_B
+    data = _ceil(we, spec.DW_B) - (ws & -spec.DW_B)
     partial = np.where(f.flit[req], ((ws % 4 != 0) | (we % 4 != 0)), False)
     tlp = f.req_hdr_B[req] + f.ecrc_B[req] + partial * spec.OHC_DW_B + data
     wire = np.where(f.flit[req], tlp * (spec.FLIT_B / spec.FLIT_TLP_B), tlp) + f.framing_B[req]
