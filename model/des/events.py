@@ -1,0 +1,159 @@
+"""What both discrete-event engines share: request kinds, the inputs they run on, their output.
+
+The zero-copy discrete-event model replays a :class:`~hostlink.model.workload.RequestStream`
+on a system. Both engines, the compiled one (:mod:`hostlink.model.des.fast`) and
+the SimPy reference (:mod:`hostlink.model.des.reference`), read the same
+:class:`DesInputs` and return the same :class:`DesOutput`, so tests can compare
+them number for number.
+
+The model (one kernel launch at a time, each from local time 0; launches do not overlap)
+---------------------------------------------------------------------------------------
+- Occupancy: a launch's CTAs start in id order while CTA slots are free
+  (``slots = sm_count * (max_warps_per_sm // warps_per_cta)``); a CTA frees its
+  slot when its last warp has finished. CTAs and warps that issue no memory
+  request take no time (compute is not modelled).
+- Warps: each warp issues its memory instructions in program order, at most
+  ``loads_in_flight`` at once; an instruction completes when all its requests
+  have; the next instruction issues at the moment one completes.
+- Host reads: a read may need a GPU address translation first (a TLB miss
+  waits for one of ``walkers`` page walkers, ``walk_ns`` each, first come first
+  served). It then waits, first come first served, until it can hold a tag, its
+  completion headers (one per CplD) and its completion data bytes (credits).
+  Holding them, its MRd TLP serialises on the upstream link, flies
+  ``rtt_ns / 2``, is served by host DRAM (bytes of whole bursts at DRAM
+  bandwidth), its CplD TLPs serialise on the downstream link, and fly
+  ``rtt_ns / 2`` back (plus an IOMMU walk, ``iommu_ns``, where the IOTLB missed);
+  then the credits return. All three servers are first come first served, so
+  the unloaded round trip of a read is ``rtt_ns`` plus its own serialisation
+  and DRAM service, and everything beyond that is queueing.
+- Host writes are posted: the MWr serialises upstream (in issue order with
+  the reads) and its data then reaches DRAM, but the warp waits only until it
+  has left the GPU.
+- Device requests: one first-come-first-served server at device bandwidth;
+  a read's data returns ``device_lat_ns`` after its service, a write is done
+  for the warp when served.
+- Warps issue round robin; a request enters its path the moment it is issued.
+  Simultaneous events are taken in the order they were scheduled, as SimPy
+  does; a launch ends with its last completion.
+
+Assumptions: compute time between memory instructions is zero (the traversal
+kernels are memory bound); all SMs share one pool of CTA slots (no per-SM
+placement); the link's DLLP and SKP share is taken out of its rate, not sent
+as packets; DRAM is one server of the aggregate bandwidth (no banks, rows or
+refresh); requests never reorder inside the root complex.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Request kinds.
+HOST_READ, HOST_WRITE, DEVICE_READ, DEVICE_WRITE = 0, 1, 2, 3
+KIND_NAMES = {HOST_READ: "host_read", HOST_WRITE: "host_write", DEVICE_READ: "device_read",
+              DEVICE_WRITE: "device_write"}
+
+# Indices into DesOutput.stats (the compiled engine returns a flat array).
+STAT_NAMES = (
+    "busy_up_ns",        # upstream link time spent serialising TLPs
+    "busy_dram_ns",      # host DRAM busy time
+    "busy_down_ns",      # downstream link time spent serialising TLPs
+    "busy_dev_ns",       # device memory busy time
+    "host_reads",        # host reads completed
+    "sum_lat_ns",        # sum over host reads of (done - granted): time holding a tag
+    "sum_wait_ns",       # sum over host reads of (granted - ready): waiting for credits
+    "peak_outstanding",  # most host reads holding tags at once
+    "walks",             # GPU TLB misses (page walks)
+    "sum_walk_wait_ns",  # sum over walks of the time waiting for a walker
+)
+STAT = {name: i for i, name in enumerate(STAT_NAMES)}
+
+UNLIMITED = np.iinfo(np.int64).max // 4
+
+
+@dataclass(frozen=True)
+class DesInputs:
+    """A request stream laid out for the engines, with every per-request cost precomputed.
+
+    Requests are in (launch, warp, instruction) order. ``inst_ptr`` delimits the
+    requests of each instruction, ``warp_ptr`` the instructions of each warp,
+    ``cta_ptr`` the warps of each CTA and ``launch_ptr`` the CTAs of each launch
+    (only warps and CTAs with at least one request appear). ``row`` maps each
+    request back to its row in the original stream.
+    """
+    row: np.ndarray            # int64 (n,)
+    inst_ptr: np.ndarray       # int64 (n_inst + 1,)
+    warp_ptr: np.ndarray       # int64 (n_warp + 1,)
+    cta_ptr: np.ndarray        # int64 (n_cta + 1,)
+    launch_ptr: np.ndarray     # int64 (n_launch + 1,)
+    launch_slots: np.ndarray   # int64 (n_launch,): CTA slots of each launch
+    kind: np.ndarray           # uint8 (n,): HOST_READ ...
+    size_B: np.ndarray         # int64 (n,)
+    ser_up_ns: np.ndarray      # float64 (n,): upstream wire time of the request's TLPs
+    ser_down_ns: np.ndarray    # float64 (n,): downstream wire time (its CplDs)
+    dram_ns: np.ndarray        # float64 (n,): host DRAM service time
+    dev_ns: np.ndarray         # float64 (n,): device memory service time
+    need_tags: np.ndarray      # int64 (n,): tags held (MRd count)
+    need_hdr: np.ndarray       # int64 (n,): completion headers held (CplD count)
+    need_data_B: np.ndarray    # int64 (n,): completion data credits held, in bytes
+    walk: np.ndarray           # bool (n,): GPU TLB miss
+    iommu_ns: np.ndarray       # float64 (n,): added round trip of an IOTLB miss
+    tags: int                  # tags (the least of the link's and the GPU's limits)
+    cpl_hdrs: int              # completion header credits (UNLIMITED if not limited)
+    cpl_data_B: int            # completion data credits in bytes (UNLIMITED if not limited)
+    rtt_ns: float
+    device_lat_ns: float
+    loads_in_flight: int
+    walkers: int
+    walk_ns: float
+    launch_overhead_ns: float
+    level_sync_ns: float
+    extra: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    @property
+    def n_launches(self) -> int:
+        return len(self.launch_slots)
+
+    def launch_of_request(self) -> np.ndarray:
+        """Launch index of every request."""
+        n_inst = len(self.inst_ptr) - 1
+        inst_warp = np.repeat(np.arange(len(self.warp_ptr) - 1), np.diff(self.warp_ptr))
+        warp_cta = np.repeat(np.arange(len(self.cta_ptr) - 1), np.diff(self.cta_ptr))
+        cta_launch = np.repeat(np.arange(self.n_launches), np.diff(self.launch_ptr))
+        req_inst = np.repeat(np.arange(n_inst), np.diff(self.inst_ptr))
+        return cta_launch[warp_cta[inst_warp[req_inst]]]
+
+
+@dataclass
+class DesOutput:
+    """What an engine returns. Times of requests are local to their launch."""
+    kernel_ns: np.ndarray          # (n_launch,) time from a launch's start to its last completion
+    stats: np.ndarray              # (len(STAT_NAMES),) see STAT_NAMES
+    bw_bins_B: np.ndarray          # host-read payload bytes completed per time bin (global time)
+    bin_ns: float                  # width of a bin
+    ready_ns: np.ndarray | None = None    # per request: issued by its warp (or walk done)
+    granted_ns: np.ndarray | None = None  # per request: credits held / service began
+    done_ns: np.ndarray | None = None     # per request: completed
+
+    def stat(self, name: str) -> float:
+        return float(self.stats[STAT[name]])
+
+    def launch_start_ns(self, inputs: DesInputs) -> np.ndarray:
+        """Global start time of each launch's kernel: after its launch overhead and,
+        from the second launch on, the level synchronisation (summed in the
+        engines' order, so bin edges agree to the last bit)."""
+        starts = np.zeros(len(self.kernel_ns))
+        end = 0.0
+        for k, kernel in enumerate(self.kernel_ns):
+            starts[k] = end + inputs.launch_overhead_ns + (inputs.level_sync_ns if k > 0 else 0.0)
+            end = starts[k] + kernel
+        return starts
+
+    def per_launch_ns(self, inputs: DesInputs) -> np.ndarray:
+        """Each launch's share of the total: its overheads plus its kernel time."""
+        gaps = np.full(len(self.kernel_ns), inputs.launch_overhead_ns)
+        gaps[1:] += inputs.level_sync_ns
+        return gaps + self.kernel_ns

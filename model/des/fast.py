@@ -1,0 +1,353 @@
+"""The compiled zero-copy discrete-event engine (Numba).
+
+Same model as :mod:`hostlink.model.des.reference`; the model itself is stated
+in :mod:`hostlink.model.des.events`. This engine is written for speed. It
+needs no general event heap: every server is first come first served and a
+request's path through the link, DRAM or device memory is fixed once it
+starts, so its completion time is known then, and completions on one path
+come in the order the path accepted them. The pending events therefore sit in
+six sorted queues (host reads, host reads delayed by an IOMMU walk, device
+reads, page walks, host writes, device writes) and the next event is the
+earliest head; among equal times the one scheduled first (earliest
+scheduling time, then sequence), as in SimPy. Each event costs O(1).
+
+After each event the engine, in this order, grants freed credits to the
+reads already waiting, starts CTAs into free slots, and lets the warps that
+can issue do so round robin (one instruction per warp per round, warps in the
+order they became ready, a new CTA's in id order); each request issued enters
+its path at once (a read joins the credit queue and is granted if it is at
+its head and the credits are free), so requests reach the link in issue order.
+
+The queues are rings in one flat array, each sized once from a bound it
+cannot exceed (host reads in flight <= tags; requests issued but not done <=
+resident warps x loads in flight x requests per instruction), so the loop
+never allocates.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from hostlink.model.des.events import (DEVICE_READ, DEVICE_WRITE, HOST_READ, HOST_WRITE, STAT,
+                                       STAT_NAMES, DesInputs, DesOutput)
+
+_N_STATS = len(STAT_NAMES)
+_S_UP, _S_DRAM = STAT["busy_up_ns"], STAT["busy_dram_ns"]
+_S_DOWN, _S_DEV = STAT["busy_down_ns"], STAT["busy_dev_ns"]
+_S_READS, _S_LAT = STAT["host_reads"], STAT["sum_lat_ns"]
+_S_WAIT, _S_PEAK = STAT["sum_wait_ns"], STAT["peak_outstanding"]
+_S_WALKS, _S_WALKWAIT = STAT["walks"], STAT["sum_walk_wait_ns"]
+
+# Event queues, then the credit wait queue (same ring storage; time = ready time).
+_Q_HOST, _Q_IOMMU, _Q_DEV, _Q_WALK, _Q_HWRITE, _Q_DWRITE, _Q_WAIT = 0, 1, 2, 3, 4, 5, 6
+_NQ = 6
+# Float state: current time and the times the servers become free.
+_F_NOW, _F_UP, _F_DRAM, _F_DOWN, _F_DEV = 0, 1, 2, 3, 4
+# Integer state: free credits, reads holding tags, event sequence.
+_I_TAGS, _I_HDRS, _I_DATA, _I_OUT, _I_SEQ = 0, 1, 2, 3, 4
+
+
+@njit(cache=True, inline="always")
+def _push(q, t, k, s, r, qt, qk, qs, qr, base, mask, head, cnt):
+    """Append (time t, scheduled at k, sequence s, request r) to ring ``q``."""
+    idx = base[q] + ((head[q] + cnt[q]) & mask[q])
+    qt[idx] = t
+    qk[idx] = k
+    qs[idx] = s
+    qr[idx] = r
+    cnt[q] += 1
+
+
+@njit(cache=True, inline="always")
+def _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record,
+           need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, iommu_ns, half_rtt):
+    """Grant credits to waiting reads, first come first served, and start their round trips."""
+    now = fs[_F_NOW]
+    w = _Q_WAIT
+    while cnt[w] > 0:
+        h = base[w] + head[w]
+        r = qr[h]
+        if st[_I_TAGS] < need_tags[r] or st[_I_HDRS] < need_hdr[r] or st[_I_DATA] < need_data[r]:
+            break
+        stats[_S_WAIT] += now - qt[h]
+        head[w] = (head[w] + 1) & mask[w]
+        cnt[w] -= 1
+        st[_I_TAGS] -= need_tags[r]
+        st[_I_HDRS] -= need_hdr[r]
+        st[_I_DATA] -= need_data[r]
+        st[_I_OUT] += 1
+        if st[_I_OUT] > stats[_S_PEAK]:
+            stats[_S_PEAK] = st[_I_OUT]
+        t_up = max(now, fs[_F_UP]) + ser_up[r]
+        fs[_F_UP] = t_up
+        t_d = max(t_up + half_rtt, fs[_F_DRAM]) + dram_ns[r]
+        fs[_F_DRAM] = t_d
+        t_c = max(t_d, fs[_F_DOWN]) + ser_down[r]
+        fs[_F_DOWN] = t_c
+        fin = t_c + half_rtt
+        sched = t_c
+        stats[_S_UP] += ser_up[r]
+        stats[_S_DRAM] += dram_ns[r]
+        stats[_S_DOWN] += ser_down[r]
+        q = _Q_HOST
+        if iommu_ns[r] > 0.0:
+            sched = fin
+            fin += iommu_ns[r]
+            q = _Q_IOMMU
+        stats[_S_LAT] += fin - now
+        _push(q, fin, sched, st[_I_SEQ], r, qt, qk, qs, qr, base, mask, head, cnt)
+        st[_I_SEQ] += 1
+        if record:
+            grant_t[r] = now
+
+
+@njit(cache=True)
+def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots,
+              kind, size_B, ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data,
+              walk, iommu_ns, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, lif, walkers, walk_ns,
+              launch_overhead_ns, level_sync_ns, caps, max_ready, nbins, record):
+    n = kind.shape[0]
+    n_inst = inst_ptr.shape[0] - 1
+    n_warp = warp_ptr.shape[0] - 1
+    n_cta = cta_ptr.shape[0] - 1
+    n_launch = launch_slots.shape[0]
+    half_rtt = rtt_ns * 0.5
+
+    # request -> instruction -> warp -> CTA
+    inst_of = np.empty(n, dtype=np.int64)
+    inst_rem = np.empty(n_inst, dtype=np.int64)
+    for i in range(n_inst):
+        inst_rem[i] = inst_ptr[i + 1] - inst_ptr[i]
+        for r in range(inst_ptr[i], inst_ptr[i + 1]):
+            inst_of[r] = i
+    warp_of = np.empty(n_inst, dtype=np.int64)
+    for w in range(n_warp):
+        for i in range(warp_ptr[w], warp_ptr[w + 1]):
+            warp_of[i] = w
+    cta_of = np.empty(n_warp, dtype=np.int64)
+    cta_rem = np.empty(n_cta, dtype=np.int64)
+    for c in range(n_cta):
+        cta_rem[c] = cta_ptr[c + 1] - cta_ptr[c]
+        for w in range(cta_ptr[c], cta_ptr[c + 1]):
+            cta_of[w] = c
+    warp_next = warp_ptr[:-1].copy()
+    warp_busy = np.zeros(n_warp, dtype=np.int64)
+
+    # rings: queue q holds slots base[q] .. base[q] + caps[q] - 1 (caps powers of two)
+    nq = caps.shape[0]
+    base = np.zeros(nq, dtype=np.int64)
+    mask = caps - 1
+    for q in range(1, nq):
+        base[q] = base[q - 1] + caps[q - 1]
+    total = base[nq - 1] + caps[nq - 1]
+    qt = np.empty(total, dtype=np.float64)
+    qk = np.empty(total, dtype=np.float64)
+    qs = np.empty(total, dtype=np.int64)
+    qr = np.empty(total, dtype=np.int64)
+    head = np.zeros(nq, dtype=np.int64)
+    cnt = np.zeros(nq, dtype=np.int64)
+    fs = np.zeros(5, dtype=np.float64)
+    st = np.zeros(5, dtype=np.int64)
+    walker_free = np.zeros(max(walkers, 1), dtype=np.float64)
+    ready = np.empty(max_ready, dtype=np.int64)  # warps that may issue now
+
+    kernel_ns = np.zeros(n_launch, dtype=np.float64)
+    stats = np.zeros(_N_STATS, dtype=np.float64)
+    bins = np.zeros(nbins, dtype=np.float64)
+    bin_ns = 1.0
+    m = n if record else 0
+    ready_t = np.full(m, np.nan)
+    grant_t = np.full(m, np.nan)
+    done_t = np.full(m, np.nan)
+
+    g_end = 0.0
+    for L in range(n_launch):
+        g_start = g_end + launch_overhead_ns + (level_sync_ns if L > 0 else 0.0)
+        fs[:] = 0.0
+        st[_I_TAGS] = tags
+        st[_I_HDRS] = cpl_hdrs
+        st[_I_DATA] = cpl_data
+        st[_I_OUT] = 0
+        walker_free[:] = 0.0
+        wk = 0
+        free_slots = launch_slots[L]
+        next_cta = launch_ptr[L]
+        n_ready = 0
+        while True:
+            now = fs[_F_NOW]
+            _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record,
+                   need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, iommu_ns, half_rtt)
+            while free_slots > 0 and next_cta < launch_ptr[L + 1]:
+                c = next_cta
+                next_cta += 1
+                free_slots -= 1
+                for w in range(cta_ptr[c], cta_ptr[c + 1]):
+                    ready[n_ready] = w
+                    n_ready += 1
+            # issue round robin: each ready warp one instruction per round
+            issued = True
+            while issued:
+                issued = False
+                for j in range(n_ready):
+                    w = ready[j]
+                    if warp_busy[w] >= lif or warp_next[w] >= warp_ptr[w + 1]:
+                        continue
+                    issued = True
+                    i = warp_next[w]
+                    warp_next[w] += 1
+                    warp_busy[w] += 1
+                    for r in range(inst_ptr[i], inst_ptr[i + 1]):
+                        kd = kind[r]
+                        if record:
+                            ready_t[r] = now
+                        if kd == HOST_READ:
+                            if walk[r]:
+                                start = max(now, walker_free[wk])
+                                fin = start + walk_ns
+                                walker_free[wk] = fin
+                                wk = wk + 1 if wk + 1 < walker_free.shape[0] else 0
+                                stats[_S_WALKS] += 1.0
+                                stats[_S_WALKWAIT] += start - now
+                                _push(_Q_WALK, fin, start, st[_I_SEQ], r,
+                                      qt, qk, qs, qr, base, mask, head, cnt)
+                                st[_I_SEQ] += 1
+                            else:
+                                _push(_Q_WAIT, now, now, 0, r, qt, qk, qs, qr, base, mask, head,
+                                      cnt)
+                                _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats,
+                                       grant_t, record, need_tags, need_hdr, need_data, ser_up,
+                                       ser_down, dram_ns, iommu_ns, half_rtt)
+                            continue
+                        if record:
+                            grant_t[r] = now
+                        if kd == HOST_WRITE:
+                            # posted: done for the warp once its MWr has left the GPU
+                            sched = max(now, fs[_F_UP])
+                            fin = sched + ser_up[r]
+                            fs[_F_UP] = fin
+                            fs[_F_DRAM] = max(fin + half_rtt, fs[_F_DRAM]) + dram_ns[r]
+                            stats[_S_UP] += ser_up[r]
+                            stats[_S_DRAM] += dram_ns[r]
+                            q = _Q_HWRITE
+                        else:
+                            sched = max(now, fs[_F_DEV])
+                            fin = sched + dev_ns[r]
+                            fs[_F_DEV] = fin
+                            stats[_S_DEV] += dev_ns[r]
+                            if kd == DEVICE_READ:
+                                sched = fin
+                                fin += dev_lat
+                                q = _Q_DEV
+                            else:
+                                q = _Q_DWRITE
+                        _push(q, fin, sched, st[_I_SEQ], r, qt, qk, qs, qr, base, mask, head,
+                              cnt)
+                        st[_I_SEQ] += 1
+            n_ready = 0
+
+            # the next event: the earliest queue head; among equal times the one
+            # scheduled first (earliest scheduling time, then sequence), as in SimPy
+            best = -1
+            bt = 0.0
+            bk = 0.0
+            bs = 0
+            for q in range(_NQ):
+                if cnt[q] > 0:
+                    h = base[q] + head[q]
+                    t = qt[h]
+                    if best < 0 or t < bt or (t == bt and (qk[h] < bk
+                                                           or (qk[h] == bk and qs[h] < bs))):
+                        best, bt, bk, bs = q, t, qk[h], qs[h]
+            if best < 0:
+                break
+            r = qr[base[best] + head[best]]
+            head[best] = (head[best] + 1) & mask[best]
+            cnt[best] -= 1
+            fs[_F_NOW] = bt
+            now = bt
+
+            if best == _Q_WALK:  # translated: now wait for credits
+                if record:
+                    ready_t[r] = now
+                _push(_Q_WAIT, now, now, 0, r, qt, qk, qs, qr, base, mask, head, cnt)
+                continue
+            if record:
+                done_t[r] = now
+            if best == _Q_HOST or best == _Q_IOMMU:
+                st[_I_TAGS] += need_tags[r]
+                st[_I_HDRS] += need_hdr[r]
+                st[_I_DATA] += need_data[r]
+                st[_I_OUT] -= 1
+                stats[_S_READS] += 1.0
+                # bandwidth over time, in bins that double their width as time grows
+                tg = g_start + now
+                b = int(tg / bin_ns)
+                while b >= nbins:
+                    for k in range(nbins // 2):
+                        bins[k] = bins[2 * k] + bins[2 * k + 1]
+                    bins[nbins // 2:] = 0.0
+                    bin_ns *= 2.0
+                    b = int(tg / bin_ns)
+                bins[b] += size_B[r]
+            i = inst_of[r]
+            inst_rem[i] -= 1
+            if inst_rem[i] == 0:
+                w = warp_of[i]
+                warp_busy[w] -= 1
+                if warp_next[w] < warp_ptr[w + 1]:
+                    ready[0] = w
+                    n_ready = 1
+                elif warp_busy[w] == 0:
+                    c = cta_of[w]
+                    cta_rem[c] -= 1
+                    if cta_rem[c] == 0:
+                        free_slots += 1
+
+        # the kernel ends with its last completion (a write's: leaving the GPU)
+        kernel_ns[L] = fs[_F_NOW]
+        g_end = g_start + fs[_F_NOW]
+
+    return kernel_ns, stats, bins, bin_ns, ready_t, grant_t, done_t
+
+
+def _pow2_at_least(k: int) -> int:
+    return 1 << max(int(k), 1).bit_length()
+
+
+def queue_capacities(x: DesInputs) -> tuple[np.ndarray, int]:
+    """Ring sizes no queue can outgrow, and the most warps ready at once."""
+    warps_per_cta = int(np.diff(x.cta_ptr).max()) if len(x.cta_ptr) > 1 else 1
+    resident = int(x.launch_slots.max()) * warps_per_cta if len(x.launch_slots) else 1
+    per_inst = int(np.diff(x.inst_ptr).max()) if len(x.inst_ptr) > 1 else 1
+    in_flight = resident * int(x.loads_in_flight) * per_inst
+    counts = np.bincount(x.kind, minlength=4)
+    reads = int(counts[HOST_READ])
+    walks = int(np.count_nonzero(x.walk))
+    caps = [min(reads, int(x.tags)),                  # host reads holding tags
+            min(reads, int(x.tags)),                  # the same, delayed by the IOMMU
+            min(int(counts[DEVICE_READ]), in_flight),
+            min(walks, in_flight),
+            min(int(counts[HOST_WRITE]), in_flight),
+            min(int(counts[DEVICE_WRITE]), in_flight),
+            min(reads, in_flight)]                    # waiting for credits
+    return (np.array([_pow2_at_least(c) for c in caps], dtype=np.int64),
+            max(resident, 1) + 1)
+
+
+def run(inputs: DesInputs, *, record: bool = False, nbins: int = 1024) -> DesOutput:
+    """Simulate ``inputs``; ``record`` keeps per-request times (24 B per request)."""
+    if nbins < 2 or nbins & (nbins - 1):
+        raise ValueError(f"nbins must be a power of two >= 2, not {nbins}")
+    x = inputs
+    caps, max_ready = queue_capacities(x)
+    kernel_ns, stats, bins, bin_ns, ready, grant, done = _simulate(
+        x.inst_ptr, x.warp_ptr, x.cta_ptr, x.launch_ptr, x.launch_slots,
+        x.kind, x.size_B, x.ser_up_ns, x.ser_down_ns, x.dram_ns, x.dev_ns, x.need_tags,
+        x.need_hdr, x.need_data_B, x.walk, x.iommu_ns, int(x.tags), int(x.cpl_hdrs),
+        int(x.cpl_data_B), float(x.rtt_ns), float(x.device_lat_ns), int(x.loads_in_flight),
+        int(x.walkers), float(x.walk_ns), float(x.launch_overhead_ns), float(x.level_sync_ns),
+        caps, int(max_ready), int(nbins), bool(record))
+    out = DesOutput(kernel_ns=kernel_ns, stats=stats, bw_bins_B=bins, bin_ns=float(bin_ns))
+    if record:
+        out.ready_ns, out.granted_ns, out.done_ns = ready, grant, done
+    return out

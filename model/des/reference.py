@@ -1,0 +1,237 @@
+"""The SimPy reference of the zero-copy discrete-event model: readable, for small inputs.
+
+The model is stated in :mod:`hostlink.model.des.events`; this file writes it
+the plain SimPy way (a process per request, a ``Resource`` per
+first-come-first-served server, a credit pool for tags and completion
+credits; warps and CTAs are bookkeeping at each completion) so that it can be
+read against that statement. The
+compiled engine (:mod:`hostlink.model.des.fast`) must give the same times;
+the tests compare the two request by request. It runs at some ten thousand
+requests per second: use it on small streams only.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import simpy
+
+from hostlink.model.des.events import (DEVICE_READ, DEVICE_WRITE, HOST_READ, HOST_WRITE, STAT,
+                                       STAT_NAMES, DesInputs, DesOutput)
+
+
+class CreditPool:
+    """Tags, completion headers and completion data bytes, granted first come first served.
+
+    A read waits until all three are free for it; nobody overtakes the read at
+    the head of the queue (head-of-line blocking, as a requester's in-order
+    request queue behaves)."""
+
+    def __init__(self, env: simpy.Environment, tags: int, hdrs: int, data_B: int):
+        self.env = env
+        self.free = [tags, hdrs, data_B]
+        self.queue: deque = deque()
+        self.held = 0
+        self.peak = 0
+
+    def get(self, need: tuple[int, int, int]) -> simpy.Event:
+        event = self.env.event()
+        self.queue.append((need, event))
+        self._grant()
+        return event
+
+    def put(self, need: tuple[int, int, int]) -> None:
+        for k in range(3):
+            self.free[k] += need[k]
+        self.held -= 1
+        self._grant()
+
+    def _grant(self) -> None:
+        while self.queue:
+            need, event = self.queue[0]
+            if any(self.free[k] < need[k] for k in range(3)):
+                return
+            self.queue.popleft()
+            for k in range(3):
+                self.free[k] -= need[k]
+            self.held += 1
+            self.peak = max(self.peak, self.held)
+            event.succeed()
+
+
+class _Launch:
+    """One kernel launch, simulated from time 0 in its own environment.
+
+    Requests are SimPy processes; warps and CTAs are bookkeeping done at the
+    moment a request completes (the warp scheduler reacts within the instant),
+    so that nothing else happening at the same time can slip in between."""
+
+    def __init__(self, x: DesInputs, launch: int, stats: np.ndarray, ready: np.ndarray,
+                 granted: np.ndarray, done: np.ndarray):
+        self.x = x
+        self.env = simpy.Environment()
+        self.stats, self.ready, self.granted, self.done = stats, ready, granted, done
+        self.credits = CreditPool(self.env, x.tags, x.cpl_hdrs, x.cpl_data_B)
+        self.up = simpy.Resource(self.env, capacity=1)
+        self.dram = simpy.Resource(self.env, capacity=1)
+        self.down = simpy.Resource(self.env, capacity=1)
+        self.device = simpy.Resource(self.env, capacity=1)
+        self.walkers = simpy.Resource(self.env, capacity=max(x.walkers, 1))
+        self.free_slots = int(x.launch_slots[launch])
+        self.next_cta, self.last_cta = x.launch_ptr[launch], x.launch_ptr[launch + 1]
+        self.warps_left = {}               # CTA -> warps not finished
+        self.next_inst = {}                # warp -> next instruction to issue
+        self.in_flight = {}                # warp -> instructions in flight
+        self.requests_left = {}            # instruction -> requests not done
+        self.last_done = 0.0               # last request completion
+
+    def run(self) -> float:
+        """The kernel's time: its last completion (writes complete when they leave the GPU)."""
+        self.schedule([])
+        self.env.run()
+        return self.last_done
+
+    # -- occupancy and issue ---------------------------------------------------------
+    def schedule(self, ready: list[int]) -> None:
+        """Start CTAs into free slots, then let the ready warps issue, round robin."""
+        x = self.x
+        while self.free_slots > 0 and self.next_cta < self.last_cta:
+            c = self.next_cta
+            self.next_cta += 1
+            self.free_slots -= 1
+            warps = range(x.cta_ptr[c], x.cta_ptr[c + 1])
+            self.warps_left[c] = len(warps)
+            for w in warps:
+                self.next_inst[w] = x.warp_ptr[w]
+                self.in_flight[w] = 0
+                ready.append(w)
+        issued = True
+        while issued:
+            issued = False
+            for w in ready:
+                i = self.next_inst[w]
+                if self.in_flight[w] < x.loads_in_flight and i < x.warp_ptr[w + 1]:
+                    self.next_inst[w] += 1
+                    self.in_flight[w] += 1
+                    self.issue(i)
+                    issued = True
+
+    def issue(self, i: int) -> None:
+        """Start the requests of instruction ``i``, each on its path."""
+        x = self.x
+        self.requests_left[i] = x.inst_ptr[i + 1] - x.inst_ptr[i]
+        paths = {HOST_READ: self.host_read, DEVICE_READ: self.device_read,
+                 HOST_WRITE: self.host_write, DEVICE_WRITE: self.device_write}
+        for r in range(x.inst_ptr[i], x.inst_ptr[i + 1]):
+            self.ready[r] = self.env.now
+            if x.kind[r] != HOST_READ:
+                self.granted[r] = self.env.now
+            self.env.process(paths[x.kind[r]](r, i))
+
+    def complete(self, r: int, i: int) -> None:
+        """Request ``r`` of instruction ``i`` is done (a read's data is back, a write
+        has left the GPU): retire the instruction, the warp, the CTA as they finish."""
+        x = self.x
+        self.done[r] = self.last_done = self.env.now
+        self.requests_left[i] -= 1
+        if self.requests_left[i]:
+            return
+        w = int(np.searchsorted(x.warp_ptr, i, side="right")) - 1
+        self.in_flight[w] -= 1
+        if self.next_inst[w] < x.warp_ptr[w + 1]:
+            self.schedule([w])
+        elif self.in_flight[w] == 0:
+            c = int(np.searchsorted(x.cta_ptr, w, side="right")) - 1
+            self.warps_left[c] -= 1
+            if self.warps_left[c] == 0:
+                self.free_slots += 1
+                self.schedule([])
+
+    # -- the paths of a request ----------------------------------------------------
+    def serve(self, server: simpy.Resource, duration: float, stat: str):
+        with server.request() as turn:
+            yield turn
+            self.stats[STAT[stat]] += duration
+            yield self.env.timeout(duration)
+
+    def host_read(self, r: int, i: int):
+        x, env = self.x, self.env
+        if x.walk[r]:
+            with self.walkers.request() as walker:
+                yield walker
+                self.stats[STAT["walks"]] += 1
+                self.stats[STAT["sum_walk_wait_ns"]] += env.now - self.ready[r]
+                yield env.timeout(x.walk_ns)
+            self.ready[r] = env.now
+        need = (int(x.need_tags[r]), int(x.need_hdr[r]), int(x.need_data_B[r]))
+        yield self.credits.get(need)
+        self.granted[r] = env.now
+        self.stats[STAT["sum_wait_ns"]] += env.now - self.ready[r]
+        yield from self.serve(self.up, x.ser_up_ns[r], "busy_up_ns")
+        yield env.timeout(x.rtt_ns * 0.5)              # MRd flight to the host
+        yield from self.serve(self.dram, x.dram_ns[r], "busy_dram_ns")
+        yield from self.serve(self.down, x.ser_down_ns[r], "busy_down_ns")
+        yield env.timeout(x.rtt_ns * 0.5)              # CplD flight back
+        if x.iommu_ns[r] > 0:
+            yield env.timeout(x.iommu_ns[r])           # IOTLB miss at the root complex
+        self.stats[STAT["sum_lat_ns"]] += env.now - self.granted[r]
+        self.stats[STAT["host_reads"]] += 1
+        self.credits.put(need)
+        self.complete(r, i)
+
+    def host_write(self, r: int, i: int):
+        """A posted write: done for the warp once its MWr has left the GPU."""
+        x, env = self.x, self.env
+        # the zero-time step a read takes through the credit pool, so that
+        # reads and writes reach the link in the order they were issued
+        yield env.timeout(0)
+        yield from self.serve(self.up, x.ser_up_ns[r], "busy_up_ns")
+        self.complete(r, i)
+        yield env.timeout(x.rtt_ns * 0.5)
+        yield from self.serve(self.dram, x.dram_ns[r], "busy_dram_ns")
+
+    def device_read(self, r: int, i: int):
+        yield from self.serve(self.device, self.x.dev_ns[r], "busy_dev_ns")
+        yield self.env.timeout(self.x.device_lat_ns)
+        self.complete(r, i)
+
+    def device_write(self, r: int, i: int):
+        yield from self.serve(self.device, self.x.dev_ns[r], "busy_dev_ns")
+        self.complete(r, i)
+
+
+def bin_series(times_ns: np.ndarray, weights: np.ndarray, nbins: int) -> tuple[np.ndarray, float]:
+    """Bytes per time bin, the bin width the smallest power of two (from 1 ns) that
+    puts every time in one of ``nbins`` bins: what the compiled engine's doubling bins end at."""
+    bins = np.zeros(nbins)
+    width = 1.0
+    if len(times_ns) == 0:
+        return bins, width
+    while int(times_ns.max() / width) >= nbins:
+        width *= 2.0
+    idx = (times_ns / width).astype(np.int64)
+    np.add.at(bins, idx, weights.astype(np.float64))
+    return bins, width
+
+
+def run(inputs: DesInputs, *, record: bool = True, nbins: int = 1024) -> DesOutput:
+    """Simulate ``inputs`` with SimPy. Per-request times are always recorded."""
+    x = inputs
+    n = len(x)
+    stats = np.zeros(len(STAT_NAMES))
+    ready, granted, done = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    kernel_ns = np.zeros(x.n_launches)
+    peak = 0.0
+    for launch in range(x.n_launches):
+        sim = _Launch(x, launch, stats, ready, granted, done)
+        kernel_ns[launch] = sim.run()
+        peak = max(peak, sim.credits.peak)
+    stats[STAT["peak_outstanding"]] = peak
+    out = DesOutput(kernel_ns=kernel_ns, stats=stats, bw_bins_B=np.zeros(nbins), bin_ns=1.0)
+    starts = out.launch_start_ns(x)
+    host = x.kind == HOST_READ
+    launch_of = x.launch_of_request()
+    out.bw_bins_B, out.bin_ns = bin_series(starts[launch_of[host]] + done[host], x.size_B[host],
+                                           nbins)
+    out.ready_ns, out.granted_ns, out.done_ns = ready, granted, done
+    return out
