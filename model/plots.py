@@ -128,6 +128,18 @@ def _determined_by(df: pd.DataFrame, x: str, cols: list[str]) -> list[str]:
     return out
 
 
+def _independent(df: pd.DataFrame, cols: list[str]) -> list[str]:
+    """Drop columns that another kept column determines one to one (e.g. the JSON list
+    of a size mix beside its mean size); numeric columns are kept first."""
+    order = sorted(cols, key=lambda c: (not pd.api.types.is_numeric_dtype(df[c]),
+                                        c.startswith("workload."), cols.index(c)))
+    kept: list[str] = []
+    for col in order:
+        if not any(_determined_by(df, k, [col]) for k in kept):
+            kept.append(col)
+    return [c for c in cols if c in kept]
+
+
 def _label(row: pd.Series, cols: list[str]) -> str:
     parts = []
     for c in cols:
@@ -156,7 +168,7 @@ def plot_bw_vs(df: pd.DataFrame, x: str, metric: str = "bw_GBps", *, title: str 
         raise PlotError(f"no rows with both {x} and {metric}")
     if hue is None:
         others = varying(data, exclude=[x])
-        hue = [c for c in others if c not in _determined_by(data, x, others)]
+        hue = _independent(data, [c for c in others if c not in _determined_by(data, x, others)])
     fig = ax.figure if ax is not None else _new_figure()
     ax = ax if ax is not None else fig.add_subplot()
     groups = list(data.groupby(hue, dropna=False, sort=True)) if hue else [((), data)]
@@ -198,9 +210,9 @@ def plot_zerocopy_vs_uvm(df: pd.DataFrame, metric: str = "bw_GBps", *,
     if "zerocopy" not in modes or len(modes) < 2:
         raise PlotError(f"zero-copy against UVM needs results of mode zerocopy and a UVM mode "
                         f"(found: {', '.join(sorted(set(data['mode'])))})")
-    others = [c for c in varying(data, exclude=["mode", "workload.mode"])]
-    others = [c for c in others if c not in _determined_by(data, "mode", others)
-              or len(others) == 1]
+    others = varying(data, exclude=["mode", "workload.mode"])
+    others = _independent(data, [c for c in others
+                                 if c not in _determined_by(data, "mode", others)])
     keys = (data[others].astype(str).agg(", ".join, axis=1) if others
             else pd.Series([""] * len(data), index=data.index))
     data = data.assign(_group=keys)

@@ -199,10 +199,57 @@ def synthetic_stream(workload: dict[str, Any]):
         launches=(LaunchInfo("stream", ctas=ctas, warps_per_cta=8, threads_per_cta=256),))
 
 
+# Memory modes of a workload -> the emulator's placement of the edge arrays.
+EMULATOR_MEMORY = {"zerocopy": "zerocopy", "uvm": "uvm", "uvm_readmostly": "managed_readmostly",
+                   "device": "device"}
+_GRAPHS: "OrderedDict[str, Any]" = OrderedDict()
+GRAPH_CACHE_SIZE = 1
+
+
+def load_graph(workload: dict[str, Any]):
+    """The workload's graph: generated (kron, urand) or read from ``path``; weighted
+    only for SSSP. Kept per process for the next task on the same graph."""
+    from hostlink.traces.graphs import generate
+    from hostlink.traces.graphs.readers import read_graph
+    weighted = workload["kernel"] == "sssp"
+    key = json.dumps([workload.get(k) for k in ("graph", "scale", "degree", "seed", "path",
+                                                "id_bytes")] + [weighted])
+    csr = _GRAPHS.get(key)
+    if csr is None:
+        if workload["graph"] == "file":
+            csr = read_graph(workload["path"], id_bytes=workload["id_bytes"])
+        else:
+            csr = generate(workload["graph"], workload["scale"], workload["degree"],
+                           workload["seed"], weighted=weighted, id_bytes=workload["id_bytes"])
+        _GRAPHS[key] = csr
+        while len(_GRAPHS) > GRAPH_CACHE_SIZE:
+            _GRAPHS.popitem(last=False)
+    return csr
+
+
+def pick_source(csr) -> int:
+    """The default source: the vertex of largest degree (lowest id on ties)."""
+    degree = np.diff(csr.offsets.astype(np.int64))
+    return int(np.argmax(degree)) if len(degree) else 0
+
+
 def graph_stream(workload: dict[str, Any]):
-    """Generate (or read) the graph, emulate the kernel and coalesce its host reads."""
-    from hostlink.traces.emulator import emulate_stream
-    return emulate_stream(**{k: v for k, v in workload.items() if k != "kind"})
+    """Emulate the workload's kernel on its graph; its host read requests (the
+    emulator's direct path), or with ``include_device`` the whole trace coalesced."""
+    from hostlink.traces.emulator import emulate
+    csr = load_graph(workload)
+    kw: dict[str, Any] = {"id_bytes": workload["id_bytes"],
+                          "memory": EMULATOR_MEMORY[workload["mode"]]}
+    if "source" in workload:
+        src = workload["source"]
+        kw["source"] = pick_source(csr) if src == "auto" else int(src)
+    if "iterations" in workload:
+        kw["iterations"] = workload["iterations"]
+    if workload.get("include_device"):
+        from hostlink.traces.coalescer import coalesce
+        em = emulate(csr, workload["kernel"], workload["variant"], include_device=True, **kw)
+        return coalesce(em.trace(), include_device=True)
+    return emulate(csr, workload["kernel"], workload["variant"], **kw).requests()
 
 
 def trace_stream(workload: dict[str, Any]):
@@ -224,15 +271,25 @@ def build_stream(workload: dict[str, Any]):
     raise ConfigError(f"unknown workload kind {kind!r}")
 
 
+def stream_key(workload: dict[str, Any]) -> str:
+    """Workloads whose streams are equal share a key: a stream does not depend on
+    which host memory mode will time it (the arrays sit in host memory for all)."""
+    w = dict(workload)
+    if w.get("mode") in ("zerocopy", "uvm", "uvm_readmostly"):
+        w["mode"] = "host"
+    return json.dumps(w, sort_keys=True)
+
+
 def cached_stream(task: Task):
-    stream = _STREAMS.get(task.workload_json)
+    key = stream_key(task.workload)
+    stream = _STREAMS.get(key)
     if stream is None:
         stream = build_stream(task.workload)
-        _STREAMS[task.workload_json] = stream
+        _STREAMS[key] = stream
         while len(_STREAMS) > STREAM_CACHE_SIZE:
             _STREAMS.popitem(last=False)
     else:
-        _STREAMS.move_to_end(task.workload_json)
+        _STREAMS.move_to_end(key)
     return stream
 
 

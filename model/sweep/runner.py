@@ -86,10 +86,10 @@ def _check_runnable(spec: SweepSpec, rp: ResolvedPoint) -> None:
     w = rp.workload
     where = f"{spec.path} (point {rp.point.case})"
     if w["kind"] == "graph" and w.get("graph") == "file":
-        prefix = Path(w["path"])
-        col = prefix.with_name(prefix.name + ".bel.col")
-        if not col.is_file():
-            raise ConfigError(f"{where}: 'workload.path': no graph {col}")
+        path = Path(w["path"])
+        if not path.exists() and not Path(str(path) + ".bel.col").exists():
+            raise ConfigError(f"{where}: 'workload.path': no graph file {path} "
+                              f"(nor {path}.bel.col)")
     if w["kind"] == "trace" and not Path(w["path"]).exists():
         raise ConfigError(f"{where}: 'workload.path': no trace folder {w['path']}")
 
@@ -157,6 +157,9 @@ def points_frame(spec: SweepSpec, points: list[ResolvedPoint]) -> dict[str, list
                 wkeys.append(k)
     for k in wkeys:
         cols[f"workload.{k}"] = [rp.workload.get(k) for rp in points]
+    for key in spec.axis_keys:   # axis values as written, where normalising renamed them
+        if key.startswith("workload.") and key not in cols:
+            cols[key] = [rp.point.params.get(key) for rp in points]
     cols["mode"] = [rp.workload.get("mode", "zerocopy") for rp in points]
     return cols
 

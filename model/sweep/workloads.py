@@ -12,12 +12,14 @@ one with ``workload.<param>``):
   ``warps`` warps, each issuing its share in order; the sizes are drawn from
   the mix with ``seed``) so the DES and the analytic model can be compared.
 - ``graph``: a GAP-style graph (``graph`` = kron or urand with ``scale``,
-  ``degree``, ``seed``; or ``graph`` = "file" with ``path``, an EMOGI binary
-  CSR prefix), a traversal ``kernel`` (bfs, sssp, cc, pagerank) as a
-  ``variant`` (naive, merged, merged_aligned, chunked) with ``id_bytes`` 4
-  or 8 from ``source`` ("auto" = the vertex of largest degree, lowest id on
-  ties), emulated and coalesced into a request stream; memory ``mode``
-  zerocopy, uvm, uvm_readmostly or device.
+  ``degree``, ``seed``; or ``graph`` = "file" with ``path``: any graph file
+  hostlink reads, e.g. an EMOGI binary CSR prefix, .mtx, .el, .wel, SNAP), a
+  traversal ``kernel`` (bfs, sssp, cc, pagerank) as a ``variant`` (naive,
+  merged, merged_aligned, chunked) with ``id_bytes`` 4 or 8, from ``source``
+  ("auto" = the vertex of largest degree, lowest id on ties), emulated into
+  its host read requests (``include_device``: the whole trace, device arrays
+  too, through the coalescer); memory ``mode`` zerocopy, uvm,
+  uvm_readmostly or device.
 - ``trace``: a trace directory (``path``: Accel-Sim or the binary store) with
   a memory ``mode``.
 
@@ -72,6 +74,12 @@ def _source(v: Any) -> tuple[Any, str | None]:
     if v == "auto":
         return v, None
     return _int(lo=0)(v)
+
+
+def _bool(v: Any) -> tuple[Any, str | None]:
+    if not isinstance(v, bool):
+        return v, f"must be true or false, not {v!r}"
+    return v, None
 
 
 def _sizes_list(v: Any) -> tuple[Any, str | None]:
@@ -131,13 +139,15 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable, str]]] = {
         "scale": (12, _int(lo=1, hi=31), "log2 of the vertex count of a generated graph"),
         "degree": (16, _int(lo=1, hi=4096), "sampled edges per vertex of a generated graph"),
         "seed": (DEFAULT_GRAPH_SEED, _int(lo=0), "generator seed"),
-        "path": (None, _path, "EMOGI binary CSR prefix when graph = \"file\""),
+        "path": (None, _path, "graph file (or EMOGI binary CSR prefix) when graph = \"file\""),
         "kernel": ("bfs", _str(KERNELS), "traversal kernel"),
         "variant": ("merged_aligned", _str(VARIANTS), "kernel variant (gpu_kernels/KERNELS.md)"),
         "mode": ("zerocopy", _str(MODES), "where the edge arrays live and how they are reached"),
         "source": ("auto", _source, "source vertex (bfs, sssp); auto = the largest degree"),
         "id_bytes": (4, _int(choices=(4, 8)), "bytes per neighbour id"),
         "iterations": (10, _int(lo=1, hi=1000), "pagerank iterations"),
+        "include_device": (False, _bool, "also emit the device-memory requests (offsets, "
+                           "labels): the full trace, coalesced"),
     },
     "trace": {
         "path": (None, _path, "trace directory (Accel-Sim traces or the binary store)"),
