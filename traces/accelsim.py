@@ -60,6 +60,7 @@ A file in the tracer's own layout reads and writes back byte for byte.
 from __future__ import annotations
 
 import lzma
+from itertools import accumulate
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +85,7 @@ ADDR_MODULUS = 1 << 64
 ADDR_MASK = ADDR_MODULUS - 1
 
 MODE_LIST, MODE_STRIDE, MODE_DELTA = 0, 1, 2
+_MEMO_LINES = 1 << 16  # distinct instruction lines remembered per kernel
 
 FORMAT_LINE = ("#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num "
                "[reg_srcs] mem_width [adrrescompress?] [mem_addresses]")
@@ -325,7 +327,7 @@ class _ChunkBuilder:
         if self.mem_rows:
             addrs[np.asarray(self.mem_rows)] = np.array(self.mem_addrs, dtype=np.uint64)
         names = ("launch", "cta", "warp", "pc", "opcode", "op", "space", "width_B", "mask",
-                 "line_num", "imm", "dst_reg")
+                 "line_num", "imm", "dst_reg")  # the order of _KernelParser's rows
         kw = {k: np.array(cols[i], dtype=np.int64 if k in ("imm", "dst_reg") else np.uint64)
               for i, k in enumerate(names)}
         src = np.array(cols[12], dtype=np.int16).reshape(n, MAX_SRC_REGS)
@@ -352,6 +354,7 @@ class _KernelParser:
         self.op_cache: dict[str, tuple[int, int, int]] = {}
         self.immediate_seen: bool | None = None
         self.padded_seen: bool | None = None
+        self._memo: dict[str, tuple] = {}
 
     def _opcode(self, name: str, lineno: int) -> tuple[int, int, int]:
         hit = self.op_cache.get(name)
@@ -486,17 +489,38 @@ class _KernelParser:
                              f"truncated?)")
 
     def _parse_inst(self, line: str, lineno: int, cta: int, cta_xyz, warp: int):
-        t = line.split()
+        if self.legacy:
+            parts = line.split(None, 4)
+            if len(parts) < 5:
+                raise _err(self.path, lineno, "instruction line ends early (truncated?)")
+            try:
+                prefix = tuple(int(x) for x in parts[:4])
+            except ValueError:
+                raise _err(self.path, lineno, f"bad thread block prefix '{' '.join(parts[:4])}'") \
+                    from None
+            if prefix != (*cta_xyz, warp):
+                raise _err(self.path, lineno, f"line prefix {' '.join(parts[:4])} does not match "
+                           f"thread block {cta_xyz} warp {warp}")
+            body = parts[4]
+        else:
+            body = line
+        # Instruction lines repeat a lot (same PC, mask and addresses in many warps):
+        # parse each distinct text once per kernel.
+        hit = self._memo.get(body)
+        if hit is None:
+            hit = self._parse_body(body, lineno)
+            if len(self._memo) >= _MEMO_LINES:
+                self._memo.clear()
+            self._memo[body] = hit
+        tail, addrs = hit
+        return (self.launch_idx, cta, warp, *tail), addrs
+
+    def _parse_body(self, body: str, lineno: int):
+        """Parse an instruction line (without the legacy prefix): the row's fields after
+        (launch, cta, warp), and the 32 lane addresses (None for a non-memory line)."""
+        t = body.split()
         p = 0
         try:
-            if self.legacy:
-                prefix = tuple(int(x) for x in t[0:4])
-                if len(prefix) < 4:
-                    raise IndexError
-                if prefix != (*cta_xyz, warp):
-                    raise _err(self.path, lineno, f"line prefix {' '.join(t[0:4])} does not match "
-                               f"thread block {cta_xyz} warp {warp}")
-                p = 4
             line_num = 0
             if self.lineinfo:
                 line_num = int(t[p])
@@ -556,9 +580,7 @@ class _KernelParser:
             raise _err(self.path, lineno, "instruction line ends early (truncated?)") from None
         except ValueError as exc:
             raise _err(self.path, lineno, f"bad number in instruction line ({exc})") from None
-        row = (self.launch_idx, cta, warp, pc, idx, op, space, width, mask, line_num, imm, dst,
-               src)
-        return row, addrs
+        return (pc, idx, op, space, width, mask, line_num, imm, dst, tuple(src)), addrs
 
     def _note_padding(self, tok: str) -> None:
         if self.padded_seen is None:
@@ -569,34 +591,51 @@ class _KernelParser:
         path = self.path
         mode = int(t[p])
         p += 1
-        addrs = [0] * WARP_SIZE
-        lanes = [i for i in range(WARP_SIZE) if mask >> i & 1]
+        lanes = _LANES.get(mask)
+        if lanes is None:
+            lanes = _LANES.setdefault(mask, tuple(i for i in range(WARP_SIZE) if mask >> i & 1))
+        n = len(lanes)
         if mode == MODE_LIST:
-            for k, lane in enumerate(lanes):
-                addrs[lane] = _hex(t[p + k], "address", path, lineno)
-            p += len(lanes)
+            if len(t) < p + n:
+                raise IndexError
+            vals = [_hex(x, "address", path, lineno) for x in t[p:p + n]]
+            p += n
         elif mode == MODE_STRIDE:
             self._note_padding(t[p])
             base = _hex(t[p], "base address", path, lineno)
             stride = int(t[p + 1])
             p += 2
-            if lanes and lanes[-1] - lanes[0] + 1 != len(lanes):
+            if n and lanes[-1] - lanes[0] + 1 != n:
                 raise _err(path, lineno, f"address mode 1 needs one contiguous run of active "
                            f"lanes, mask is {mask:08x}")
-            for k, lane in enumerate(lanes):
-                addrs[lane] = (base + k * stride) & ADDR_MASK
+            last = base + (n - 1) * stride
+            if stride and 0 <= last <= ADDR_MASK:
+                vals = range(base, last + (1 if stride > 0 else -1), stride)
+            else:
+                vals = [(base + k * stride) & ADDR_MASK for k in range(n)]
         elif mode == MODE_DELTA:
             self._note_padding(t[p])
-            a = _hex(t[p], "base address", path, lineno)
-            p += 1
-            for k, lane in enumerate(lanes):
-                if k:
-                    a = (a + int(t[p])) & ADDR_MASK
-                    p += 1
-                addrs[lane] = a
+            base = _hex(t[p], "base address", path, lineno)
+            if len(t) < p + n:
+                raise IndexError
+            vals = list(accumulate([int(x) for x in t[p + 1:p + n]], initial=base))[:n]
+            p += max(n, 1)
+            if n and (min(vals) < 0 or max(vals) > ADDR_MASK):
+                vals = [v & ADDR_MASK for v in vals]
         else:
             raise _err(path, lineno, f"unknown address mode {mode} (0, 1 or 2 expected)")
+        if n == WARP_SIZE:
+            return list(vals), p
+        addrs = [0] * WARP_SIZE
+        if n and lanes[-1] - lanes[0] + 1 == n:
+            addrs[lanes[0]:lanes[0] + n] = vals
+        else:
+            for lane, v in zip(lanes, vals):
+                addrs[lane] = v
         return addrs, p
+
+
+_LANES: dict[int, tuple[int, ...]] = {}  # active lanes of each mask seen
 
 
 def _hex(tok: str, what: str, path, lineno) -> int:

@@ -23,10 +23,14 @@ device memory. A sector's space is that of the first lane that touches it.
 
 Caches (optional, :mod:`hostlink.traces.cache`): loads look up the L1 of
 their CTA's SM, then the L2; a sector that hits is not requested. Host memory
-bypasses both unless ``cache_host`` (default off: the seed observes that the
-naive kernel sends a new 32 B request every time a thread crosses a 32 B
-boundary, emogi_vldb2020 §3 "Strided Access"). Device sectors go through the
-caches whether or not they are emitted, so they compete for the same lines.
+bypasses both unless ``cache_host``. Default off: the UVM driver maps remote
+memory uncached, and whether an SM caches pinned host memory is to be
+measured (REFERENCE.md "GPU side"). The seed's naive-kernel observation, a
+thread sends a new 32 B request only when it crosses a 32 B boundary, so one
+request serves up to eight 4 B accesses (emogi_vldb2020 §3 "Strided
+Access"), is what ``cache_host=True`` with an L1 gives; uncached, every
+access sends its own request. Device sectors go through the caches whether
+or not they are emitted, so they compete for the same lines.
 
 Requests: stores are writes; loads and atomics are reads (a PCIe AtomicOp is
 non-posted and returns data, like a read). ``inst`` is the dynamic index of
@@ -34,8 +38,8 @@ the instruction among its warp's global and local memory instructions
 (program order; instructions that end up sending nothing still count), and
 the stream is ordered by launch, warp, inst, then address.
 
-Assumption: addresses are below 2**63 (GPU virtual addresses are 49 to 57
-bits); a lane address at or above it is an error.
+Assumption: addresses are below 2**62 (GPU virtual addresses have 49 to 57
+bits); a lane address or a host region at or above it is an error.
 
 Speed: a Numba kernel walks each warp instruction once (tens of millions of
 lane accesses per second; tests/bench/bench_coalescer.py records it).
@@ -352,8 +356,8 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
             gw[on] = g
             inst[on] = counters.assign(int(li), g)
         addrs = chunk.addrs[rows]
-        if np.any(addrs >> np.uint64(63)):
-            raise TraceError("a lane address is >= 2**63, beyond the coalescer's range")
+        if np.any(addrs >> np.uint64(62)):
+            raise TraceError("a lane address is >= 2**62, beyond the coalescer's range")
         addrs = addrs.view(np.int64)
         mask = chunk.mask[rows]
         width = chunk.width_B[rows]

@@ -1,0 +1,1 @@
+kernel-3.traceg
