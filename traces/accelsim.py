@@ -107,9 +107,6 @@ _OPCODE_CLASSES = {
 }
 _TMA_PREFIXES = ("UTMA", "UBLK")
 
-# Header keys whose values come from KernelLaunch fields when writing.
-_FIELD_KEYS = ("kernel name", "grid dim", "block dim", "shmem", "nregs")
-
 
 def classify_opcode(opcode: str) -> tuple[int, int]:
     """(op, space) of an opcode by its first token; space 255 means generic."""

@@ -32,6 +32,9 @@ Access"), is what ``cache_host=True`` with an L1 gives; uncached, every
 access sends its own request. Device sectors go through the caches whether
 or not they are emitted, so they compete for the same lines.
 
+Rows must come in launch order (launch indices never decrease); within a
+launch, each warp's rows in program order, warps in any interleaving.
+
 Requests: stores are writes; loads and atomics are reads (a PCIe AtomicOp is
 non-posted and returns data, like a read). ``inst`` is the dynamic index of
 the instruction among its warp's global and local memory instructions
@@ -249,19 +252,27 @@ def _pieces_bound(mask: np.ndarray, width: np.ndarray) -> np.ndarray:
 
 
 class _WarpCounters:
-    """Per-launch dynamic memory-instruction counters of every warp."""
+    """Dynamic memory-instruction counters of every warp of the current launch.
+
+    Rows come in launch order, so only one launch's counters (4 B per warp)
+    are held at a time.
+    """
 
     def __init__(self, launches: list[KernelLaunch]):
         self.launches = launches
-        self.counts: dict[int, np.ndarray] = {}
+        self.launch = -1
+        self.counts = np.zeros(0, dtype=np.uint32)
 
     def assign(self, launch: int, gw: np.ndarray) -> np.ndarray:
         """Program-order index of each row (rows in program order per warp)."""
-        counts = self.counts.get(launch)
-        if counts is None:
+        if launch != self.launch:
+            if launch < self.launch:
+                raise TraceError(f"rows of launch {launch} come after rows of launch "
+                                 f"{self.launch}: a trace must be in launch order")
             info = self.launches[launch]
-            counts = np.zeros(info.ctas * info.warps_per_cta, dtype=np.uint32)
-            self.counts[launch] = counts
+            self.counts = np.zeros(info.ctas * info.warps_per_cta, dtype=np.uint32)
+            self.launch = launch
+        counts = self.counts
         order = np.argsort(gw, kind="stable")
         sk = gw[order]
         n = len(gw)
@@ -340,6 +351,8 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
         if int(launch.max()) >= len(launches):
             raise TraceError(f"a row names launch {int(launch.max())}; the trace has "
                              f"{len(launches)} launches")
+        if np.any(launch[1:] < launch[:-1]):
+            raise TraceError("rows of a chunk are not in launch order")
         gw = np.empty(len(rows), dtype=np.int64)
         inst = np.empty(len(rows), dtype=np.int64)
         for li in np.unique(launch):

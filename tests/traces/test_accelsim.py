@@ -149,6 +149,29 @@ def test_samples_round_trip_mode0_and_xz(accelsim_data, tmp_path, name):
         assert back.opcodes == trace.opcodes
 
 
+def test_write_trace_without_accelsim_extras(tmp_path):
+    """A trace from another source (no header values kept): version 4 defaults,
+    rows grouped by CTA and warp in program order, and it reads back the same."""
+    from hostlink.traces.schema import KernelLaunch, WarpTrace
+    launch = KernelLaunch("bfs_merged", (2, 1, 1), (64, 1, 1))
+    rows = [(1, 1, 0x100), (0, 0, 0x200), (1, 1, 0x300), (0, 1, 0x400)]  # cta, warp, address
+    n = len(rows)
+    addrs = np.zeros((n, 32), dtype=np.uint64)
+    for i, (_, _, a) in enumerate(rows):
+        addrs[i] = a + 4 * np.arange(32, dtype=np.uint64)
+    t = InstTable(launch=np.zeros(n), cta=[r[0] for r in rows], warp=[r[1] for r in rows],
+                  pc=np.arange(n) * 16, opcode=np.zeros(n), op=np.full(n, OP_LOAD),
+                  space=np.zeros(n), width_B=np.full(n, 4), mask=np.full(n, 0xFFFFFFFF),
+                  addrs=addrs)
+    write_accelsim(WarpTrace([launch], ["LDG.E"], [], [t]), tmp_path, binary_version=90)
+    text = (tmp_path / "kernel-1.traceg").read_text()
+    assert "-binary version = 90\n" in text and "-accelsim tracer version = 4\n" in text
+    assert text.count("#BEGIN_TB") == 2
+    back = table(read_accelsim(tmp_path))
+    order = [1, 3, 0, 2]  # CTA 0 warp 0, CTA 0 warp 1, then CTA 1 warp 1 in program order
+    assert_tables_equal(t.select(np.array(order)), back)
+
+
 def test_chunks_are_bounded(accelsim_data):
     folder = accelsim_data / "matrixmul"
     whole = table(read_accelsim(folder))

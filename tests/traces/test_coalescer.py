@@ -146,6 +146,15 @@ def test_order_and_inst_across_chunks_and_warps():
     assert inferred.warp.tolist() == rs.warp.tolist()
 
 
+def test_launch_order_is_required():
+    launches = [KernelLaunch("k", (1, 1, 1), (32, 1, 1))] * 2
+    t = make_rows([warp_load(BASE, launch=1), warp_load(BASE, launch=0)])
+    with pytest.raises(TraceError, match="not in launch order"):
+        coalesce(t, HOST, launches=launches)
+    with pytest.raises(TraceError, match="launch 0 come after rows of launch 1"):
+        coalesce([t.select(slice(0, 1)), t.select(slice(1, 2))], HOST, launches=launches)
+
+
 def test_row_outside_its_launch_is_an_error():
     t = make_rows([warp_load(BASE, cta=5)])
     with pytest.raises(TraceError, match="CTA 5"):
