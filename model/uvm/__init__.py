@@ -3,7 +3,7 @@
 Public API
 ----------
 ``simulate_uvm(stream, system, *, read_mostly=False, accessed_by=False,
-capacity_B=None, seed=0, **options) -> UvmResult``
+capacity_B=None, **options) -> UvmResult``
 
 - ``stream``: a :class:`hostlink.model.workload.RequestStream`. Its host-space
   requests (``space == SPACE_HOST``) are the managed allocation; device-space
@@ -24,7 +24,7 @@ capacity_B=None, seed=0, **options) -> UvmResult``
   ``uvm.gpu_memory_available_GiB``, else ``gpu.memory_GiB``.
 - ``options`` (all keyword, documented in :func:`simulate_uvm`): the batch
   service model, the duplicate-fault model, the LRU update rule, the resident
-  warp count.
+  warp count, a seed that shuffles the warps' run order (default: none).
 
 ``UvmResult`` (see :mod:`hostlink.model.uvm.result`): ``time_s``
 (``service_time_s + device_time_s``; kernel launch overhead and inter-level
@@ -32,7 +32,7 @@ synchronisation are not included, the caller adds them), fault counts
 (``faults``, ``faults_unique``, ``faults_duplicate``), ``batches``,
 ``h2d_B`` (migrated host to device, of which ``prefetched_B`` by the
 prefetcher), ``d2h_B`` (write-backs on eviction), ``evictions`` (2 MB chunks),
-``thrashing_events``, ``unique_B`` (distinct bytes the requests asked for),
+``thrashing_events``, ``thrashing_chunks``, ``write_upgrades``, ``unique_B`` (distinct bytes the requests asked for),
 ``read_amplification = h2d_B / unique_B``, ``oversubscription``
 (touched pages' bytes over capacity), ``remote`` (a RequestStream or None)
 and ``per_launch`` (a tuple of :class:`UvmLaunch`). ``to_dict()`` gives a
@@ -44,3 +44,9 @@ Helpers: :func:`transfer_bw_GBps` (the transfer-rate curve),
 
 The assumptions and references are in :mod:`hostlink.model.uvm.model`.
 """
+from hostlink.model.uvm.model import (link_raw_GBps, prefetch_pages, remote_requests,
+                                     simulate_uvm, transfer_bw_GBps, unique_bytes)
+from hostlink.model.uvm.result import UvmLaunch, UvmResult
+
+__all__ = ["UvmLaunch", "UvmResult", "link_raw_GBps", "prefetch_pages", "remote_requests",
+           "simulate_uvm", "transfer_bw_GBps", "unique_bytes"]

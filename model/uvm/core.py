@@ -1,0 +1,467 @@
+"""Compiled kernels of the UVM model: the tree prefetcher and the fault-batch loop.
+
+The rules they implement, and where each comes from, are listed in
+:mod:`hostlink.model.uvm.model`; this module holds only the Numba code.
+Page numbers here are dense: VA block ``b`` of the touched blocks owns pages
+``b * block_pages .. (b + 1) * block_pages - 1``.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+# Columns of the per-launch statistics array returned by :func:`simulate_faults`.
+ST_FAULTS = 0          # fault entries the driver fetched (unique + duplicate)
+ST_UNIQUE = 1          # distinct pages faulted on per batch, summed over batches
+ST_DUP = 2             # duplicate fault entries
+ST_BATCHES = 3
+ST_H2D_PAGES = 4       # pages migrated host to device
+ST_PREF_PAGES = 5      # of those, pages the prefetcher added
+ST_D2H_PAGES = 6       # pages written back on eviction
+ST_EVICT = 7           # chunks evicted
+ST_THRASH = 8          # re-migrations of a chunk within the thrashing window of its eviction
+ST_SERVICE_US = 9      # batch service time: base + transfers (both directions)
+ST_H2D_US = 10         # of which host-to-device transfer time
+ST_D2H_US = 11         # of which write-back transfer time
+ST_UPGRADES = 12       # write faults on read-duplicated pages (no data moves)
+ST_THRASH_CHUNKS = 13  # chunks newly marked thrashing
+N_STATS = 14
+
+
+@numba.njit(cache=True, inline="always")
+def _transfer_us(n_pages, page_B, linear, per_KB_us, a_GBps, k_per_KB):
+    """Time of one contiguous transfer of ``n_pages`` pages, in us."""
+    size_KB = n_pages * page_B / 1024.0
+    if linear:
+        return per_KB_us * size_KB
+    bw_GBps = (2.0 * a_GBps / math.pi) * math.atan(k_per_KB * size_KB)
+    return n_pages * page_B / (bw_GBps * 1e3)  # 1 GB/s = 1e3 B/us
+
+
+@numba.njit(cache=True)
+def prefetch_region_mask(tree, faulted_offsets, threshold, out):
+    """The driver's bottom-up rule for one VA block.
+
+    ``tree[k]`` is 1 where page ``k`` of the block counts as present (resident,
+    faulted, or filled by fault-granularity growth). For each faulted page the
+    subtrees containing it are visited from the leaf up to the whole block; the
+    largest one whose present count exceeds ``threshold`` times its size is
+    selected and all its pages are set in ``out``.
+    """
+    n = tree.shape[0]
+    cs = np.zeros(n + 1, dtype=np.int64)
+    for k in range(n):
+        cs[k + 1] = cs[k] + tree[k]
+    for f in faulted_offsets:
+        best_lo = -1
+        best_hi = -1
+        size = 1
+        while size <= n:
+            lo = (f // size) * size
+            hi = lo + size
+            if hi > n:
+                hi = n
+            cnt = cs[hi] - cs[lo]
+            if cnt > threshold * (hi - lo):
+                best_lo = lo
+                best_hi = hi
+            size *= 2
+        if best_lo >= 0:
+            for k in range(best_lo, best_hi):
+                out[k] = 1
+
+
+@numba.njit(cache=True)
+def covered_bytes(start, end):
+    """Bytes covered by ranges [start, end) sorted by start."""
+    total = 0
+    reach = 0
+    for k in range(start.shape[0]):
+        s = start[k]
+        e = end[k]
+        if s < reach:
+            s = reach
+        if e > s:
+            total += e - s
+        if e > reach:
+            reach = e
+    return total
+
+
+@numba.njit(cache=True)
+def _lru_remove(c, prev, nxt, head_tail):
+    a = prev[c]
+    b = nxt[c]
+    if a >= 0:
+        nxt[a] = b
+    else:
+        head_tail[0] = b
+    if b >= 0:
+        prev[b] = a
+    else:
+        head_tail[1] = a
+    prev[c] = -1
+    nxt[c] = -1
+
+
+@numba.njit(cache=True)
+def _lru_push_tail(c, prev, nxt, head_tail):
+    t = head_tail[1]
+    prev[c] = t
+    nxt[c] = -1
+    if t >= 0:
+        nxt[t] = c
+    else:
+        head_tail[0] = c
+    head_tail[1] = c
+
+
+@numba.njit(cache=True)
+def _allocate(c, l, svc, now_us, n_alloc, capacity_chunks, chunk_pages, alloc, cstamp,
+              cevict_us, cthr, thrashing, lprev, lnext, head_tail, resident, wb, stats,
+              thrash_events, thrash_window_us, page_B, linear, per_KB_us, a_GBps, k_per_KB):
+    """Give chunk ``c`` GPU memory, evicting least recently used chunks as needed.
+
+    Chunks stamped ``svc`` belong to the VA block being serviced and stay. Returns
+    the new allocated-chunk count and the write-back time in us.
+    """
+    d2h_us = 0.0
+    while n_alloc >= capacity_chunks:
+        v = head_tail[0]
+        while v >= 0 and cstamp[v] == svc:
+            v = lnext[v]
+        if v < 0:
+            break  # every chunk is in use by the block being serviced (capacity checked above)
+        run = 0
+        nwb = 0
+        vb = v * chunk_pages
+        for k in range(vb, vb + chunk_pages):
+            if resident[k] == 1 and wb[k] == 1:
+                run += 1
+                nwb += 1
+            elif run > 0:
+                d2h_us += _transfer_us(run, page_B, linear, per_KB_us, a_GBps, k_per_KB)
+                run = 0
+            resident[k] = 0
+            wb[k] = 0
+        if run > 0:
+            d2h_us += _transfer_us(run, page_B, linear, per_KB_us, a_GBps, k_per_KB)
+        stats[l, ST_D2H_PAGES] += nwb
+        stats[l, ST_EVICT] += 1
+        alloc[v] = 0
+        _lru_remove(v, lprev, lnext, head_tail)
+        n_alloc -= 1
+        cevict_us[v] = now_us + d2h_us
+    alloc[c] = 1
+    n_alloc += 1
+    _lru_push_tail(c, lprev, lnext, head_tail)
+    if cevict_us[c] >= 0.0:
+        if now_us + d2h_us - cevict_us[c] <= thrash_window_us:
+            cthr[c] += 1
+            stats[l, ST_THRASH] += 1
+            if cthr[c] >= thrash_events and thrashing[c] == 0:
+                thrashing[c] = 1
+                stats[l, ST_THRASH_CHUNKS] += 1
+        else:
+            cthr[c] = 0
+    return n_alloc, d2h_us
+
+
+@numba.njit(cache=True)
+def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
+                    n_pages, block_pages, big_pages, chunk_pages, capacity_chunks,
+                    batch_size, unique_cap, dup_per_unique,
+                    prefetch, threshold, read_mostly, lru_on_migrate,
+                    linear, base_us, per_KB_us, page_B, a_GBps, k_per_KB,
+                    thrash_events, thrash_window_us, resident_warps, shuffle_seed):
+    """Replay the accesses warp by warp, servicing faults in batches.
+
+    Returns ``(stats, touched)``: per-launch statistics (columns ``ST_*``) and
+    a per-page flag of the pages any access touched.
+    """
+    n_launch = launch_ptr.shape[0] - 1
+    n_warps = warp_ptr.shape[0] - 1
+    n_acc = acc_page.shape[0]
+    stats = np.zeros((n_launch, N_STATS), dtype=np.float64)
+    n_chunks = n_pages // chunk_pages
+
+    resident = np.zeros(n_pages, dtype=np.uint8)
+    wb = np.zeros(n_pages, dtype=np.uint8)          # page must be written back on eviction
+    bmark = np.full(n_pages, -1, dtype=np.int64)    # batch that holds a fault on the page
+    amark = np.full(n_pages, -1, dtype=np.int64)    # instruction attempt that queued the page
+    aentry = np.zeros(n_pages, dtype=np.int64)
+    pwrite = np.zeros(n_pages, dtype=np.uint8)      # a write fault on the page in this batch
+    touched = np.zeros(n_pages, dtype=np.uint8)
+    done = np.zeros(n_acc, dtype=np.uint8)
+
+    alloc = np.zeros(n_chunks, dtype=np.uint8)
+    cstamp = np.full(n_chunks, -1, dtype=np.int64)  # last block service that used the chunk
+    cevict_us = np.full(n_chunks, -1.0, dtype=np.float64)
+    cthr = np.zeros(n_chunks, dtype=np.int64)
+    thrashing = np.zeros(n_chunks, dtype=np.uint8)
+    lprev = np.full(n_chunks, -1, dtype=np.int64)
+    lnext = np.full(n_chunks, -1, dtype=np.int64)
+    head_tail = np.full(2, -1, dtype=np.int64)
+    n_alloc = 0
+
+    cur_inst = np.empty(n_warps, dtype=np.int64)
+    for w in range(n_warps):
+        cur_inst[w] = warp_ptr[w]
+    pending = np.zeros(n_warps, dtype=np.int64)
+
+    max_inst_acc = 1
+    for i in range(inst_ptr.shape[0] - 1):
+        d = inst_ptr[i + 1] - inst_ptr[i]
+        if d > max_inst_acc:
+            max_inst_acc = d
+    max_nw = 1
+    for l in range(n_launch):
+        d = launch_ptr[l + 1] - launch_ptr[l]
+        if d > max_nw:
+            max_nw = d
+    r_max = min(resident_warps, max_nw)
+    qcap = r_max * max_inst_acc + 1
+    q_page = np.empty(qcap, dtype=np.int64)
+    q_warp = np.empty(qcap, dtype=np.int64)
+    q_write = np.empty(qcap, dtype=np.uint8)
+    run_list = np.empty(max_nw + r_max + 1, dtype=np.int64)
+    ubuf = np.empty(batch_size, dtype=np.int64)
+    tree = np.zeros(block_pages, dtype=np.uint8)
+    mig = np.zeros(block_pages, dtype=np.uint8)
+    foffs = np.empty(batch_size, dtype=np.int64)
+
+    if shuffle_seed >= 0:
+        np.random.seed(shuffle_seed)
+
+    now_us = 0.0
+    attempt = 0
+    bid = 0
+    svc = 0
+    for l in range(n_launch):
+        w_lo = launch_ptr[l]
+        w_hi = launch_ptr[l + 1]
+        r = min(resident_warps, w_hi - w_lo)
+        rl_len = 0
+        for w in range(w_lo, w_lo + r):
+            run_list[rl_len] = w
+            rl_len += 1
+        next_w = w_lo + r
+        qlen = 0
+        while True:
+            if shuffle_seed >= 0:
+                for i in range(rl_len - 1, 0, -1):
+                    j = np.random.randint(0, i + 1)
+                    t = run_list[i]
+                    run_list[i] = run_list[j]
+                    run_list[j] = t
+            # ---- run every runnable warp until it faults or ends
+            i_run = 0
+            while i_run < rl_len:
+                w = run_list[i_run]
+                i_run += 1
+                w_end = warp_ptr[w + 1]
+                while cur_inst[w] < w_end:
+                    ins = cur_inst[w]
+                    attempt += 1
+                    nf = 0
+                    for j in range(inst_ptr[ins], inst_ptr[ins + 1]):
+                        if done[j]:
+                            continue
+                        p = acc_page[j]
+                        touched[p] = 1
+                        wr = acc_write[j]
+                        if resident[p] == 1 and not (read_mostly and wr and wb[p] == 0):
+                            done[j] = 1
+                            continue
+                        if amark[p] == attempt:
+                            if wr:
+                                q_write[aentry[p]] = 1
+                            continue
+                        amark[p] = attempt
+                        aentry[p] = qlen
+                        q_page[qlen] = p
+                        q_warp[qlen] = w
+                        q_write[qlen] = 1 if wr else 0
+                        qlen += 1
+                        nf += 1
+                    if nf > 0:
+                        pending[w] = nf
+                        break
+                    cur_inst[w] += 1
+                if cur_inst[w] >= w_end and next_w < w_hi:
+                    run_list[rl_len] = next_w
+                    rl_len += 1
+                    next_w += 1
+            rl_len = 0
+            if qlen == 0:
+                break
+            # ---- fetch one batch of fault entries, oldest first
+            bid += 1
+            n_u = 0
+            if unique_cap <= 0:
+                take = min(batch_size, qlen)
+                for e in range(take):
+                    p = q_page[e]
+                    if bmark[p] != bid:
+                        bmark[p] = bid
+                        ubuf[n_u] = p
+                        n_u += 1
+                    if q_write[e]:
+                        pwrite[p] = 1
+                stats[l, ST_FAULTS] += take
+                stats[l, ST_UNIQUE] += n_u
+                stats[l, ST_DUP] += take - n_u
+            else:
+                for e in range(qlen):
+                    p = q_page[e]
+                    if bmark[p] != bid:
+                        if n_u >= unique_cap:
+                            break
+                        bmark[p] = bid
+                        ubuf[n_u] = p
+                        n_u += 1
+                    if q_write[e]:
+                        pwrite[p] = 1
+                stats[l, ST_FAULTS] += n_u + n_u * dup_per_unique
+                stats[l, ST_UNIQUE] += n_u
+                stats[l, ST_DUP] += n_u * dup_per_unique
+            stats[l, ST_BATCHES] += 1
+            # ---- service the batch VA block by VA block, in address order
+            ub = np.sort(ubuf[:n_u])
+            t_us = base_us
+            h2d_us = 0.0
+            d2h_us = 0.0
+            g = 0
+            while g < n_u:
+                blk = ub[g] // block_pages
+                g_end = g
+                while g_end < n_u and ub[g_end] // block_pages == blk:
+                    g_end += 1
+                base = blk * block_pages
+                svc += 1
+                nfo = 0
+                for e in range(g, g_end):
+                    p = ub[e]
+                    if resident[p] == 1:
+                        # write fault on a read-duplicated page: the copy becomes the only one
+                        wb[p] = 1
+                        stats[l, ST_UPGRADES] += 1
+                    else:
+                        foffs[nfo] = p - base
+                        nfo += 1
+                if nfo == 0:
+                    for e in range(g, g_end):
+                        pwrite[ub[e]] = 0
+                    g = g_end
+                    continue
+                # ---- the faulted pages' chunks first: allocation, eviction, thrashing detection
+                for e in range(nfo):
+                    c = (base + foffs[e]) // chunk_pages
+                    if alloc[c] == 0:
+                        n_alloc, add_us = _allocate(c, l, svc, now_us + t_us + h2d_us + d2h_us,
+                                                    n_alloc, capacity_chunks, chunk_pages, alloc,
+                                                    cstamp, cevict_us, cthr, thrashing, lprev,
+                                                    lnext, head_tail, resident, wb, stats,
+                                                    thrash_events, thrash_window_us, page_B,
+                                                    linear, per_KB_us, a_GBps, k_per_KB)
+                        d2h_us += add_us
+                    elif lru_on_migrate:
+                        _lru_remove(c, lprev, lnext, head_tail)
+                        _lru_push_tail(c, lprev, lnext, head_tail)
+                    cstamp[c] = svc
+                for k in range(block_pages):
+                    mig[k] = 0
+                if prefetch:
+                    for k in range(block_pages):
+                        tree[k] = resident[base + k]
+                    for e in range(nfo):
+                        tree[foffs[e]] = 1
+                    # fault granularity grows to the whole big page, unless thrashing
+                    for e in range(nfo):
+                        off = foffs[e]
+                        if thrashing[(base + off) // chunk_pages] == 0:
+                            b0 = (off // big_pages) * big_pages
+                            for k in range(b0, min(b0 + big_pages, block_pages)):
+                                tree[k] = 1
+                    nfp = 0
+                    for e in range(nfo):
+                        if thrashing[(base + foffs[e]) // chunk_pages] == 0:
+                            foffs[nfp], foffs[e] = foffs[e], foffs[nfp]
+                            nfp += 1
+                    prefetch_region_mask(tree, foffs[:nfp], threshold, mig)
+                    for k in range(block_pages):
+                        if mig[k] == 1 and (resident[base + k] == 1
+                                            or thrashing[(base + k) // chunk_pages] == 1):
+                            mig[k] = 0
+                for e in range(nfo):
+                    mig[foffs[e]] = 1
+                # ---- chunks receiving prefetched pages (when chunks are smaller than blocks)
+                for c in range(base // chunk_pages, (base + block_pages) // chunk_pages):
+                    k0 = c * chunk_pages - base
+                    need = False
+                    for k in range(k0, k0 + chunk_pages):
+                        if mig[k] == 1:
+                            need = True
+                            break
+                    if not need:
+                        continue
+                    if alloc[c] == 0:
+                        n_alloc, add_us = _allocate(c, l, svc, now_us + t_us + h2d_us + d2h_us,
+                                                    n_alloc, capacity_chunks, chunk_pages, alloc,
+                                                    cstamp, cevict_us, cthr, thrashing, lprev,
+                                                    lnext, head_tail, resident, wb, stats,
+                                                    thrash_events, thrash_window_us, page_B,
+                                                    linear, per_KB_us, a_GBps, k_per_KB)
+                        d2h_us += add_us
+                    elif lru_on_migrate:
+                        _lru_remove(c, lprev, lnext, head_tail)
+                        _lru_push_tail(c, lprev, lnext, head_tail)
+                    cstamp[c] = svc
+                # ---- migrate: contiguous runs move as one transfer each
+                n_mig = 0
+                run = 0
+                for k in range(block_pages):
+                    if mig[k] == 1:
+                        p = base + k
+                        resident[p] = 1
+                        wb[p] = 1 if (not read_mostly or pwrite[p] == 1) else 0
+                        n_mig += 1
+                        run += 1
+                    elif run > 0:
+                        h2d_us += _transfer_us(run, page_B, linear, per_KB_us, a_GBps, k_per_KB)
+                        run = 0
+                if run > 0:
+                    h2d_us += _transfer_us(run, page_B, linear, per_KB_us, a_GBps, k_per_KB)
+                stats[l, ST_H2D_PAGES] += n_mig
+                stats[l, ST_PREF_PAGES] += n_mig - nfo
+                for e in range(g, g_end):
+                    pwrite[ub[e]] = 0
+                g = g_end
+            t_us += h2d_us + d2h_us
+            stats[l, ST_SERVICE_US] += t_us
+            stats[l, ST_H2D_US] += h2d_us
+            stats[l, ST_D2H_US] += d2h_us
+            now_us += t_us
+            # ---- replay: entries whose page is now usable release their warps
+            newlen = 0
+            for e in range(qlen):
+                p = q_page[e]
+                w = q_warp[e]
+                if resident[p] == 1 and not (read_mostly and q_write[e] == 1 and wb[p] == 0):
+                    ins = cur_inst[w]
+                    for j in range(inst_ptr[ins], inst_ptr[ins + 1]):
+                        if acc_page[j] == p:
+                            done[j] = 1
+                    pending[w] -= 1
+                    if pending[w] == 0:
+                        run_list[rl_len] = w
+                        rl_len += 1
+                else:
+                    q_page[newlen] = p
+                    q_warp[newlen] = w
+                    q_write[newlen] = q_write[e]
+                    newlen += 1
+            qlen = newlen
+    return stats, touched

@@ -1,0 +1,397 @@
+"""UVM first-touch and oversubscription model: assumptions, references, entry point.
+
+What the model does
+-------------------
+The host-space requests of a RequestStream are accesses to one managed
+allocation that starts resident in host memory (the CPU wrote the graph).
+Each launch runs its warps: at most ``resident_warps`` at once (default
+``gpu.sm_count * gpu.max_warps_per_sm``), later warps starting as earlier ones
+finish. A warp runs its instructions in program order until one touches a
+page that is not resident on the GPU; it then queues one fault per distinct
+missing page of that instruction and stalls (replayable far faults; one
+instruction in flight per warp). When every runnable warp has stalled or
+finished, the driver fetches a batch of up to ``fault_batch_size`` fault
+entries, oldest first, services it, and replays: warps whose pages arrived
+run on. The driver's default replay policy is ``batch_flush``
+(``uvm_gpu_replayable_faults.c``): after a batch the fault buffer is flushed,
+so entries beyond the batch are dropped and their warps fault again on replay
+only if their page is still missing; a fault is counted when a batch fetches
+it. Hits cost nothing but device-memory time; the batches are serviced
+one after another by one CPU thread and are not overlapped with the kernel
+(UVMSmart's default, and the seeds: "the entire management process is
+single-threaded", emogi_vldb2020 §2.2).
+
+Duplicate faults. A batch's entries for a page already in that batch are
+duplicates: several warps fault on a page before it arrives. With
+``duplicates="derived"`` (default) they come from the warps themselves and
+fill batch slots as on the hardware; the published figure
+(``uvm.duplicate_fault_fraction``, 80-92% at batch 256, Allen & Ge SC'21) is
+a check on the result, not an input. ``duplicates="published"`` instead
+imposes it: a batch holds ``ceil(batch * (1 - fraction))`` distinct pages and
+the duplicate count is ``unique * fraction / (1 - fraction)``.
+
+Prefetch (open NVIDIA driver ``uvm_perf_prefetch.c``, enabled by default).
+Per VA block (``va_block_B``, 2 MB) of a batch: the pages counted present are
+those resident on the GPU plus the faulted ones; every big page
+(``prefetch_block_B``, 64 KB) holding a fault is filled whole ("fault
+granularity grows to big pages unless thrashing"); then for each faulted page
+the subtrees of the binary tree over the block's pages that contain it are
+visited bottom-up (4 KB, 8 KB, ..., 2 MB) and the largest one whose present
+count exceeds ``prefetch_threshold`` of its size (the driver's
+``counter * 100 > pages * 51``) is fetched whole. Pages already resident are
+not moved again. With ``prefetch = false`` (the module parameter
+``uvm_perf_prefetch_enable=0``) only the faulted 4 KB pages move. Not
+modelled: the driver's first-touch shortcut (a block resident nowhere,
+faulted by its preferred location, is populated whole: it does not apply to
+data the CPU initialised) and the minimum-faults tunable (default 1).
+
+Service time of a batch (``service="curve"``, default):
+``batch_base_us`` (fetch, sort, map, replay) plus, for every contiguous run of
+pages migrated within a VA block, ``size / BW(size)`` with the transfer-rate
+curve ``BW(s) = (2a/pi) atan(k s_KB)`` (UVMSmart, a = ``transfer_peak_GBps``,
+k = ``transfer_shape_per_KB``, s in units of 1024 B: the source counts in
+4 KB pages of 4096 B). UVMSmart fitted ``a = 12`` to a 16 GB/s (PCIe 3.0 x16)
+link; a is scaled by the link's raw rate over PCIe 3.0 x16's 15.75 GB/s
+(``scale_to_link=True``; an assumption) so that faster links migrate faster
+while the per-batch cost stays. ``service="linear"`` uses Allen & Ge's fit
+instead: ``batch_base_us + migrate_per_KB_us * KB`` over all pages moved in
+the batch, both directions. The two are alternatives, not added: the linear
+fit (0.7-1.3 us/KB on Titan V) caps migration near 1 GB/s, below the 9 GB/s
+the seed measured for UVM BFS on a V100 (emogi_vldb2020 §5.3.2), so the curve
+is the default until the validation calibrates one of them.
+
+Capacity and eviction. The managed data may occupy ``capacity_B`` (argument),
+else ``uvm.gpu_memory_available_GiB``, else ``gpu.memory_GiB``; it is held in
+chunks of ``evict_chunk_B`` (2 MB root chunks; one VA block per chunk). A
+chunk is allocated when the first page of its range migrates; when all
+chunks are in use, the least recently used one is evicted: its resident pages
+that the host does not hold (every migrated page; under ReadMostly only pages
+the GPU wrote) are written back as contiguous D2H transfers timed like
+migrations, and the eviction happens inside the batch that needed the room.
+"Recently used" is what the driver sees: the GPU does not report hits, so a
+chunk moves to the LRU tail when it becomes resident (``uvm_pmm_gpu.c``
+``uvm_pmm_gpu_mark_root_chunk_used``, called from ``block_set_resident_processor``);
+``lru="migrate"`` also refreshes it on every batch that migrates into it.
+The chunks of the VA block being serviced are not evicted (the driver pins
+chunks it is populating), so the capacity must hold at least one VA block;
+a chunk populated earlier in the same batch may be evicted, and the warps
+waiting on it fault again.
+Oversubscription = touched pages' bytes / capacity.
+
+Thrashing (``uvm_perf_thrashing.c`` defaults: 3 events, the window from
+``thrash_window_us``): a chunk re-migrated within ``thrash_window_us`` of its
+eviction counts a thrashing event; ``thrash_events`` consecutive events mark
+it thrashing, after which faults in it are serviced page by page (no growth to
+big pages, no prefetch), as the driver does for thrashing pages. The driver's
+further remedies (throttling, pinning to a remote mapping) are not modelled.
+The clock for the window is the accumulated service time.
+
+ReadMostly (``cudaMemAdviseSetReadMostly``): read faults duplicate pages; the
+host keeps its copy, so evicting a read-only copy costs no write-back. A
+write to a duplicated page faults again (counted as ``write_upgrades``; no
+data moves) and the GPU copy becomes the only one. SetAccessedBy on
+CPU-resident data, on x86 without ATS (access-counter migration off): no
+faults, no migration; every host request is a remote zero-copy read or write,
+returned in ``remote`` for the zero-copy model. ReadMostly wins if both are
+set (emogi_vldb2020 §3.1: other advice overrides SetAccessedBy).
+
+Device time: every request's bytes (host-space after migration, and
+device-space) read at ``gpu.device_bw_GBps``; a lower bound that ignores
+latency. ``time_s = service_time_s + device_time_s``; launch overhead and
+level synchronisation belong to the caller.
+
+Other assumptions: the allocation is 2 MB aligned, so VA blocks are whole
+(prefetch may reach pages of a touched block that the kernel never asks for,
+as the driver's does inside a block); a request crossing a page boundary
+faults on both pages; requests are reads unless ``is_write``; the simulation is
+deterministic; ``seed`` (optional) only shuffles the order in which runnable
+warps run between batches, to test sensitivity to the GPU's scheduling.
+
+References: shared/design/REFERENCE.md "UVM"; the open NVIDIA kernel modules
+(kernel-open/nvidia-uvm: uvm_perf_prefetch.c, uvm_pmm_gpu.c,
+uvm_perf_thrashing.c, uvm_gpu_replayable_faults.c); Allen & Ge, "In-Depth
+Analyses of Unified Virtual Memory System for GPU Accelerated Computing",
+SC'21 (tallendev/uvm-eval); Ganguly et al., UVMSmart
+(DebashisGanguly/gpgpu-sim_UVMSmart); the seeds emogi_vldb2020 §2.2, §5.3.4.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hostlink.model.config.schema import LinkConfig, SystemConfig
+from hostlink.model.errors import ConfigError
+from hostlink.model.pcie.spec import raw_GBps
+from hostlink.model.units import GiB
+from hostlink.model.uvm import core
+from hostlink.model.uvm.result import UvmLaunch, UvmResult
+from hostlink.model.workload import SPACE_HOST, RequestStream
+
+SERVICE_MODELS = ("curve", "linear")
+DUPLICATE_MODELS = ("derived", "published")
+LRU_RULES = ("populate", "migrate")
+
+# The transfer-rate curve's a was fitted on PCIe 3.0 x16 (15.75 GB/s raw).
+CURVE_REFERENCE_LINK_GBps = float(raw_GBps(3, 16))
+
+
+def link_raw_GBps(link: LinkConfig) -> float:
+    """Raw data rate of a link in GB/s per direction (after line encoding)."""
+    return float(raw_GBps(link.gen, link.lanes))
+
+
+def transfer_bw_GBps(size_B: float | np.ndarray, peak_GBps: float,
+                     shape_per_KB: float) -> float | np.ndarray:
+    """UVMSmart's transfer-rate curve ``(2a/pi) atan(k s_KB)``, s in units of 1024 B."""
+    return (2.0 * peak_GBps / math.pi) * np.arctan(shape_per_KB * np.asarray(size_B) / 1024.0)
+
+
+def prefetch_pages(resident: np.ndarray, faulted: np.ndarray, *, threshold: float = 0.51,
+                   big_page_pages: int = 16) -> np.ndarray:
+    """Pages of one VA block the driver migrates for one batch's faults.
+
+    ``resident`` and ``faulted`` are boolean masks over the block's pages. The
+    result holds the faulted pages plus what the tree prefetcher adds, minus
+    pages already resident. ``big_page_pages = 1`` disables the growth to big pages.
+    """
+    resident = np.asarray(resident, dtype=bool)
+    faulted = np.asarray(faulted, dtype=bool) & ~resident
+    n = resident.shape[0]
+    if faulted.shape != resident.shape:
+        raise ValueError("resident and faulted masks differ in length")
+    if n & (n - 1) or big_page_pages < 1 or n % big_page_pages:
+        raise ValueError("the block's page count must be a power of two, a multiple of the big page")
+    tree = (resident | faulted).astype(np.uint8)
+    offs = np.flatnonzero(faulted)
+    for big in np.unique(offs // big_page_pages):
+        tree[big * big_page_pages:(big + 1) * big_page_pages] = 1
+    out = np.zeros(n, dtype=np.uint8)
+    core.prefetch_region_mask(tree, offs.astype(np.int64), float(threshold), out)
+    out = out.astype(bool) | faulted
+    return out & ~resident
+
+
+def remote_requests(stream: RequestStream) -> RequestStream:
+    """What SetAccessedBy on CPU-resident managed memory sends over PCIe: every host request."""
+    return stream.select(stream.space == SPACE_HOST)
+
+
+def unique_bytes(addr: np.ndarray, size_B: np.ndarray) -> int:
+    """Distinct bytes covered by the ranges [addr, addr + size_B)."""
+    n = addr.shape[0]
+    if n == 0:
+        return 0
+    addr = np.asarray(addr, dtype=np.uint64)
+    size = np.asarray(size_B, dtype=np.uint64)
+    if int(addr.max()) < (1 << 48) and int(size.max()) <= 1 << 16:
+        # one sort of a packed key: address in the high bits, size - 1 in the low 16
+        key = (addr << np.uint64(16)) | (size - np.uint64(1))
+        key.sort()
+        s = key >> np.uint64(16)
+        e = s + (key & np.uint64(0xFFFF)) + np.uint64(1)
+    else:
+        order = np.argsort(addr)
+        s = addr[order]
+        e = s + size[order]
+    return int(core.covered_bytes(s.view(np.int64), e.view(np.int64)))
+
+
+def _dense_ids(values: np.ndarray) -> tuple[int, np.ndarray]:
+    """Number of distinct values and each value's rank among them (0-based)."""
+    if values.shape[0] == 0:
+        return 0, np.zeros(0, dtype=np.int64)
+    lo = int(values.min())
+    span = int(values.max()) - lo + 1
+    if span <= max(1 << 22, 4 * values.shape[0]):
+        present = np.zeros(span, dtype=np.int64)
+        rel = values - lo
+        present[rel] = 1
+        rank = np.cumsum(present) - 1
+        return int(rank[-1]) + 1, rank[rel]
+    uniq, inv = np.unique(values, return_inverse=True)
+    return uniq.shape[0], inv.astype(np.int64)
+
+
+def _log2_exact(value: int, what: str) -> int:
+    if value < 1 or value & (value - 1):
+        raise ConfigError(f"{what} must be a power of two, not {value}")
+    return value.bit_length() - 1
+
+
+def _sorted_by_program_order(host: RequestStream) -> RequestStream:
+    l, w, i = host.launch, host.warp, host.inst
+    if len(host) < 2:
+        return host
+    l0, l1, w0, w1 = l[:-1], l[1:], w[:-1], w[1:]
+    ok = (l1 > l0) | ((l1 == l0) & ((w1 > w0) | ((w1 == w0) & (i[1:] >= i[:-1]))))
+    if ok.all():
+        return host
+    order = np.lexsort((i, w, l))  # stable: keeps the order of a warp's requests per instruction
+    return host.select(order)
+
+
+def _prepare(host: RequestStream, page_shift: int, block_shift: int):
+    """Accesses (a request spanning two pages gives two), dense pages and the index arrays."""
+    addr = host.addr
+    last = addr + (host.size_B.astype(np.uint64) - np.uint64(1))
+    p0 = (addr >> np.uint64(page_shift)).astype(np.int64)
+    span = (last >> np.uint64(page_shift)).astype(np.int64) - p0
+    if span.size and span.max() > 1:
+        raise ConfigError("a request spans more than two pages; requests are at most 128 B")
+    l, w, i, acc_write = host.launch, host.warp, host.inst, host.is_write
+    if span.any():
+        rows = np.repeat(np.arange(len(host)), 1 + span)
+        second = np.zeros(rows.shape[0], dtype=np.int64)
+        second[1:] = rows[1:] == rows[:-1]
+        page = p0[rows] + second
+        l, w, i, acc_write = l[rows], w[rows], i[rows], acc_write[rows]
+    else:
+        page = p0
+    blocks_per = block_shift - page_shift
+    block_pages = 1 << blocks_per
+    n_blocks, block_rank = _dense_ids(page >> blocks_per)
+    dense = block_rank * block_pages + (page & (block_pages - 1))
+    n = page.shape[0]
+    new_warp = np.ones(n, dtype=bool)
+    new_warp[1:] = (l[1:] != l[:-1]) | (w[1:] != w[:-1])
+    new_inst = new_warp.copy()
+    new_inst[1:] |= i[1:] != i[:-1]
+    inst_start = np.flatnonzero(new_inst)
+    inst_ptr = np.empty(inst_start.shape[0] + 1, dtype=np.int64)
+    inst_ptr[:-1] = inst_start
+    inst_ptr[-1] = n
+    warp_inst = np.flatnonzero(new_warp[inst_start])
+    warp_ptr = np.append(warp_inst, inst_start.shape[0]).astype(np.int64)
+    warp_launch = l[inst_start[warp_inst]]
+    launch_ids, launch_first = np.unique(warp_launch, return_index=True)
+    launch_ptr = np.append(launch_first, warp_inst.shape[0]).astype(np.int64)
+    return (dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids,
+            n_blocks * block_pages)
+
+
+def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bool = False,
+                 accessed_by: bool = False, capacity_B: float | None = None,
+                 service: str = "curve", duplicates: str = "derived", lru: str = "populate",
+                 scale_to_link: bool = True, resident_warps: int | None = None,
+                 seed: int | None = None) -> UvmResult:
+    """Simulate a request stream on managed memory (see the module docstring).
+
+    Keyword options: ``service`` ("curve" | "linear") picks the batch service
+    model, ``duplicates`` ("derived" | "published") the duplicate-fault model,
+    ``lru`` ("populate" | "migrate") when a chunk becomes most recently used,
+    ``scale_to_link`` scales the transfer curve to the link's raw rate,
+    ``resident_warps`` overrides the concurrent warp count, ``seed`` shuffles
+    the run order of runnable warps (None: in warp order).
+    """
+    uvm, gpu = system.uvm, system.gpu
+    for name, value, allowed in (("service", service, SERVICE_MODELS),
+                                 ("duplicates", duplicates, DUPLICATE_MODELS),
+                                 ("lru", lru, LRU_RULES)):
+        if value not in allowed:
+            raise ConfigError(f"simulate_uvm: {name}='{value}' is not one of {', '.join(allowed)}")
+    if capacity_B is None:
+        gib = uvm.gpu_memory_available_GiB if uvm.gpu_memory_available_GiB is not None \
+            else gpu.memory_GiB
+        capacity_B = gib * GiB
+    if not capacity_B > 0:
+        raise ConfigError(f"simulate_uvm: capacity_B must be > 0, not {capacity_B}")
+    if resident_warps is None:
+        resident_warps = gpu.sm_count * gpu.max_warps_per_sm
+    if resident_warps < 1:
+        raise ConfigError(f"simulate_uvm: resident_warps must be >= 1, not {resident_warps}")
+    page_shift = _log2_exact(uvm.page_B, "uvm.page_B")
+    block_shift = _log2_exact(uvm.va_block_B, "uvm.va_block_B")
+    big_shift = _log2_exact(uvm.prefetch_block_B, "uvm.prefetch_block_B")
+    chunk_shift = _log2_exact(uvm.evict_chunk_B, "uvm.evict_chunk_B")
+    if not page_shift <= big_shift <= block_shift:
+        raise ConfigError("uvm.prefetch_block_B must lie between uvm.page_B and uvm.va_block_B")
+    if not page_shift <= chunk_shift <= block_shift:
+        raise ConfigError("uvm.evict_chunk_B must lie between uvm.page_B and uvm.va_block_B")
+    capacity_chunks = int(capacity_B // uvm.evict_chunk_B)
+    if capacity_chunks * uvm.evict_chunk_B < uvm.va_block_B:
+        raise ConfigError(f"simulate_uvm: capacity {capacity_B:.0f} B is smaller than one "
+                          f"{uvm.va_block_B} B VA block")
+
+    is_host = stream.space == SPACE_HOST
+    host = stream if is_host.all() else stream.select(is_host)
+    total_B = int(stream.size_B.sum(dtype=np.int64))
+    device_B = total_B - int(host.size_B.sum(dtype=np.int64))
+    dev_Bps = gpu.device_bw_GBps * 1e9
+    uniq_B = unique_bytes(host.addr, host.size_B)
+    mode = "read_mostly" if read_mostly else ("accessed_by" if accessed_by else "migrate")
+
+    if mode == "accessed_by":
+        launches = np.unique(stream.launch)
+        per = []
+        for lid in launches:
+            sel = (stream.launch == lid) & (stream.space != SPACE_HOST)
+            t = float(stream.size_B[sel].sum(dtype=np.int64)) / dev_Bps
+            per.append(UvmLaunch(int(lid), t, 0.0, t, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+        touched = np.unique(host.addr >> np.uint64(page_shift)).shape[0] * uvm.page_B
+        return UvmResult(mode=mode, time_s=device_B / dev_Bps, service_time_s=0.0,
+                         h2d_time_s=0.0, d2h_time_s=0.0, device_time_s=device_B / dev_Bps,
+                         faults=0, faults_unique=0, faults_duplicate=0, write_upgrades=0,
+                         batches=0, h2d_B=0, prefetched_B=0, d2h_B=0, evictions=0,
+                         thrashing_events=0, thrashing_chunks=0, unique_B=uniq_B,
+                         touched_B=int(touched), capacity_B=int(capacity_B),
+                         host_requests=len(host), remote=remote_requests(stream),
+                         per_launch=tuple(per))
+
+    host = _sorted_by_program_order(host)
+    (dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids,
+     n_pages) = _prepare(host, page_shift, block_shift)
+    if duplicates == "published":
+        frac = uvm.duplicate_fault_fraction
+        unique_cap = max(1, math.ceil(uvm.fault_batch_size * (1.0 - frac)))
+        dup_per_unique = frac / (1.0 - frac)
+    else:
+        unique_cap, dup_per_unique = 0, 0.0
+    peak = uvm.transfer_peak_GBps
+    if scale_to_link:
+        peak *= link_raw_GBps(system.link) / CURVE_REFERENCE_LINK_GBps
+    stats, touched = core.simulate_faults(
+        dense, acc_write, inst_ptr, warp_ptr, launch_ptr,
+        n_pages, 1 << (block_shift - page_shift), 1 << (big_shift - page_shift),
+        1 << (chunk_shift - page_shift), capacity_chunks,
+        uvm.fault_batch_size, unique_cap, dup_per_unique,
+        uvm.prefetch, float(uvm.prefetch_threshold), read_mostly, lru == "migrate",
+        service == "linear", float(uvm.batch_base_us), float(uvm.migrate_per_KB_us),
+        float(uvm.page_B), float(peak), float(uvm.transfer_shape_per_KB),
+        uvm.thrash_events, float(uvm.thrash_window_us), int(resident_warps),
+        -1 if seed is None else int(seed))
+
+    # device time per launch: all of the launch's request bytes at device bandwidth
+    launch_bytes = np.bincount(stream.launch, weights=stream.size_B)
+    all_launch = np.flatnonzero(np.bincount(stream.launch))
+    bytes_per_launch = launch_bytes[all_launch]
+    row_of = {int(lid): k for k, lid in enumerate(launch_ids)}
+    per = []
+    page_B = uvm.page_B
+    for k, lid in enumerate(all_launch):
+        dev_t = float(bytes_per_launch[k]) / dev_Bps
+        r = row_of.get(int(lid))
+        s = stats[r] if r is not None else np.zeros(core.N_STATS)
+        svc = float(s[core.ST_SERVICE_US]) * 1e-6
+        per.append(UvmLaunch(
+            launch=int(lid), time_s=svc + dev_t, service_time_s=svc, device_time_s=dev_t,
+            faults=float(s[core.ST_FAULTS]), faults_unique=float(s[core.ST_UNIQUE]),
+            faults_duplicate=float(s[core.ST_DUP]), batches=int(s[core.ST_BATCHES]),
+            h2d_B=int(s[core.ST_H2D_PAGES]) * page_B,
+            prefetched_B=int(s[core.ST_PREF_PAGES]) * page_B,
+            d2h_B=int(s[core.ST_D2H_PAGES]) * page_B, evictions=int(s[core.ST_EVICT]),
+            thrashing_events=int(s[core.ST_THRASH])))
+    tot = stats.sum(axis=0) if stats.shape[0] else np.zeros(core.N_STATS)
+    service_s = float(tot[core.ST_SERVICE_US]) * 1e-6
+    device_s = total_B / dev_Bps
+    return UvmResult(
+        mode=mode, time_s=service_s + device_s, service_time_s=service_s,
+        h2d_time_s=float(tot[core.ST_H2D_US]) * 1e-6, d2h_time_s=float(tot[core.ST_D2H_US]) * 1e-6,
+        device_time_s=device_s, faults=float(tot[core.ST_FAULTS]),
+        faults_unique=float(tot[core.ST_UNIQUE]), faults_duplicate=float(tot[core.ST_DUP]),
+        write_upgrades=int(tot[core.ST_UPGRADES]), batches=int(tot[core.ST_BATCHES]),
+        h2d_B=int(tot[core.ST_H2D_PAGES]) * page_B, prefetched_B=int(tot[core.ST_PREF_PAGES]) * page_B,
+        d2h_B=int(tot[core.ST_D2H_PAGES]) * page_B, evictions=int(tot[core.ST_EVICT]),
+        thrashing_events=int(tot[core.ST_THRASH]), thrashing_chunks=int(tot[core.ST_THRASH_CHUNKS]),
+        unique_B=uniq_B, touched_B=int(touched.sum()) * page_B, capacity_B=int(capacity_B),
+        host_requests=len(host), remote=None, per_launch=tuple(per))
