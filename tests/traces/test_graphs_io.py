@@ -1,0 +1,187 @@
+"""Graph readers and writers: Matrix Market, SNAP, GAP .el/.wel, EMOGI binary CSR.
+
+Expected CSRs are written out by hand from the small files below. The binary
+layout (16 B header: u64 count, u64 unused; u64 offsets, u64 ids, u32
+weights) is REFERENCE.md "Graph inputs" / illinois-impact/EMOGI bfs.cu.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hostlink.traces.graphs import (GraphError, kron, read_bel, read_el, read_graph, read_mtx,
+                                    read_snap, read_wel, write_bel, write_el)
+
+
+def _w(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+# ---------------------------------------------------------------- Matrix Market
+def test_mtx_integer_symmetric(tmp_path):
+    p = _w(tmp_path, "a.mtx", "%%MatrixMarket matrix coordinate integer symmetric\n"
+           "% a comment\n4 4 4\n2 1 5\n3 1 7\n4 3 9\n2 2 1\n")
+    g = read_mtx(p)
+    # edges {0-1: 5, 0-2: 7, 2-3: 9}; the diagonal entry (2,2) is a self-loop and goes
+    assert g.offsets.tolist() == [0, 2, 3, 5, 6]
+    assert g.dst.tolist() == [1, 2, 0, 0, 3, 2]
+    assert g.weights.tolist() == [5, 7, 5, 7, 9, 9]
+    assert not g.directed
+
+
+def test_mtx_pattern_general_is_directed(tmp_path):
+    p = _w(tmp_path, "b.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n3 1\n")
+    g = read_mtx(p)
+    assert g.directed and g.weights is None
+    assert g.offsets.tolist() == [0, 1, 1, 2]
+    assert g.dst.tolist() == [1, 0]
+
+
+def test_mtx_real_rounds_to_u32(tmp_path):
+    p = _w(tmp_path, "c.mtx", "%%MatrixMarket matrix coordinate real general\n2 3 2\n1 2 2.4\n2 3 7.6\n")
+    g = read_mtx(p)
+    # V = max(rows, cols) = 3; 2.4 -> 2, 7.6 -> 8
+    assert g.num_vertices == 3
+    assert g.weights.tolist() == [2, 8]
+
+
+@pytest.mark.parametrize("text,where,what", [
+    ("%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n", ":1:", "coordinate"),
+    ("%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 0\n", ":1:", "complex"),
+    ("%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 1\n2 1 1\n", ":1:", "skew"),
+    ("not a header\n", ":1:", "header"),
+    ("%%MatrixMarket matrix coordinate pattern general\n% only comments\n", ":2:", "size line"),
+    ("%%MatrixMarket matrix coordinate pattern general\n3 x 2\n1 2\n", ":2:", "size line"),
+    ("%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n1 x\n", ":4:", "not an integer"),
+    ("%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n4 1\n", ":4:", "exceeds 3"),
+    ("%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n0 1\n", ":4:", "below 1"),
+    ("%%MatrixMarket matrix coordinate integer general\n3 3 2\n1 2 1\n2 3\n", ":4:", "fields"),
+    ("%%MatrixMarket matrix coordinate integer general\n3 3 1\n1 2 -4\n", ":3:", "weight"),
+    ("%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 2\n2 3\n", "", "announces 3"),
+])
+def test_mtx_errors_name_file_and_line(tmp_path, text, where, what):
+    p = _w(tmp_path, "bad.mtx", text)
+    with pytest.raises(GraphError) as exc:
+        read_mtx(p)
+    msg = str(exc.value)
+    assert str(p) in msg and where in msg and what in msg
+
+
+# ----------------------------------------------------------------------- SNAP
+def test_snap_comments_and_renumbering(tmp_path):
+    p = _w(tmp_path, "s.txt", "# Directed graph\n# FromNodeId\tToNodeId\n10\t20\n20\t30\n"
+           "\n30\t10\n30\t30\n")
+    g = read_snap(p)
+    # ids 10, 20, 30 -> 0, 1, 2; the self-loop 30-30 goes
+    assert g.num_vertices == 3 and g.directed
+    assert g.offsets.tolist() == [0, 1, 2, 3]
+    assert g.dst.tolist() == [1, 2, 0]
+    sym = read_snap(p, symmetrize=True)
+    assert sym.num_edges == 6 and sym.is_symmetric()
+
+
+def test_snap_bad_line(tmp_path):
+    p = _w(tmp_path, "s.txt", "# c\n1 2\n2 3 4\n")
+    with pytest.raises(GraphError, match=r"s\.txt:3: expected 2 fields, found 3"):
+        read_snap(p)
+
+
+def test_snap_negative_id(tmp_path):
+    p = _w(tmp_path, "s.txt", "1 2\n-2 3\n")
+    with pytest.raises(GraphError, match=r"s\.txt:2: vertex id -2 is below 0"):
+        read_snap(p)
+
+
+# -------------------------------------------------------------------- GAP text
+def test_el_and_wel(tmp_path):
+    g = read_el(_w(tmp_path, "g.el", "0 1\n1 2\n1 2\n"))
+    assert g.num_vertices == 3 and g.dst.tolist() == [1, 2]
+    w = read_wel(_w(tmp_path, "g.wel", "0 1 3\n2 0 4\n"))
+    assert w.offsets.tolist() == [0, 1, 1, 2] and w.weights.tolist() == [3, 4]
+
+
+def test_wel_bad_weight(tmp_path):
+    p = _w(tmp_path, "g.wel", "0 1 3\n1 2 2.5\n")
+    with pytest.raises(GraphError, match=r"g\.wel:2: weight '2\.5' is not an integer"):
+        read_wel(p)
+
+
+def test_el_round_trip(tmp_path):
+    g = kron(8, 4, seed=3)
+    back = read_wel(write_el(g, tmp_path / "k.wel"))
+    assert back.equals(g)
+    back_el = read_el(write_el(g, tmp_path / "k.el", weighted=False))
+    assert back_el.equals(g.without_weights())
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(GraphError, match="no such file"):
+        read_el(tmp_path / "none.el")
+
+
+# --------------------------------------------------------------- EMOGI binary
+def test_bel_round_trip_and_layout(tmp_path):
+    g = kron(9, 8, seed=4)
+    paths = write_bel(g, tmp_path / "k9")
+    V, E = g.num_vertices, g.num_edges
+    # sizes from the format: 16 B header + elements
+    assert paths["col"].stat().st_size == 16 + 8 * (V + 1)
+    assert paths["dst"].stat().st_size == 16 + 8 * E
+    assert paths["val"].stat().st_size == 16 + 4 * E
+    header = np.fromfile(paths["col"], dtype="<u8", count=2)
+    assert header.tolist() == [V + 1, 0]
+    assert np.array_equal(np.fromfile(paths["dst"], dtype="<u8", offset=16), g.dst.astype(np.uint64))
+    back = read_bel(tmp_path / "k9")
+    assert back.equals(g) and back.dst.dtype == np.uint32
+    back8 = read_bel(str(tmp_path / "k9") + ".bel", id_bytes=8)
+    assert back8.dst.dtype == np.uint64 and back8.equals(g)
+    assert read_graph(paths["col"]).equals(g)
+
+
+def test_bel_without_weights(tmp_path):
+    g = kron(7, 4, seed=1, weighted=False)
+    paths = write_bel(g, tmp_path / "nw")
+    assert "val" not in paths and not (tmp_path / "nw.bel.val").exists()
+    assert read_bel(tmp_path / "nw").weights is None
+
+
+def test_bel_truncated(tmp_path):
+    g = kron(7, 4, seed=1)
+    paths = write_bel(g, tmp_path / "t")
+    data = paths["dst"].read_bytes()
+    paths["dst"].write_bytes(data[:-5])
+    with pytest.raises(GraphError, match=r"t\.bel\.dst: header announces .* \(truncated\)"):
+        read_bel(tmp_path / "t")
+    paths["dst"].write_bytes(data[:10])
+    with pytest.raises(GraphError, match="shorter than the 16 B header"):
+        read_bel(tmp_path / "t")
+
+
+def _raw_bel(tmp_path, offsets, dst, vals=None):
+    for suffix, arr, dt in (("col", offsets, "<u8"), ("dst", dst, "<u8"), ("val", vals, "<u4")):
+        if arr is None:
+            continue
+        with open(tmp_path / f"r.bel.{suffix}", "wb") as f:
+            np.array([len(arr), 0], dtype="<u8").tofile(f)
+            np.asarray(arr, dtype=dt).tofile(f)
+    return tmp_path / "r"
+
+
+@pytest.mark.parametrize("offsets,dst,vals,what", [
+    ([0, 2, 1, 3], [1, 2, 0], None, "decrease at vertex 1"),
+    ([0, 1, 3], [1, 0], None, "expected 0 to the edge count 2"),
+    ([0, 1, 2], [1, 7], None, "element 1 is vertex 7"),
+    ([0, 1, 2], [1, 0], [3], "1 weights for 2 edges"),
+])
+def test_bel_inconsistent(tmp_path, offsets, dst, vals, what):
+    prefix = _raw_bel(tmp_path, offsets, dst, vals)
+    with pytest.raises(GraphError, match=what):
+        read_bel(prefix)
+
+
+def test_read_graph_unknown_format(tmp_path):
+    p = _w(tmp_path, "g.xyz", "0 1\n")
+    with pytest.raises(GraphError, match="unknown graph format"):
+        read_graph(p)

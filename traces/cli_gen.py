@@ -1,0 +1,206 @@
+"""``hostlink graph gen|info|convert`` and ``hostlink trace gen``.
+
+- ``graph gen {kron,urand} --scale S --degree D [--seed N] --out PREFIX``
+  writes EMOGI's binary CSR PREFIX.bel.col / .bel.dst / .bel.val (the files
+  the CUDA harness reads);
+- ``graph info GRAPH`` prints V, E and degree statistics;
+- ``graph convert SRC --out PREFIX`` turns a Matrix Market, SNAP or GAP file
+  into the binary CSR;
+- ``trace gen --kernel K --variant VAR --graph GRAPH --out DIR`` emulates a
+  kernel of gpu_kernels/KERNELS.md and writes its trace, in the binary store
+  (default: hostlink.traces.store) or as an Accel-Sim folder (``--format
+  accelsim``), with the regions beside it in ``regions.toml`` (the format of
+  ``hostlink trace stats --regions``).
+
+GRAPH is a binary CSR prefix (PREFIX, PREFIX.bel or PREFIX.bel.col) or any
+file :func:`hostlink.traces.graphs.read_graph` reads. Heavy imports happen in
+the handlers so ``hostlink --help`` stays fast.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+KERNEL_CHOICES = ("bfs", "sssp", "cc", "pagerank")
+VARIANT_CHOICES = ("naive", "merged", "merged_aligned", "chunked")
+REGIONS_FILE = "regions.toml"
+
+
+# ------------------------------------------------------------------- graphs
+def register_graph_commands(sub) -> None:
+    gen = sub.add_parser("gen", help="generate a GAP-style kron or urand graph (EMOGI binary CSR)")
+    gen.add_argument("kind", choices=("kron", "urand"))
+    gen.add_argument("--scale", type=int, required=True, help="2**scale vertices")
+    gen.add_argument("--degree", type=int, default=16, help="sampled edges per vertex (default 16)")
+    gen.add_argument("--seed", type=int, default=None, help="random seed (default GAP's 27491095)")
+    gen.add_argument("--no-weights", action="store_true", help="do not write PREFIX.bel.val")
+    gen.add_argument("--out", required=True, metavar="PREFIX",
+                     help="writes PREFIX.bel.col, PREFIX.bel.dst, PREFIX.bel.val")
+    gen.add_argument("--json", action="store_true", help="print a JSON summary")
+    gen.set_defaults(func=_graph_gen)
+
+    info = sub.add_parser("info", help="vertex, edge and degree statistics of a graph")
+    info.add_argument("graph", metavar="GRAPH")
+    info.add_argument("--symmetric", action="store_true",
+                      help="also check that every edge has its reverse (sorts the edges)")
+    info.add_argument("--json", action="store_true")
+    info.set_defaults(func=_graph_info)
+
+    conv = sub.add_parser("convert", help="convert Matrix Market, SNAP or GAP .el/.wel to EMOGI binary CSR")
+    conv.add_argument("source", metavar="SRC")
+    conv.add_argument("--out", required=True, metavar="PREFIX")
+    conv.add_argument("--symmetrize", action="store_true", help="add the reverse of every edge")
+    conv.add_argument("--json", action="store_true")
+    conv.set_defaults(func=_graph_convert)
+
+
+def _print(obj: dict, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(obj, sort_keys=False) + "\n")
+        return
+    width = max(len(k) for k in obj)
+    for k, v in obj.items():
+        if isinstance(v, float):
+            v = f"{v:.4g}"
+        elif isinstance(v, (dict, list)):
+            v = json.dumps(v)
+        sys.stdout.write(f"{k:<{width}}  {v}\n")
+
+
+def _graph_gen(args) -> int:
+    from hostlink.traces.graphs import DEFAULT_SEED, generate, write_bel
+    seed = DEFAULT_SEED if args.seed is None else args.seed
+    t0 = time.perf_counter()
+    csr = generate(args.kind, args.scale, args.degree, seed, weighted=not args.no_weights,
+                   name=Path(args.out).name)
+    gen_s = time.perf_counter() - t0
+    paths = write_bel(csr, args.out)
+    stats = csr.degree_stats()
+    stats.update(seed=seed, generate_s=round(gen_s, 3),
+                 files=[str(p) for p in paths.values()])
+    _print(stats, args.json)
+    return 0
+
+
+def _graph_stats(csr) -> dict:
+    """Degree statistics without the in-memory array sizes and the id width
+    (properties of how the graph was loaded, not of the graph)."""
+    stats = csr.degree_stats()
+    for key in ("id_bytes", "offsets_size_B", "edges_size_B", "weights_size_B", "directed"):
+        stats.pop(key, None)
+    return stats
+
+
+def _graph_info(args) -> int:
+    from hostlink.traces.graphs import read_graph
+    csr = read_graph(args.graph, id_bytes=8)
+    stats = _graph_stats(csr)
+    if args.symmetric:
+        stats["symmetric"] = csr.is_symmetric()
+    _print(stats, args.json)
+    return 0
+
+
+def _graph_convert(args) -> int:
+    from hostlink.traces.graphs import read_graph, write_bel
+    csr = read_graph(args.source, symmetrize=args.symmetrize, id_bytes=8)
+    paths = write_bel(csr, args.out)
+    stats = _graph_stats(csr)
+    stats["directed"] = csr.directed
+    stats["files"] = [str(p) for p in paths.values()]
+    _print(stats, args.json)
+    return 0
+
+
+# ------------------------------------------------------------------- traces
+def register_trace_commands(sub) -> None:
+    gen = sub.add_parser("gen", help="emulate a traversal kernel and write its memory trace")
+    gen.add_argument("--kernel", required=True, choices=KERNEL_CHOICES)
+    gen.add_argument("--variant", required=True, choices=VARIANT_CHOICES)
+    gen.add_argument("--graph", required=True, metavar="GRAPH",
+                     help="binary CSR prefix, or a .mtx/.el/.wel/SNAP file")
+    gen.add_argument("--source", type=int, default=None,
+                     help="BFS/SSSP source (default: the lowest vertex id with degree > 0)")
+    gen.add_argument("--id-bytes", type=int, choices=(4, 8), default=4,
+                     help="neighbour id width the kernel reads (default 4)")
+    gen.add_argument("--memory", default="zerocopy",
+                     help="memory mode of the edge list: zerocopy (default), uvm, device, ...")
+    gen.add_argument("--iterations", type=int, default=10, help="PageRank iterations (default 10)")
+    gen.add_argument("--include-device", action="store_true",
+                     help="also trace the device-array accesses (offsets, labels, ...)")
+    gen.add_argument("--format", choices=("store", "accelsim"), default="store",
+                     help="binary store (default) or Accel-Sim traceg folder")
+    gen.add_argument("--chunk-rows", type=int, default=None,
+                     help="warp instructions per chunk (bounds memory)")
+    gen.add_argument("--out", required=True, metavar="DIR")
+    gen.add_argument("--overwrite", action="store_true", help="replace an existing store at DIR")
+    gen.add_argument("--json", action="store_true", help="print a JSON summary")
+    gen.set_defaults(func=_trace_gen)
+
+
+def _default_source(csr) -> int:
+    import numpy as np
+    from hostlink.traces.graphs import GraphError
+    nz = np.flatnonzero(csr.degrees() > 0)
+    if not len(nz):
+        raise GraphError(f"graph '{csr.name}' has no edges: give --source")
+    return int(nz[0])
+
+
+def _result_summary(emu) -> dict:
+    import numpy as np
+    r = emu.result
+    if emu.kernel in ("bfs", "sssp"):
+        reached = r != np.uint32(0xFFFFFFFF)
+        out = {"reached_vertices": int(reached.sum())}
+        if reached.any():
+            out["max_" + ("depth" if emu.kernel == "bfs" else "distance")] = int(r[reached].max())
+        return out
+    if emu.kernel == "cc":
+        return {"components": int(len(np.unique(r)))}
+    return {"rank_sum": float(np.sum(r, dtype=np.float64)), "rank_max": float(r.max())}
+
+
+def write_trace(trace, out: Path, fmt: str, *, overwrite: bool = False) -> list[str]:
+    """Write a WarpTrace to ``out`` as the binary store or an Accel-Sim folder
+    (plus ``regions.toml``); returns the paths written."""
+    from hostlink.traces.store import save_regions, write_store
+    out = Path(out)
+    if fmt == "accelsim":
+        from hostlink.traces.accelsim import write_accelsim
+        written = [str(p) for p in write_accelsim(trace, out)]
+        return written + [str(save_regions(trace.regions, out / REGIONS_FILE))]
+    write_store(trace, out, overwrite=overwrite)
+    return [str(out)]
+
+
+def _trace_gen(args) -> int:
+    from hostlink.traces.emulator import DEFAULT_CHUNK_ROWS, emulate
+    from hostlink.traces.graphs import read_graph
+    t0 = time.perf_counter()
+    csr = read_graph(args.graph, id_bytes=args.id_bytes)
+    source = _default_source(csr) if args.source is None else args.source
+    emu = emulate(csr, args.kernel, args.variant, source=source, id_bytes=args.id_bytes,
+                  memory=args.memory, include_device=args.include_device,
+                  iterations=args.iterations,
+                  chunk_rows=args.chunk_rows or DEFAULT_CHUNK_ROWS)
+    written = write_trace(emu.trace(), Path(args.out), args.format, overwrite=args.overwrite)
+    requests = emu.requests()
+    summary = {
+        "kernel": args.kernel, "variant": args.variant, "graph": csr.name,
+        "vertices": csr.num_vertices, "edges": csr.num_edges, "source": source,
+        "id_bytes": args.id_bytes, "memory": args.memory, "launches": len(emu.launches),
+        "host_requests": len(requests),
+        "requests_by_size_B": {str(k): v for k, v in requests.size_histogram().items()},
+        "host_requested_B": int(requests.size_B.sum(dtype="int64")),
+        "host_useful_B": int(requests.useful_B.sum(dtype="int64")),
+    }
+    summary.update(_result_summary(emu))
+    summary.update(format=args.format, out=str(args.out),
+                   elapsed_s=round(time.perf_counter() - t0, 3))
+    if not args.json:
+        summary["files"] = len(written)
+    _print(summary, args.json)
+    return 0

@@ -1,0 +1,173 @@
+"""Functional runs of the traversal algorithms of gpu_kernels/KERNELS.md.
+
+Each function returns the active vertex set of every launch (one launch per
+iteration, in order) and the algorithm's result, computed with whole-array
+NumPy operations over the edges of each launch (no Python loop per edge).
+
+The schedule emulated (a choice; KERNELS.md leaves the interleaving of warps
+open, and any legal interleaving gives the same final result):
+- every warp reads its own vertex's value (``dist[v]``, ``comp[v]``,
+  ``rank[v]``) at the start of the launch, before any update of that launch;
+- updates to neighbours (BFS stores, atomicMin, atomicAdd) then take effect
+  in program order (warp, instruction, lane).
+Under it, BFS's active set of level L is the vertices at depth L (timing
+cannot change it); SSSP's and CC's next active set is the vertices whose value
+the launch lowered, i.e. those whose smallest candidate beats the value at
+the start of the launch (a Bellman-Ford / Jacobi step).
+
+PageRank follows KERNELS.md: ``rank = 1/V``; each of ``iterations`` launches
+has every vertex with degree > 0 active and adds ``0.85 * rank[v] / deg(v)``
+(float32) to ``next[u]`` of each neighbour; then ``rank = 0.15 / V + next``
+(float32, dangling mass ignored). The float32 additions are summed in CSR
+order (the merged variants' program order); GPU atomics add in an order set
+by timing, so the last bits may differ from a GPU run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hostlink.traces.graphs.csr import CSR, GraphError
+
+INF_U32 = np.uint32(0xFFFFFFFF)
+PR_DAMPING = 0.85
+PR_DEFAULT_ITERATIONS = 10
+
+
+@dataclass
+class AlgorithmRun:
+    """Active vertices of each launch (sorted int64 arrays) and the final result."""
+    kernel: str
+    active: list[np.ndarray]
+    result: np.ndarray
+
+    @property
+    def launches(self) -> int:
+        return len(self.active)
+
+
+def edge_indices(offsets: np.ndarray, vertices: np.ndarray) -> np.ndarray:
+    """Edge indices of the lists of ``vertices``, list after list."""
+    s = offsets[vertices].astype(np.int64)
+    deg = offsets[vertices + 1].astype(np.int64) - s
+    idx = np.repeat(s - (np.cumsum(deg) - deg), deg)
+    idx += np.arange(len(idx), dtype=np.int64)
+    return idx
+
+
+def gather_edges(offsets: np.ndarray, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Edge indices of the lists of ``vertices`` (in order) and the position in
+    ``vertices`` that owns each."""
+    deg = (offsets[vertices + 1] - offsets[vertices]).astype(np.int64)
+    owner = np.repeat(np.arange(len(vertices), dtype=np.int64), deg)
+    return edge_indices(offsets, vertices), owner
+
+
+def _distinct(found: np.ndarray, mark: np.ndarray) -> np.ndarray:
+    """The distinct vertices of ``found``, sorted (``mark``: an all-False scratch array of V)."""
+    if len(found) * 64 < len(mark):  # few: sort them; many: mark them
+        return np.unique(found).astype(np.int64)
+    mark[found] = True
+    new = np.flatnonzero(mark)
+    mark[new] = False
+    return new.astype(np.int64)
+
+
+def _check_source(csr: CSR, source: int) -> int:
+    V = csr.num_vertices
+    if not isinstance(source, (int, np.integer)) or not 0 <= int(source) < V:
+        raise GraphError(f"source vertex {source!r} is not in [0, {V}) of graph '{csr.name}'")
+    return int(source)
+
+
+def bfs(csr: CSR, source: int) -> AlgorithmRun:
+    """Level-synchronous BFS: ``label`` (u32, INF = 0xFFFFFFFF) is the depth."""
+    source = _check_source(csr, source)
+    label = np.full(csr.num_vertices, INF_U32, dtype=np.uint32)
+    label[source] = 0
+    frontier = np.array([source], dtype=np.int64)
+    active = []
+    level = 0
+    mark = np.zeros(csr.num_vertices, dtype=bool)
+    while len(frontier):
+        active.append(frontier)
+        nbrs = csr.dst[edge_indices(csr.offsets, frontier)]
+        new = _distinct(nbrs[label[nbrs] == INF_U32], mark)
+        label[new] = level + 1
+        frontier = new
+        level += 1
+    return AlgorithmRun("bfs", active, label)
+
+
+def _relax_loop(csr: CSR, value: np.ndarray, first_active: np.ndarray, kernel: str,
+                weighted: bool) -> AlgorithmRun:
+    active = []
+    frontier = first_active
+    w = csr.weights
+    mark = np.zeros(len(value), dtype=bool)
+    while len(frontier):
+        active.append(frontier)
+        idx, owner = gather_edges(csr.offsets, frontier)
+        u = csr.dst[idx].astype(np.int64)
+        cand = value[frontier][owner].astype(np.int64)
+        if weighted:
+            cand = cand + w[idx]
+        del idx, owner
+        before = value[u]
+        np.minimum.at(value, u, np.minimum(cand, int(INF_U32)).astype(value.dtype))
+        frontier = _distinct(u[value[u] < before], mark)
+    return AlgorithmRun(kernel, active, value)
+
+
+def sssp(csr: CSR, source: int) -> AlgorithmRun:
+    """Bellman-Ford style SSSP with active flags: ``dist`` (u32, INF = 0xFFFFFFFF)."""
+    source = _check_source(csr, source)
+    if csr.weights is None:
+        raise GraphError(f"SSSP needs edge weights; graph '{csr.name}' has none")
+    dist = np.full(csr.num_vertices, INF_U32, dtype=np.uint32)
+    dist[source] = 0
+    return _relax_loop(csr, dist, np.array([source], dtype=np.int64), "sssp", True)
+
+
+def cc(csr: CSR) -> AlgorithmRun:
+    """Label propagation: ``comp[v] = v``; the result is the smallest id reachable."""
+    V = csr.num_vertices
+    comp = np.arange(V, dtype=np.uint32)
+    return _relax_loop(csr, comp, np.arange(V, dtype=np.int64), "cc", False)
+
+
+def pagerank(csr: CSR, iterations: int = PR_DEFAULT_ITERATIONS) -> AlgorithmRun:
+    """Push PageRank in float32 (see module doc)."""
+    if not isinstance(iterations, (int, np.integer)) or iterations < 1:
+        raise GraphError(f"PageRank iterations must be a positive integer, not {iterations!r}")
+    V = csr.num_vertices
+    deg = csr.degrees()
+    active_set = np.flatnonzero(deg > 0).astype(np.int64)
+    rank = np.full(V, np.float32(1.0) / np.float32(V), dtype=np.float32)
+    src = csr.sources()
+    inv_deg = np.zeros(V, dtype=np.float32)
+    inv_deg[active_set] = deg[active_set].astype(np.float32)
+    base = np.float32(0.15) / np.float32(V)
+    active = []
+    for _ in range(int(iterations)):
+        active.append(active_set)
+        contrib = np.zeros(V, dtype=np.float32)
+        contrib[active_set] = np.float32(PR_DAMPING) * rank[active_set] / inv_deg[active_set]
+        nxt = np.zeros(V, dtype=np.float32)
+        np.add.at(nxt, csr.dst, contrib[src])
+        rank = base + nxt
+    return AlgorithmRun("pagerank", active, rank)
+
+
+def run(csr: CSR, kernel: str, *, source: int = 0,
+        iterations: int = PR_DEFAULT_ITERATIONS) -> AlgorithmRun:
+    if kernel == "bfs":
+        return bfs(csr, source)
+    if kernel == "sssp":
+        return sssp(csr, source)
+    if kernel == "cc":
+        return cc(csr)
+    if kernel == "pagerank":
+        return pagerank(csr, iterations)
+    raise GraphError(f"unknown kernel '{kernel}' (expected bfs, sssp, cc or pagerank)")

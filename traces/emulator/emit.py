@@ -1,0 +1,399 @@
+"""Lane addresses of the emulated kernels, launch by launch, in bounded chunks.
+
+A launch is planned as a sequence of *units* in program order: one vertex
+for merged, merged_aligned and chunked (warp v, or warp v // 8 for chunked),
+one warp for naive. A unit issues its prologue (device traces only), then
+``trips`` loop trips of ``len(program.trip)`` instructions each (KERNELS.md
+"Variants"):
+- merged: trips = ceil((e - s) / 32), trip k covers s + 32 k + lane;
+- merged_aligned, chunked: a = s - s mod align_elems (align_elems = 128 /
+  id_bytes), trips = ceil((e - a) / 32) when e > s, trip k covers
+  a + 32 k + lane, lanes outside [s, e) masked off;
+- naive: trips = the largest degree of the warp's active vertices; lane l
+  (vertex 32 w + l) reads s + k in trip k while k < its degree.
+Rows are numbered unit after unit; a chunk is a row range cut at trip
+boundaries, so at most ``chunk_rows`` rows (plus the tail of one trip) are
+materialised at once, whatever the graph size. Instructions with no active
+lane are not emitted.
+
+Device traces model the outcome of each neighbour update under the schedule
+of :mod:`hostlink.traces.emulator.algorithms`: prologue reads see the value at
+the start of the launch; updates take effect in program order (a BFS store
+happens in the lanes of the first instruction that finds ``label[u]`` unset;
+an atomicMin "lowers" when its candidate beats every earlier one and the
+value at the start). The emulator checks, launch by launch, that these
+outcomes reproduce the functional run's next active set.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from hostlink.traces.emulator.algorithms import INF_U32, AlgorithmRun
+from hostlink.traces.emulator.layout import AddressMap
+from hostlink.traces.emulator.program import (LANES_ACTIVE, LANES_ALL, LANES_ATTEMPT,
+                                              LANES_FLAGGED,
+                                              LANES_VALID, TARGET_EDGE, TARGET_FLAG, TARGET_NBR,
+                                              TARGET_SELF, TARGET_SELF1, Program)
+from hostlink.traces.graphs.csr import CSR
+from hostlink.traces.schema import INST_DTYPES, SPACE_GLOBAL, WARP_SIZE, InstTable
+
+VARIANTS = ("naive", "merged", "merged_aligned", "chunked")
+THREADS_PER_CTA = 256
+WARPS_PER_CTA = THREADS_PER_CTA // WARP_SIZE
+CHUNK_VERTICES = 8
+LINE_B = 128
+_LANES = np.arange(WARP_SIZE, dtype=np.int64)
+
+
+def threads_of(variant: str, V: int) -> int:
+    if variant == "naive":
+        return V
+    if variant in ("merged", "merged_aligned"):
+        return WARP_SIZE * V
+    return WARP_SIZE * (-(-V // CHUNK_VERTICES))
+
+
+def grid_of(variant: str, V: int) -> int:
+    return max(1, -(-threads_of(variant, V) // THREADS_PER_CTA))
+
+
+def align_elems(id_bytes: int) -> int:
+    return LINE_B // id_bytes
+
+
+@dataclass
+class LaunchPlan:
+    """Units of one launch in program order (see module doc)."""
+    launch: int
+    level: int
+    warp: np.ndarray      # global warp id of each unit
+    vertex: np.ndarray    # vertex of each unit (-1 for naive)
+    active: np.ndarray    # bool: unit active (naive: any active lane)
+    trips: np.ndarray
+    pro: np.ndarray       # prologue rows of each unit
+    s: np.ndarray         # list start (contiguous variants)
+    e: np.ndarray
+    a: np.ndarray         # first index of trip 0
+    row_start: np.ndarray
+    row_end: np.ndarray
+    is_active_v: np.ndarray | None  # bool per vertex (naive, device)
+
+    @property
+    def total_rows(self) -> int:
+        return int(self.row_end[-1]) if len(self.row_end) else 0
+
+
+def plan_launch(csr: CSR, variant: str, prog: Program, active: np.ndarray, launch: int,
+                include_device: bool, id_bytes: int) -> LaunchPlan:
+    V = csr.num_vertices
+    offsets = csr.offsets
+    P = len(prog.trip)
+    n_check, n_active = len(prog.check), len(prog.active)
+    if variant == "naive":
+        deg_act = (offsets[active + 1] - offsets[active]).astype(np.int64)
+        w_act = active // WARP_SIZE
+        if include_device:
+            warps = np.arange(-(-V // WARP_SIZE), dtype=np.int64)
+            trips = np.zeros(len(warps), dtype=np.int64)
+            np.maximum.at(trips, w_act, deg_act)
+            unit_active = np.zeros(len(warps), dtype=bool)
+            unit_active[w_act] = True
+        else:
+            warps, first = np.unique(w_act, return_index=True)
+            trips = np.maximum.reduceat(deg_act, first) if len(first) else np.zeros(0, np.int64)
+            keep = trips > 0
+            warps, trips = warps[keep], trips[keep]
+            unit_active = np.ones(len(warps), dtype=bool)
+        vertex = np.full(len(warps), -1, dtype=np.int64)
+        zeros = np.zeros(len(warps), dtype=np.int64)
+        s = e = a = zeros
+        is_active_v = np.zeros(V, dtype=bool)
+        is_active_v[active] = True
+    else:
+        if include_device:
+            vertex = np.arange(V, dtype=np.int64)
+            unit_active = np.zeros(V, dtype=bool)
+            unit_active[active] = True
+        else:
+            vertex = active
+            unit_active = np.ones(len(active), dtype=bool)
+        s = offsets[vertex].astype(np.int64)
+        e = offsets[vertex + 1].astype(np.int64)
+        a = s if variant == "merged" else s - s % align_elems(id_bytes)
+        trips = np.where(unit_active & (e > s), -(-(e - a) // WARP_SIZE), 0)
+        if not include_device:
+            keep = trips > 0
+            vertex, unit_active, s, e, a, trips = (x[keep] for x in
+                                                   (vertex, unit_active, s, e, a, trips))
+        warps = vertex // CHUNK_VERTICES if variant == "chunked" else vertex
+        is_active_v = None
+    pro = np.where(unit_active, n_check + n_active, n_check).astype(np.int64)
+    rows = pro + trips * P
+    row_end = np.cumsum(rows)
+    return LaunchPlan(launch, launch, warps.astype(np.int64), vertex, unit_active, trips, pro,
+                      s, e, a, row_end - rows, row_end, is_active_v)
+
+
+def chunk_bounds(plan: LaunchPlan, P: int, chunk_rows: int) -> Iterator[tuple[int, int]]:
+    """Row ranges of at most ``chunk_rows`` rows (more only to finish one trip),
+    cut at prologue or trip boundaries."""
+    total = plan.total_rows
+    r0 = 0
+    while r0 < total:
+        r1 = min(r0 + chunk_rows, total)
+        if r1 < total:
+            u = int(np.searchsorted(plan.row_end, r1, side="right"))
+            q = r1 - int(plan.row_start[u])
+            pro = int(plan.pro[u])
+            if q > pro:
+                q = pro + ((q - pro) // P) * P
+            r1c = int(plan.row_start[u]) + q
+            if r1c <= r0:  # one trip longer than the chunk: finish it
+                r1c = int(plan.row_start[u]) + pro + (-(-(r1 - int(plan.row_start[u]) - pro) // P)) * P
+            r1 = r1c
+        yield r0, r1
+        r0 = r1
+
+
+class DeviceState:
+    """Values of the updated device array during a launch (BFS labels,
+    SSSP distances, CC components), to decide which lanes' updates took effect."""
+
+    def __init__(self, csr: CSR, kernel: str, source: int):
+        V = csr.num_vertices
+        self.kernel = kernel
+        if kernel == "bfs":
+            self.value = np.full(V, INF_U32, dtype=np.uint32)
+            self.value[source] = 0
+        elif kernel == "sssp":
+            self.value = np.full(V, INF_U32, dtype=np.uint32)
+            self.value[source] = 0
+        elif kernel == "cc":
+            self.value = np.arange(V, dtype=np.uint32)
+        else:
+            self.value = None
+        self.start = None
+
+    def begin(self) -> None:
+        if self.value is not None:
+            self.start = self.value.copy()
+
+    def flags(self, level: int, u: np.ndarray, cand: np.ndarray, row: np.ndarray,
+              lane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Outcome of the updates of one chunk's trips, in program order.
+
+        ``u``: targets, ``cand``: candidates, ``row``/``lane``: position (trip
+        order within the chunk, lane). All lanes of a trip load before any of
+        them updates; atomics of one instruction apply in lane order. Returns
+        (attempt, took): the lanes whose candidate beat the value they loaded
+        (BFS: found the label unset) and the lanes whose update took effect.
+        """
+        n = len(u)
+        if not n:
+            z = np.zeros(0, dtype=bool)
+            return z, z
+        srt = np.lexsort((lane, row, u))
+        us, rs = u[srt], row[srt]
+        head = np.ones(n, dtype=bool)
+        head[1:] = us[1:] != us[:-1]
+        group = np.ones(n, dtype=bool)  # first entry of each (u, row)
+        group[1:] = head[1:] | (rs[1:] != rs[:-1])
+        start_val = self.value[us].astype(np.int64)
+        if self.kernel == "bfs":
+            # the lanes of the first trip that loads an unset label store it
+            first_row = rs[head][np.cumsum(head) - 1]
+            attempt_s = (start_val == int(INF_U32)) & (rs == first_row)
+            took_s = attempt_s
+            self.value[us[took_s]] = level + 1
+        else:
+            cs = cand[srt].astype(np.int64)
+            big = np.int64(1) << np.int64(34)
+            useg = np.cumsum(head) - 1
+            # running minimum over (row, lane) positions before each entry
+            run_all = np.minimum.accumulate(cs - useg * big) + useg * big
+            before = np.empty(n, dtype=np.int64)
+            before[1:] = run_all[:-1]
+            before[head] = np.iinfo(np.int64).max
+            took_s = cs < np.minimum(before, start_val)
+            # minimum over the earlier rows only (what a lane's load sees)
+            gstart = np.flatnonzero(group)
+            gmin = np.minimum.reduceat(cs, gstart)
+            gseg = useg[gstart]
+            run_g = np.minimum.accumulate(gmin - gseg * big) + gseg * big
+            before_g = np.empty(len(gstart), dtype=np.int64)
+            before_g[1:] = run_g[:-1]
+            before_g[head[gstart]] = np.iinfo(np.int64).max
+            seen = np.minimum(before_g[np.cumsum(group) - 1], start_val)
+            attempt_s = cs < seen
+            np.minimum.at(self.value, us[took_s], cs[took_s].astype(self.value.dtype))
+        attempt = np.empty(n, dtype=bool)
+        took = np.empty(n, dtype=bool)
+        attempt[srt] = attempt_s
+        took[srt] = took_s
+        return attempt, took
+
+
+def _pack_mask(lanes: np.ndarray) -> np.ndarray:
+    return np.packbits(lanes, axis=1, bitorder="little").view("<u4").reshape(-1).astype(np.uint32)
+
+
+class Materialiser:
+    """Turns row ranges of a launch plan into InstTable chunks."""
+
+    def __init__(self, csr: CSR, kernel: str, variant: str, prog: Program, amap: AddressMap,
+                 opcodes: list[str], state: DeviceState | None):
+        self.csr = csr
+        self.kernel = kernel
+        self.variant = variant
+        self.prog = prog
+        self.amap = amap
+        self.state = state
+        instrs = prog.prologue + prog.trip
+        self.n_pro = len(prog.prologue)
+        self.P = len(prog.trip)
+        self.i_op = np.array([i.op for i in instrs], dtype=np.uint8)
+        self.i_width = np.array([i.width_B for i in instrs], dtype=np.int64)
+        self.i_opcode = np.array([opcodes.index(i.opcode) for i in instrs], dtype=np.uint16)
+        self.i_pc = np.array([i.pc for i in instrs], dtype=np.uint64)
+        self.i_target = np.array([i.target for i in instrs], dtype=np.int8)
+        self.i_lanes = np.array([i.lanes for i in instrs], dtype=np.int8)
+        self.i_base = np.array([amap.base(i.region) for i in instrs], dtype=np.int64)
+        self.device = any(not i.is_host_array for i in instrs)
+        self.deg = csr.degrees() if variant == "naive" else None
+
+    def rows(self, plan: LaunchPlan, r0: int, r1: int) -> InstTable:
+        rows = np.arange(r0, r1, dtype=np.int64)
+        u = np.searchsorted(plan.row_end, rows, side="right")
+        q = rows - plan.row_start[u]
+        pro = plan.pro[u]
+        is_trip = q >= pro
+        t = np.where(is_trip, q - pro, 0)
+        k = t // self.P
+        j = t % self.P
+        instr = np.where(is_trip, self.n_pro + j, q)
+        warp_g = plan.warp[u]
+        n = len(rows)
+        csr = self.csr
+        V = csr.num_vertices
+        naive = self.variant == "naive"
+
+        # lanes: vertex of each lane (naive) and the element index of trip rows
+        if naive:
+            vl = warp_g[:, None] * WARP_SIZE + _LANES[None, :]
+            in_range = vl < V
+            vlc = np.where(in_range, vl, 0)
+            act = in_range & plan.is_active_v[vlc]
+            idx = csr.offsets[vlc].astype(np.int64) + k[:, None]
+            valid = act & (k[:, None] < self.deg[vlc]) & is_trip[:, None]
+        else:
+            v = plan.vertex[u]
+            vl = np.broadcast_to(v[:, None], (n, WARP_SIZE))
+            in_range = np.ones((n, WARP_SIZE), dtype=bool)
+            act = in_range
+            idx = (plan.a[u] + WARP_SIZE * k)[:, None] + _LANES[None, :]
+            valid = (idx >= plan.s[u][:, None]) & (idx < plan.e[u][:, None]) & is_trip[:, None]
+        idx_c = np.where(valid, idx, 0)
+
+        target = self.i_target[instr]
+        lanes_rule = self.i_lanes[instr]
+        width = self.i_width[instr]
+        base = self.i_base[instr]
+        mask_l = valid.copy()
+        if self.device:
+            attempt, flagged = self._flags(plan, is_trip, j, valid, idx_c, vl, n)
+            is_rule = lanes_rule[:, None]
+            mask_l = np.where(is_rule == LANES_VALID, valid,
+                     np.where(is_rule == LANES_FLAGGED, valid & flagged,
+                     np.where(is_rule == LANES_ATTEMPT, valid & attempt,
+                     np.where(is_rule == LANES_ALL, in_range, act))))
+            nbr = np.where(valid, csr.dst[idx_c].astype(np.int64), 0)
+            tg = target[:, None]
+            elem = np.where(tg == TARGET_EDGE, idx_c,
+                   np.where(tg == TARGET_NBR, nbr,
+                   np.where(tg == TARGET_SELF, vl,
+                   np.where(tg == TARGET_SELF1, vl + 1, 0))))
+            addr = base[:, None] + elem * np.where(tg == TARGET_FLAG, 0, width[:, None])
+        else:
+            addr = base[:, None] + idx_c * width[:, None]
+        addr = np.where(mask_l, addr, 0).astype(np.uint64)
+        mask = _pack_mask(mask_l)
+        keep = mask != 0
+        cols = {
+            "launch": np.full(n, plan.launch, dtype=INST_DTYPES["launch"]),
+            "cta": (warp_g // WARPS_PER_CTA).astype(INST_DTYPES["cta"]),
+            "warp": (warp_g % WARPS_PER_CTA).astype(INST_DTYPES["warp"]),
+            "pc": self.i_pc[instr],
+            "opcode": self.i_opcode[instr],
+            "op": self.i_op[instr],
+            "space": np.full(n, SPACE_GLOBAL, dtype=np.uint8),
+            "width_B": width.astype(np.uint8),
+            "mask": mask,
+        }
+        if not keep.all():
+            cols = {name: col[keep] for name, col in cols.items()}
+            addr = addr[keep]
+        return InstTable(**cols, addrs=addr)
+
+    def _flags(self, plan, is_trip, j, valid, idx_c, vl, n) -> tuple[np.ndarray, np.ndarray]:
+        """Per (row, lane): (attempt, took) of the trip's neighbour update."""
+        attempt = np.zeros((n, WARP_SIZE), dtype=bool)
+        took = np.zeros((n, WARP_SIZE), dtype=bool)
+        st = self.state
+        if st is None or st.value is None:
+            return attempt, took
+        heads = np.flatnonzero(is_trip & (j == 0))
+        if not len(heads):
+            return attempt, took
+        r, l = np.nonzero(valid[heads])
+        ii = idx_c[heads][r, l]
+        uu = self.csr.dst[ii].astype(np.int64)
+        vv = vl[heads][r, l]
+        if self.kernel == "sssp":
+            cand = np.minimum(st.start[vv].astype(np.int64) + self.csr.weights[ii], int(INF_U32))
+        elif self.kernel == "cc":
+            cand = st.start[vv].astype(np.int64)
+        else:
+            cand = np.zeros(len(uu), dtype=np.int64)
+        att, tk = st.flags(plan.level, uu, cand, r.astype(np.int64), l.astype(np.int64))
+        head_att = np.zeros((len(heads), WARP_SIZE), dtype=bool)
+        head_tk = np.zeros((len(heads), WARP_SIZE), dtype=bool)
+        head_att[r, l] = att
+        head_tk[r, l] = tk
+        trip_of_row = np.cumsum(is_trip & (j == 0)) - 1
+        attempt[is_trip] = head_att[trip_of_row[is_trip]]
+        took[is_trip] = head_tk[trip_of_row[is_trip]]
+        return attempt, took
+
+
+def launch_chunks(csr: CSR, kernel: str, variant: str, prog: Program, amap: AddressMap,
+                  opcodes: list[str], run: AlgorithmRun, source: int, include_device: bool,
+                  chunk_rows: int) -> Iterator[InstTable]:
+    """Every launch's InstTable chunks, in order."""
+    id_bytes = amap.id_bytes
+    state = DeviceState(csr, kernel, source) if include_device else None
+    mat = Materialiser(csr, kernel, variant, prog, amap, opcodes, state)
+    P = len(prog.trip)
+    for launch, active in enumerate(run.active):
+        plan = plan_launch(csr, variant, prog, active, launch, include_device, id_bytes)
+        if state is not None:
+            state.begin()
+        for r0, r1 in chunk_bounds(plan, P, chunk_rows):
+            table = mat.rows(plan, r0, r1)
+            if len(table):
+                yield table
+        if state is not None and state.value is not None:
+            _check_launch(state, run, launch, kernel)
+
+
+def _check_launch(state: DeviceState, run: AlgorithmRun, launch: int, kernel: str) -> None:
+    if kernel == "bfs":
+        changed = np.flatnonzero(state.value == launch + 1)
+    else:
+        changed = np.flatnonzero(state.value < state.start)
+    expected = run.active[launch + 1] if launch + 1 < len(run.active) else np.zeros(0, np.int64)
+    if not np.array_equal(changed, expected):
+        raise RuntimeError(f"{kernel} launch {launch}: the device updates reach "
+                           f"{len(changed)} vertices, the functional run {len(expected)}")

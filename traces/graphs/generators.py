@@ -1,0 +1,210 @@
+"""Synthetic graphs in the style of the GAP benchmark suite: kron (R-MAT) and urand.
+
+What is generated (sbeamer/gapbs ``src/generator.h``, REFERENCE.md "Graph inputs"):
+- N = 2**scale vertices and N * degree sampled edges;
+- kron: each edge picks one quadrant per bit of the vertex id with the R-MAT
+  probabilities A = 0.57, B = 0.19, C = 0.19, D = 0.05; vertex ids are then
+  shuffled by a random permutation (so hubs are not all near id 0);
+- urand: both endpoints uniform in [0, N);
+- the edge list is symmetrised; self-loops and duplicate edges are removed;
+- weights are integers in [1, 255], the same for both directions of an edge;
+- the default seed is GAP's, 27491095.
+
+Deterministic by seed, but NOT bit-identical to GAP's C++ generator (GAP uses
+std::mt19937 and its own block scheme; this module uses NumPy's PCG64):
+graphs agree with GAP's in distribution, not edge by edge.
+
+Assumptions (choices of this module, not of GAP):
+- the sampler draws one 16-bit uniform integer per bit and compares it with
+  the thresholds round(65536 * (A, A + B, A + B + C)), so the quadrant
+  probabilities are those of GAP to within 2**-16;
+- edges are sampled in blocks of 2**20, each from its own PCG64 stream seeded
+  by ``SeedSequence(seed, spawn_key=(0, block))`` (the permutation uses
+  ``spawn_key=(1,)``), so the output does not depend on memory limits;
+- the weight of edge {u, v} is ``1 + splitmix64((min << 32 | max) ^
+  splitmix64(seed)) mod 255``: a hash, uniform in [1, 255] to within 2**-56,
+  that needs no weight array to be carried through the sorts (GAP draws the
+  weights from its RNG instead).
+
+Memory and time: the sampled edges are held once as packed u64 keys (8 B
+per sampled edge), sorted and compacted in place; the CSR is then built in
+pieces of about 2**25 entries, so no second full-size key array exists.
+Measured on the 2-core CI-size machine: kron scale 22 degree 16 (128.3 M
+directed edges) in about 16 s with a 1.7 GiB peak; scale 24 (520.8 M edges,
+4.2 GiB of edges and weights) in about 81 s with a 4.8 GiB peak (see
+tests/bench/results/emulator.json for the recorded scale-22 run).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hostlink.traces.graphs.csr import CSR, GraphError, offsets_from_sorted_keys
+
+DEFAULT_SEED = 27491095
+RMAT_A, RMAT_B, RMAT_C = 0.57, 0.19, 0.19
+WEIGHT_MAX = 255
+BLOCK_EDGES = 1 << 20
+
+_LOW32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_SENTINEL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_WORK_BLOCK = 1 << 23
+_PIECE_ENTRIES = 1 << 25
+
+
+def _rng(seed: int, *key: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=key)))
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser on u64 values (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = np.asarray(x, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def edge_weights(offsets: np.ndarray, dst: np.ndarray, seed: int = DEFAULT_SEED) -> np.ndarray:
+    """Weights in [1, 255] of every CSR edge, symmetric in its endpoints (see module doc)."""
+    offsets = np.asarray(offsets, dtype=np.uint64)
+    V = len(offsets) - 1
+    E = len(dst)
+    out = np.empty(E, dtype=np.uint32)
+    salt = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF))
+    targets = np.arange(0, E, _WORK_BLOCK, dtype=np.uint64)
+    cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets, targets), [V]]))
+    deg = np.diff(offsets).astype(np.int64)
+    for v0, v1 in zip(cuts[:-1], cuts[1:]):
+        e0, e1 = int(offsets[v0]), int(offsets[v1])
+        if e1 == e0:
+            continue
+        src = np.repeat(np.arange(v0, v1, dtype=np.uint64), deg[v0:v1])
+        d = dst[e0:e1].astype(np.uint64)
+        key = (np.minimum(src, d) << _S32) | np.maximum(src, d)
+        out[e0:e1] = (splitmix64(key ^ salt) % np.uint64(WEIGHT_MAX) + np.uint64(1)).astype(np.uint32)
+    return out
+
+
+def _check(scale: int, degree: int) -> None:
+    if not isinstance(scale, (int, np.integer)) or not 1 <= scale <= 31:
+        raise GraphError(f"scale must be an integer in [1, 31], not {scale!r}")
+    if not isinstance(degree, (int, np.integer)) or degree < 1:
+        raise GraphError(f"degree must be a positive integer, not {degree!r}")
+
+
+def _rmat_block(rng: np.random.Generator, m: int, scale: int) -> tuple[np.ndarray, np.ndarray]:
+    t1 = np.uint16(round(RMAT_A * 65536))
+    t2 = np.uint16(round((RMAT_A + RMAT_B) * 65536))
+    t3 = np.uint16(round((RMAT_A + RMAT_B + RMAT_C) * 65536))
+    src = np.zeros(m, dtype=np.uint32)
+    dst = np.zeros(m, dtype=np.uint32)
+    for bit in range(scale):
+        u = rng.integers(0, 1 << 16, m, dtype=np.uint16)
+        q = (u >= t1).astype(np.uint8)
+        q += u >= t2
+        q += u >= t3
+        # quadrant 0 = A (0, 0), 1 = B (0, 1), 2 = C (1, 0), 3 = D (1, 1)
+        src |= (q >> 1).astype(np.uint32) << np.uint32(bit)
+        dst |= (q & 1).astype(np.uint32) << np.uint32(bit)
+    return src, dst
+
+
+def _sample_keys(kind: str, scale: int, degree: int, seed: int) -> np.ndarray:
+    """Canonical undirected keys ``min << 32 | max`` of the sampled edges, sorted, unique."""
+    N = 1 << scale
+    M = N * degree
+    keys = np.empty(M, dtype=np.uint64)
+    perm = _rng(seed, 1).permutation(N).astype(np.uint32) if kind == "kron" else None
+    for block, start in enumerate(range(0, M, BLOCK_EDGES)):
+        m = min(BLOCK_EDGES, M - start)
+        rng = _rng(seed, 0, block)
+        if kind == "kron":
+            s, d = _rmat_block(rng, m, scale)
+            s, d = perm[s], perm[d]
+        else:
+            s = rng.integers(0, N, m, dtype=np.uint32)
+            d = rng.integers(0, N, m, dtype=np.uint32)
+        lo = np.minimum(s, d).astype(np.uint64)
+        hi = np.maximum(s, d).astype(np.uint64)
+        k = (lo << _S32) | hi
+        k[lo == hi] = _SENTINEL
+        keys[start:start + m] = k
+    del perm
+    keys.sort()
+    # unique, without the self-loop sentinels, compacted in place block by block
+    kept = 0
+    previous = None  # last key of the previous block, read before it is overwritten
+    for a in range(0, M, _WORK_BLOCK):
+        blk = keys[a:a + _WORK_BLOCK]
+        first = np.empty(len(blk), dtype=bool)
+        first[0] = previous is None or blk[0] != previous
+        np.not_equal(blk[1:], blk[:-1], out=first[1:])
+        first &= blk != _SENTINEL
+        previous = blk[-1].copy()
+        sel = blk[first]
+        keys[kept:kept + len(sel)] = sel
+        kept += len(sel)
+    return keys[:kept]
+
+
+def _csr_from_undirected(holder: list, N: int) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets (u64) and dst (u32) of the symmetric graph whose canonical keys
+    ``min << 32 | max`` (sorted, unique) are ``holder[0]``.
+
+    The neighbour list of v is the ``min`` ends of the keys whose ``max`` is v
+    (all below v), then the ``max`` ends of the keys whose ``min`` is v (all
+    above v). The list is built in pieces of about 2**25 entries: the key array
+    (taken out of ``holder`` so that it is freed here) is never copied whole.
+    """
+    keys = holder.pop()
+    U = len(keys)
+    fwd_start = offsets_from_sorted_keys(keys, N).astype(np.int64)
+    deg = np.diff(fwd_start)
+    for a in range(0, U, _WORK_BLOCK):
+        deg += np.bincount((keys[a:a + _WORK_BLOCK] & _LOW32).astype(np.int64), minlength=N)
+    offsets = np.zeros(N + 1, dtype=np.uint64)
+    np.cumsum(deg, out=offsets[1:])
+    del deg
+    dst = np.empty(2 * U, dtype=np.uint32)
+    targets = np.arange(0, 2 * U, _PIECE_ENTRIES, dtype=np.uint64)
+    cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets, targets), [N]]))
+    for v0, v1 in zip(cuts[:-1], cuts[1:]):
+        lo_v0, hi_v1 = np.uint64(v0), np.uint64(v1)
+        parts = []
+        for a in range(0, int(fwd_start[v1]), _WORK_BLOCK):
+            blk = keys[a:min(a + _WORK_BLOCK, int(fwd_start[v1]))]
+            hi = blk & _LOW32
+            b = blk[(hi >= lo_v0) & (hi < hi_v1)]
+            parts.append(((b & _LOW32) << _S32) | (b >> _S32))
+        parts.append(keys[fwd_start[v0]:fwd_start[v1]])
+        piece = np.concatenate(parts)
+        del parts
+        piece.sort()
+        dst[int(offsets[v0]):int(offsets[v1])] = piece & _LOW32
+        del piece
+    return offsets, dst
+
+
+def generate(kind: str, scale: int, degree: int = 16, seed: int = DEFAULT_SEED, *,
+             weighted: bool = True, id_bytes: int = 4, name: str | None = None) -> CSR:
+    """A symmetric GAP-style graph: ``kind`` is 'kron' or 'urand' (see the module doc)."""
+    if kind not in ("kron", "urand"):
+        raise GraphError(f"unknown generator '{kind}' (expected kron or urand)")
+    _check(scale, degree)
+    if id_bytes not in (4, 8):
+        raise GraphError(f"id_bytes must be 4 or 8, not {id_bytes}")
+    offsets, dst = _csr_from_undirected([_sample_keys(kind, scale, degree, int(seed))], 1 << scale)
+    weights = edge_weights(offsets, dst, int(seed)) if weighted else None
+    csr = CSR(offsets, dst, weights, name or f"{kind}{scale}_d{degree}", directed=False)
+    return csr.with_id_bytes(id_bytes)
+
+
+def kron(scale: int, degree: int = 16, seed: int = DEFAULT_SEED, **kw) -> CSR:
+    """GAP kron: R-MAT (A=.57, B=.19, C=.19), 2**scale vertices, ids shuffled, symmetric."""
+    return generate("kron", scale, degree, seed, **kw)
+
+
+def urand(scale: int, degree: int = 16, seed: int = DEFAULT_SEED, **kw) -> CSR:
+    """GAP urand: uniform random endpoints, 2**scale vertices, symmetric."""
+    return generate("urand", scale, degree, seed, **kw)

@@ -1,0 +1,357 @@
+"""Graph readers: Matrix Market, SNAP edge lists, GAP .el/.wel and EMOGI's binary CSR.
+
+Formats (REFERENCE.md "Graph inputs"):
+- Matrix Market: ``%%MatrixMarket matrix coordinate <field> <symmetry>``,
+  ``%`` comment lines, a size line ``rows cols entries``, then one 1-based
+  ``i j [value]`` line per entry. Fields pattern, integer, real (and its alias
+  double); symmetries general (a directed graph) and symmetric (one triangle
+  stored; both directions are built). The vertex count is max(rows, cols).
+- SNAP: ``#`` comment lines, then whitespace separated ``from to`` pairs. Ids
+  need not be contiguous: they are renumbered 0..n-1 in ascending order of
+  the original id.
+- GAP .el (``u v``) and .wel (``u v w``): 0-based ids, one edge per line,
+  vertex count = largest id + 1.
+- EMOGI binary CSR ``PREFIX.bel.col`` (u64 offsets), ``PREFIX.bel.dst`` (u64
+  neighbour ids), ``PREFIX.bel.val`` (u32 weights, optional): each file is a
+  16 B header (u64 element count, u64 unused) and the elements, little
+  endian. V = offsets count - 1.
+
+Every reader removes self-loops and duplicate edges (through
+:func:`~hostlink.traces.graphs.csr.from_edges`; the binary CSR is taken as
+stored and only checked). Text files are parsed in bulk by pandas' C parser;
+when that fails, or a value is out of range, the file is scanned line by line
+to raise a :class:`GraphError` naming the file and the line.
+
+Assumptions: Matrix Market real values become u32 weights by rounding to the
+nearest integer (they must lie in [0, 2**32)); skew-symmetric, hermitian,
+complex and array files are refused.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from hostlink.traces.graphs.csr import CSR, GraphError, from_edges
+
+BEL_HEADER_B = 16
+_U32_MAX = 0xFFFFFFFF
+
+
+# --------------------------------------------------------------- text helpers
+def _is_int(tok: str) -> bool:
+    try:
+        int(tok)
+        return True
+    except ValueError:
+        return False
+
+
+def _is_num(tok: str) -> bool:
+    try:
+        float(tok)
+        return True
+    except ValueError:
+        return False
+
+
+def _scan(path: Path, first_line: int, comment: str | None,
+          check: Callable[[list[str], int], str | None], fallback: str) -> None:
+    """Walk the data lines from ``first_line`` (1-based); raise at the first bad one.
+
+    ``check(tokens, data_row)`` returns an error message or None. When no line
+    is bad, raise ``fallback`` naming only the file.
+    """
+    row = 0
+    with open(path, "r", encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, start=1):
+            if lineno < first_line:
+                continue
+            text = line.strip()
+            if not text or (comment and text.startswith(comment)):
+                continue
+            if comment and comment in text:
+                text = text.split(comment, 1)[0].strip()
+            msg = check(text.split(), row)
+            if msg:
+                raise GraphError(f"{path}:{lineno}: {msg}")
+            row += 1
+    raise GraphError(f"{path}: {fallback}")
+
+
+def _columns_check(ncols: tuple[int, ...], kinds: str, min_id: int = 0) -> Callable:
+    """A line check: the token count is one of ``ncols``; ``kinds[i]`` is 'i' (id),
+    'w' (integer weight) or 'r' (real) for column i."""
+    def check(tokens: list[str], row: int) -> str | None:
+        if len(tokens) not in ncols:
+            want = " or ".join(str(n) for n in ncols)
+            return f"expected {want} fields, found {len(tokens)}"
+        for i, tok in enumerate(tokens):
+            kind = kinds[i]
+            if kind == "i":
+                if not _is_int(tok):
+                    return f"vertex id '{tok}' is not an integer"
+                if int(tok) < min_id:
+                    return f"vertex id {tok} is below {min_id}"
+            elif kind == "w":
+                if not _is_int(tok):
+                    return f"weight '{tok}' is not an integer"
+                if not 0 <= int(tok) <= _U32_MAX:
+                    return f"weight {tok} is outside [0, 2**32)"
+            elif kind == "r":
+                if not _is_num(tok):
+                    return f"value '{tok}' is not a number"
+        return None
+    return check
+
+
+def _read_table(path: Path, first_line: int, comment: str | None, ncols: int,
+                kinds: str, min_id: int = 0) -> np.ndarray:
+    """The data lines from ``first_line`` on as a (rows, ncols) array (int64, or
+    float64 when a column is real)."""
+    import pandas as pd
+
+    check = _columns_check((ncols,), kinds, min_id)
+    dtype = np.float64 if "r" in kinds else np.int64
+    try:
+        if os.path.getsize(path) == 0:
+            return np.zeros((0, ncols), dtype=dtype)
+        df = pd.read_csv(path, sep=r"\s+", header=None, skiprows=first_line - 1,
+                         comment=comment, engine="c", dtype=dtype, skip_blank_lines=True)
+    except pd.errors.EmptyDataError:
+        return np.zeros((0, ncols), dtype=dtype)
+    except (ValueError, pd.errors.ParserError, OverflowError) as exc:
+        _scan(path, first_line, comment, check, f"cannot be parsed ({exc})")
+    data = df.to_numpy()
+    if data.ndim != 2 or data.shape[1] != ncols or df.isna().to_numpy().any():
+        _scan(path, first_line, comment, check, f"expected {ncols} columns")
+    if "i" in kinds:
+        ids = data[:, [i for i, k in enumerate(kinds) if k == "i"]]
+        if ids.size and ids.min() < min_id:
+            _scan(path, first_line, comment, check, f"a vertex id is below {min_id}")
+    for i, k in enumerate(kinds):
+        if k == "w" and data.shape[0] and (data[:, i].min() < 0 or data[:, i].max() > _U32_MAX):
+            _scan(path, first_line, comment, check, "a weight is outside [0, 2**32)")
+    return data
+
+
+def _locate_row(path: Path, first_line: int, comment: str | None, bad_row: int,
+                message: str) -> None:
+    """Raise ``message`` at the file line that holds data row ``bad_row``."""
+    def check(tokens, row):
+        return message if row == bad_row else None
+    _scan(path, first_line, comment, check, message)
+
+
+# -------------------------------------------------------------- Matrix Market
+def read_mtx(path, *, symmetrize: bool | None = None, weighted: bool = True,
+             name: str | None = None) -> CSR:
+    """A Matrix Market coordinate file as a CSR (see module doc).
+
+    ``symmetrize`` defaults to the file's symmetry (symmetric files are
+    always built with both directions).
+    """
+    path = Path(path)
+    name = name or path.name.split(".")[0]
+    try:
+        f = open(path, "r", encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise GraphError(f"{path}: cannot open ({exc.strerror})") from None
+    with f:
+        header = f.readline()
+        parts = header.split()
+        if len(parts) != 5 or parts[0].lower() != "%%matrixmarket":
+            raise GraphError(f"{path}:1: not a Matrix Market header "
+                             "('%%MatrixMarket matrix coordinate <field> <symmetry>')")
+        obj, fmt, field, symmetry = (p.lower() for p in parts[1:])
+        if obj != "matrix" or fmt != "coordinate":
+            raise GraphError(f"{path}:1: only 'matrix coordinate' files are graphs, not '{obj} {fmt}'")
+        if field not in ("pattern", "integer", "real", "double"):
+            raise GraphError(f"{path}:1: field '{field}' is not supported "
+                             "(pattern, integer or real)")
+        if symmetry not in ("general", "symmetric"):
+            raise GraphError(f"{path}:1: symmetry '{symmetry}' is not supported (general or symmetric)")
+        lineno = 1
+        size_line = None
+        for line in f:
+            lineno += 1
+            text = line.strip()
+            if not text or text.startswith("%"):
+                continue
+            size_line = text
+            break
+    if size_line is None:
+        raise GraphError(f"{path}:{lineno}: the size line 'rows cols entries' is missing")
+    toks = size_line.split()
+    if len(toks) != 3 or not all(_is_int(t) and int(t) >= 0 for t in toks):
+        raise GraphError(f"{path}:{lineno}: size line must be three non-negative integers "
+                         f"'rows cols entries', not '{size_line}'")
+    rows, cols, nnz = (int(t) for t in toks)
+    first = lineno + 1
+    ncols = 2 if field == "pattern" else 3
+    kinds = "ii" + ("" if field == "pattern" else ("w" if field == "integer" else "r"))
+    data = _read_table(path, first, "%", ncols, kinds, min_id=1)
+    if len(data) != nnz:
+        raise GraphError(f"{path}: the size line (line {lineno}) announces {nnz} entries, "
+                         f"the file holds {len(data)}")
+    i = data[:, 0].astype(np.int64)
+    j = data[:, 1].astype(np.int64)
+    for arr, limit, what in ((i, rows, "row"), (j, cols, "column")):
+        if len(arr) and arr.max() > limit:
+            bad = int(np.argmax(arr > limit))
+            _locate_row(path, first, "%", bad, f"{what} index {int(arr[bad])} exceeds {limit}")
+    weights = None
+    if weighted and field != "pattern":
+        w = data[:, 2]
+        if field in ("real", "double"):
+            w = np.rint(w)
+            if len(w) and (w.min() < 0 or w.max() > _U32_MAX):
+                bad = int(np.argmax((w < 0) | (w > _U32_MAX)))
+                _locate_row(path, first, "%", bad, "value outside [0, 2**32) cannot be a u32 weight")
+        weights = w.astype(np.int64)
+    sym = symmetry == "symmetric" if symmetrize is None else (symmetrize or symmetry == "symmetric")
+    return from_edges(i - 1, j - 1, max(rows, cols), weights, symmetrize=sym, name=name)
+
+
+# ----------------------------------------------------------------------- SNAP
+def read_snap(path, *, symmetrize: bool = False, name: str | None = None) -> CSR:
+    """A SNAP edge list: '#' comments, 'from to' pairs; ids renumbered densely."""
+    path = Path(path)
+    _exists(path)
+    data = _read_table(path, 1, "#", 2, "ii", min_id=0)
+    ids, inverse = np.unique(data.reshape(-1), return_inverse=True)
+    inverse = inverse.reshape(-1, 2)
+    return from_edges(inverse[:, 0], inverse[:, 1], len(ids), symmetrize=symmetrize,
+                      name=name or path.name.split(".")[0])
+
+
+# ------------------------------------------------------------------ GAP .el/.wel
+def read_el(path, *, symmetrize: bool = False, name: str | None = None) -> CSR:
+    """GAP's text edge list 'u v' (0-based)."""
+    path = Path(path)
+    _exists(path)
+    data = _read_table(path, 1, None, 2, "ii", min_id=0)
+    return from_edges(data[:, 0], data[:, 1], None, symmetrize=symmetrize,
+                      name=name or path.name.split(".")[0])
+
+
+def read_wel(path, *, symmetrize: bool = False, name: str | None = None) -> CSR:
+    """GAP's weighted text edge list 'u v w' (0-based, integer weights)."""
+    path = Path(path)
+    _exists(path)
+    data = _read_table(path, 1, None, 3, "iiw", min_id=0)
+    return from_edges(data[:, 0], data[:, 1], None, data[:, 2], symmetrize=symmetrize,
+                      name=name or path.name.split(".")[0])
+
+
+def _exists(path: Path) -> None:
+    if not path.is_file():
+        raise GraphError(f"{path}: no such file")
+
+
+# ------------------------------------------------------------ EMOGI binary CSR
+def bel_prefix(path) -> Path:
+    """``PREFIX`` from 'PREFIX', 'PREFIX.bel' or 'PREFIX.bel.col|dst|val'."""
+    text = str(path)
+    for suffix in (".bel.col", ".bel.dst", ".bel.val", ".bel"):
+        if text.endswith(suffix):
+            return Path(text[: -len(suffix)])
+    return Path(text)
+
+
+def bel_paths(prefix) -> dict[str, Path]:
+    p = str(bel_prefix(prefix))
+    return {"col": Path(p + ".bel.col"), "dst": Path(p + ".bel.dst"), "val": Path(p + ".bel.val")}
+
+
+def _read_bel_array(path: Path, dtype) -> np.ndarray:
+    try:
+        size_B = os.path.getsize(path)
+    except OSError:
+        raise GraphError(f"{path}: no such file") from None
+    if size_B < BEL_HEADER_B:
+        raise GraphError(f"{path}: {size_B} B is shorter than the 16 B header")
+    header = np.fromfile(path, dtype="<u8", count=2)
+    count = int(header[0])
+    item = np.dtype(dtype).itemsize
+    want_B = BEL_HEADER_B + count * item
+    if size_B != want_B:
+        raise GraphError(f"{path}: header announces {count} elements of {item} B "
+                         f"({want_B} B with the header), the file has {size_B} B"
+                         + (" (truncated)" if size_B < want_B else ""))
+    return np.fromfile(path, dtype=np.dtype(dtype).newbyteorder("<"), count=count,
+                       offset=BEL_HEADER_B).astype(dtype, copy=False)
+
+
+def read_bel(prefix, *, id_bytes: int = 4, weights: bool = True, name: str | None = None,
+             directed: bool = True) -> CSR:
+    """EMOGI's binary CSR ``PREFIX.bel.{col,dst,val}`` (the .val file is optional).
+
+    With ``id_bytes=4`` the u64 neighbour ids are narrowed to u32, as the
+    kernels' loader does (refused if an id does not fit).
+    """
+    paths = bel_paths(prefix)
+    offsets = _read_bel_array(paths["col"], np.uint64)
+    if len(offsets) < 1:
+        raise GraphError(f"{paths['col']}: no offsets (V + 1 >= 1 entries expected)")
+    dst = _read_bel_array(paths["dst"], np.uint64)
+    if int(offsets[0]) != 0 or int(offsets[-1]) != len(dst):
+        raise GraphError(f"{paths['col']}: offsets run from {int(offsets[0])} to "
+                         f"{int(offsets[-1])}, expected 0 to the edge count {len(dst)} "
+                         f"of {paths['dst']}")
+    if len(offsets) > 1 and np.any(offsets[1:] < offsets[:-1]):
+        bad = int(np.argmax(offsets[1:] < offsets[:-1]))
+        raise GraphError(f"{paths['col']}: offsets decrease at vertex {bad} "
+                         f"(element {bad + 1} after the header)")
+    V = len(offsets) - 1
+    if len(dst) and int(dst.max()) >= V:
+        bad = int(np.argmax(dst >= V))
+        raise GraphError(f"{paths['dst']}: element {bad} is vertex {int(dst[bad])}, "
+                         f"but the graph has {V} vertices")
+    w = None
+    if weights and paths["val"].exists():
+        w = _read_bel_array(paths["val"], np.uint32)
+        if len(w) != len(dst):
+            raise GraphError(f"{paths['val']}: {len(w)} weights for {len(dst)} edges")
+    if id_bytes not in (4, 8):
+        raise GraphError(f"id_bytes must be 4 or 8, not {id_bytes}")
+    if id_bytes == 4:
+        if V - 1 > _U32_MAX:
+            raise GraphError(f"{paths['dst']}: {V} vertices do not fit 4 B ids")
+        dst = dst.astype(np.uint32)
+    # The format does not record symmetry: ``directed`` is the caller's word
+    # (CSR.is_symmetric() checks it).
+    return CSR(offsets, dst, w, name or bel_prefix(prefix).name, directed=directed)
+
+
+# ------------------------------------------------------------------ dispatch
+def read_graph(path, *, symmetrize: bool = False, id_bytes: int = 4,
+               name: str | None = None) -> CSR:
+    """Read any supported graph file, chosen by its name.
+
+    ``.mtx`` Matrix Market; ``.el`` / ``.wel`` GAP; ``.bel``, ``.bel.col``
+    (or a prefix whose ``.bel.col`` exists) EMOGI binary CSR; ``.txt``,
+    ``.tsv``, ``.snap``, ``.edges`` SNAP.
+    """
+    text = str(path)
+    lower = text.lower()
+    if lower.endswith((".bel", ".bel.col", ".bel.dst", ".bel.val")) or \
+            Path(text + ".bel.col").exists():
+        csr = read_bel(text, id_bytes=id_bytes, name=name)
+        return csr.symmetrized().with_id_bytes(id_bytes) if symmetrize else csr
+    if not Path(text).exists():
+        raise GraphError(f"{text}: no such graph file (nor a binary CSR {text}.bel.col)")
+    if lower.endswith(".mtx"):
+        csr = read_mtx(text, symmetrize=symmetrize or None, name=name)
+    elif lower.endswith(".wel"):
+        csr = read_wel(text, symmetrize=symmetrize, name=name)
+    elif lower.endswith(".el"):
+        csr = read_el(text, symmetrize=symmetrize, name=name)
+    elif lower.endswith((".txt", ".tsv", ".snap", ".edges")):
+        csr = read_snap(text, symmetrize=symmetrize, name=name)
+    else:
+        raise GraphError(f"{text}: unknown graph format (expected .mtx, .el, .wel, .bel "
+                         "or a SNAP .txt/.tsv edge list)")
+    return csr.with_id_bytes(id_bytes)
