@@ -1,0 +1,226 @@
+"""Address translation of zero-copy host reads: GPU TLB and an optional IOMMU.
+
+A zero-copy read of pinned host memory is translated twice on its way out:
+the GPU's MMU maps the virtual address to a system physical (bus) address,
+and on hosts with an IOMMU in translating mode the root complex maps that
+bus address to a host physical address. A miss in either translation cache
+costs a page walk; walks run a few at a time, so a scattered access pattern
+that misses often can be bound by translation rather than by the link.
+
+Model
+-----
+- Each cache is a fully associative LRU over pages: the GPU's last-level TLB
+  with ``tlb_entries`` entries of ``page_B`` bytes, and the IOTLB with
+  ``iommu_iotlb_entries`` entries of ``iommu_page_B``. A request misses when
+  its page is not among the ``entries`` most recently used distinct pages
+  (reuse distance >= entries), or on first touch. Requests that straddle
+  a page boundary are rare (<= 128 B requests at 32 B alignment) and are
+  translated by the page of their first byte.
+- A miss adds ``miss_lat_ns`` (``iommu_miss_lat_ns``) to that request's
+  round trip. ``walkers`` walks proceed at once, so the caches sustain at most
+  ``walkers / miss_lat_ns`` misses per ns; with a fraction ``m`` of requests
+  missing and ``S`` bytes per request, translation bounds the bandwidth at
+  ``S * walkers / (m * miss_lat_ns)`` B/ns, i.e. GB/s (:func:`translation_bound_GBps`).
+  The IOMMU's concurrent walks are not in the configuration; they default to
+  ``walkers`` (an assumption, keyword ``iommu_walkers``).
+- The order in which requests reach the TLB is the order in which warps issue
+  them, not the per-warp order of a RequestStream; :func:`issue_order`
+  approximates it by letting the resident warps issue one instruction each in
+  turn (round robin), warps beyond the resident count following in waves.
+
+Assumptions (no public figures exist for the reach or the miss cost of host
+mappings on NVIDIA GPUs; every parameter of ``TranslationConfig`` is marked an
+assumption and is to be calibrated from the random-line microbenchmark in the
+validation): a single shared last-level TLB, fully associative with true LRU;
+no translation prefetching; L1 TLBs are not modelled (their misses that hit in
+the last level cost little next to a PCIe round trip); walk latency is fixed
+(no page-walk cache). With ``enabled = false`` nothing misses.
+
+References: shared/design/REFERENCE.md (the GPU side); the IOMMU's IOTLB and
+its walk latency are those of the host platform (Intel VT-d, AMD-Vi), also
+assumptions here.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numba
+import numpy as np
+
+from hostlink.model.config.schema import TranslationConfig
+from hostlink.model.errors import ConfigError
+from hostlink.model.workload import SPACE_HOST, RequestStream
+
+__all__ = ["TranslationResult", "issue_order", "lru_misses", "translation_bound_GBps",
+           "translation_misses", "simulate_translation", "stream_translation"]
+
+
+@numba.njit(cache=True)
+def _lru_misses(ids: np.ndarray, n_ids: int, entries: int) -> np.ndarray:
+    """Fully associative LRU over dense ids 0..n_ids-1: a doubly linked list in arrays."""
+    n = ids.shape[0]
+    miss = np.zeros(n, dtype=np.bool_)
+    prev = np.full(n_ids, -1, dtype=np.int64)
+    nxt = np.full(n_ids, -1, dtype=np.int64)
+    present = np.zeros(n_ids, dtype=np.bool_)
+    head = -1
+    tail = -1
+    count = 0
+    for i in range(n):
+        p = ids[i]
+        if present[p]:
+            if p != head:
+                # unlink p, then push it at the head
+                a = prev[p]
+                b = nxt[p]
+                nxt[a] = b
+                if b >= 0:
+                    prev[b] = a
+                else:
+                    tail = a
+                prev[p] = -1
+                nxt[p] = head
+                prev[head] = p
+                head = p
+            continue
+        miss[i] = True
+        present[p] = True
+        prev[p] = -1
+        nxt[p] = head
+        if head >= 0:
+            prev[head] = p
+        head = p
+        if tail < 0:
+            tail = p
+        count += 1
+        if count > entries:
+            victim = tail
+            tail = prev[victim]
+            nxt[tail] = -1
+            present[victim] = False
+            prev[victim] = -1
+            count -= 1
+    return miss
+
+
+def lru_misses(keys: np.ndarray, entries: int) -> np.ndarray:
+    """Miss flags of a fully associative LRU cache of ``entries`` over a key sequence."""
+    if entries < 1:
+        raise ConfigError(f"TLB entries must be >= 1, not {entries}")
+    keys = np.asarray(keys)
+    if keys.size == 0:
+        return np.zeros(0, dtype=np.bool_)
+    uniq, ids = np.unique(keys, return_inverse=True)
+    return _lru_misses(ids.astype(np.int64), len(uniq), int(entries))
+
+
+def translation_misses(pages: np.ndarray, cfg: TranslationConfig) -> np.ndarray:
+    """GPU TLB miss flags of a sequence of page numbers (addr // cfg.page_B)."""
+    pages = np.asarray(pages)
+    if not cfg.enabled:
+        return np.zeros(pages.shape[0], dtype=np.bool_)
+    return lru_misses(pages, cfg.tlb_entries)
+
+
+def translation_bound_GBps(miss_rate: float, request_B: float, miss_lat_ns: float,
+                           walkers: int) -> float:
+    """Bandwidth translation allows: ``request_B * walkers / (miss_rate * miss_lat_ns)``.
+
+    Infinite where nothing misses or a miss costs nothing."""
+    if not 0 <= miss_rate <= 1:
+        raise ValueError(f"miss_rate must lie in [0, 1], not {miss_rate}")
+    if walkers < 1:
+        raise ValueError(f"walkers must be >= 1, not {walkers}")
+    if miss_rate == 0 or miss_lat_ns == 0:
+        return float("inf")
+    return request_B * walkers / (miss_rate * miss_lat_ns)
+
+
+def issue_order(stream: RequestStream, resident_warps: int) -> np.ndarray:
+    """Permutation of the stream's rows in approximate issue order.
+
+    Within a launch, warps ``k * resident_warps .. (k+1) * resident_warps - 1``
+    form wave ``k``; a wave's warps issue their n-th instruction in turn
+    before any issues its (n+1)-th; waves and launches follow each other.
+    """
+    if resident_warps < 1:
+        raise ValueError(f"resident_warps must be >= 1, not {resident_warps}")
+    if len(stream) == 0:
+        return np.zeros(0, dtype=np.int64)
+    wave = stream.warp.astype(np.int64) // resident_warps
+    # np.lexsort sorts by the last key first.
+    return np.lexsort((stream.warp, stream.inst, wave, stream.launch))
+
+
+@dataclass(frozen=True)
+class TranslationResult:
+    """Translation misses of a request sequence and what they cost."""
+    requests: int
+    bytes_B: int
+    tlb_misses: int
+    iommu_misses: int
+    both_misses: int
+    extra_lat_ns_mean: float      # added round-trip latency per request, mean over requests
+    walk_busy_s: float            # time the busier walker pool needs for all its misses
+    bound_GBps: float             # bandwidth the walkers allow for this sequence
+
+    @property
+    def tlb_miss_rate(self) -> float:
+        return self.tlb_misses / self.requests if self.requests else 0.0
+
+    @property
+    def iommu_miss_rate(self) -> float:
+        return self.iommu_misses / self.requests if self.requests else 0.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["tlb_miss_rate"] = self.tlb_miss_rate
+        d["iommu_miss_rate"] = self.iommu_miss_rate
+        return d
+
+
+def simulate_translation(addr: np.ndarray, size_B: np.ndarray, cfg: TranslationConfig, *,
+                         iommu_walkers: int | None = None) -> tuple[TranslationResult, np.ndarray]:
+    """Translate a sequence of requests (given in the order they reach the TLB).
+
+    Returns the summary and the per-request added latency in ns (0 on a hit in
+    every cache), which a discrete-event model adds to each request's round trip.
+    """
+    addr = np.asarray(addr, dtype=np.uint64)
+    size_B = np.asarray(size_B)
+    if addr.shape != size_B.shape:
+        raise ValueError(f"addr and size_B differ in shape: {addr.shape} vs {size_B.shape}")
+    n = addr.shape[0]
+    total_B = int(size_B.sum(dtype=np.int64))
+    if iommu_walkers is not None and iommu_walkers < 1:
+        raise ConfigError(f"iommu_walkers must be >= 1, not {iommu_walkers}")
+    if n == 0 or not cfg.enabled:
+        return (TranslationResult(n, total_B, 0, 0, 0, 0.0, 0.0, float("inf")),
+                np.zeros(n, dtype=np.float64))
+    tlb = translation_misses(addr // np.uint64(cfg.page_B), cfg)
+    extra = np.where(tlb, cfg.miss_lat_ns, 0.0)
+    n_tlb = int(tlb.sum())
+    busy_ns = n_tlb * cfg.miss_lat_ns / cfg.walkers
+    n_io = 0
+    n_both = 0
+    if cfg.iommu:
+        io = lru_misses(addr // np.uint64(cfg.iommu_page_B), cfg.iommu_iotlb_entries)
+        extra = extra + np.where(io, cfg.iommu_miss_lat_ns, 0.0)
+        n_io = int(io.sum())
+        n_both = int((io & tlb).sum())
+        io_walkers = cfg.walkers if iommu_walkers is None else iommu_walkers
+        busy_ns = max(busy_ns, n_io * cfg.iommu_miss_lat_ns / io_walkers)
+    bound = float("inf") if busy_ns == 0 else total_B / busy_ns  # B/ns == GB/s
+    res = TranslationResult(n, total_B, n_tlb, n_io, n_both, float(extra.mean()),
+                            busy_ns * 1e-9, bound)
+    return res, extra
+
+
+def stream_translation(stream: RequestStream, cfg: TranslationConfig, resident_warps: int, *,
+                       iommu_walkers: int | None = None) -> TranslationResult:
+    """Translation of a stream's host requests in approximate issue order."""
+    host = stream.select(stream.space == SPACE_HOST)
+    order = issue_order(host, resident_warps)
+    res, _ = simulate_translation(host.addr[order], host.size_B[order], cfg,
+                                  iommu_walkers=iommu_walkers)
+    return res
