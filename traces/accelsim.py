@@ -391,7 +391,9 @@ class _KernelParser:
         expected = 0  # instruction lines still owed to the current warp
         insts_line = 0
         seen_warps: set[int] = set()
-        seen_ctas: set[int] = set()
+        # thread blocks seen, one bit each (the check is skipped for grids over 2**30 CTAs)
+        ctas = self.launch.ctas
+        seen_ctas = bytearray((ctas + 7) // 8) if ctas <= 1 << 30 else None
         lineno = 0
         for lineno, line in lines:
             if not line or line[0] in " \t\r" and not line.strip():
@@ -433,9 +435,10 @@ class _KernelParser:
                         raise _err(path, lineno, f"thread block {xyz} lies outside grid {grid}")
                     cta_xyz = xyz
                     cta = xyz[0] + grid[0] * (xyz[1] + grid[1] * xyz[2])
-                    if cta in seen_ctas:
-                        raise _err(path, lineno, f"thread block {xyz} appears twice")
-                    seen_ctas.add(cta)
+                    if seen_ctas is not None:
+                        if seen_ctas[cta >> 3] >> (cta & 7) & 1:
+                            raise _err(path, lineno, f"thread block {xyz} appears twice")
+                        seen_ctas[cta >> 3] |= 1 << (cta & 7)
                     continue
                 if key == "warp":
                     if cta_xyz is None:
@@ -920,35 +923,31 @@ def _write_kernel(path: Path, launch: KernelLaunch, idx: int, table: InstTable,
                              f"outside its block {launch.block}")
         order = np.lexsort((table.warp, table.cta))
         table = table.select(order)
-    cols = {k: v.tolist() for k, v in table.columns().items()}
     n = len(table)
     preamble = ex.get("preamble")
     if preamble is None:
         preamble = _default_preamble(version, immediate)
+    fields = ("pc", "mask", "dst_reg", "src_regs", "width_B", "addrs", "line_num", "imm")
+    cta_starts = np.flatnonzero(np.diff(table.cta.astype(np.int64))) + 1 if n else []
+    bounds = [0, *map(int, cta_starts), n] if n else [0]
     with _open_text(path, "wt") as fh:
         fh.write(_header_text(launch, kernel_id, version, lineinfo, binary_version))
         fh.write(preamble)
-        i = 0
-        while i < n:
-            cta = cols["cta"][i]
-            j = i
-            while j < n and cols["cta"][j] == cta:
-                j += 1
+        for i, j in zip(bounds[:-1], bounds[1:]):  # one thread block at a time
+            cta = int(table.cta[i])
+            block = {k: getattr(table, k)[i:j].tolist() for k in (*fields, "warp", "opcode")}
             xyz = (cta % grid[0], (cta // grid[0]) % grid[1], cta // (grid[0] * grid[1]))
             fh.write("\n#BEGIN_TB\n\nthread block = %d,%d,%d\n" % xyz)
-            k = i
+            k = 0
             for w in range(wpc):
                 start = k
-                while k < j and cols["warp"][k] == w:
+                while k < j - i and block["warp"][k] == w:
                     k += 1
                 fh.write("\nwarp = %d\ninsts = %d\n" % (w, k - start))
                 prefix = (*xyz, w) if legacy else None
                 for r in range(start, k):
-                    row = {name: cols[name][r] for name in
-                           ("pc", "mask", "dst_reg", "src_regs", "width_B", "addrs", "line_num",
-                            "imm")}
-                    fh.write(format_inst(row, opcodes[cols["opcode"][r]], legacy_prefix=prefix,
+                    row = {name: block[name][r] for name in fields}
+                    fh.write(format_inst(row, opcodes[block["opcode"][r]], legacy_prefix=prefix,
                                          lineinfo=lineinfo, immediate=immediate,
                                          compress=compress, padded_base=padded_base) + "\n")
             fh.write("\n#END_TB\n")
-            i = j

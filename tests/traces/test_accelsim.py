@@ -368,6 +368,8 @@ MALFORMED = {
                            "kernel-1.traceg:43:", "outside grid"),
     "nested_begin": (lambda s: s.replace("#END_TB\n\n#BEGIN_TB", "#BEGIN_TB", 1),
                      "kernel-1.traceg:39:", "#BEGIN_TB before"),
+    "block_twice": (lambda s: s.replace("thread block = 1,0,0", "thread block = 0,0,0"),
+                    "kernel-1.traceg:43:", "appears twice"),
     "tma": (lambda s: s.replace("LDG.E 1 R6", "UTMALDG 1 R6"), "kernel-1.traceg:28:", "TMA"),
 }
 
