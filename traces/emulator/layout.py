@@ -26,16 +26,16 @@ HOST_BASE = 0x7F00_0000_0000
 DEVICE_BASE = 0x7E00_0000_0000
 DEFAULT_ALIGN_B = 4096
 
-# Memory modes of the harness and where they put the edge list (and weights).
+# Memory modes of the harness (gpu_kernels/common/memory.cuh,
+# validation/manifest.py) and where they put the edge list (and weights);
+# managed memory starts resident on the host.
 MEMORY_MODES = {
-    "zerocopy": LOCATION_HOST,            # pinned host memory, mapped (cudaHostAlloc)
-    "pinned": LOCATION_HOST,
-    "registered": LOCATION_HOST,          # cudaHostRegister
-    "uvm": LOCATION_HOST,                 # managed memory, initially on the host
-    "managed": LOCATION_HOST,
-    "managed_accessedby": LOCATION_HOST,  # EMOGI's style: managed + SetAccessedBy
-    "managed_readmostly": LOCATION_HOST,
-    "device": LOCATION_DEVICE,            # cudaMalloc
+    "zerocopy": LOCATION_HOST,        # cudaHostAlloc(cudaHostAllocMapped)
+    "registered": LOCATION_HOST,      # cudaHostRegister on page-aligned memory
+    "uvm_accessedby": LOCATION_HOST,  # managed + SetAccessedBy (EMOGI's "zero-copy")
+    "uvm": LOCATION_HOST,             # managed memory
+    "uvm_readmostly": LOCATION_HOST,  # managed + SetReadMostly
+    "device": LOCATION_DEVICE,        # cudaMalloc
 }
 
 # Device arrays of each kernel: name -> (bytes per vertex, fixed bytes).

@@ -1,0 +1,107 @@
+"""Emulated traces against recorded traces of the same kernels (the GPU self-trace).
+
+The harness records each host load as an Accel-Sim line (address mode 0)
+with its arrays at addresses the driver chose, and names them in
+``regions.json`` (gpu_kernels/traversal/trace_format.hpp). Here a recorded
+trace is first imitated (an emulated trace moved to other page-aligned bases
+and written in that format) to test the comparison; then every self-trace
+committed under validation/results/ is compared with its emulation (skipped,
+visibly, while none is committed).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hostlink.traces.accelsim import write_accelsim
+from hostlink.traces.emulator import emulate
+from hostlink.traces.emulator.compare import compare_recorded, open_recorded
+from hostlink.traces.graphs import generate, kron
+from hostlink.traces.schema import InstTable, Region, WarpTrace
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _imitate_recording(emu, folder: Path, shift_B: int, corrupt: bool = False) -> None:
+    """Write ``emu``'s host loads as the harness would: other bases, mode-0 lines, regions.json."""
+    moved = {r.name: Region(r.name, r.start + shift_B, r.size_B, r.location) for r in emu.regions}
+    rows = []
+    for chunk in emu.chunks():
+        addrs = chunk.addrs.copy()
+        addrs[addrs != 0] += np.uint64(shift_B)
+        rows.append(InstTable(chunk.launch, chunk.cta, chunk.warp, chunk.pc, chunk.opcode,
+                              chunk.op, chunk.space, chunk.width_B, chunk.mask, addrs))
+    table = InstTable.concat(rows)
+    if corrupt:
+        lane = int(np.argmax(((int(table.mask[len(table) // 2]) >> np.arange(32)) & 1) == 1))
+        table.addrs[len(table) // 2, lane] += np.uint64(table.width_B[len(table) // 2])
+    trace = WarpTrace(emu.launches, emu.opcodes, list(moved.values()), [table])
+    write_accelsim(trace, folder, compress=False)
+    (folder / "regions.json").write_text(json.dumps({"regions": [
+        {"name": r.name, "start": r.start, "size_B": r.size_B, "location": r.location}
+        for r in moved.values()]}))
+
+
+@pytest.mark.parametrize("variant", ["naive", "merged", "merged_aligned", "chunked"])
+def test_imitated_recording_matches(tmp_path, variant):
+    g = kron(9, 8, seed=41)
+    src = int(np.argmax(g.degrees()))
+    emu = emulate(g, "sssp", variant, source=src, id_bytes=8)
+    _imitate_recording(emu, tmp_path / "rec", shift_B=0x1234_5000)
+    cmp = compare_recorded(open_recorded(tmp_path / "rec"), emu)
+    assert cmp.equal, cmp.summary()
+    assert cmp.rows[0] == cmp.rows[1] > 0
+
+
+def test_imitated_recording_difference_is_found(tmp_path):
+    g = kron(9, 8, seed=41)
+    emu = emulate(g, "bfs", "merged_aligned", source=int(np.argmax(g.degrees())))
+    _imitate_recording(emu, tmp_path / "rec", shift_B=0x1000, corrupt=True)
+    cmp = compare_recorded(open_recorded(tmp_path / "rec"), emu)
+    assert not cmp.equal and not cmp.rows_equal
+    assert "offset" in cmp.first_difference
+    other = emulate(g, "bfs", "merged", source=int(np.argmax(g.degrees())))
+    assert not compare_recorded(open_recorded(tmp_path / "rec"), other).equal
+
+
+def _committed_self_traces():
+    """(run folder, case params, trace folder) of every committed self-trace."""
+    found = []
+    for meta_path in sorted((REPO / "validation" / "results").rglob("metadata.json")):
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        for case, p in (meta.get("cases") or {}).items():
+            if not isinstance(p, dict) or p.get("kind") != "trace":
+                continue
+            slug = "__".join(str(x) for x in (p.get("kernel"), p.get("graph"), p.get("variant"),
+                                               p.get("memory_mode"), f"{p.get('id_bytes')}B"))
+            folder = meta_path.parent / "traces" / slug
+            if (folder / "kernelslist.g").is_file():
+                found.append(pytest.param(meta, p, folder, id=case))
+    return found
+
+
+_RECORDED = _committed_self_traces()
+
+
+@pytest.mark.skipif(not _RECORDED, reason="no self-trace committed under validation/results/ yet")
+@pytest.mark.parametrize("meta,case,folder", _RECORDED or [pytest.param(None, None, None, id="none")])
+def test_committed_self_traces_match_emulation(meta, case, folder):
+    if case["variant"] not in ("naive", "merged", "merged_aligned", "chunked"):
+        pytest.skip(f"variant {case['variant']} is not emulated")
+    spec = meta["graphs"][case["graph"]]
+    if spec.get("kind") not in ("kron", "urand"):
+        pytest.skip("graph read from a file that is not committed")
+    g = generate(spec["kind"], int(spec["scale"]), int(spec["degree"]), int(spec["seed"]))
+    assert g.num_vertices == spec.get("vertices", g.num_vertices)
+    assert g.num_edges == spec.get("edges", g.num_edges)
+    source = case.get("source")
+    emu = emulate(g, case["kernel"], case["variant"], source=int(source or 0),
+                  id_bytes=int(case["id_bytes"]), memory=case.get("memory_mode", "zerocopy"))
+    cmp = compare_recorded(open_recorded(folder), emu)
+    assert cmp.equal, cmp.summary()
