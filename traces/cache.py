@@ -68,13 +68,20 @@ class CacheConfig:
     @classmethod
     def from_gpu(cls, gpu, *, l1: bool = True, l2: bool = True, **overrides) -> "CacheConfig":
         """From a GPU config with ``sm_count``, ``l1_B`` and ``l2_B`` (sizes rounded
-        down to a whole number of sets)."""
+        down to a whole number of sets). ``l1_B`` is the L1 and shared memory
+        together; the data cache gets what shared memory leaves, so this is
+        an upper bound: override ``l1_size_B`` for a kernel's actual split."""
         l1_ways = overrides.pop("l1_ways", DEFAULT_L1_WAYS)
         l2_ways = overrides.pop("l2_ways", DEFAULT_L2_WAYS)
-        l1_size = (gpu.l1_B // (LINE_B * l1_ways)) * LINE_B * l1_ways if l1 else 0
-        l2_size = (gpu.l2_B // (LINE_B * l2_ways)) * LINE_B * l2_ways if l2 else 0
-        return cls(l1_size_B=l1_size, l2_size_B=l2_size, l1_ways=l1_ways, l2_ways=l2_ways,
-                   sm_count=gpu.sm_count, **overrides)
+
+        def whole_sets(size_B: int, ways: int) -> int:
+            return size_B // (LINE_B * ways) * LINE_B * ways
+
+        fields = {"l1_size_B": whole_sets(gpu.l1_B, l1_ways) if l1 else 0,
+                  "l2_size_B": whole_sets(gpu.l2_B, l2_ways) if l2 else 0,
+                  "l1_ways": l1_ways, "l2_ways": l2_ways, "sm_count": gpu.sm_count}
+        fields.update(overrides)
+        return cls(**fields)
 
 
 class CacheState:

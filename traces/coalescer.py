@@ -108,7 +108,7 @@ def _coalesce_rows(addrs, mask, width, kind, local, sm, row_launch, row_warp, ro
     """
     n = addrs.shape[0]
     nhost = host_start.shape[0]
-    maxp = WARP_SIZE * 10
+    maxp = WARP_SIZE * 10  # a lane of width_B <= 255 spans at most 9 sectors
     p_sec = np.empty(maxp, dtype=np.int64)
     p_bits = np.empty(maxp, dtype=np.uint64)
     p_host = np.empty(maxp, dtype=np.bool_)

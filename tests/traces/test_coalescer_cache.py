@@ -57,6 +57,8 @@ def test_from_gpu_rounds_to_whole_sets():
         sm_count, l1_B, l2_B = 132, 262144, 52428800 + 100
     c = CacheConfig.from_gpu(Gpu)
     assert (c.l1_size_B, c.l2_size_B, c.sm_count) == (262144, 52428800, 132)
+    c = CacheConfig.from_gpu(Gpu, l1_size_B=32 * 1024)
+    assert (c.l1_size_B, c.l2_size_B) == (32768, 52428800)
 
 
 def test_l1_per_sm_round_robin():
