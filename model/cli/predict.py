@@ -1,0 +1,113 @@
+"""``hostlink predict``: time and bandwidth of a trace on a system.
+
+``hostlink predict --system NAME_OR_TOML --trace DIR --mode MODE [--fidelity
+{analytic,des}] [--set KEY=VALUE ...] [--json] [--out DIR]``
+
+The trace (an Accel-Sim folder or a trace store) is coalesced into requests
+(device sectors included unless ``--host-only``; the GPU's L1 and L2 filter
+them with ``--caches``, host memory too with ``--cache-host``) and predicted
+by :func:`hostlink.model.predict.predict`. ``--out DIR`` writes
+``prediction.json``, the tidy rows (``rows.csv``) and the resolved system
+(``system.toml``).
+"""
+from __future__ import annotations
+
+import argparse
+
+MODES = ("zerocopy", "uvm", "uvm_readmostly", "device")
+FIDELITIES = ("analytic", "des")
+SUMMARY_KEYS = ("time_s", "bw_GBps", "link_bw_GBps", "requests", "requests_by_size_B",
+                "outstanding_mean", "outstanding_peak", "read_amplification", "bound")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "predict", help="predict time and bandwidth of a trace (zero-copy, UVM or device)",
+        description="Coalesce a memory trace into requests and predict its run time, bandwidth, "
+                    "request sizes, outstanding reads and read amplification on a system.")
+    p.add_argument("--system", required=True, metavar="NAME_OR_TOML",
+                   help="system preset name, system preset file or resolved system file")
+    p.add_argument("--trace", required=True, metavar="DIR",
+                   help="trace folder: Accel-Sim (kernelslist.g) or a trace store")
+    p.add_argument("--mode", choices=MODES, default="zerocopy",
+                   help="where the host arrays live and how they move (default zerocopy)")
+    p.add_argument("--fidelity", choices=FIDELITIES, default="analytic",
+                   help="closed-form bounds (analytic, default) or the discrete-event model (des)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a system key, e.g. --set link.rtt_ns='1.2 us' (repeatable)")
+    p.add_argument("--regions", metavar="TOML",
+                   help="regions file naming the host-resident address ranges of the trace")
+    p.add_argument("--memcpy-location", choices=("device", "host"), default="device",
+                   help="where an Accel-Sim trace's MemcpyHtoD buffers live (default device; "
+                        "host makes them zero-copy arrays)")
+    p.add_argument("--host-only", action="store_true",
+                   help="predict the host requests only (leave device sectors out)")
+    p.add_argument("--caches", action="store_true",
+                   help="filter sectors through the GPU's L1 (per SM) and L2 (sizes from the system)")
+    p.add_argument("--cache-host", action="store_true",
+                   help="with --caches, let host memory sectors hit in the caches too")
+    p.add_argument("--json", action="store_true", help="print the whole prediction as JSON")
+    p.add_argument("--out", metavar="DIR",
+                   help="write prediction.json, rows.csv and the resolved system.toml here")
+    p.set_defaults(func=_predict)
+
+
+def _cache_config(system, args):
+    if not args.caches:
+        if args.cache_host:
+            raise argparse.ArgumentTypeError("--cache-host needs --caches")
+        return None
+    from hostlink.traces.cache import CacheConfig, DEFAULT_L1_WAYS, DEFAULT_L2_WAYS
+    gpu = system.gpu
+
+    def fit(size, ways):  # round down to whole sets
+        return size // (128 * ways) * (128 * ways)
+    return CacheConfig(l1_size_B=fit(gpu.l1_B, DEFAULT_L1_WAYS),
+                       l2_size_B=fit(gpu.l2_B, DEFAULT_L2_WAYS), sm_count=gpu.sm_count)
+
+
+def _predict(args) -> int:
+    import json
+    from pathlib import Path
+
+    from hostlink.model.config import write_resolved
+    from hostlink.model.errors import HostlinkError
+    from hostlink.model.predict import predict, resolve_system
+
+    system = resolve_system(args.system, args.overrides)
+    try:
+        cache = _cache_config(system, args)
+    except argparse.ArgumentTypeError as exc:
+        raise HostlinkError(str(exc)) from None
+    options = {"include_device": not args.host_only, "cache": cache,
+               "cache_host": bool(args.cache_host)}
+    trace_options = {"memcpy_location": args.memcpy_location}
+    if args.regions:
+        from hostlink.traces.store import load_regions
+        trace_options["regions"] = load_regions(args.regions)
+    pred = predict(args.trace, system, mode=args.mode, fidelity=args.fidelity,
+                   coalesce_options=options, trace_options=trace_options)
+    data = pred.to_dict()
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "prediction.json").write_text(pred.to_json() + "\n", encoding="utf-8")
+        import pandas as pd
+        case = f"{Path(args.trace).name}:{args.mode}"
+        pd.DataFrame(pred.to_rows(run_id=f"predict-{system.name}", experiment="predict",
+                                  case=case)).to_csv(out / "rows.csv", index=False)
+        write_resolved(system, out / "system.toml")
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True))
+        return 0
+    print(f"{pred.mode} ({pred.fidelity}) on {pred.system}: {pred.time_s * 1e3:.4g} ms over "
+          f"{pred.launches} launch(es), bound: {pred.bound}")
+    print(f"  bandwidth: {pred.bw_GBps:.3f} GB/s useful, {pred.link_bw_GBps:.3f} GB/s over the link")
+    sizes = ", ".join(f"{k} B: {v}" for k, v in sorted(pred.requests_by_size_B.items())) or "none"
+    print(f"  host read requests: {pred.requests} ({sizes})")
+    for key in ("outstanding_mean", "outstanding_peak", "read_amplification"):
+        value = data[key]
+        print(f"  {key}: {'n/a' if value is None else f'{value:.4g}'}")
+    if args.out:
+        print(f"  wrote {Path(args.out) / 'prediction.json'}, rows.csv, system.toml")
+    return 0

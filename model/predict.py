@@ -1,0 +1,357 @@
+"""The single entry point: time and bandwidth of a request stream on a system.
+
+``predict(source, system, mode="zerocopy", fidelity="analytic") -> Prediction``
+
+- ``source``: a :class:`~hostlink.model.workload.RequestStream`, a
+  :class:`~hostlink.traces.schema.WarpTrace`, or the path of a trace (an
+  Accel-Sim folder or a trace store): traces are coalesced by
+  :func:`hostlink.traces.coalescer.coalesce` (device sectors included, no
+  caches unless ``coalesce_options`` says otherwise).
+- ``system``: a :class:`~hostlink.model.config.SystemConfig` or a preset name
+  or file (``overrides``: ``["link.rtt_ns=1.2us", ...]`` or a dict).
+- ``mode``: ``zerocopy`` (host requests cross the link as they are),
+  ``uvm`` / ``uvm_readmostly`` (the host requests' pages migrate on fault;
+  :func:`hostlink.model.uvm.simulate_uvm`, the latter with
+  cudaMemAdviseSetReadMostly), ``device`` (everything in device memory).
+- ``fidelity``: ``analytic`` or ``des``; ``engine`` picks the DES engine
+  (``fast`` or the SimPy ``reference``); ``nbins``: bins of the DES's
+  bandwidth-over-time series (``extra["des"]``); ``uvm_options``: keywords of
+  :func:`hostlink.model.uvm.simulate_uvm`.
+
+Zero-copy, analytic: the stream's host requests, grouped by size and offset,
+go through the analytic model (:func:`hostlink.model.analytic.predict_system`),
+whose least bound gives the bandwidth. Each launch then takes the longest of
+(its bytes over that bandwidth, its device bytes over device bandwidth, its
+critical path: the warp whose instructions, each one round trip (``rtt_ns``
+for host, ``device_lat_ns`` for device) and at most ``loads_in_flight`` at a
+time, take longest), plus the launch overhead and, after the first launch,
+the level synchronisation. Zero-copy, des: the discrete-event model
+(:mod:`hostlink.model.des`). UVM: the UVM model's service and device time per
+launch plus the same overheads, at either fidelity (it is itself a
+simulation; ``extra["uvm"]`` holds its full result). Device: the host
+requests are served by device memory (the analytic bound is bandwidth and
+latency as above; the DES runs the stream with every request on the device path).
+
+Assumptions: compute between memory instructions is free; launches run one
+after another; the analytic critical path ignores queueing.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from hostlink.model.config import SystemConfig, load_any_system, system_with
+from hostlink.model.errors import ConfigError, HostlinkError
+from hostlink.model.result import Prediction
+from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, RequestStream
+
+MODES = ("zerocopy", "uvm", "uvm_readmostly", "device")
+FIDELITIES = ("analytic", "des")
+
+
+# ------------------------------------------------------------------ inputs
+
+def resolve_system(system, overrides=None) -> SystemConfig:
+    """A SystemConfig from a config, a preset name or a file, with overrides applied."""
+    if isinstance(system, SystemConfig):
+        return system_with(system, overrides) if overrides else system
+    if isinstance(system, (str, Path)):
+        return load_any_system(str(system), overrides)
+    raise ConfigError(f"system must be a SystemConfig, a preset name or a file, "
+                      f"not {type(system).__name__}")
+
+
+def as_stream(source, coalesce_options: dict | None = None,
+              trace_options: dict | None = None) -> RequestStream:
+    """The request stream of a stream, a WarpTrace or a trace folder.
+
+    ``coalesce_options`` go to :func:`hostlink.traces.coalescer.coalesce`,
+    ``trace_options`` (``regions``, ``memcpy_location``) to
+    :func:`hostlink.traces.store.open_trace`."""
+    if isinstance(source, RequestStream):
+        return source
+    opts = {"include_device": True, **(coalesce_options or {})}
+    from hostlink.traces.coalescer import coalesce
+    from hostlink.traces.schema import WarpTrace
+    if isinstance(source, WarpTrace):
+        return coalesce(source, **opts)
+    if isinstance(source, (str, Path)):
+        from hostlink.traces.store import open_trace
+        return coalesce(open_trace(Path(source), **(trace_options or {})), **opts)
+    raise HostlinkError(f"cannot predict from a {type(source).__name__}: give a RequestStream, "
+                        "a WarpTrace or a trace folder")
+
+
+def n_launches(stream: RequestStream) -> int:
+    return max(len(stream.launches), int(stream.launch.max()) + 1 if len(stream) else 0)
+
+
+def _overheads_ns(system: SystemConfig, n: int) -> np.ndarray:
+    gaps = np.full(n, system.launch_overhead_us * 1e3)
+    gaps[1:] += system.level_sync_us * 1e3
+    return gaps
+
+
+def unique_useful_B(stream: RequestStream, sel: np.ndarray) -> int:
+    """Distinct useful bytes of the selected requests, estimated as the least of
+    their useful bytes (exact when no byte is asked twice) and the distinct bytes
+    their ranges cover (exact up to sector padding when data is read again)."""
+    if not sel.any():
+        return 0
+    from hostlink.model.uvm.model import unique_bytes
+    useful = int(stream.useful_B[sel].sum(dtype=np.int64))
+    return min(useful, unique_bytes(stream.addr[sel], stream.size_B[sel]))
+
+
+def _common(stream: RequestStream) -> dict:
+    host = stream.space == SPACE_HOST
+    reads = host & ~stream.is_write
+    return {
+        "host": host,
+        "requests_by_size_B": stream.size_histogram(SPACE_HOST),
+        "requests": int(np.count_nonzero(reads)),
+        "useful_B": int(stream.useful_B[host].sum(dtype=np.int64)),
+        "requested_B": int(stream.size_B[host].sum(dtype=np.int64)),
+        "unique_useful_B": unique_useful_B(stream, host),
+        "launches": n_launches(stream),
+    }
+
+
+# ------------------------------------------------------------------ analytic pieces
+
+def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
+                     loads_in_flight: int, as_device: bool = False) -> np.ndarray:
+    """Per launch: the longest warp's dependent chain of instructions.
+
+    An instruction that touches host memory costs ``host_lat_ns``, one that
+    touches only device memory ``device_lat_ns``; a warp keeps at most
+    ``loads_in_flight`` in flight, so its chain is its summed latency over that."""
+    n = n_launches(stream)
+    out = np.zeros(n)
+    if len(stream) == 0:
+        return out
+    la = stream.launch.astype(np.int64)
+    wa = stream.warp.astype(np.int64)
+    ia = stream.inst.astype(np.int64)
+    order = np.lexsort((ia, wa, la))
+    la, wa, ia = la[order], wa[order], ia[order]
+    on_host = (stream.space[order] == SPACE_HOST) & (not as_device)
+    new = np.ones(len(la), dtype=bool)
+    new[1:] = (la[1:] != la[:-1]) | (wa[1:] != wa[:-1]) | (ia[1:] != ia[:-1])
+    starts = np.flatnonzero(new)
+    inst_host = np.logical_or.reduceat(on_host, starts)
+    lat = np.where(inst_host, host_lat_ns, device_lat_ns) / max(1, loads_in_flight)
+    i_la, i_wa = la[starts], wa[starts]
+    wnew = np.ones(len(starts), dtype=bool)
+    wnew[1:] = (i_la[1:] != i_la[:-1]) | (i_wa[1:] != i_wa[:-1])
+    wstarts = np.flatnonzero(wnew)
+    per_warp = np.add.reduceat(lat, wstarts)
+    np.maximum.at(out, i_la[wstarts], per_warp)
+    return out
+
+
+def _per_launch_sum(stream: RequestStream, sel: np.ndarray, values: np.ndarray) -> np.ndarray:
+    return np.bincount(stream.launch[sel].astype(np.int64), weights=values[sel].astype(np.float64),
+                       minlength=n_launches(stream))
+
+
+def _host_costs(stream: RequestStream, system: SystemConfig) -> dict:
+    from hostlink.model.des.inputs import request_costs
+    return request_costs(stream, system, np.arange(len(stream)))
+
+
+# ------------------------------------------------------------------ the modes
+
+def _zerocopy_analytic(stream, system, common) -> dict:
+    from hostlink.model.analytic import SizeHistogram, predict_system
+    n = common["launches"]
+    host = common["host"]
+    gpu = system.gpu
+    costs = _host_costs(stream, system)
+    dev = ~host
+    dev_ns = _per_launch_sum(stream, dev, stream.size_B.astype(np.float64)) / gpu.device_bw_GBps
+    path_ns = critical_path_ns(stream, system.link.rtt_ns, gpu.device_lat_ns,
+                               gpu.loads_in_flight_per_warp)
+    if host.any():
+        res = predict_system(system, SizeHistogram.from_stream(stream)).item()
+        bw = res["bw_GBps"]
+        link_ns = _per_launch_sum(stream, host, stream.size_B.astype(np.float64)) / bw
+        bound_name = res["bound"]
+        limit = res["outstanding_limit"]
+        mean_size = res["bytes_per_read"]
+    else:
+        res, link_ns, bound_name, limit, mean_size = {}, np.zeros(n), "device", 0.0, 1.0
+    terms = np.stack([link_ns, dev_ns, path_ns])
+    kernel_ns = terms.max(axis=0)
+    which = terms.argmax(axis=0)
+    share = np.bincount(which, weights=kernel_ns, minlength=3)
+    bound = (bound_name, "device", "latency")[int(np.argmax(share))]
+    kernel_total = kernel_ns.sum()
+    reads_ns = link_ns.sum()
+    if host.any() and kernel_total > 0:
+        # Little's law over the time the link term runs at its bound
+        busy = min(1.0, reads_ns / kernel_total)
+        outstanding = min(limit, res["bw_GBps"] * system.link.rtt_ns / mean_size) * busy
+        peak = float(min(limit, common["requests"]))
+    else:
+        outstanding, peak = float("nan"), float("nan")
+    return {"kernel_ns": kernel_ns, "bound": bound, "outstanding_mean": outstanding,
+            "outstanding_peak": peak, "wire_B_down": costs["wire"]["down"],
+            "wire_B_up": costs["wire"]["up"], "dram_B": int(costs["dram_B"][host].sum()),
+            "extra": {"analytic": res, "kernel_terms_ns": {
+                "link": link_ns.tolist(), "device": dev_ns.tolist(), "latency": path_ns.tolist()}}}
+
+
+def des_bound(stats: dict, kernel_ns: float, limits: dict) -> tuple[str, dict]:
+    """What bound a DES run, and every resource's utilisation.
+
+    Servers (the link directions, host DRAM, device memory, the page walkers)
+    come first: one busy 85% of the time or more is the bound (reads queued
+    behind it hold their tags, so the tags look busy too). Otherwise the read
+    slots (the least of tags, the GPU's limit and the completion credits,
+    named after the least) bind if they are held 85% of the time; otherwise
+    the run is bound by ``latency``: too few warps or instructions in flight."""
+    if kernel_ns <= 0:
+        return "none", {}
+    util = {
+        "link_down": stats["busy_down_ns"] / kernel_ns,
+        "link_up": stats["busy_up_ns"] / kernel_ns,
+        "dram": stats["busy_dram_ns"] / kernel_ns,
+        "device": stats["busy_dev_ns"] / kernel_ns,
+        "translation": stats.get("walk_busy_ns", 0.0) / kernel_ns,
+    }
+    server = max(util, key=util.get)
+    slots_name = min(limits, key=limits.get)
+    util[slots_name] = stats["sum_lat_ns"] / kernel_ns / limits[slots_name]
+    if util[server] >= 0.85:
+        return server, util
+    if util[slots_name] >= 0.85:
+        return slots_name, util
+    return "latency", util
+
+
+def _zerocopy_des(stream, system, common, engine="fast", nbins=1024, as_device=False) -> dict:
+    from hostlink.model.des import STAT_NAMES, simulate
+    from hostlink.model.des.inputs import tag_limit
+    host = common["host"]
+    if as_device:
+        stream = RequestStream(**{k: getattr(stream, k) for k in
+                                  ("launch", "warp", "inst", "addr", "size_B", "useful_B",
+                                   "is_write")},
+                               space=np.full(len(stream), SPACE_DEVICE, dtype=np.uint8),
+                               launches=stream.launches)
+    inputs, out = simulate(stream, system, engine=engine, nbins=nbins)
+    stats = {name: float(out.stats[i]) for i, name in enumerate(STAT_NAMES)}
+    stats["walk_busy_ns"] = stats["walks"] * inputs.walk_ns / max(1, inputs.walkers)
+    kernel_ns = out.kernel_ns
+    total_kernel = float(kernel_ns.sum())
+    link = system.link
+    limits = {"tags" if link.tags <= system.gpu.max_outstanding_host_reads else "requester":
+              float(tag_limit(system))}
+    if link.cpl_buffer_hdrs:
+        limits["cpl_credits"] = float(link.cpl_buffer_hdrs)
+    bound, util = des_bound(stats, total_kernel, limits)
+    has_reads = stats["host_reads"] > 0
+    wire = inputs.extra["wire_B"]
+    dram_B = int(inputs.extra["dram_B"][inputs.kind <= 1].sum())
+    used = np.flatnonzero(out.bw_bins_B)
+    series = out.bw_bins_B[:used[-1] + 1 if len(used) else 0] / out.bin_ns  # B/ns = GB/s
+    return {"kernel_ns": kernel_ns, "bound": bound,
+            "outstanding_mean": stats["sum_lat_ns"] / total_kernel if has_reads and total_kernel
+            else float("nan"),
+            "outstanding_peak": stats["peak_outstanding"] if has_reads else float("nan"),
+            "wire_B_down": wire["down"], "wire_B_up": wire["up"], "dram_B": dram_B,
+            "extra": {"des": {"stats": stats, "utilisation": util, "engine": engine,
+                              "bw_series_bin_s": out.bin_ns * 1e-9,
+                              "bw_series_GBps": series.tolist(),
+                              "mean_read_latency_ns": stats["sum_lat_ns"] / stats["host_reads"]
+                              if has_reads else float("nan")}}}
+
+
+def _device_analytic(stream, system, common) -> dict:
+    gpu = system.gpu
+    size = stream.size_B.astype(np.float64)
+    bytes_ns = _per_launch_sum(stream, np.ones(len(stream), dtype=bool), size) / gpu.device_bw_GBps
+    path_ns = critical_path_ns(stream, system.link.rtt_ns, gpu.device_lat_ns,
+                               gpu.loads_in_flight_per_warp, as_device=True)
+    kernel_ns = np.maximum(bytes_ns, path_ns)
+    bound = "device" if bytes_ns.sum() >= path_ns.sum() else "latency"
+    return {"kernel_ns": kernel_ns, "bound": bound, "extra": {}}
+
+
+def _uvm(stream, system, common, read_mostly: bool, options: dict) -> dict:
+    from hostlink.model.pcie.tlp import packetize_reads
+    from hostlink.model.des.inputs import tlp_format
+    from hostlink.model.uvm import simulate_uvm
+    res = simulate_uvm(stream, system, read_mostly=read_mostly, **options)
+    n = common["launches"]
+    kernel_ns = np.zeros(n)
+    for row in res.per_launch:
+        kernel_ns[row.launch] += row.time_s * 1e9
+    page = system.uvm.page_B
+    pk = packetize_reads(0, page, tlp_format(system))
+    pages = res.h2d_B / page
+    bound = "uvm_service" if res.service_time_s >= res.device_time_s else "device"
+    return {"kernel_ns": kernel_ns, "bound": bound, "uvm": res,
+            "wire_B_down": float(pk.down_wire_B) * pages, "wire_B_up": float(pk.up_wire_B) * pages,
+            "extra": {"uvm": res.to_dict()}}
+
+
+# ------------------------------------------------------------------ entry point
+
+def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", *,
+            overrides=None, coalesce_options: dict | None = None,
+            trace_options: dict | None = None, engine: str = "fast", nbins: int = 1024,
+            uvm_options: dict | None = None) -> Prediction:
+    """Predict ``source`` on ``system`` (see the module docstring)."""
+    if mode not in MODES:
+        raise ConfigError(f"mode must be one of {', '.join(MODES)}, not '{mode}'")
+    if fidelity not in FIDELITIES:
+        raise ConfigError(f"fidelity must be one of {', '.join(FIDELITIES)}, not '{fidelity}'")
+    system = resolve_system(system, overrides)
+    stream = as_stream(source, coalesce_options, trace_options)
+    common = _common(stream)
+    n = common["launches"]
+    nan = float("nan")
+    if mode == "zerocopy":
+        part = (_zerocopy_des(stream, system, common, engine, nbins) if fidelity == "des"
+                else _zerocopy_analytic(stream, system, common))
+        link_B = float(common["requested_B"])
+        moved_B = float(part["dram_B"])
+    elif mode == "device":
+        part = (_zerocopy_des(stream, system, common, engine, nbins, as_device=True)
+                if fidelity == "des" else _device_analytic(stream, system, common))
+        part.update(outstanding_mean=nan, outstanding_peak=nan, wire_B_down=0.0, wire_B_up=0.0,
+                    dram_B=0)
+        link_B = moved_B = 0.0
+    else:
+        part = _uvm(stream, system, common, mode == "uvm_readmostly", uvm_options or {})
+        res = part.pop("uvm")
+        part.update(outstanding_mean=nan, outstanding_peak=nan, dram_B=int(res.h2d_B))
+        link_B = float(res.h2d_B + res.d2h_B)
+        moved_B = float(res.h2d_B)
+    kernel_ns = np.asarray(part["kernel_ns"], dtype=np.float64)
+    if len(kernel_ns) < n:
+        kernel_ns = np.pad(kernel_ns, (0, n - len(kernel_ns)))
+    gaps = _overheads_ns(system, n)
+    per_launch_ns = gaps + kernel_ns
+    total_s = float(per_launch_ns.sum()) * 1e-9
+    bound = part["bound"]
+    if n and gaps.sum() > kernel_ns.sum():
+        bound = "launch_overhead"
+    uniq = common["unique_useful_B"]
+    extra = dict(part.get("extra", {}))
+    extra.update({"unique_useful_B": uniq, "launches": n, "overhead_s": float(gaps.sum()) * 1e-9})
+    return Prediction(
+        mode=mode, fidelity=fidelity, system=system.name, time_s=total_s,
+        bw_GBps=common["useful_B"] / total_s * 1e-9 if total_s > 0 else 0.0,
+        link_bw_GBps=link_B / total_s * 1e-9 if total_s > 0 else 0.0,
+        requests_by_size_B=common["requests_by_size_B"], requests=common["requests"],
+        useful_B=common["useful_B"], requested_B=common["requested_B"],
+        wire_B_down=float(part["wire_B_down"]), wire_B_up=float(part["wire_B_up"]),
+        dram_B=int(part["dram_B"]), outstanding_mean=float(part["outstanding_mean"]),
+        outstanding_peak=float(part["outstanding_peak"]),
+        read_amplification=moved_B / uniq if uniq else 0.0, bound=bound,
+        per_launch_time_s=(per_launch_ns * 1e-9).tolist(),
+        per_launch_kernel_s=(kernel_ns * 1e-9).tolist(), extra=extra)
