@@ -9,6 +9,12 @@ exactly when, launch by launch, every warp issues the same loads in the same
 order with the same active lanes and the same element offsets. The request
 histograms (host reads, no caches) are compared too: they depend only on the
 offsets and on each region's 128 B alignment.
+
+BFS and PageRank launches are fixed by the graph alone. SSSP's and CC's
+active sets after their first launches depend on the order in which warps
+update (KERNELS.md), so :func:`timing_independent_launches` says how many of
+their launches a recorded run must reproduce: SSSP's first two (the source,
+then all its neighbours), CC's first (every vertex).
 """
 from __future__ import annotations
 
@@ -124,19 +130,42 @@ def _first_difference(a: HostRows, b: HostRows) -> str | None:
     return None
 
 
-def compare_recorded(recorded: WarpTrace, emulation) -> RecordedComparison:
+def timing_independent_launches(kernel: str) -> int | None:
+    """How many leading launches any GPU run must share with the emulation (None: all)."""
+    return {"sssp": 2, "cc": 1}.get(kernel)
+
+
+def _first_launches(rows: HostRows, n: int | None) -> HostRows:
+    if n is None:
+        return rows
+    keep = rows.launch < n
+    return HostRows(*(getattr(rows, k)[keep] for k in ("launch", "warp", "mask", "array", "rel")))
+
+
+def compare_recorded(recorded: WarpTrace, emulation, *,
+                     max_launches: int | None = None) -> RecordedComparison:
     """Compare a recorded trace with an :class:`~hostlink.traces.emulator.Emulation`
-    of the same kernel, variant, graph, source and id width."""
+    of the same kernel, variant, graph, source and id width; ``max_launches``
+    limits the comparison to the first launches (the launch counts are then
+    not compared)."""
+    from hostlink.model.workload import SPACE_HOST
     from hostlink.traces.coalescer import coalesce
-    a = host_rows(recorded)
-    b = host_rows(emulation.trace())
+    a = _first_launches(host_rows(recorded), max_launches)
+    b = _first_launches(host_rows(emulation.trace()), max_launches)
     diff = _first_difference(a, b)
-    hist_rec = coalesce(recorded).host_reads().size_histogram()
-    hist_emu = emulation.request_histogram()
+    rec = coalesce(recorded).host_reads()
+    emu = emulation.requests()
+    if max_launches is not None:
+        rec = rec.select(rec.launch < max_launches)
+        emu = emu.select(emu.launch < max_launches)
+    hist_rec, hist_emu = rec.size_histogram(SPACE_HOST), emu.size_histogram(SPACE_HOST)
+    n_rec, n_emu = len(recorded.launches), len(emulation.launches)
+    if max_launches is not None:
+        n_rec, n_emu = min(n_rec, max_launches), min(n_emu, max_launches)
     return RecordedComparison(
-        launches=(len(recorded.launches), len(emulation.launches)),
-        grids=([list(lc.grid) for lc in recorded.launches],
-               [list(lc.grid) for lc in emulation.launches]),
+        launches=(n_rec, n_emu),
+        grids=([list(lc.grid) for lc in recorded.launches[:n_rec]],
+               [list(lc.grid) for lc in emulation.launches[:n_emu]]),
         rows=(len(a.launch), len(b.launch)), rows_equal=diff is None, first_difference=diff,
         histograms=(hist_rec, hist_emu))
 
@@ -149,4 +178,4 @@ def open_recorded(folder) -> WarpTrace:
 
 
 __all__ = ["HostRows", "RecordedComparison", "compare_recorded", "host_rows", "load_regions_json",
-           "open_recorded"]
+           "open_recorded", "timing_independent_launches"]
