@@ -29,10 +29,10 @@ Assumptions (choices of this module, not of GAP):
 Memory and time: the sampled edges are held once as packed u64 keys (8 B
 per sampled edge), sorted and compacted in place; the CSR is then built in
 pieces of about 2**25 entries, so no second full-size key array exists.
-Measured on the 2-core CI-size machine: kron scale 22 degree 16 (128.3 M
-directed edges) in about 16 s with a 1.7 GiB peak; scale 24 (520.8 M edges,
-4.2 GiB of edges and weights) in about 81 s with a 4.8 GiB peak (see
-tests/bench/results/emulator.json for the recorded scale-22 run).
+Measured on the 2-core CI-size machine (tests/bench/results/emulator.json):
+kron scale 22 degree 16 (128.3 M directed edges) peaks at 1.7 GiB and takes
+about 16 s on an idle machine; scale 24 (520.8 M edges, 4.0 GiB of offsets,
+edges and weights) peaks at 4.85 GiB.
 """
 from __future__ import annotations
 
