@@ -345,3 +345,35 @@ def test_bad_arguments(kgraph):
     with pytest.raises(GraphError, match="iterations"):
         emulate(kgraph, "pagerank", "merged", iterations=0)
     assert issubclass(ConfigError, HostlinkError)
+
+
+# ------------------------------------------------------------- properties
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def small_graphs(draw):
+    V = draw(st.integers(1, 70))
+    n = draw(st.integers(0, 300))
+    src = draw(st.lists(st.integers(0, V - 1), min_size=n, max_size=n))
+    dst = draw(st.lists(st.integers(0, V - 1), min_size=n, max_size=n))
+    w = draw(st.lists(st.integers(1, 255), min_size=n, max_size=n))
+    return from_edges(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), V,
+                      np.array(w, dtype=np.int64), symmetrize=draw(st.booleans()))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=small_graphs(), variant=st.sampled_from(VARIANTS), id_bytes=st.sampled_from([4, 8]),
+       kernel=st.sampled_from(["bfs", "sssp", "cc", "pagerank"]), chunk_rows=st.integers(64, 200))
+def test_property_rows_follow_kernels_md(g, variant, id_bytes, kernel, chunk_rows):
+    src = int(np.argmax(g.degrees()))
+    emu = emulate(g, kernel, variant, source=src, id_bytes=id_bytes, chunk_rows=chunk_rows,
+                  iterations=2)
+    amap = emu.address_map
+    wb = amap.base("weights") if kernel == "sssp" else None
+    assert _rows_of(emu) == reference_rows(g, variant, emu.active, id_bytes, amap.base("edges"), wb)
+    if kernel == "bfs":
+        assert emu.result.tolist() == ref_bfs(g, src)
+    elif kernel == "sssp":
+        assert emu.result.tolist() == ref_dijkstra(g, src)
