@@ -46,6 +46,7 @@ from hostlink.model.errors import ConfigError
 from hostlink.model.pcie import spec
 from hostlink.model.pcie.tlp import TlpFormat, packetize_reads, packetize_writes
 
+# The bounds, in the order that breaks ties (equal bounds report the earlier one).
 BOUNDS = ("link_down", "link_up", "tags", "cpl_credits", "requester", "dram")
 _BOUND_NAMES = np.asarray(BOUNDS)
 
@@ -133,7 +134,8 @@ class AnalyticResult:
     raw_GBps: np.ndarray              # line rate per direction after encoding
     tlp_capacity_GBps: np.ndarray     # after DLLPs and SKP
     wire_efficiency_down: np.ndarray  # bytes read per completion-direction wire byte
-    wire_efficiency_up: np.ndarray    # bytes written per request-direction wire byte (0: reads only)
+    wire_efficiency_up: np.ndarray    # bytes written per request-direction wire byte
+    #                                   (0 for reads only: requests carry no data)
     dram_efficiency: np.ndarray       # bytes asked per byte the DRAM bursts fetch
     outstanding_limit: np.ndarray     # reads in flight allowed (tags, credits, requester)
     outstanding_to_saturate: np.ndarray  # reads in flight to reach the link bound

@@ -57,41 +57,43 @@ def register(subparsers) -> None:
         description="Bounds on GPU zero-copy read bandwidth over PCIe (link each way, tags, "
                     "completion credits, requester, host DRAM), the one that binds, and the "
                     "outstanding reads that saturate the link.")
-    p.add_argument("--system", help="start from a system preset (flags override it)")
-    p.add_argument("--gen", type=int, help="PCIe generation 1-6")
-    p.add_argument("--lanes", type=int, help="link width: 1, 2, 4, 8 or 16")
-    p.add_argument("--request-bytes", dest="request_B", type=int,
+    p.add_argument("--system", metavar="NAME",
+                   help="start from a system preset (flags override it)")
+    p.add_argument("--gen", type=int, metavar="G", help="PCIe generation 1-6")
+    p.add_argument("--lanes", type=int, metavar="L", help="link width: 1, 2, 4, 8 or 16")
+    p.add_argument("--request-bytes", dest="request_B", type=int, metavar="N",
                    help="bytes per read request (the GPU's SM requests are 32-128)")
-    p.add_argument("--offset-bytes", dest="offset_B", type=int, default=0,
+    p.add_argument("--offset-bytes", dest="offset_B", type=int, default=0, metavar="B",
                    help="address of the request modulo 4096 (default 0: aligned)")
-    p.add_argument("--tags", type=int, help="outstanding reads the tag field allows")
-    p.add_argument("--rtt-ns", dest="rtt_ns", type=_quantity("rtt_ns"),
+    p.add_argument("--tags", type=int, metavar="T", help="outstanding reads the tag field allows")
+    p.add_argument("--rtt-ns", dest="rtt_ns", type=_quantity("rtt_ns"), metavar="NS",
                    help="read round trip, ns (or with a unit: '1.5 us')")
-    p.add_argument("--mps-bytes", dest="mps_B", type=int, help="max payload size (default 256)")
-    p.add_argument("--mrrs-bytes", dest="mrrs_B", type=int,
+    p.add_argument("--mps-bytes", dest="mps_B", type=int, metavar="B",
+                   help="max payload size (default 256)")
+    p.add_argument("--mrrs-bytes", dest="mrrs_B", type=int, metavar="B",
                    help="max read request size (default 512)")
-    p.add_argument("--rcb-bytes", dest="rcb_B", type=int,
+    p.add_argument("--rcb-bytes", dest="rcb_B", type=int, metavar="B",
                    help="read completion boundary, 64 or 128 (default 64)")
     p.add_argument("--cpl-split", choices=("mps", "rcb"), default="mps",
                    help="completer returns the largest completions (mps, default) or one per "
                         "RCB block (rcb)")
-    p.add_argument("--framing-bytes", dest="framing_B", type=float,
+    p.add_argument("--framing-bytes", dest="framing_B", type=float, metavar="B",
                    help="per-TLP framing+sequence+LCRC bytes (default: the generation's)")
-    p.add_argument("--dllp-overhead", dest="dllp_overhead", type=float,
+    p.add_argument("--dllp-overhead", dest="dllp_overhead", type=float, metavar="FRACTION",
                    help="fraction of link time spent on DLLPs (default: the spec's cadence)")
     p.add_argument("--ecrc", action="store_true", default=None, help="TLPs carry an ECRC digest")
     p.add_argument("--addr32", action="store_true", default=None,
                    help="3DW request headers (32-bit addresses)")
-    p.add_argument("--cpl-buffer-bytes", dest="cpl_buffer_B", type=int,
+    p.add_argument("--cpl-buffer-bytes", dest="cpl_buffer_B", type=int, metavar="B",
                    help="requester completion buffer, bytes (0 = unlimited)")
-    p.add_argument("--cpl-buffer-hdrs", dest="cpl_buffer_hdrs", type=int,
+    p.add_argument("--cpl-buffer-hdrs", dest="cpl_buffer_hdrs", type=int, metavar="N",
                    help="requester completion header slots (0 = unlimited)")
-    p.add_argument("--requester-limit", dest="requester_limit", type=int,
+    p.add_argument("--requester-limit", dest="requester_limit", type=int, metavar="N",
                    help="the GPU's own outstanding host reads (0 = unlimited)")
-    p.add_argument("--dram-gbps", dest="dram_GBps", type=_quantity("dram_GBps"),
+    p.add_argument("--dram-gbps", dest="dram_GBps", type=_quantity("dram_GBps"), metavar="GBPS",
                    help="host DRAM sustained bandwidth, GB/s (no DRAM bound without it or a "
                         "system)")
-    p.add_argument("--dram-burst-bytes", dest="dram_burst_B", type=int,
+    p.add_argument("--dram-burst-bytes", dest="dram_burst_B", type=int, metavar="B",
                    help="bytes per DRAM burst (default 64)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)

@@ -22,9 +22,10 @@ from :mod:`hostlink.model.pcie.spec`):
   address, and none may carry more than MPS (counted in whole DWs). Two
   completer policies: ``cpl_split="mps"`` (default) returns the largest
   completions those rules allow, greedily from the start; ``"rcb"`` returns
-  one completion per RCB-aligned block (what some root complexes do). The default is an ASSUMPTION supported by measurement:
-  an RTX 5090 at Gen3 x16 copies host-to-device at 13.69 GB/s
-  (REFERENCE.md), above what 64 B or 128 B completions allow at 8 B framing.
+  one completion per RCB-aligned block (what some root complexes do). The
+  default is an ASSUMPTION supported by measurement: an RTX 5090 at Gen3 x16
+  copies host-to-device at 13.69 GB/s (REFERENCE.md), above what 64 B or
+  128 B completions allow at 8 B framing (11.9 and 13.5 GB/s).
 - Writes become posted MWr TLPs split at MPS-aligned addresses (never
   crossing 4 KiB); no completions.
 - Payloads travel in whole DWs: a request that starts or ends inside a DW

@@ -93,7 +93,8 @@ def test_golden(row):
     if tol == 0:
         assert got == value
     else:
-        assert abs(got - value) <= tol / 100 * abs(value), f"model {got:.6g} vs {value} {row['unit']}"
+        assert abs(got - value) <= tol / 100 * abs(value), \
+            f"model {got:.6g} vs {value} {row['unit']}"
 
 
 def test_unit_conversion_matters_for_the_seed_figures():
