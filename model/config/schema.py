@@ -115,6 +115,10 @@ class GpuConfig:
                                           ge=1, le=64, provenance="assumption")
     max_request_B: int = param(128, doc="largest read request an SM issues over PCIe",
                                choices=(32, 64, 128, 256), provenance="seed")
+    caches_host_reads: bool = param(True, doc="zero-copy loads allocate in L1/L2, so a thread "
+                                    "walking a list sends a new 32 B request only when it "
+                                    "crosses a 32 B boundary (EMOGI §3.3); false: every load "
+                                    "sends its own request", provenance="seed")
 
 
 @dataclass(frozen=True)
