@@ -38,8 +38,14 @@ AXIS_LABELS = {"size_B": "request size (B)", "link.gen": "PCIe generation",
 METRIC_LABELS = {"bw_GBps": "bandwidth (GB/s)", "time_s": "time (s)"}
 # Columns that describe a run rather than a parameter of it.
 _NOT_PARAMS = {"run_id", "experiment", "case", "model_kind", "rep", "config_json",
-               "workload_json", "axes", "git_sha", "host", "created_utc", "mode_label"}
+               "workload_json", "axes", "git_sha", "host", "created_utc", "bound"}
 MAX_LINES = 24
+# Categorical parameters drawn in their natural order, not alphabetically.
+ORDERS = {"workload.variant": ("naive", "merged", "merged_aligned", "chunked"),
+          "workload.kernel": ("bfs", "sssp", "cc", "pagerank"),
+          "mode": ("zerocopy", "uvm", "uvm_readmostly", "device"),
+          "workload.mode": ("zerocopy", "uvm", "uvm_readmostly", "device")}
+MODE_STYLES = {"zerocopy": "-", "uvm": "--", "uvm_readmostly": "-.", "device": ":"}
 
 
 class PlotError(HostlinkError):
@@ -140,6 +146,24 @@ def _independent(df: pd.DataFrame, cols: list[str]) -> list[str]:
     return [c for c in cols if c in kept]
 
 
+def _sort_key(col: str, value: Any):
+    order = ORDERS.get(col)
+    if order is not None and value in order:
+        return (0, order.index(value), "")
+    if isinstance(value, (int, float, np.integer, np.floating)) and not pd.isna(value):
+        return (1, float(value), "")
+    return (2, 0.0, str(value))
+
+
+def _ordered_groups(data: pd.DataFrame, cols: list[str]) -> list[tuple[tuple, pd.DataFrame]]:
+    """Groups of ``data`` by ``cols``, in each column's natural order."""
+    if not cols:
+        return [((), data)]
+    groups = [((k if isinstance(k, tuple) else (k,)), g)
+              for k, g in data.groupby(cols, dropna=False, sort=False)]
+    return sorted(groups, key=lambda kg: [_sort_key(c, v) for c, v in zip(cols, kg[0])])
+
+
 def _label(row: pd.Series, cols: list[str]) -> str:
     parts = []
     for c in cols:
@@ -171,15 +195,27 @@ def plot_bw_vs(df: pd.DataFrame, x: str, metric: str = "bw_GBps", *, title: str 
         hue = _independent(data, [c for c in others if c not in _determined_by(data, x, others)])
     fig = ax.figure if ax is not None else _new_figure()
     ax = ax if ax is not None else fig.add_subplot()
-    groups = list(data.groupby(hue, dropna=False, sort=True)) if hue else [((), data)]
+    # With a memory mode among the line keys: the line style shows the mode and the
+    # colour the rest, so each colour pairs a zero-copy line with its UVM twin.
+    mode_col = next((c for c in ("mode", "workload.mode") if c in hue), None)
+    colour_cols = [c for c in hue if c != mode_col] if mode_col else hue
+    groups = _ordered_groups(data, hue)
     if len(groups) > MAX_LINES:
         raise PlotError(f"{len(groups)} lines ({', '.join(hue)} vary): filter the results "
                         f"(e.g. --experiment) or pass hue=")
-    for _, g in groups:
+    colours: dict[tuple, str] = {}
+    for key, g in groups:
         g = g.sort_values(x)
         xs = pd.to_numeric(g[x], errors="coerce")
         label = _label(g.iloc[0], hue) if hue else None
-        ax.plot(xs, g[metric], marker="o", markersize=3.5, linewidth=1.4, label=label)
+        style = {}
+        if mode_col:
+            ckey = tuple(g.iloc[0][c] for c in colour_cols)
+            if ckey not in colours:
+                colours[ckey] = f"C{len(colours) % 10}"
+            style = {"color": colours[ckey],
+                     "linestyle": MODE_STYLES.get(g.iloc[0][mode_col], "-")}
+        ax.plot(xs, g[metric], marker="o", markersize=3.5, linewidth=1.4, label=label, **style)
     if logx is None:
         xs = pd.to_numeric(data[x], errors="coerce")
         logx = x == "link.tags" and xs.min() > 0 and xs.max() / xs.min() >= 16
@@ -216,7 +252,8 @@ def plot_zerocopy_vs_uvm(df: pd.DataFrame, metric: str = "bw_GBps", *,
     keys = (data[others].astype(str).agg(", ".join, axis=1) if others
             else pd.Series([""] * len(data), index=data.index))
     data = data.assign(_group=keys)
-    group_names = list(dict.fromkeys(data.sort_values(others)["_group"])) if others else [""]
+    group_names = [g["_group"].iloc[0] for _, g in _ordered_groups(data, others)] if others \
+        else [""]
     fig = _new_figure(max(6.4, 0.9 * len(group_names) + 2), 4.2)
     ax = fig.add_subplot()
     width = 0.8 / len(modes)

@@ -152,22 +152,35 @@ def _analytic_params(systems: list[tuple[dict, dict]]) -> dict[str, Any]:
     return out
 
 
-def bound_rows(bound_index: np.ndarray) -> tuple[str, str, np.ndarray]:
-    """The binding bound as a metric: its index in :data:`hostlink.model.analytic.BOUNDS`
-    (the unit string lists the names, so the code decodes itself)."""
-    from hostlink.model.analytic import BOUNDS
-    return ("bound_index", "index:" + "|".join(BOUNDS), np.asarray(bound_index, dtype=np.float64))
+def bound_metric(name: str) -> str:
+    """The binding bound of a run is stored as a flag row: metric ``bound.<name>``,
+    value 1 (tidy values are numbers); ``load_results(wide=True)`` turns the
+    flags back into a ``bound`` column."""
+    return f"{BOUND_PREFIX}{name}"
+
+
+BOUND_PREFIX = "bound."
 
 
 def evaluate_sizes_analytic(task: Task) -> dict[str, np.ndarray]:
     """One vectorised analytic evaluation for every point of the task."""
-    from hostlink.model.analytic import evaluate
+    from hostlink.model.analytic import BOUNDS, evaluate
     hist = size_histogram(task.workload)
     params = _analytic_params(task.systems)
     result = evaluate(hist, **params)
     metrics = [(name, unit, getattr(result, name)) for name, unit in ANALYTIC_METRICS]
-    metrics.append(bound_rows(result.bound_index))
-    return _rows(task.run_ids, task.cases, task.experiment, "analytic", metrics)
+    rows = _rows(task.run_ids, task.cases, task.experiment, "analytic", metrics)
+    # one flag row per point for its binding bound
+    n = len(task.run_ids)
+    index = np.broadcast_to(np.asarray(result.bound_index), (n,))
+    flags = {"run_id": np.asarray(task.run_ids, dtype=object),
+             "experiment": np.full(n, task.experiment, dtype=object),
+             "case": np.asarray(task.cases, dtype=object),
+             "model_kind": np.full(n, "analytic", dtype=object),
+             "metric": np.asarray([bound_metric(b) for b in BOUNDS], dtype=object)[index],
+             "value": np.ones(n), "unit": np.full(n, "1", dtype=object),
+             "rep": np.zeros(n, dtype=np.int32)}
+    return {k: np.concatenate([rows[k], flags[k]]) for k in rows}
 
 
 # ---------------------------------------------------------------- streams
@@ -293,38 +306,45 @@ def cached_stream(task: Task):
     return stream
 
 
+def prediction_rows(prediction, run_id: str, experiment: str, case: str) -> list[dict]:
+    """``Prediction.to_rows`` plus the binding bound (a flag row) and, for DES runs,
+    the utilisation of each resource (``utilisation.<resource>``)."""
+    rows = list(prediction.to_rows(run_id, experiment, case))
+    base = {"run_id": run_id, "experiment": experiment, "case": case,
+            "model_kind": prediction.model_kind, "rep": 0}
+    rows.append({**base, "metric": bound_metric(prediction.bound), "value": 1.0, "unit": "1"})
+    util = prediction.extra.get("des", {}).get("utilisation", {}) if prediction.extra else {}
+    for name, value in sorted(util.items()):
+        rows.append({**base, "metric": f"utilisation.{name}", "value": float(value), "unit": "1"})
+    return rows
+
+
 def evaluate_stream(task: Task) -> dict[str, np.ndarray]:
     """Build the task's request stream once, then predict every point on it."""
     from hostlink.model.config import SystemConfig
     from hostlink.model.predict import predict
     stream = cached_stream(task)
     mode = task.workload.get("mode", "zerocopy")
-    columns: dict[str, list] = {}
+    rows: list[dict] = []
     for rid, case, (parts, scalars) in zip(task.run_ids, task.cases, task.systems):
         system = SystemConfig(**scalars, **parts)
         prediction = predict(stream, system, mode=mode, fidelity=task.fidelity)
-        rows = prediction.to_rows(rid, task.experiment, case)
-        for key, values in _row_columns(rows).items():
-            columns.setdefault(key, []).append(values)
-    return {k: np.concatenate(v) for k, v in columns.items()}
+        rows.extend(prediction_rows(prediction, rid, task.experiment, case))
+    return _row_columns(rows)
 
 
-def _row_columns(rows) -> dict[str, np.ndarray]:
-    """Tidy rows from ``Prediction.to_rows`` (a DataFrame or a list of dicts) as arrays."""
+def _row_columns(rows: list[dict]) -> dict[str, np.ndarray]:
+    """Tidy rows (dicts) as columns."""
     from hostlink.model.sweep.store import TIDY_COLUMNS
-    if hasattr(rows, "to_dict") and hasattr(rows, "columns"):
-        records = rows.to_dict("list")
-    else:
-        records = {k: [r[k] for r in rows] for k in TIDY_COLUMNS if k != "rep" or
-                   (rows and "rep" in rows[0])}
     out = {}
     for k in TIDY_COLUMNS:
+        values = [r.get(k, 0) if k == "rep" else r[k] for r in rows]
         if k == "rep":
-            out[k] = np.asarray(records.get("rep", [0] * len(records["run_id"])), dtype=np.int32)
+            out[k] = np.asarray(values, dtype=np.int32)
         elif k == "value":
-            out[k] = np.asarray(records[k], dtype=np.float64)
+            out[k] = np.asarray(values, dtype=np.float64)
         else:
-            out[k] = np.asarray(records[k], dtype=object)
+            out[k] = np.asarray(values, dtype=object)
     return out
 
 

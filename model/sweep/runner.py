@@ -94,15 +94,18 @@ def _check_runnable(spec: SweepSpec, rp: ResolvedPoint) -> None:
         raise ConfigError(f"{where}: 'workload.path': no trace folder {w['path']}")
 
 
-def _batch_size(spec: SweepSpec, kind_fid: tuple[str, str], n: int, jobs: int,
-                override: int | None) -> int:
+def _batch_size(spec: SweepSpec, kind_fid: tuple[str, str], n_group: int, n_total: int,
+                jobs: int, override: int | None) -> int:
     if override:
         return override
     if spec.batch_size:
         return spec.batch_size
     if kind_fid == ("sizes", "analytic"):
-        return max(500, min(SIZES_BATCH, math.ceil(n / (4 * jobs))))
-    return max(1, min(STREAM_BATCH_MAX, math.ceil(n / (2 * jobs))))
+        return max(500, min(SIZES_BATCH, math.ceil(n_group / (4 * jobs))))
+    # Stream tasks build their stream once: keep a workload's points together
+    # unless that leaves workers idle.
+    share = math.ceil(n_total / (2 * jobs))
+    return max(1, min(STREAM_BATCH_MAX, n_group, share))
 
 
 def plan_tasks(spec: SweepSpec, pending: list[ResolvedPoint], jobs: int,
@@ -112,9 +115,11 @@ def plan_tasks(spec: SweepSpec, pending: list[ResolvedPoint], jobs: int,
     for rp in pending:
         groups.setdefault((rp.fidelity, rp.workload_json), []).append(rp)
     tasks = []
+    n_stream = sum(len(m) for (fid, _), m in groups.items()
+                   if not (m[0].workload["kind"] == "sizes" and fid == "analytic"))
     for (fidelity, wjson), members in groups.items():
-        size = _batch_size(spec, (members[0].workload["kind"], fidelity), len(members), jobs,
-                           batch_size)
+        size = _batch_size(spec, (members[0].workload["kind"], fidelity), len(members),
+                           n_stream, jobs, batch_size)
         for start in range(0, len(members), size):
             chunk = members[start:start + size]
             task = _evaluate.Task(

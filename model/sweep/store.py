@@ -305,6 +305,40 @@ def load_configs(root: str | Path) -> dict[str, dict]:
     return out
 
 
+BOUND_PREFIX = "bound."
+
+
+def _read_results(root: Path, run_ids: set[str] | None) -> pa.Table:
+    """All committed result rows (a run id found in two files: the first file's rows),
+    only of ``run_ids`` when given."""
+    tables, seen = [], set()
+    for path in _parts(root / "results"):
+        t = _read(path)
+        ids = set(pc.unique(t.column("run_id")).to_pylist())
+        drop = ids & seen
+        if run_ids is not None:
+            drop |= ids - run_ids
+        if drop:
+            t = t.filter(pc.invert(pc.is_in(t.column("run_id"), value_set=pa.array(sorted(drop)))))
+        seen |= ids
+        if t.num_rows:
+            tables.append(t.cast(TIDY_SCHEMA))
+    return pa.concat_tables(tables) if tables else TIDY_SCHEMA.empty_table()
+
+
+def _attach(frame: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
+    """Join the points (membership and parameters) to rows keyed by run_id."""
+    params = points.drop(columns=[c for c in ("git_sha", "host", "created_utc") if c in points])
+    if params["run_id"].is_unique:   # the usual case: a take per column, no hash join
+        idx = pd.Index(params["run_id"]).get_indexer(frame["run_id"])
+        keep = idx >= 0
+        frame = frame[keep].reset_index(drop=True)
+        idx = idx[keep]
+        extra = {c: params[c].array.take(idx) for c in params.columns if c != "run_id"}
+        return pd.concat([frame, pd.DataFrame(extra, index=frame.index)], axis=1)
+    return frame.merge(params, on="run_id", how="inner")
+
+
 def load_results(root: str | Path, experiment: str | None = None,
                  wide: bool = False) -> pd.DataFrame:
     """Every result row of a results folder, with the sweep's parameters as columns.
@@ -312,35 +346,66 @@ def load_results(root: str | Path, experiment: str | None = None,
     Long form (default): the tidy columns (``run_id, experiment, case,
     model_kind, metric, value, unit, rep``) then the parameter columns
     (``link.gen``, ``workload.variant``, ...). ``wide=True``: one row per
-    run, experiment, case, model kind and rep, one column per metric.
+    run, experiment, case, model kind and rep, one column per metric, and the
+    binding bound (stored as ``bound.<name>`` flag rows) as a ``bound`` column.
+    A run shared by several sweeps appears under each one's experiment and case.
     """
     root = Path(root)
-    files = _parts(root / "results")
     points = load_points(root, experiment)
-    if not files:
-        results = TIDY_SCHEMA.empty_table().to_pandas()
-    else:
-        results = pa.concat_tables([_read(p) for p in files]).to_pandas()
-    results = results.drop_duplicates(["run_id", "model_kind", "metric", "rep"], keep="first")
-    results = results.drop(columns=["experiment", "case"])
-    params = points.drop(columns=[c for c in ("git_sha", "host", "created_utc") if c in points])
-    merged = results.merge(params, on="run_id", how="inner")
-    front = list(TIDY_COLUMNS)
-    merged = merged[front + [c for c in merged.columns if c not in front]]
-    merged = merged.reset_index(drop=True)
+    table = _read_results(root, set(points["run_id"]) if experiment is not None else None)
     if wide:
-        return to_wide(merged)
-    return merged
+        return _wide(table, points)
+    results = table.drop_columns(["experiment", "case"]).to_pandas()
+    merged = _attach(results, points)
+    front = list(TIDY_COLUMNS)
+    return merged[front + [c for c in merged.columns if c not in front]]
+
+
+def _wide(table: pa.Table, points: pd.DataFrame) -> pd.DataFrame:
+    key_cols = ("run_id", "model_kind", "rep")
+    cols = {c: table.column(c).to_numpy(zero_copy_only=False) for c in (*key_cols, "metric")}
+    codes = np.zeros(table.num_rows, dtype=np.int64)
+    for c in key_cols:
+        code, uniq = pd.factorize(cols[c])
+        codes = codes * max(len(uniq), 1) + code
+    row_codes, row_index = pd.factorize(codes)
+    metric_codes, metrics = pd.factorize(cols["metric"])
+    matrix = np.full((len(row_index), len(metrics)), np.nan)
+    matrix[row_codes, metric_codes] = table.column("value").to_numpy()
+    first = np.zeros(len(row_index), dtype=np.int64)
+    first[row_codes] = np.arange(table.num_rows)   # a row of each run (its keys are equal)
+    frame = pd.DataFrame({c: cols[c][first] for c in key_cols})
+    names = [str(m) for m in metrics]
+    flags = [i for i, m in enumerate(names) if m.startswith(BOUND_PREFIX)]
+    values = {m: matrix[:, i] for i, m in enumerate(names) if i not in flags}
+    order = sorted(values)
+    frame = pd.concat([frame, pd.DataFrame({m: values[m] for m in order})], axis=1)
+    if flags:
+        labels = np.asarray([names[i][len(BOUND_PREFIX):] for i in flags], dtype=object)
+        sub = matrix[:, flags]
+        has = ~np.isnan(sub)
+        bound = np.where(has.any(axis=1), labels[np.argmax(has, axis=1)], None)
+        frame["bound"] = bound
+    frame = _attach(frame, points)
+    front = ["run_id", "experiment", "case", "model_kind", "rep"]
+    frame = frame[front + [c for c in frame.columns if c not in front]]
+    frame.attrs["metrics"] = order
+    return frame
 
 
 def to_wide(long: pd.DataFrame) -> pd.DataFrame:
-    """Long tidy rows -> one row per run/experiment/case/model_kind/rep, a column per metric."""
+    """Long tidy rows (as :func:`load_results` gives them) -> the wide form."""
     key = ["run_id", "experiment", "case", "model_kind", "rep"]
-    values = (long.drop_duplicates(key + ["metric"]).set_index(key + ["metric"])["value"]
+    flags = long["metric"].astype(str).str.startswith(BOUND_PREFIX)
+    values = (long[~flags].drop_duplicates(key + ["metric"]).set_index(key + ["metric"])["value"]
               .unstack("metric").reset_index())
     values.columns.name = None
-    params = [c for c in long.columns if c not in (*key, "metric", "value", "unit")]
     metrics = [c for c in values.columns if c not in key]
+    if flags.any():
+        b = long[flags].drop_duplicates(key)[key + ["metric"]]
+        b = b.assign(bound=b["metric"].str[len(BOUND_PREFIX):]).drop(columns="metric")
+        values = values.merge(b, on=key, how="left")
+    params = [c for c in long.columns if c not in (*key, "metric", "value", "unit")]
     if params:
         values = values.merge(long[key + params].drop_duplicates(key), on=key, how="left")
     values.attrs["metrics"] = metrics
