@@ -41,6 +41,9 @@ class LinkConfig:
                                     ge=0, le=64, optional=True)
     flit_mode: bool | None = param(None, doc="Gen6 flit mode; None = on for Gen6, off below",
                                    optional=True)
+    cpl_split: str = param("mps", doc="how the completer splits a read's data: 'mps' = the "
+                           "largest completions MPS and RCB alignment allow, 'rcb' = one per RCB "
+                           "block", choices=("mps", "rcb"), provenance="assumption")
     cpl_buffer_B: int = param(0, doc="requester completion buffer in bytes (0 = unlimited)", ge=0)
     cpl_buffer_hdrs: int = param(0, doc="requester completion header slots (0 = unlimited)", ge=0)
     dllp_overhead: float | None = param(None, doc="fraction of link time spent on DLLPs; "
