@@ -1,0 +1,146 @@
+// uvm_touch: first-touch bandwidth of CUDA managed memory whose pages start
+// on the host, by access pattern and advice.
+//
+// Per point and repetition: allocate size_B of managed memory (refused above
+// the safety limit in memory.cuh), fill it on the CPU (every page then lives
+// on the host), apply the advice, flush L2, and time one read of every byte
+// by the GPU (CUDA events). Then a second read of the same bytes is timed
+// (the pages are on the GPU now, except with accessedby), and the buffer is
+// freed.
+//   advice none        page faults migrate 4 KiB pages (and the driver's
+//                      prefetcher may take more)
+//   advice readmostly  cudaMemAdviseSetReadMostly: faults make read-only
+//                      copies on the GPU
+//   advice prefetch    cudaMemPrefetchAsync to the GPU, then the read; the
+//                      time includes the prefetch (prefetch_ms alone too)
+//   advice accessedby  preferred location host + cudaMemAdviseSetAccessedBy
+//                      for the GPU: the pages stay on the host and the SMs
+//                      read them remotely
+// Patterns: seq (warp w's j-th load covers 128 B block w + j*W) and random
+// (the 128 B blocks in the order b_j = j * 2654435761 mod n, a permutation
+// of all n blocks as the multiplier is a prime above n; each warp takes a
+// contiguous run of j). Each lane loads 4 B, so one warp load is one 128 B
+// line.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "../common/args.hpp"
+#include "../common/check.cuh"
+#include "../common/device.cuh"
+#include "../common/json.hpp"
+#include "../common/memory.cuh"
+
+constexpr uint64_t kPermMultiplier = 2654435761ull;  // a prime
+
+template <bool RANDOM>
+__global__ void touch(const unsigned* buf, uint64_t nblocks, unsigned* sink) {
+  const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  const uint64_t warp = tid / 32, nwarps = (static_cast<uint64_t>(gridDim.x) * blockDim.x) / 32;
+  const unsigned lane = threadIdx.x % 32;
+  unsigned acc = 0;
+  if (!RANDOM) {
+    for (uint64_t b = warp; b < nblocks; b += nwarps) acc += buf[b * 32 + lane];
+  } else {
+    const uint64_t per = (nblocks + nwarps - 1) / nwarps;
+    const uint64_t last = min(nblocks, (warp + 1) * per);
+    for (uint64_t j = warp * per; j < last; ++j) acc += buf[((j * kPermMultiplier) % nblocks) * 32 + lane];
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
+int main(int argc, char** argv) {
+  hl::Args args("uvm_touch", "UVM first-touch bandwidth by pattern and advice");
+  args.flag("size-B", "64MiB,256MiB,1GiB", "managed buffer sizes (list)");
+  args.flag("pattern", "seq,random", "access pattern: seq, random (list)");
+  args.flag("advice", "none,readmostly,prefetch,accessedby", "advice: none, readmostly, prefetch, accessedby (list)");
+  args.flag("warps", "0", "warps in the grid, 0 = as many as fit on the GPU at once");
+  args.flag("reps", "3", "timed repetitions per point");
+  args.flag("device", "0", "CUDA device ordinal");
+  args.parse(argc, argv);
+
+  auto sizes = args.sizes("size-B");
+  auto patterns = args.choices("pattern", {"seq", "random"});
+  auto advices = args.choices("advice", {"none", "readmostly", "prefetch", "accessedby"});
+  int64_t warps_req = args.integer("warps");
+  int reps = static_cast<int>(args.integer("reps"));
+  if (reps < 1 || warps_req < 0) hl::fail(hl::kExitUsage, "usage", "--reps >= 1 and --warps >= 0");
+  for (auto s : sizes)
+    if (s < 4096 || s % 128) hl::fail(hl::kExitUsage, "usage", "--size-B: %llu must be >= 4 KiB and a multiple of 128", (unsigned long long)s);
+
+  hl::DeviceInfo dev = hl::query_device(static_cast<int>(args.integer("device")));
+  hl::print_device(dev);
+  if (!dev.concurrent_managed_access)
+    hl::fail(hl::kExitRefused, "refused", "the GPU has no concurrent managed access; UVM first touch is not measured");
+  hl::L2Flusher flusher(dev);
+  unsigned* sink = nullptr;
+  CUDA_CHECK(cudaMalloc(&sink, sizeof(unsigned)));
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreate(&stream));
+  hl::EventTimer total_timer, prefetch_timer, second_timer;
+
+  int occ = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, touch<false>, 256, 0));
+  uint64_t warps = warps_req ? static_cast<uint64_t>(warps_req) : static_cast<uint64_t>(occ) * dev.sm_count * 8;
+  unsigned grid = static_cast<unsigned>((warps + 7) / 8);
+  warps = static_cast<uint64_t>(grid) * 8;
+
+  {  // warm-up: the first managed fault of a context pays one-off setup
+    hl::Buffer w = hl::alloc_buffer(hl::MemMode::Uvm, 2 << 20, dev.device);
+    std::memset(w.host, 1, w.bytes);
+    touch<false><<<grid, 256, 0, stream>>>(static_cast<const unsigned*>(w.dev), w.bytes / 128, sink);
+    LAUNCH_CHECK("touch");
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    hl::free_buffer(w);
+  }
+
+  for (uint64_t size : sizes)
+    for (const auto& pattern : patterns)
+      for (const auto& advice : advices)
+        for (int rep = 0; rep < reps; ++rep) {
+          hl::MemMode mode = advice == "readmostly"   ? hl::MemMode::UvmReadMostly
+                             : advice == "accessedby" ? hl::MemMode::UvmAccessedBy
+                                                      : hl::MemMode::Uvm;
+          hl::Buffer b = hl::alloc_buffer(mode, size, dev.device);
+          std::memset(b.host, 1, size);  // every page first touched, so resident, on the host
+          hl::apply_advice(b);
+          flusher.flush(stream);
+          auto kernel = pattern == "random" ? touch<true> : touch<false>;
+          const unsigned* p = static_cast<const unsigned*>(b.dev);
+          uint64_t nblocks = size / 128;
+          total_timer.start(stream);
+          prefetch_timer.start(stream);
+          if (advice == "prefetch") CUDA_CHECK(hl::mem_prefetch(b.dev, size, hl::device_location(dev.device), stream));
+          prefetch_timer.stop(stream);
+          kernel<<<grid, 256, 0, stream>>>(p, nblocks, sink);
+          LAUNCH_CHECK("touch");
+          total_timer.stop(stream);
+          double total_ms = total_timer.ms();
+          double prefetch_ms = prefetch_timer.ms();
+          second_timer.start(stream);
+          kernel<<<grid, 256, 0, stream>>>(p, nblocks, sink);
+          LAUNCH_CHECK("touch");
+          second_timer.stop(stream);
+          double second_ms = second_timer.ms();
+          hl::free_buffer(b);
+
+          hl::Json j;
+          j.str("type", "measurement").str("benchmark", "uvm_touch");
+          j.begin("params").uinteger("size_B", size).str("pattern", pattern).str("advice", advice).end();
+          j.integer("rep", rep);
+          j.begin("metrics")
+              .num("time_ms", total_ms)
+              .num("bw_GBps", size / (total_ms * 1e-3) / 1e9)
+              .num("prefetch_ms", prefetch_ms)
+              .num("kernel_ms", total_ms - prefetch_ms)
+              .num("second_time_ms", second_ms)
+              .num("second_bw_GBps", size / (second_ms * 1e-3) / 1e9)
+              .uinteger("warps_launched", warps)
+              .end();
+          j.print();
+        }
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  CUDA_CHECK(cudaFree(sink));
+  hl::print_done("uvm_touch");
+  return 0;
+}

@@ -1,0 +1,98 @@
+"""The CUDA programs on a real GPU (marked ``gpu``: skipped, visibly, without one).
+
+Tiny inputs only: each program runs, prints its JSON lines, passes its own
+result checks; managed memory beyond the safety limit is refused; and the
+BFS self-trace of every variant equals the walk model load for load.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from kernel_helpers import random_symmetric_graph, traced_edge_loads, write_bel
+from walk_model import bfs_launches
+
+pytestmark = pytest.mark.gpu
+
+VARIANTS = ["naive", "merged", "merged_aligned", "chunked", "balanced"]
+MODES = ["device", "zerocopy", "registered", "uvm_accessedby", "uvm", "uvm_readmostly"]
+
+
+@pytest.fixture(scope="module")
+def bin_dir(kernels_dir):
+    p = subprocess.run(["make", "-C", str(kernels_dir), "-j4"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    return kernels_dir / "bin"
+
+
+def run(bin_dir, program, *args, rc=0):
+    p = subprocess.run([str(bin_dir / program), *map(str, args)], capture_output=True, text=True, timeout=300)
+    lines = [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
+    assert p.returncode == rc, p.stdout[-3000:] + p.stderr[-2000:]
+    return lines
+
+
+def measurements(lines):
+    return [x for x in lines if x["type"] == "measurement"]
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    offsets, dst, w = random_symmetric_graph(3000, 20000, seed=11)
+    return write_bel(tmp_path_factory.mktemp("g") / "g3000", offsets, dst, w)
+
+
+def test_memcpy(bin_dir):
+    m = measurements(run(bin_dir, "memcpy_bw", "--size-B", "1MiB,4MiB", "--reps", 2))
+    assert len(m) == 8 and all(x["metrics"]["bw_GBps"] > 0.1 for x in m)
+
+
+def test_zc_read_patterns(bin_dir):
+    m = measurements(run(bin_dir, "zc_read", "--pattern", "coalesced,strided,random", "--offset-B", "0,32",
+                         "--region-B", "64KiB", "--total-B", "16MiB", "--reps", 1))
+    assert len(m) == 4 and all(x["metrics"]["bw_GBps"] > 0 for x in m)
+
+
+def test_ptr_chase_and_warps(bin_dir):
+    m = measurements(run(bin_dir, "ptr_chase", "--memory-mode", "zerocopy,device", "--stride-B", "4096",
+                         "--footprint-B", "4MiB", "--steps", 200, "--reps", 1))
+    lat = {x["params"]["memory_mode"]: x["metrics"]["lat_ns"] for x in m}
+    assert lat["zerocopy"] > lat["device"] > 0
+    m = measurements(run(bin_dir, "zc_warps", "--warps", "1,132", "--total-B", "8MiB", "--reps", 1))
+    assert len(m) == 4
+
+
+def test_uvm_touch_small_and_refusal(bin_dir):
+    m = measurements(run(bin_dir, "uvm_touch", "--size-B", "8MiB", "--reps", 1))
+    assert len(m) == 8
+    lines = run(bin_dir, "uvm_touch", "--size-B", "100000GiB", "--reps", 1, rc=3)
+    assert lines[-1]["type"] == "error" and lines[-1]["kind"] == "refused" and "free memory" in lines[-1]["message"]
+
+
+@pytest.mark.parametrize("kernel", ["bfs", "sssp", "cc", "pagerank"])
+def test_traversal_checks_pass_everywhere(bin_dir, graph, kernel):
+    lines = run(bin_dir, kernel, "--graph", graph, "--variant", ",".join(VARIANTS), "--memory-mode",
+                ",".join(MODES), "--id-bytes", "4,8", "--sources", 2, "--reps", 1)
+    m = measurements(lines)
+    per_source = 2 if kernel in ("bfs", "sssp") else 1
+    assert len(m) == len(VARIANTS) * len(MODES) * 2 * per_source
+    assert all(x["metrics"]["check_pass"] == 1 for x in m)
+    assert lines[-1] == {"type": "done", "program": kernel, "check_failures": 0}
+    # every variant reads the same edges in one configuration
+    reads = {(x["params"]["variant"], x["params"].get("source")) for x in m}
+    assert len(reads) == len(VARIANTS) * per_source
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("id_bytes", [4, 8])
+def test_bfs_self_trace_equals_the_walk_model(bin_dir, graph, tmp_path, variant, id_bytes):
+    offsets = np.fromfile(f"{graph}.bel.col", dtype=np.uint64)[2:].astype(np.int64)
+    dst = np.fromfile(f"{graph}.bel.dst", dtype=np.uint64)[2:].astype(np.int64)
+    source = int(np.flatnonzero(np.diff(offsets))[3])
+    lines = run(bin_dir, "bfs", "--graph", graph, "--variant", variant, "--memory-mode", "zerocopy",
+                "--id-bytes", id_bytes, "--source", source, "--self-trace", tmp_path)
+    assert [x for x in lines if x["type"] == "trace"][0]["metrics"]["check_pass"] == 1
+    assert traced_edge_loads(tmp_path, id_bytes) == bfs_launches(variant, offsets, dst, source, id_bytes)

@@ -1,0 +1,480 @@
+"""``hostlink validate run``: measure a manifest's cases on a CUDA host.
+
+Steps, all under the output directory ``OUT``:
+1. build gpu_kernels (``make -C gpu_kernels``; log in ``build.log``);
+2. record the environment (``environment.json``; a resumed run adds its own
+   session to ``metadata.json``);
+3. generate the manifest's graphs with ``hostlink graph gen`` into
+   ``OUT/graphs`` (or ``--graph-dir``), unless their files exist;
+4. draw the traversal sources (:func:`~hostlink.validation.manifest.choose_sources`);
+5. run the jobs: one per ``[[self_trace]]``, one per ``[[micro]]`` group,
+   one per (kernel, graph) of each ``[[traversal]]`` group (all its memory
+   modes, variants and id sizes in one program run, which loads the graph
+   and computes each CPU reference once), in that order. Each job's JSON lines go to
+   ``raw/<job>.jsonl`` (its stderr to ``logs/<job>.err``); a job whose file
+   ends with a ``done`` line is finished and is not run again, so an
+   interrupted run resumes where it stopped;
+6. parse every raw file into the tidy table (``results.csv``,
+   ``results.parquet``) and write ``metadata.json``: run id, manifest,
+   sessions, graphs, sources, jobs (command, status, exit code, seconds,
+   errors), the parameters of every case, and the cases that are missing.
+
+A job that fails (non-zero exit without a ``done`` line) is recorded and the
+run goes on; its partial output is kept as ``raw/<job>.jsonl.failed``, and
+the measurements it printed before failing are kept in the results (a
+resumed run runs the job again and replaces them).
+Results checks that fail inside a finished job (exit status 4) are kept as
+``check_pass = 0`` rows.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from hostlink.model.errors import ConfigError, HostlinkError
+from hostlink.validation import environment
+from hostlink.validation.manifest import (
+    MICRO_BENCHMARKS,
+    Manifest,
+    SelfTraceSpec,
+    choose_sources,
+    load_manifest,
+    micro_case_name,
+    read_offsets,
+    traversal_case_name,
+)
+from hostlink.validation.results_io import (
+    Measurement,
+    ProgramOutput,
+    make_table,
+    read_output,
+    rows_from_output,
+    write_results,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+KERNEL_DIR = REPO / "gpu_kernels"
+EXIT_CHECK_FAILED = 4
+
+
+class RunError(HostlinkError):
+    """The harness cannot go on (build failed, output directory in use by another manifest, ...)."""
+
+
+@dataclass
+class Job:
+    id: str
+    kind: str  # micro | traversal | trace
+    argv: list[str]
+    expected_cases: list[str]
+    case_of: Callable[[Measurement], str | None] = field(repr=False, default=lambda m: None)
+    trace_dir: Path | None = None
+
+
+@dataclass
+class JobResult:
+    id: str
+    kind: str
+    argv: list[str]
+    status: str  # finished | failed | skipped (finished earlier) | planned
+    returncode: int | None = None
+    wall_s: float | None = None
+    measurements: int = 0
+    check_failures: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+_GEN_SCRIPT = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "from hostlink.traces.graphs import generate, write_bel\n"
+    "kind, scale, degree, seed, prefix = sys.argv[1:]\n"
+    "csr = generate(kind, int(scale), int(degree), int(seed), weighted=True, name=Path(prefix).name)\n"
+    "write_bel(csr, prefix)\n"
+)
+
+
+def graph_gen_command(kind: str, scale: int, degree: int, seed: int, prefix: Path) -> list[str]:
+    """The command that writes PREFIX.bel.{col,dst,val} for a generated graph.
+
+    It calls :func:`hostlink.traces.graphs.generate` and ``write_bel`` (what
+    ``hostlink graph gen`` runs) in a child process that imports nothing
+    else, so it works on a GPU host that lacks the other command groups'
+    dependencies.
+    """
+    return [sys.executable, "-c", _GEN_SCRIPT, kind, str(scale), str(degree), str(seed), str(prefix)]
+
+
+def graph_files(prefix: Path) -> list[Path]:
+    return [Path(f"{prefix}.bel.{ext}") for ext in ("col", "dst", "val")]
+
+
+def _slug(*parts: object) -> str:
+    return "__".join(str(p) for p in parts)
+
+
+def plan_jobs(m: Manifest, bin_dir: Path, prefixes: dict[str, Path], sources: dict[str, list[int]],
+              out_dir: Path) -> list[Job]:
+    """Every job of the manifest, in run order: self traces (short), micro groups, traversal."""
+    jobs: list[Job] = []
+    traces: list[Job] = []
+    for i, g in enumerate(m.micro):
+        argv = [str(bin_dir / g.program)]
+        for k, p in MICRO_BENCHMARKS[g.benchmark][1].items():
+            flag = f"--{k.replace('_', '-')}"
+            if p.naming:
+                argv += [flag, ",".join(str(v) for v in g.lists.get(k, (p.default,)))]
+            else:
+                argv += [flag, str(g.settings[k])]
+        bench = g.benchmark
+        jobs.append(Job(id=_slug("micro", i, bench), kind="micro", argv=argv, expected_cases=g.cases(),
+                        case_of=lambda meas, b=bench: micro_case_name(b, meas.params)))
+    for gi, t in enumerate(m.traversal):
+        for kernel in t.kernels:
+            for graph in t.graphs:
+                argv = [str(bin_dir / kernel), "--graph", str(prefixes[graph]), "--graph-name", graph,
+                        "--variant", ",".join(t.variants), "--memory-mode", ",".join(t.memory_modes),
+                        "--id-bytes", ",".join(str(b) for b in t.id_bytes), "--reps", str(t.reps),
+                        "--warmup", "1" if t.warmup else "0"]
+                if kernel in ("bfs", "sssp"):
+                    argv += ["--source", ",".join(str(s) for s in sources[graph][:t.sources])]
+                if kernel == "pagerank":
+                    argv += ["--iterations", str(t.iterations)]
+                expected = [traversal_case_name(kernel, graph, v, mode, b) for mode in t.memory_modes
+                            for v in t.variants for b in t.id_bytes]
+                jobs.append(Job(id=_slug("trav", gi, kernel, graph), kind="traversal", argv=argv,
+                                expected_cases=expected, case_of=_traversal_case))
+    for i, s in enumerate(m.self_trace):
+        tdir = out_dir / "traces" / _slug(s.kernel, s.graph, s.variant, s.memory_mode, f"{s.id_bytes}B")
+        argv = [str(bin_dir / s.kernel), "--graph", str(prefixes[s.graph]), "--graph-name", s.graph,
+                "--variant", s.variant, "--memory-mode", s.memory_mode, "--id-bytes", str(s.id_bytes),
+                "--self-trace", str(tdir)]
+        if s.kernel in ("bfs", "sssp"):
+            argv += ["--source", str(sources[s.graph][0])]
+        traces.append(Job(id=_slug("trace", i, s.kernel, s.graph, s.variant, s.memory_mode, f"{s.id_bytes}B"),
+                          kind="trace", argv=argv, expected_cases=[s.case],
+                          case_of=lambda meas, c=s.case: c, trace_dir=tdir))
+    return traces + jobs
+
+
+def _traversal_case(meas: Measurement) -> str:
+    p = meas.params
+    try:
+        return traversal_case_name(meas.benchmark, p["graph"], p["variant"], p["memory_mode"], p["id_bytes"])
+    except KeyError as exc:
+        raise HostlinkError(f"line {meas.line}: traversal measurement without parameter {exc}") from None
+
+
+class _Progress:
+    """rich's progress bar where rich is installed, plain lines otherwise."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.enabled = enabled
+        self.bar = None
+        if enabled:
+            try:
+                from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+                self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                    TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+                                    transient=False)
+                self.bar.start()
+                self.task = self.bar.add_task("jobs", total=total)
+            except ImportError:
+                self.bar = None
+
+    def step(self, job: Job, status: str, wall_s: float | None) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, description=f"{job.id} [{status}]")
+        elif self.enabled:
+            t = f" {wall_s:.1f} s" if wall_s is not None else ""
+            print(f"hostlink validate: {job.id}: {status}{t}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _finished(path: Path) -> bool:
+    if not path.exists():
+        return False
+    try:
+        return read_output(path).finished
+    except HostlinkError:
+        return False
+
+
+def run_job(job: Job, raw_dir: Path, log_dir: Path, timeout_s: float | None) -> JobResult:
+    out = raw_dir / f"{job.id}.jsonl"
+    part = raw_dir / f"{job.id}.jsonl.part"
+    err = log_dir / f"{job.id}.err"
+    if job.trace_dir is not None:
+        job.trace_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    rc = None
+    errors = []
+    try:
+        with part.open("w") as fo, err.open("w") as fe:
+            p = subprocess.run(job.argv, stdout=fo, stderr=fe, timeout=timeout_s, cwd=str(REPO))
+            rc = p.returncode
+    except subprocess.TimeoutExpired:
+        errors.append(f"timed out after {timeout_s} s")
+    except OSError as exc:
+        errors.append(f"could not start {job.argv[0]}: {exc}")
+    wall = time.monotonic() - t0
+    parsed: ProgramOutput | None = None
+    try:
+        parsed = read_output(part)
+    except HostlinkError as exc:
+        errors.append(str(exc))
+    if parsed is not None:
+        errors += [e.get("message", "") for e in parsed.errors]
+    ok = parsed is not None and parsed.finished and rc in (0, EXIT_CHECK_FAILED)
+    if ok:
+        part.replace(out)
+    else:
+        part.replace(raw_dir / f"{job.id}.jsonl.failed")
+        if rc is not None and rc not in (0, EXIT_CHECK_FAILED):
+            # the program's own error line says why; otherwise the last line of its stderr
+            tail = err.read_text().strip().splitlines()[-1:] if err.exists() and not errors else []
+            errors.append(f"exit status {rc}" + (f": {tail[0]}" if tail else ""))
+    fails = int(parsed.done.get("check_failures", 0)) if parsed is not None and parsed.done else 0
+    return JobResult(id=job.id, kind=job.kind, argv=job.argv, status="finished" if ok else "failed", returncode=rc,
+                     wall_s=round(wall, 3), measurements=len(parsed.measurements) if parsed else 0,
+                     check_failures=fails, errors=errors)
+
+
+def build_kernels(out_dir: Path, arch: str | None) -> None:
+    if shutil.which("make") is None or shutil.which("nvcc") is None:
+        raise RunError("building gpu_kernels needs make and nvcc on the PATH (or pass --no-build with a built bin/)")
+    cmd = ["make", "-C", str(KERNEL_DIR), f"-j{os.cpu_count() or 2}"]
+    if arch:
+        cmd.append(f"ARCH={arch}")
+    log = out_dir / "build.log"
+    with log.open("w") as f:
+        p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+    if p.returncode != 0:
+        tail = log.read_text().strip().splitlines()[-3:]
+        raise RunError(f"building gpu_kernels failed (see {log}): " + " | ".join(tail))
+
+
+def ensure_graphs(m: Manifest, graph_dir: Path, log_dir: Path, dry_run: bool) -> tuple[dict, dict]:
+    """Prefix of each graph the manifest uses; generates missing ones. Returns (prefixes, info)."""
+    prefixes, info = {}, {}
+    for name in m.graphs_used():
+        spec = m.graphs[name]
+        prefix = spec.prefix(graph_dir)
+        prefixes[name] = prefix
+        entry = {"kind": spec.kind, "prefix": str(prefix)}
+        if spec.kind != "file":
+            entry.update(scale=spec.scale, degree=spec.degree, seed=spec.seed)
+        have = all(p.exists() for p in graph_files(prefix)[:2])
+        if spec.kind == "file" and not have:
+            raise ConfigError(f"{m.path}: graph '{name}': {prefix}.bel.col/.bel.dst not found")
+        if not have and not dry_run:
+            Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+            cmd = graph_gen_command(spec.kind, spec.scale, spec.degree, spec.seed, prefix)
+            t0 = time.monotonic()
+            with (log_dir / f"graph__{name}.log").open("w") as f:
+                p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=str(REPO))
+            if p.returncode != 0 or not all(q.exists() for q in graph_files(prefix)[:2]):
+                tail = (log_dir / f"graph__{name}.log").read_text().strip().splitlines()[-1:]
+                raise RunError(f"generating graph '{name}' failed: {' '.join(cmd)}" + (f": {tail[0]}" if tail else ""))
+            entry["generate_s"] = round(time.monotonic() - t0, 3)
+        if not dry_run:
+            off = read_offsets(prefix)
+            entry["vertices"] = int(len(off) - 1)
+            entry["edges"] = int(off[-1])
+        info[name] = entry
+    return prefixes, info
+
+
+def _sources(m: Manifest, prefixes: dict[str, Path], dry_run: bool) -> dict[str, list[int]]:
+    need: dict[str, int] = {}
+    for t in m.traversal:
+        if any(k in ("bfs", "sssp") for k in t.kernels):
+            for g in t.graphs:
+                need[g] = max(need.get(g, 0), t.sources)
+    for s in m.self_trace:
+        need[s.graph] = max(need.get(s.graph, 0), 1)
+    out = {}
+    for g, n in need.items():
+        if dry_run and not graph_files(prefixes[g])[0].exists():
+            out[g] = [-1] * n
+        else:
+            out[g] = choose_sources(read_offsets(prefixes[g]), n, m.seed, g)
+    return out
+
+
+def _case_params(m: Manifest, sources: dict[str, list[int]]) -> dict[str, dict]:
+    params = {}
+    for c in m.traversal_cases():
+        t = m.traversal[c.group]
+        p = {"kind": "traversal", "kernel": c.kernel, "graph": c.graph, "variant": c.variant,
+             "memory_mode": c.memory_mode, "id_bytes": c.id_bytes, "reps": t.reps}
+        if c.kernel in ("bfs", "sssp"):
+            p["sources"] = sources.get(c.graph, [])[:t.sources]
+        if c.kernel == "pagerank":
+            p["iterations"] = t.iterations
+        params[c.case] = p
+    for g in m.micro:
+        for point in g.points():
+            params[micro_case_name(g.benchmark, point)] = {"kind": "micro", "benchmark": g.benchmark, **point,
+                                                           **g.settings}
+    for s in m.self_trace:
+        params[s.case] = {"kind": "trace", **asdict(s),
+                          "source": sources.get(s.graph, [None])[0] if s.kernel in ("bfs", "sssp") else None}
+    return params
+
+
+def _load_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def run(manifest_path: str | Path, out_dir: str | Path, *, build: bool = True, arch: str | None = None,
+        graph_dir: str | Path | None = None, only: str | None = None, dry_run: bool = False,
+        progress: bool = True, timeout_s: float | None = None, bin_dir: str | Path | None = None) -> dict:
+    """Run (or resume) a manifest; returns the metadata written to OUT/metadata.json.
+
+    ``bin_dir`` replaces gpu_kernels/bin (programs with the same names and
+    output, for tests); with it nothing is built.
+    """
+    m = load_manifest(manifest_path)
+    out = Path(out_dir)
+    raw_dir, log_dir = out / "raw", out / "logs"
+    for d in (out, raw_dir, log_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    manifest_text = Path(manifest_path).read_text()
+    run_file = out / "run.json"
+    run_info = _load_json(run_file)
+    if run_info is not None:
+        if run_info.get("experiment") != m.name or (out / "manifest.toml").read_text() != manifest_text:
+            raise RunError(f"{out} holds a run of another manifest (experiment "
+                           f"'{run_info.get('experiment')}'); choose a new --out")
+    else:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        run_info = {"run_id": f"{m.name}-{stamp}", "experiment": m.name,
+                    "manifest": str(Path(manifest_path).resolve())}
+        if not dry_run:
+            (out / "manifest.toml").write_text(manifest_text)
+            run_file.write_text(json.dumps(run_info, indent=1) + "\n")
+    run_id = run_info["run_id"]
+
+    if build and not dry_run and bin_dir is None:
+        build_kernels(out, arch)
+    bin_dir = Path(bin_dir) if bin_dir is not None else KERNEL_DIR / "bin"
+    session = {"started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "hostname": os.uname().nodename}
+    if not dry_run and not (out / "environment.json").exists():
+        env = environment.collect(REPO, bin_dir / "devinfo")
+        (out / "environment.json").write_text(json.dumps(env, indent=1) + "\n")
+
+    gdir = Path(graph_dir) if graph_dir else out / "graphs"
+    prefixes, graph_info = ensure_graphs(m, gdir, log_dir, dry_run)
+    sources = _sources(m, prefixes, dry_run)
+    jobs = plan_jobs(m, bin_dir, prefixes, sources, out)
+    if only:
+        jobs = [j for j in jobs if only in j.id]
+
+    results: list[JobResult] = []
+    if dry_run:
+        for j in jobs:
+            results.append(JobResult(id=j.id, kind=j.kind, argv=j.argv, status="planned"))
+            print(" ".join(j.argv))
+        return {"run_id": run_id, "jobs": [asdict(r) for r in results]}
+
+    bar = _Progress(len(jobs), progress)
+    try:
+        for j in jobs:
+            if _finished(raw_dir / f"{j.id}.jsonl"):
+                results.append(JobResult(id=j.id, kind=j.kind, argv=j.argv, status="skipped"))
+                bar.step(j, "done earlier", None)
+                continue
+            r = run_job(j, raw_dir, log_dir, timeout_s)
+            results.append(r)
+            bar.step(j, r.status, r.wall_s)
+    finally:
+        bar.close()
+    meta = collect_results(m, out, jobs, results, run_id, prefixes, graph_info, sources, session)
+    return meta
+
+
+def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobResult], run_id: str,
+                    prefixes: dict, graph_info: dict, sources: dict, session: dict) -> dict:
+    """Parse every finished raw file into results.csv/.parquet and write metadata.json."""
+    raw_dir = out / "raw"
+    tables, device = [], None
+    got_cases: set[str] = set()
+    for j in jobs:
+        path = raw_dir / f"{j.id}.jsonl"
+        if not path.exists():
+            path = raw_dir / f"{j.id}.jsonl.failed"
+            if not path.exists():
+                continue
+        parsed = read_output(path)
+        device = device or parsed.device
+        df = rows_from_output(parsed, run_id, m.name, j.case_of)
+        got_cases.update(df["case"].unique())
+        tables.append(df)
+    table = pd.concat(tables, ignore_index=True) if tables else make_table([])
+    write_results(table, out)
+    expected = [c for j in jobs for c in j.expected_cases]
+    old = _load_json(out / "metadata.json") or {}
+    prior = {r["id"]: r for r in old.get("jobs", [])}
+    job_rows = []
+    for r in results:
+        row = asdict(r)
+        if r.status == "skipped" and r.id in prior:
+            row = {**prior[r.id], "status": prior[r.id].get("status", "finished")}
+        job_rows.append(row)
+    meta = {
+        "run_id": run_id,
+        "experiment": m.name,
+        "description": m.description,
+        "manifest": "manifest.toml",
+        "sessions": old.get("sessions", []) + [session],
+        "device": device,
+        "graphs": graph_info,
+        "sources": sources,
+        "jobs": job_rows,
+        "cases": _case_params(m, sources),
+        "missing_cases": [c for c in expected if c not in got_cases],
+        "check_failures": int(sum(r.get("check_failures", 0) or 0 for r in job_rows)),
+        "rows": int(len(table)),
+    }
+    (out / "metadata.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
+    return meta
+
+
+def reparse(out_dir: str | Path) -> dict:
+    """Rebuild results and metadata of a finished OUT from its raw files (no GPU needed)."""
+    out = Path(out_dir)
+    m = load_manifest(out / "manifest.toml")
+    run_info = _load_json(out / "run.json")
+    if run_info is None:
+        raise RunError(f"{out}: no run.json; not a run directory")
+    old = _load_json(out / "metadata.json") or {}
+    gdir = out / "graphs"
+    prefixes = {g: m.graphs[g].prefix(gdir) for g in m.graphs_used()}
+    sources = old.get("sources") or {}
+    jobs = plan_jobs(m, KERNEL_DIR / "bin", prefixes, {g: sources.get(g, []) for g in prefixes}, out)
+    results = [JobResult(id=j.id, kind=j.kind, argv=j.argv, status="skipped") for j in jobs]
+    meta = collect_results(m, out, jobs, results, run_info["run_id"], prefixes, old.get("graphs", {}), sources,
+                           {"reparsed_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+    return meta
+
+
+__all__ = ["Job", "JobResult", "RunError", "run", "reparse", "plan_jobs", "collect_results", "graph_gen_command",
+           "SelfTraceSpec"]
