@@ -266,11 +266,13 @@ def graph_stream(workload: dict[str, Any]):
 
 
 def trace_stream(workload: dict[str, Any]):
-    """The coalesced request stream of a trace folder (binary store or Accel-Sim),
-    with the host regions the trace records."""
+    """The coalesced request stream of a trace folder (binary store or Accel-Sim)."""
     from hostlink.traces.coalescer import coalesce
-    from hostlink.traces.store import open_trace
-    return coalesce(open_trace(workload["path"]))
+    from hostlink.traces.store import load_regions, open_trace
+    regions = load_regions(workload["regions"]) if workload.get("regions") else None
+    trace = open_trace(workload["path"], regions=regions,
+                       memcpy_location=workload["memcpy_location"])
+    return coalesce(trace, include_device=workload["include_device"])
 
 
 def build_stream(workload: dict[str, Any]):

@@ -157,9 +157,9 @@ class Resolver:
         hit = self._workloads.get(key)
         if hit is None:
             norm = normalise_workload(point.workload, self._where(point), point.fidelity)
-            if norm.get("path") and not Path(norm["path"]).is_absolute():
-                # Paths in a sweep file are relative to the file's folder.
-                norm["path"] = str((Path(self.spec.path).parent / norm["path"]).resolve())
+            for key in ("path", "regions"):   # relative to the sweep file's folder
+                if norm.get(key) and not Path(norm[key]).is_absolute():
+                    norm[key] = str((Path(self.spec.path).parent / norm[key]).resolve())
             hit = (norm, _dumps(norm))
             self._workloads[key] = hit
         return hit

@@ -92,6 +92,8 @@ def _check_runnable(spec: SweepSpec, rp: ResolvedPoint) -> None:
                               f"(nor {path}.bel.col)")
     if w["kind"] == "trace" and not Path(w["path"]).exists():
         raise ConfigError(f"{where}: 'workload.path': no trace folder {w['path']}")
+    if w["kind"] == "trace" and w.get("regions") and not Path(w["regions"]).is_file():
+        raise ConfigError(f"{where}: 'workload.regions': no regions file {w['regions']}")
 
 
 def _batch_size(spec: SweepSpec, kind_fid: tuple[str, str], n_group: int, n_total: int,

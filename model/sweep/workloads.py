@@ -20,8 +20,11 @@ one with ``workload.<param>``):
   its host read requests (``include_device``: the whole trace, device arrays
   too, through the coalescer); memory ``mode`` zerocopy, uvm,
   uvm_readmostly or device.
-- ``trace``: a trace directory (``path``: Accel-Sim or the binary store) with
-  a memory ``mode``.
+- ``trace``: a trace folder (``path``: Accel-Sim or the binary store) with
+  a memory ``mode``; ``regions`` (a regions TOML) or ``memcpy_location``
+  (default "host": the buffers an Accel-Sim trace copies in with MemcpyHtoD
+  are the ones placed in host memory) say which addresses are host memory;
+  ``include_device`` also times the device-memory requests.
 
 Paths (``path``) are relative to the sweep file's folder.
 
@@ -150,8 +153,12 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable, str]]] = {
                            "labels): the full trace, coalesced"),
     },
     "trace": {
-        "path": (None, _path, "trace directory (Accel-Sim traces or the binary store)"),
+        "path": (None, _path, "trace folder (Accel-Sim traces or the binary store)"),
         "mode": ("zerocopy", _str(MODES), "memory mode of the host regions"),
+        "regions": (None, _path, "regions TOML naming the host arrays (else the trace's own)"),
+        "memcpy_location": ("host", _str(("host", "device")),
+                            "where the buffers an Accel-Sim trace copies in (MemcpyHtoD) live"),
+        "include_device": (True, _bool, "also time the device-memory requests"),
     },
 }
 
