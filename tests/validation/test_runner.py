@@ -312,7 +312,7 @@ def test_generated_graph_through_the_graph_library(tmp_path):
 
 
 def test_job_plan_for_committed_manifest(tmp_path):
-    m = load_manifest(Path(runner.REPO) / "validation" / "manifests" / "h100_first.toml")
+    m = load_manifest(Path(runner.REPO) / "validation" / "manifests" / "first_run.toml")
     prefixes = {g: tmp_path / g for g in m.graphs_used()}
     sources = {g: [1, 2, 3] for g in m.graphs_used()}
     jobs = runner.plan_jobs(m, tmp_path / "bin", prefixes, sources, tmp_path)
