@@ -143,9 +143,7 @@ def _analytic_params(systems: list[tuple[dict, dict]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in (*rows[0][0], *rows[0][1]):
         col = [lp[name] if name in lp else other[name] for lp, other in rows]
-        if isinstance(col[0], str):
-            if len(set(col)) != 1:
-                raise ConfigError(f"analytic sweep: '{name}' must be the same for all points")
+        if isinstance(col[0], str) and len(set(col)) == 1:
             out[name] = col[0]
         else:
             out[name] = np.asarray(col)

@@ -268,3 +268,34 @@ def test_synthetic_stream_of_a_size_mix():
     assert np.all(np.diff(key) > 0)
     assert np.all((s.addr % 128) + s.size_B <= 128)
     assert np.array_equal(sweep_evaluate.synthetic_stream(w).size_B, s.size_B)
+
+
+def test_string_valued_keys_vary_within_one_batch(tmp_path):
+    path = tmp_path / "cs.toml"
+    path.write_text(textwrap.dedent("""
+        [sweep]
+        name = "cs"
+        system = "h100-pcie5"
+        [workload]
+        kind = "sizes"
+        sizes_B = [64, 128]
+        [[axis]]
+        key = "link.cpl_split"
+        values = ["mps", "rcb"]
+        [[axis]]
+        key = "link.rcb_B"
+        values = [64, 128]
+        [[axis]]
+        key = "host.burst_B"
+        values = [64, 128]
+    """))
+    report = run_sweep(path, tmp_path / "out", jobs=1)
+    assert report.tasks == 1 and report.computed == 8
+    wide = load_results(tmp_path / "out", wide=True)
+    hist = SizeHistogram.of([64, 128], [0.5, 0.5])
+    for rp in resolve_points(load_sweep(path)):
+        row = wide[wide["run_id"] == rp.run_id].iloc[0]
+        want = predict_system(rp.system, hist)
+        assert row["bw_GBps"] == pytest.approx(float(want.bw_GBps), rel=1e-12)
+        assert row["wire_efficiency_down"] == pytest.approx(float(want.wire_efficiency_down))
+        assert row["link.cpl_split"] == rp.parts["link"].cpl_split
