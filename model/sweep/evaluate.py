@@ -12,7 +12,8 @@ fidelity. Two paths:
   :func:`hostlink.model.predict.predict` runs once per point.
 
 Results come back as tidy rows (``run_id, experiment, case, model_kind,
-metric, value, unit, rep``) in a dict of NumPy arrays.
+metric, value, unit, rep``): an Arrow table from the vectorised path, a dict
+of NumPy columns from the per-point path.
 """
 from __future__ import annotations
 
@@ -54,22 +55,28 @@ class Task:
 
 
 def _rows(run_ids: list[str], cases: list[str], experiment: str, model_kind: str,
-          metrics: list[tuple[str, str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Tidy rows: every metric for every point (point-major order)."""
+          metrics: list[tuple[str, str, np.ndarray]]):
+    """Tidy rows (an Arrow table): every metric for every point, point-major."""
+    import pyarrow as pa
+
+    from hostlink.model.sweep.store import TIDY_SCHEMA
     n, m = len(run_ids), len(metrics)
     values = np.empty((n, m), dtype=np.float64)
     for j, (_, _, col) in enumerate(metrics):
         values[:, j] = np.broadcast_to(np.asarray(col, dtype=np.float64), (n,))
-    return {
-        "run_id": np.repeat(np.asarray(run_ids, dtype=object), m),
-        "experiment": np.full(n * m, experiment, dtype=object),
-        "case": np.repeat(np.asarray(cases, dtype=object), m),
-        "model_kind": np.full(n * m, model_kind, dtype=object),
-        "metric": np.tile(np.asarray([name for name, _, _ in metrics], dtype=object), n),
-        "value": values.ravel(),
-        "unit": np.tile(np.asarray([unit for _, unit, _ in metrics], dtype=object), n),
-        "rep": np.zeros(n * m, dtype=np.int32),
-    }
+    point = pa.array(np.repeat(np.arange(n, dtype=np.int64), m))
+    metric = pa.array(np.tile(np.arange(m, dtype=np.int64), n))
+    columns = [
+        pa.array(run_ids, pa.string()).take(point),
+        pa.array([experiment], pa.string()).take(pa.array(np.zeros(n * m, dtype=np.int64))),
+        pa.array(cases, pa.string()).take(point),
+        pa.array([model_kind], pa.string()).take(pa.array(np.zeros(n * m, dtype=np.int64))),
+        pa.array([name for name, _, _ in metrics], pa.string()).take(metric),
+        pa.array(values.ravel()),
+        pa.array([unit for _, unit, _ in metrics], pa.string()).take(metric),
+        pa.array(np.zeros(n * m, dtype=np.int32)),
+    ]
+    return pa.Table.from_arrays(columns, schema=TIDY_SCHEMA)
 
 
 def size_histogram(workload: dict[str, Any]):
@@ -160,8 +167,10 @@ def bound_metric(name: str) -> str:
 BOUND_PREFIX = "bound."
 
 
-def evaluate_sizes_analytic(task: Task) -> dict[str, np.ndarray]:
-    """One vectorised analytic evaluation for every point of the task."""
+def evaluate_sizes_analytic(task: Task):
+    """One vectorised analytic evaluation for every point of the task (an Arrow table)."""
+    import pyarrow as pa
+
     from hostlink.model.analytic import BOUNDS, evaluate
     hist = size_histogram(task.workload)
     params = _analytic_params(task.systems)
@@ -171,14 +180,11 @@ def evaluate_sizes_analytic(task: Task) -> dict[str, np.ndarray]:
     # one flag row per point for its binding bound
     n = len(task.run_ids)
     index = np.broadcast_to(np.asarray(result.bound_index), (n,))
-    flags = {"run_id": np.asarray(task.run_ids, dtype=object),
-             "experiment": np.full(n, task.experiment, dtype=object),
-             "case": np.asarray(task.cases, dtype=object),
-             "model_kind": np.full(n, "analytic", dtype=object),
-             "metric": np.asarray([bound_metric(b) for b in BOUNDS], dtype=object)[index],
-             "value": np.ones(n), "unit": np.full(n, "1", dtype=object),
-             "rep": np.zeros(n, dtype=np.int32)}
-    return {k: np.concatenate([rows[k], flags[k]]) for k in rows}
+    flags = _rows(task.run_ids, task.cases, task.experiment, "analytic",
+                  [("", "1", np.ones(n))])
+    names = pa.array([bound_metric(b) for b in BOUNDS], pa.string()).take(pa.array(index))
+    flags = flags.set_column(flags.schema.get_field_index("metric"), "metric", names)
+    return pa.concat_tables([rows, flags])
 
 
 # ---------------------------------------------------------------- streams
@@ -348,8 +354,9 @@ def _row_columns(rows: list[dict]) -> dict[str, np.ndarray]:
     return out
 
 
-def evaluate_task(task: Task) -> dict[str, np.ndarray]:
-    """Evaluate one task (the function workers run)."""
+def evaluate_task(task: Task):
+    """Evaluate one task (the function workers run): tidy rows as an Arrow table or
+    a dict of columns."""
     if task.workload["kind"] == "sizes" and task.fidelity == "analytic":
         return evaluate_sizes_analytic(task)
     return evaluate_stream(task)

@@ -88,6 +88,7 @@ class Resolver:
         self._scalars: dict[str, dict[str, Any]] = {}
         self._fid: dict[str, str] = {}
         self._pieces: dict[tuple, str] = {}
+        self._bases: dict[str, tuple[dict, dict]] = {}
 
     def _where(self, point: Point) -> str:
         return f"{self.spec.path} (point {point.case})"
@@ -157,11 +158,19 @@ class Resolver:
         hit = self._workloads.get(key)
         if hit is None:
             norm = normalise_workload(point.workload, self._where(point), point.fidelity)
-            for key in ("path", "regions"):   # relative to the sweep file's folder
-                if norm.get(key) and not Path(norm[key]).is_absolute():
-                    norm[key] = str((Path(self.spec.path).parent / norm[key]).resolve())
+            for name in ("path", "regions"):   # relative to the sweep file's folder
+                if norm.get(name) and not Path(norm[name]).is_absolute():
+                    norm[name] = str((Path(self.spec.path).parent / norm[name]).resolve())
             hit = (norm, _dumps(norm))
             self._workloads[key] = hit
+        return hit
+
+    def _base_parts(self, name: str, base: SystemConfig, point: Point):
+        hit = self._bases.get(name)
+        if hit is None:
+            got = {section: self._part(name, base, section, (), point) for section in SECTIONS}
+            hit = self._bases[name] = ({k: v[0] for k, v in got.items()},
+                                       {k: v[1] for k, v in got.items()})
         return hit
 
     def _base_scalars(self, name: str, base: SystemConfig) -> dict[str, Any]:
@@ -184,13 +193,13 @@ class Resolver:
                 if not copied:
                     scalars, copied = dict(scalars), True
                 scalars[key] = self._value(SystemConfig, "system", key, value, point)
-        parts, texts = {}, {}
-        for section in SECTIONS:
-            got = by_section.get(section)
-            values = tuple(sorted(got)) if got else ()
-            part, text = self._part(point.system, base, section, values, point)
-            parts[section] = part
-            texts[section] = text
+        parts, texts = self._base_parts(point.system, base, point)
+        if by_section:
+            parts, texts = dict(parts), dict(texts)
+            for section, got in by_section.items():
+                part, text = self._part(point.system, base, section, tuple(sorted(got)), point)
+                parts[section] = part
+                texts[section] = text
         piece = self._piece
         config_json = "{" + ",".join([f'"{k}":{texts[k]}' if k in texts else piece(k, scalars[k])
                                       for k in _CONFIG_ORDER]) + "}"
