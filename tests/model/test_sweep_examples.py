@@ -5,8 +5,6 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
-import pytest
-
 from hostlink.model.cli.main import main
 from hostlink.model.sweep import load_results, load_sweep, resolve_points, run_sweep
 
@@ -69,9 +67,6 @@ def small(spec, **workload):
     return dataclasses.replace(spec, workload={**spec.workload, **workload})
 
 
-@pytest.mark.skipif(
-    __import__("importlib").util.find_spec("hostlink.model.predict") is None,
-    reason="needs hostlink.model.predict (the discrete-event predictor)")
 def test_pcie_gen_by_variant_on_a_tiny_graph(tmp_path):
     spec = small(load_sweep(SWEEPS / "pcie_gen_by_variant.toml"), scale=9, degree=8)
     report = run_sweep(spec, tmp_path, jobs=2)
