@@ -193,6 +193,8 @@ def plot_bw_vs(df: pd.DataFrame, x: str, metric: str = "bw_GBps", *, title: str 
     if hue is None:
         others = varying(data, exclude=[x])
         hue = _independent(data, [c for c in others if c not in _determined_by(data, x, others)])
+        if "experiment" in data.columns and data["experiment"].nunique() > 1:
+            hue = ["experiment", *hue]
     fig = ax.figure if ax is not None else _new_figure()
     ax = ax if ax is not None else fig.add_subplot()
     # With a memory mode among the line keys: the line style shows the mode and the
@@ -249,6 +251,8 @@ def plot_zerocopy_vs_uvm(df: pd.DataFrame, metric: str = "bw_GBps", *,
     others = varying(data, exclude=["mode", "workload.mode"])
     others = _independent(data, [c for c in others
                                  if c not in _determined_by(data, "mode", others)])
+    if "experiment" in data.columns and data["experiment"].nunique() > 1:
+        others = ["experiment", *others]
     keys = (data[others].astype(str).agg(", ".join, axis=1) if others
             else pd.Series([""] * len(data), index=data.index))
     data = data.assign(_group=keys)

@@ -28,7 +28,7 @@ def register(subparsers) -> None:
     q.add_argument("results", metavar="RESULTS",
                    help="sweep results folder, or a validation summary.csv (or its folder) "
                         "for predicted-vs-measured")
-    q.add_argument("--kind", required=True, choices=PLOT_KINDS)
+    q.add_argument("--kind", required=True, choices=PLOT_KINDS, help="the figure to draw")
     q.add_argument("--out", metavar="FILE.png", default=None,
                    help="output image (default: RESULTS/plots/KIND.png)")
     q.add_argument("--experiment", default=None, help="only this sweep's points")

@@ -141,3 +141,17 @@ def test_cli_plot_predicted_vs_measured_folder(tmp_path, capsys):
 def test_mean_request_size():
     assert plots.mean_request_size(json.dumps([32, 128]), json.dumps([0.5, 0.5])) == 80.0
     assert np.isnan(plots.mean_request_size(None, None))
+
+
+def test_two_experiments_in_one_folder_get_their_own_lines(tmp_path):
+    out = tmp_path / "out"
+    run_sweep(SWEEPS / "rtt_by_tags.toml", out, jobs=1)
+    other = tmp_path / "other.toml"
+    other.write_text((SWEEPS / "rtt_by_tags.toml").read_text()
+                     .replace('name = "rtt_by_tags"', 'name = "other"')
+                     .replace("[32, 64, 128, 256, 512, 768]", "[48, 96]"))
+    run_sweep(other, out, jobs=1)
+    both = _lines(plots.plot_kind(out, "bw-vs-rtt"))
+    assert len(both) == 8 and "experiment=other, link.tags=48" in both
+    one = _lines(plots.plot_kind(out, "bw-vs-rtt", experiment="other"))
+    assert sorted(one) == ["link.tags=48", "link.tags=96"]
