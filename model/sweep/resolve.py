@@ -54,7 +54,7 @@ class ResolvedPoint:
     parts: dict[str, Any]          # section -> frozen part (LinkConfig, ...)
     scalars: dict[str, Any]        # SYSTEM_SCALARS values
     base_provenance: dict[str, str]
-    config_json: str
+    config_pieces: list[str]       # '"key":json' per config key, in key order (shared strings)
     workload: dict[str, Any]
     workload_json: str
     run_id: str
@@ -62,6 +62,11 @@ class ResolvedPoint:
     @property
     def fidelity(self) -> str:
         return self.point.fidelity
+
+    @property
+    def config_json(self) -> str:
+        """The resolved system (provenance left out) as canonical JSON."""
+        return "{" + ",".join(self.config_pieces) + "}"
 
     @property
     def provenance(self) -> dict[str, str]:
@@ -89,6 +94,7 @@ class Resolver:
         self._fid: dict[str, str] = {}
         self._pieces: dict[tuple, str] = {}
         self._bases: dict[str, tuple[dict, dict]] = {}
+        self._section_pieces: dict[tuple[str, int], str] = {}
 
     def _where(self, point: Point) -> str:
         return f"{self.spec.path} (point {point.case})"
@@ -143,6 +149,13 @@ class Resolver:
         hit = (part, "{" + ",".join([pieces[k] for k in sorted(pieces)]) + "}")
         self._parts[memo] = hit
         return hit
+
+    def _section_piece(self, key: str, text: str) -> str:
+        memo = (key, id(text))   # part texts live as long as the part cache
+        out = self._section_pieces.get(memo)
+        if out is None:
+            out = self._section_pieces[memo] = f'"{key}":{text}'
+        return out
 
     def _piece(self, key: str, value: Any) -> str:
         memo = (key, type(value), value)
@@ -200,9 +213,10 @@ class Resolver:
                 part, text = self._part(point.system, base, section, tuple(sorted(got)), point)
                 parts[section] = part
                 texts[section] = text
-        piece = self._piece
-        config_json = "{" + ",".join([f'"{k}":{texts[k]}' if k in texts else piece(k, scalars[k])
-                                      for k in _CONFIG_ORDER]) + "}"
+        piece, section_piece = self._piece, self._section_piece
+        pieces = [section_piece(k, texts[k]) if k in texts else piece(k, scalars[k])
+                  for k in _CONFIG_ORDER]
+        config_json = "{" + ",".join(pieces) + "}"
         workload, workload_json = self._workload(point)
         fid = self._fid.get(point.fidelity)
         if fid is None:
@@ -210,7 +224,7 @@ class Resolver:
         text = (f'{{"config":{config_json},"fidelity":{fid},'
                 f'"schema":{RUN_ID_SCHEMA},"workload":{workload_json}}}')
         run_id = hashlib.sha256(text.encode()).hexdigest()[:RUN_ID_HEX]
-        return ResolvedPoint(point, parts, scalars, base.provenance, config_json, workload,
+        return ResolvedPoint(point, parts, scalars, base.provenance, pieces, workload,
                              workload_json, run_id)
 
 
