@@ -310,15 +310,19 @@ def run_sweep(spec: SweepSpec | str | Path, out: str | Path, *, jobs: int | None
 
     computed = dropped = 0
     executor = _executor(jobs, dask, len(tasks), dask_timeout_s) if tasks else _Inline()
-    bar = _Progress(progress, len(pending), spec.name)
     queue = list(reversed(tasks))
     in_flight: dict[Any, list[ResolvedPoint]] = {}
+    # A pool forks its workers at the first submissions: the progress bar's thread
+    # starts after them. In this process the bar starts at once.
+    bar = _Progress(progress, len(pending), spec.name) if isinstance(executor, _Inline) else None
     cancel = True
     try:
         while queue or in_flight:
             while queue and len(in_flight) < executor.slots:
                 task, chunk = queue.pop()
                 in_flight[executor.submit(task)] = chunk
+            if bar is None:
+                bar = _Progress(progress, len(pending), spec.name)
             finished, _ = executor.wait(set(in_flight))
             for fut in finished:
                 chunk = in_flight.pop(fut)
@@ -330,7 +334,8 @@ def run_sweep(spec: SweepSpec | str | Path, out: str | Path, *, jobs: int | None
                 bar.advance(len(chunk))
         cancel = False
     finally:
-        bar.stop()
+        if bar is not None:
+            bar.stop()
         executor.close(cancel)
     return SweepReport(name=spec.name, out=Path(out), points=len(resolved), unique=len(by_id),
                        skipped=len(skipped_ids), computed=computed, dropped=dropped,
