@@ -291,7 +291,12 @@ def run_sweep(spec: SweepSpec | str | Path, out: str | Path, *, jobs: int | None
     jobs = default_jobs() if jobs is None else jobs
     if jobs < 1:
         raise ConfigError(f"--jobs must be >= 1, not {jobs}")
-    resolved = resolve_points(spec)
+    if progress:
+        from rich.console import Console
+        with Console(stderr=True).status(f"checking {spec.num_points} points of '{spec.name}'"):
+            resolved = resolve_points(spec)
+    else:
+        resolved = resolve_points(spec)
 
     store = ResultStore(out)
     store.save_sweep_file(spec.name, spec.text)
