@@ -110,8 +110,24 @@ def lru_misses(keys: np.ndarray, entries: int) -> np.ndarray:
     keys = np.asarray(keys)
     if keys.size == 0:
         return np.zeros(0, dtype=np.bool_)
+    n_ids, ids = dense_ids(keys)
+    return _lru_misses(ids, n_ids, int(entries))
+
+
+def dense_ids(keys: np.ndarray) -> tuple[int, np.ndarray]:
+    """Distinct keys numbered 0, 1, ...: their count and each key's number."""
+    lo, hi = int(keys.min()), int(keys.max())
+    span = hi - lo + 1
+    if span <= max(1 << 22, 2 * keys.shape[0]):
+        # a lookup table over the key range: no sort
+        table = np.full(span, -1, dtype=np.int64)
+        rel = (keys - keys.dtype.type(lo)).astype(np.int64)
+        table[rel] = 0
+        present = table == 0
+        table[present] = np.arange(int(present.sum()), dtype=np.int64)
+        return int(present.sum()), table[rel]
     uniq, ids = np.unique(keys, return_inverse=True)
-    return _lru_misses(ids.astype(np.int64), len(uniq), int(entries))
+    return int(uniq.shape[0]), ids.astype(np.int64).reshape(-1)
 
 
 def translation_misses(pages: np.ndarray, cfg: TranslationConfig) -> np.ndarray:

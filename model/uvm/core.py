@@ -465,3 +465,144 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                     newlen += 1
             qlen = newlen
     return stats, touched
+
+
+# ------------------------------------------------------------------ preparation passes
+
+@numba.njit(cache=True)
+def scan_requests(addr, size, launch, warp, inst, page_shift):
+    """One pass over the requests: address range, order check, 32 B alignment, page spans.
+
+    Returns ``(addr_min, last_max, in_order, aligned32, n_spanning, max_span, n_inst,
+    n_warp, n_launch)``; ``in_order`` is whether the rows are sorted by (launch, warp,
+    inst); the counts of distinct consecutive instructions, warps and launches hold for
+    the rows in their present order.
+    """
+    n = addr.shape[0]
+    a_min = addr[0]
+    last_max = addr[0]
+    in_order = True
+    aligned = True
+    n_span = 0
+    max_span = 0
+    n_inst = 0
+    n_warp = 0
+    n_launch = 0
+    for k in range(n):
+        new_launch = k == 0 or launch[k] != launch[k - 1]
+        new_warp = new_launch or warp[k] != warp[k - 1]
+        if new_launch:
+            n_launch += 1
+        if new_warp:
+            n_warp += 1
+        if new_warp or inst[k] != inst[k - 1]:
+            n_inst += 1
+        a = addr[k]
+        last = a + np.uint64(size[k]) - np.uint64(1)
+        if a < a_min:
+            a_min = a
+        if last > last_max:
+            last_max = last
+        if (a & np.uint64(31)) != 0 or (size[k] & 31) != 0:
+            aligned = False
+        sp = (last >> np.uint64(page_shift)) - (a >> np.uint64(page_shift))
+        if sp > 0:
+            n_span += 1
+            if sp > max_span:
+                max_span = sp
+        if k > 0 and in_order:
+            if launch[k] < launch[k - 1]:
+                in_order = False
+            elif launch[k] == launch[k - 1]:
+                if warp[k] < warp[k - 1]:
+                    in_order = False
+                elif warp[k] == warp[k - 1] and inst[k] < inst[k - 1]:
+                    in_order = False
+    return a_min, last_max, in_order, aligned, n_span, max_span, n_inst, n_warp, n_launch
+
+
+@numba.njit(cache=True, inline="always")
+def _popcount64(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@numba.njit(cache=True)
+def mark_blocks(addr, size, block_shift, blk_lo, present):
+    """Mark the VA blocks (relative to ``blk_lo``) holding each request's first and last byte."""
+    for k in range(addr.shape[0]):
+        a = addr[k]
+        present[np.int64(a >> np.uint64(block_shift)) - blk_lo] = 1
+        last = a + np.uint64(size[k]) - np.uint64(1)
+        present[np.int64(last >> np.uint64(block_shift)) - blk_lo] = 1
+
+
+@numba.njit(cache=True)
+def build_accesses(addr, size, launch, warp, inst, is_write, page_shift, blocks_per,
+                   blk_lo, rank, n_acc, n_inst_total, n_warp_total, n_launch_total, sector_words):
+    """Dense page and write flag per access, and the instruction/warp/launch index arrays.
+
+    ``rank[b - blk_lo]`` is the dense index of VA block ``b``. A request spanning two
+    pages gives two accesses. When ``sector_words > 0`` a bitmap of the 32 B sectors the
+    requests cover is filled as well (``sector_words`` 64-bit words per page).
+    """
+    n = addr.shape[0]
+    block_pages = np.int64(1) << blocks_per
+    dense = np.empty(n_acc, dtype=np.int64)
+    wr = np.empty(n_acc, dtype=np.bool_)
+    inst_ptr = np.empty(n_inst_total + 1, dtype=np.int64)
+    warp_ptr = np.empty(n_warp_total + 1, dtype=np.int64)
+    launch_ptr = np.empty(n_launch_total + 1, dtype=np.int64)
+    launch_ids = np.empty(n_launch_total, dtype=np.int64)
+    n_pages_total = 0
+    for k in range(rank.shape[0]):
+        if rank[k] + 1 > n_pages_total:
+            n_pages_total = rank[k] + 1
+    n_pages_total *= block_pages
+    sectors = np.zeros(n_pages_total * sector_words if sector_words > 0 else 0, dtype=np.uint64)
+    n_inst = 0
+    n_warp = 0
+    n_launch = 0
+    j = 0
+    spp_shift = page_shift - 5
+    spp = np.int64(1) << spp_shift           # 32 B sectors per page
+    for k in range(n):
+        new_launch = k == 0 or launch[k] != launch[k - 1]
+        new_warp = new_launch or warp[k] != warp[k - 1]
+        new_inst = new_warp or inst[k] != inst[k - 1]
+        if new_launch:
+            launch_ptr[n_launch] = n_warp
+            launch_ids[n_launch] = launch[k]
+            n_launch += 1
+        if new_warp:
+            warp_ptr[n_warp] = n_inst
+            n_warp += 1
+        if new_inst:
+            inst_ptr[n_inst] = j
+            n_inst += 1
+        a = addr[k]
+        last = a + np.uint64(size[k]) - np.uint64(1)
+        p_first = np.int64(a >> np.uint64(page_shift))
+        p_last = np.int64(last >> np.uint64(page_shift))
+        for p in range(p_first, p_last + 1):
+            blk = p >> blocks_per
+            dense[j] = rank[blk - blk_lo] * block_pages + (p & (block_pages - 1))
+            wr[j] = is_write[k]
+            j += 1
+        if sector_words > 0:
+            first_dense = rank[(p_first >> blocks_per) - blk_lo] * block_pages \
+                + (p_first & (block_pages - 1))
+            s0 = (first_dense << spp_shift) + np.int64((a >> np.uint64(5)) & np.uint64(spp - 1))
+            for s in range(s0, s0 + (np.int64(size[k]) >> 5)):
+                pg = s >> spp_shift
+                within = s & (spp - 1)
+                sectors[pg * sector_words + (within >> 6)] |= np.uint64(1) << np.uint64(within & 63)
+    inst_ptr[n_inst] = j
+    warp_ptr[n_warp] = n_inst
+    launch_ptr[n_launch] = n_warp
+    covered = 0
+    for w in range(sectors.shape[0]):
+        covered += _popcount64(sectors[w])
+    return dense, wr, inst_ptr, warp_ptr, launch_ptr, launch_ids, n_pages_total, covered * 32

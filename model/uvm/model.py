@@ -197,77 +197,55 @@ def unique_bytes(addr: np.ndarray, size_B: np.ndarray) -> int:
     return int(core.covered_bytes(s.view(np.int64), e.view(np.int64)))
 
 
-def _dense_ids(values: np.ndarray) -> tuple[int, np.ndarray]:
-    """Number of distinct values and each value's rank among them (0-based)."""
-    if values.shape[0] == 0:
-        return 0, np.zeros(0, dtype=np.int64)
-    lo = int(values.min())
-    span = int(values.max()) - lo + 1
-    if span <= max(1 << 22, 4 * values.shape[0]):
-        present = np.zeros(span, dtype=np.int64)
-        rel = values - lo
-        present[rel] = 1
-        rank = np.cumsum(present) - 1
-        return int(rank[-1]) + 1, rank[rel]
-    uniq, inv = np.unique(values, return_inverse=True)
-    return uniq.shape[0], inv.astype(np.int64)
-
-
 def _log2_exact(value: int, what: str) -> int:
     if value < 1 or value & (value - 1):
         raise ConfigError(f"{what} must be a power of two, not {value}")
     return value.bit_length() - 1
 
 
-def _sorted_by_program_order(host: RequestStream) -> RequestStream:
-    l, w, i = host.launch, host.warp, host.inst
-    if len(host) < 2:
-        return host
-    l0, l1, w0, w1 = l[:-1], l[1:], w[:-1], w[1:]
-    ok = (l1 > l0) | ((l1 == l0) & ((w1 > w0) | ((w1 == w0) & (i[1:] >= i[:-1]))))
-    if ok.all():
-        return host
-    order = np.lexsort((i, w, l))  # stable: keeps the order of a warp's requests per instruction
-    return host.select(order)
+# Largest VA-block range mapped through a lookup table (8 TB of address space at 2 MB).
+_MAX_BLOCK_TABLE = 1 << 22
 
 
 def _prepare(host: RequestStream, page_shift: int, block_shift: int):
-    """Accesses (a request spanning two pages gives two), dense pages and the index arrays."""
-    addr = host.addr
-    last = addr + (host.size_B.astype(np.uint64) - np.uint64(1))
-    p0 = (addr >> np.uint64(page_shift)).astype(np.int64)
-    span = (last >> np.uint64(page_shift)).astype(np.int64) - p0
-    if span.size and span.max() > 1:
+    """Accesses (a request spanning two pages gives two) on dense page numbers, the
+    instruction, warp and launch index arrays, the dense page count and the distinct
+    bytes the requests cover (None where they are not in 32 B sectors)."""
+    cols = (host.addr, host.size_B, host.launch, host.warp, host.inst)
+    (a_min, last_max, in_order, aligned, n_span, max_span, n_inst, n_warp,
+     n_launch) = core.scan_requests(*cols, page_shift)
+    if max_span > 1:
         raise ConfigError("a request spans more than two pages; requests are at most 128 B")
-    l, w, i, acc_write = host.launch, host.warp, host.inst, host.is_write
-    if span.any():
-        rows = np.repeat(np.arange(len(host)), 1 + span)
-        second = np.zeros(rows.shape[0], dtype=np.int64)
-        second[1:] = rows[1:] == rows[:-1]
-        page = p0[rows] + second
-        l, w, i, acc_write = l[rows], w[rows], i[rows], acc_write[rows]
+    if not in_order:
+        # stable: a warp's requests of one instruction keep their order
+        host = host.select(np.lexsort((host.inst, host.warp, host.launch)))
+        cols = (host.addr, host.size_B, host.launch, host.warp, host.inst)
+        *_, n_inst, n_warp, n_launch = core.scan_requests(*cols, page_shift)
+    blk_lo = int(a_min) >> block_shift
+    blk_hi = int(last_max) >> block_shift
+    if blk_hi - blk_lo + 1 <= _MAX_BLOCK_TABLE:
+        present = np.zeros(blk_hi - blk_lo + 1, dtype=np.int64)
+        core.mark_blocks(host.addr, host.size_B, block_shift, blk_lo, present)
+        rank = np.cumsum(present) - 1
     else:
-        page = p0
-    blocks_per = block_shift - page_shift
-    block_pages = 1 << blocks_per
-    n_blocks, block_rank = _dense_ids(page >> blocks_per)
-    dense = block_rank * block_pages + (page & (block_pages - 1))
-    n = page.shape[0]
-    new_warp = np.ones(n, dtype=bool)
-    new_warp[1:] = (l[1:] != l[:-1]) | (w[1:] != w[:-1])
-    new_inst = new_warp.copy()
-    new_inst[1:] |= i[1:] != i[:-1]
-    inst_start = np.flatnonzero(new_inst)
-    inst_ptr = np.empty(inst_start.shape[0] + 1, dtype=np.int64)
-    inst_ptr[:-1] = inst_start
-    inst_ptr[-1] = n
-    warp_inst = np.flatnonzero(new_warp[inst_start])
-    warp_ptr = np.append(warp_inst, inst_start.shape[0]).astype(np.int64)
-    warp_launch = l[inst_start[warp_inst]]
-    launch_ids, launch_first = np.unique(warp_launch, return_index=True)
-    launch_ptr = np.append(launch_first, warp_inst.shape[0]).astype(np.int64)
-    return (dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids,
-            n_blocks * block_pages)
+        # a sparse address space: move every touched VA block next to the previous one
+        # (offsets within blocks kept; a request reaching into the next block touches it,
+        # so that block follows directly), then map as above
+        blocks = np.unique(np.concatenate([
+            host.addr >> np.uint64(block_shift),
+            (host.addr + (host.size_B.astype(np.uint64) - np.uint64(1))) >> np.uint64(block_shift)]))
+        new_block = np.searchsorted(blocks, host.addr >> np.uint64(block_shift)).astype(np.uint64)
+        offset = host.addr & np.uint64((1 << block_shift) - 1)
+        cols = ((new_block << np.uint64(block_shift)) | offset,) + cols[1:]
+        blk_lo = 0
+        rank = np.arange(blocks.shape[0], dtype=np.int64)
+    sector_words = -(-(1 << (page_shift - 5)) // 64) if aligned else 0
+    (dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids, n_pages,
+     covered_B) = core.build_accesses(*cols, host.is_write, page_shift, block_shift - page_shift,
+                                      blk_lo, rank, len(host) + n_span, n_inst, n_warp,
+                                      n_launch, sector_words)
+    uniq_B = covered_B if aligned else unique_bytes(host.addr, host.size_B)
+    return dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids, n_pages, uniq_B
 
 
 def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bool = False,
@@ -318,10 +296,10 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
     total_B = int(stream.size_B.sum(dtype=np.int64))
     device_B = total_B - int(host.size_B.sum(dtype=np.int64))
     dev_Bps = gpu.device_bw_GBps * 1e9
-    uniq_B = unique_bytes(host.addr, host.size_B)
     mode = "read_mostly" if read_mostly else ("accessed_by" if accessed_by else "migrate")
 
     if mode == "accessed_by":
+        uniq_B = unique_bytes(host.addr, host.size_B)
         launches = np.unique(stream.launch)
         per = []
         for lid in launches:
@@ -338,9 +316,13 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
                          host_requests=len(host), remote=remote_requests(stream),
                          per_launch=tuple(per))
 
-    host = _sorted_by_program_order(host)
-    (dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids,
-     n_pages) = _prepare(host, page_shift, block_shift)
+    if len(host):
+        (dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids, n_pages,
+         uniq_B) = _prepare(host, page_shift, block_shift)
+    else:
+        dense, acc_write = np.zeros(0, np.int64), np.zeros(0, np.bool_)
+        inst_ptr = warp_ptr = launch_ptr = np.zeros(1, np.int64)
+        launch_ids, n_pages, uniq_B = np.zeros(0, np.int64), 0, 0
     if duplicates == "published":
         frac = uvm.duplicate_fault_fraction
         unique_cap = max(1, math.ceil(uvm.fault_batch_size * (1.0 - frac)))

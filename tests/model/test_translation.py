@@ -173,3 +173,11 @@ def test_stream_translation_uses_host_requests_in_issue_order(cfg):
 def test_bad_entries_raise():
     with pytest.raises(ConfigError, match="entries"):
         lru_misses(np.arange(3), 0)
+
+
+def test_sparse_and_dense_keys_agree():
+    rng = np.random.default_rng(4)
+    small = rng.integers(0, 300, 5000)
+    spread = small.astype(np.uint64) * np.uint64(2**40) + np.uint64(7)   # same pattern, far apart
+    assert np.array_equal(lru_misses(small, 64), lru_misses(spread, 64))
+    assert np.array_equal(lru_misses(small, 64), brute_lru(small.tolist(), 64))
