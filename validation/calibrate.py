@@ -1,0 +1,481 @@
+"""``hostlink validate calibrate``: fit a system's link, translation and UVM parameters
+to microbenchmark measurements, and nothing else.
+
+Calibration only ever looks at microbenchmark cases (``micro/...``); the
+traversal cases it is later judged on are never read. Each step fits a few
+config keys so that the predicted twins (:mod:`hostlink.validation.twins`) of
+one set of microbenchmark groups match their measured medians, by
+``scipy.optimize.least_squares`` on the log ratio predicted / measured (a
+robust soft-L1 loss, so a few cases the model cannot represent do not drag
+the fit), after a coarse scan of the parameter range:
+
+1. ``gpu.device_lat_ns`` from the device pointer chase (``micro/ptr_chase/device``);
+2. ``link.rtt_ns`` from the host pointer chase (``micro/ptr_chase/host``): the
+   model's latency of one dependent read is rtt_ns plus its serialisation and
+   DRAM service (and a page walk on a TLB miss), so the fitted rtt_ns is the
+   measured latency less those parts. The model has no separate GPU-internal
+   latency for host reads: the fitted value includes the SM-to-PCIe path
+   inside the GPU;
+3. ``link.dllp_overhead`` from the copy-engine plateau (``micro/memcpy/*``,
+   copies of 16 MiB and more; smaller copies carry a setup cost the model
+   lacks): the share of link time lost beyond what the packetiser counts;
+4. ``gpu.max_outstanding_host_reads`` from the bandwidth against warps in
+   flight (``micro/zc_warps``): Little's law, the plateau times the round trip
+   over the request size, where the plateau lies below the link bound;
+5. ``translation.tlb_entries`` and ``translation.miss_lat_ns`` from random
+   128 B lines over growing regions (``micro/zc_read/random``): the region
+   where bandwidth falls gives the reach (entries x page_B; page_B is kept),
+   the depth of the fall the miss cost (``translation.walkers`` is kept);
+6. ``uvm.batch_base_us`` and ``uvm.transfer_peak_GBps`` (the asymptote of the
+   UVM model's transfer-rate curve, its default batch service) from UVM first
+   touch without advice, sequential and random (``micro/uvm_touch/none/*``):
+   the two patterns migrate different bytes per fault batch, which separates
+   the fixed and the per-byte cost.
+
+A key the data do not constrain (its predictions move by less than
+``SENSITIVITY_MIN`` for a 20% change, e.g. the requester limit when the link
+saturates first) keeps its base value and the record says so. Every fitted
+key's provenance names the results directory, the groups and the fit
+residual. The groups used are recorded (``calibration_groups``) so that the
+report judges only the others.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from hostlink.model.errors import HostlinkError
+from hostlink.validation.twins import (MicroTwin, RunData, build_micro, load_run, micro_group,
+                                       primary_metric)
+
+SENSITIVITY_MIN = 0.005       # |d log(prediction)| below this for a 20% step: not identifiable
+DEFAULT_MAX_REQUESTS = 1 << 17
+MEMCPY_PLATEAU_MIN_B = 16 << 20
+
+
+class CalibrationError(HostlinkError):
+    """Measurements that cannot calibrate the requested parameters."""
+
+
+@dataclass(frozen=True)
+class Param:
+    key: str                  # dotted config key
+    lo: float
+    hi: float
+    integer: bool = False
+    log: bool = True          # fit in log space (positive parameters)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One calibration step: config keys fitted to cases of some microbenchmark groups."""
+    name: str
+    params: tuple[Param, ...]
+    groups: tuple[str, ...]
+    select: Callable[[dict], bool] = lambda p: True
+    fidelity: str | None = None       # None: the calibration's fidelity
+    scan: int = 9                     # coarse grid points per parameter (when no guess)
+    explain: str = ""
+    guess: Callable | None = None     # (problem, system, base) -> {key: start value}
+
+
+def _is_host_chase(p: dict) -> bool:
+    return p.get("memory_mode", "zerocopy") in ("zerocopy", "registered")
+
+
+def _guess_additive(key: str):
+    """Latency-like keys: the prediction moves one for one with the key."""
+    def guess(prob, system, base):
+        pred = prob.predict(system, {})
+        return {key: base[key] + float(np.median(prob.measured_arr - pred))}
+    return guess
+
+
+def _guess_dllp(prob, system, base):
+    """Bandwidth scales with the link time left, 1 - dllp - skp."""
+    from hostlink.model.pcie import spec
+    skp = float(spec.skp_overhead(system.link.gen))
+    ratio = float(np.median(prob.measured_arr / prob.predict(system, {})))
+    left = (1.0 - base["link.dllp_overhead"] - skp) * ratio
+    return {"link.dllp_overhead": min(0.5, max(0.0, 1.0 - skp - left))}
+
+
+def _guess_requester(prob, system, base):
+    """Little's law on the highest measured bandwidth: reads in flight = bw x RTT / size."""
+    i = int(np.argmax(prob.measured_arr))
+    size_B = float(np.mean(prob.twins[i].stream.size_B))
+    n = prob.measured_arr[i] * system.link.rtt_ns / size_B
+    return {"gpu.max_outstanding_host_reads": max(1, int(round(n)))}
+
+
+STEPS: tuple[Step, ...] = (
+    Step("device_latency", (Param("gpu.device_lat_ns", 20.0, 1e5),),
+         ("micro/ptr_chase/device",), explain="device pointer-chase latency",
+         guess=_guess_additive("gpu.device_lat_ns")),
+    Step("host_round_trip", (Param("link.rtt_ns", 50.0, 1e5),),
+         ("micro/ptr_chase/host",), select=_is_host_chase,
+         explain="host pointer-chase latency less the model's serialisation, DRAM and walk parts",
+         guess=_guess_additive("link.rtt_ns")),
+    Step("link_efficiency", (Param("link.dllp_overhead", 0.0, 0.6, log=False),),
+         ("micro/memcpy/h2d", "micro/memcpy/d2h"),
+         select=lambda p: int(p.get("size_B", 0)) >= MEMCPY_PLATEAU_MIN_B, fidelity="analytic",
+         explain="copy-engine plateau (copies >= 16 MiB) against the link's TLP capacity",
+         guess=_guess_dllp),
+    Step("requester_limit", (Param("gpu.max_outstanding_host_reads", 1, 16384, integer=True),),
+         ("micro/zc_warps",),
+         explain="bandwidth against warps in flight: Little's law on the plateau",
+         guess=_guess_requester),
+    Step("translation", (Param("translation.tlb_entries", 1, 1 << 20, integer=True),
+                         Param("translation.miss_lat_ns", 1.0, 1e5)),
+         ("micro/zc_read/random",), scan=5,
+         explain="random 128 B lines over growing regions: the knee gives the reach, "
+                 "the fall the miss cost"),
+    Step("uvm_batches", (Param("uvm.batch_base_us", 0.1, 1e4), Param("uvm.transfer_peak_GBps", 0.1, 1e3)),
+         ("micro/uvm_touch/none/seq", "micro/uvm_touch/none/random"), scan=5,
+         explain="UVM first touch without advice, sequential and random"),
+)
+
+
+@dataclass
+class FitRecord:
+    name: str
+    keys: list[str]
+    groups: list[str]
+    base: dict[str, float]
+    values: dict[str, float]
+    identifiable: dict[str, bool]
+    n: int
+    mape_pct: float
+    base_mape_pct: float
+    residuals_pct: dict[str, float]
+    evaluations: int
+    note: str = ""
+    method: str = ""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class Calibration:
+    system: object                    # the calibrated SystemConfig
+    base_system: object
+    results_dir: str
+    fidelity: str
+    fits: list[FitRecord] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    groups_present: list[str] = field(default_factory=list)
+
+    @property
+    def calibration_groups(self) -> list[str]:
+        used = []
+        for f in self.fits:
+            used += [g for g in f.groups if g not in used]
+        return used
+
+    @property
+    def held_out_groups(self) -> list[str]:
+        used = set(self.calibration_groups)
+        return [g for g in self.groups_present if g not in used]
+
+    def to_dict(self) -> dict:
+        return {"results_dir": self.results_dir, "base_system": getattr(self.base_system, "name", ""),
+                "calibrated_system": getattr(self.system, "name", ""), "fidelity": self.fidelity,
+                "calibration_groups": self.calibration_groups,
+                "held_out_groups": self.held_out_groups,
+                "fits": [f.to_dict() for f in self.fits], "skipped": self.skipped}
+
+    def write(self, toml_path: str | Path, json_path: str | Path | None = None) -> tuple[Path, Path]:
+        from hostlink.model.config import write_resolved
+
+        toml_path = Path(toml_path)
+        json_path = Path(json_path) if json_path else toml_path.with_name("calibration.json")
+        write_resolved(self.system, toml_path)
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(_clean(self.to_dict()), indent=1) + "\n")
+        return toml_path, json_path
+
+
+def _clean(v):
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    if isinstance(v, (np.floating, np.integer)):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _get(system, key: str):
+    section, _, name = key.partition(".")
+    part = getattr(system, section)
+    return getattr(part, name)
+
+
+def _base_value(system, p: Param) -> float:
+    v = _get(system, p.key)
+    if v is None:                     # derived from the spec: start from its derived value
+        if p.key == "link.dllp_overhead":
+            from hostlink.model.pcie import spec
+            link = system.link
+            return float(spec.dllp_overhead(link.gen, link.lanes, link.mps_B, link.uses_flit_mode))
+        return p.lo
+    return float(v)
+
+
+class _Problem:
+    """Cases of one step with their measured medians and a cached prediction function."""
+
+    def __init__(self, run: RunData, step: Step, system, fidelity: str, max_requests: int):
+        self.step = step
+        self.fidelity = step.fidelity or fidelity
+        self.cases: list[str] = []
+        self.metrics: list[str] = []
+        self.measured: list[float] = []
+        self.twins: list[MicroTwin] = []
+        med = run.measured.groupby(["case", "metric"])["value"].median()
+        for case in sorted(run.cases):
+            params = run.cases[case]
+            if params.get("kind") != "micro" or micro_group(params) not in step.groups:
+                continue
+            if not step.select(params):
+                continue
+            metric = primary_metric(params)
+            value = med.get((case, metric))
+            if value is None or not np.isfinite(value) or value <= 0:
+                continue
+            self.cases.append(case)
+            self.metrics.append(metric)
+            self.measured.append(float(value))
+            self.twins.append(build_micro(case, params, system,
+                                          hints=lambda m, c=case: run.hint(c, m),
+                                          max_requests=max_requests))
+        self.measured_arr = np.asarray(self.measured)
+        self.evaluations = 0
+        self._memo: dict[tuple, np.ndarray] = {}
+
+    def predict(self, system, overrides: dict) -> np.ndarray:
+        from hostlink.model.config import system_with
+
+        key = tuple(sorted(overrides.items()))
+        if key in self._memo:
+            return self._memo[key]
+        sysc = system_with(system, overrides) if overrides else system
+        out = np.array([t.predict(sysc, self.fidelity)[m] for t, m in zip(self.twins, self.metrics)])
+        self.evaluations += 1
+        self._memo[key] = out
+        return out
+
+
+def _values(params: tuple[Param, ...], u: np.ndarray, base: dict[str, float]) -> dict:
+    out = {}
+    for p, x in zip(params, u):
+        v = base[p.key] * math.exp(x) if p.log else base[p.key] + x
+        v = min(max(v, p.lo), p.hi)
+        out[p.key] = int(round(v)) if p.integer else float(v)
+    return out
+
+
+def _to_u(p: Param, value: float, b: float) -> float:
+    value = min(max(float(value), p.lo), p.hi)
+    return math.log(value / b) if p.log else value - b
+
+
+def _u_bounds(p: Param, b: float) -> tuple[float, float]:
+    if p.log:
+        return math.log(p.lo / b), math.log(p.hi / b)
+    return p.lo - b, p.hi - b
+
+
+def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
+             max_requests: int = DEFAULT_MAX_REQUESTS) -> tuple[FitRecord | None, object, str | None]:
+    """Fit one step; returns (record or None, updated system, reason when skipped)."""
+    from scipy.optimize import least_squares
+
+    from hostlink.model.config import system_with
+
+    prob = _Problem(run, step, system, fidelity, max_requests)
+    if not prob.cases:
+        return None, system, f"no measured cases of {', '.join(step.groups)}"
+    base = {p.key: _base_value(system, p) for p in step.params}
+    for p in step.params:
+        if p.log and base[p.key] <= 0:
+            base[p.key] = p.lo
+    meas = np.log(prob.measured_arr)
+
+    def resid(u: np.ndarray) -> np.ndarray:
+        pred = prob.predict(system, _values(step.params, u, base))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.log(np.maximum(pred, 1e-300)) - meas
+        return np.where(np.isfinite(r), r, 50.0)
+
+    def cost(u: np.ndarray) -> float:
+        r = resid(u)
+        return float(np.sum(2.0 * (np.sqrt(1.0 + (r / 0.05) ** 2) - 1.0)))   # soft-L1
+
+    bounds = [_u_bounds(p, base[p.key]) for p in step.params]
+    u0 = np.zeros(len(step.params))
+    base_cost = cost(u0)
+    r_base = resid(u0)
+    best_u, best_c = u0.copy(), base_cost
+    if step.guess is not None:
+        g = step.guess(prob, system, base)
+        u = np.array([_to_u(p, g.get(p.key, base[p.key]), base[p.key]) for p in step.params])
+        u = np.clip(u, [b[0] for b in bounds], [b[1] for b in bounds])
+        c = cost(u)
+        if c < best_c:
+            best_u, best_c = u, c
+    else:
+        # coarse scan over the range (log-spaced), one parameter at a time around the best point
+        for _ in range(2 if len(step.params) > 1 else 1):
+            for i, (lo, hi) in enumerate(bounds):
+                for x in np.linspace(lo, hi, step.scan):
+                    u = best_u.copy()
+                    u[i] = x
+                    c = cost(u)
+                    if c < best_c - 1e-12:
+                        best_u, best_c = u, c
+    lo_b = np.array([b[0] for b in bounds])
+    hi_b = np.array([b[1] for b in bounds])
+    start = np.clip(best_u, lo_b + 1e-9, hi_b - 1e-9)
+    sol = least_squares(resid, start, bounds=(lo_b, hi_b), loss="soft_l1", f_scale=0.05,
+                        diff_step=0.02, xtol=1e-4, ftol=1e-6, max_nfev=40)
+    u_fit = sol.x if cost(sol.x) <= best_c else best_u
+    if cost(u0) < cost(u_fit):
+        u_fit = u0
+    values = _values(step.params, u_fit, base)
+
+    # identifiability: does a 20% change of each key move the predictions?
+    identifiable = {}
+    pred_fit = prob.predict(system, values)
+    for i, p in enumerate(step.params):
+        moved = 0.0
+        for f in (0.8, 1.25):
+            v = dict(values)
+            x = values[p.key] * f if p.log else values[p.key] + (0.2 if f > 1 else -0.2) * max(abs(values[p.key]), 0.05)
+            x = min(max(x, p.lo), p.hi)
+            v[p.key] = int(round(x)) if p.integer else float(x)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                d = np.abs(np.log(prob.predict(system, v) / pred_fit))
+            moved = max(moved, float(np.nanmax(d)) if len(d) else 0.0)
+        identifiable[p.key] = moved >= SENSITIVITY_MIN
+    kept = [p.key for p in step.params if not identifiable[p.key]]
+    for k in kept:
+        values[k] = int(round(base[k])) if any(p.integer for p in step.params if p.key == k) \
+            else float(_get(system, k) if _get(system, k) is not None else base[k])
+    fitted = {k: v for k, v in values.items() if k not in kept}
+    new_system = system_with(system, fitted) if fitted else system
+    pred = prob.predict(system, {**fitted}) if fitted else prob.predict(system, {})
+    err = (pred / prob.measured_arr - 1.0) * 100.0
+    note = ""
+    if kept:
+        note = ("not identifiable from these data (predictions move < "
+                f"{SENSITIVITY_MIN:.1%} for a 20% change): kept " + ", ".join(kept))
+        if "gpu.max_outstanding_host_reads" in kept:
+            note += ("; the link (or the tags) saturates before the GPU's own limit binds, "
+                     "so the limit is only known to be at least the reads in flight at the plateau")
+    rec = FitRecord(
+        name=step.name, keys=[p.key for p in step.params], groups=list(step.groups),
+        base={p.key: _get(system, p.key) for p in step.params}, values=values,
+        identifiable=identifiable, n=len(prob.cases),
+        mape_pct=float(np.mean(np.abs(err))),
+        base_mape_pct=float(np.mean(np.abs((np.exp(r_base) - 1.0) * 100.0))),
+        residuals_pct={c: float(e) for c, e in zip(prob.cases, err)},
+        evaluations=prob.evaluations, note=note,
+        method=f"{step.explain}; {prob.fidelity} twins, soft-L1 least squares on "
+               "log(predicted/measured) after " + ("a closed-form start" if step.guess else f"a {step.scan}-point scan"))
+    return rec, new_system, None
+
+
+def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
+              steps: tuple[Step, ...] = STEPS, only: list[str] | None = None,
+              max_requests: int = DEFAULT_MAX_REQUESTS, progress: bool = False) -> Calibration:
+    """Fit ``base_system`` (a SystemConfig, preset name or file) to a run's microbenchmarks."""
+    from hostlink.model.config import load_any_system
+
+    if not hasattr(base_system, "link"):
+        base_system = load_any_system(str(base_system))
+    if fidelity not in ("des", "analytic"):
+        raise CalibrationError(f"fidelity must be 'des' or 'analytic', not '{fidelity}'")
+    run = load_run(results_dir)
+    present_cases = set(run.measured["case"].unique())
+    groups = sorted({micro_group(run.cases[c]) for c in present_cases
+                     if run.cases.get(c, {}).get("kind") == "micro"})
+    if not groups:
+        raise CalibrationError(f"{results_dir}: no microbenchmark results to calibrate from")
+    known = {s.name for s in steps}
+    if only:
+        bad = [n for n in only if n not in known]
+        if bad:
+            raise CalibrationError(f"unknown calibration step(s) {', '.join(bad)} "
+                                   f"(known: {', '.join(s.name for s in steps)})")
+    system = base_system
+    cal = Calibration(system=system, base_system=base_system, results_dir=str(results_dir),
+                      fidelity=fidelity, groups_present=groups)
+    for step in steps:
+        if only and step.name not in only:
+            continue
+        if progress:
+            import sys
+            sys.stderr.write(f"calibrate: {step.name} ...\n")
+        rec, system, reason = fit_step(run, step, system, fidelity=fidelity, max_requests=max_requests)
+        if rec is None:
+            cal.skipped.append({"name": step.name, "keys": [p.key for p in step.params],
+                                "reason": reason})
+        else:
+            cal.fits.append(rec)
+    cal.system = _with_provenance(system, base_system, cal)
+    return cal
+
+
+def _with_provenance(system, base, cal: Calibration):
+    prov = dict(base.provenance)
+    for f in cal.fits:
+        for key in f.keys:
+            if f.identifiable.get(key):
+                prov[key] = (f"measured: {cal.results_dir}, {', '.join(f.groups)}, fit residual "
+                             f"{f.mape_pct:.2f}% MAPE over {f.n} points (calibrate step {f.name})")
+            else:
+                prov[key] = (prov.get(key, "") + "; " if prov.get(key) else "") + \
+                    f"not identifiable from {cal.results_dir} ({', '.join(f.groups)}): kept"
+    name = f"{base.name}-calibrated" if not base.name.endswith("-calibrated") else base.name
+    desc = f"{base.description} (calibrated from {cal.results_dir})".strip()
+    return dataclasses.replace(system, name=name, description=desc, provenance=prov)
+
+
+def format_summary(cal: Calibration) -> str:
+    """A short text summary of a calibration, one line per key."""
+    lines = [f"calibrated {getattr(cal.base_system, 'name', '')} from {cal.results_dir} "
+             f"({cal.fidelity} twins)"]
+    for f in cal.fits:
+        for k in f.keys:
+            tag = "" if f.identifiable[k] else "  (not identifiable: kept)"
+            lines.append(f"  {k:36s} {_num(f.base[k]):>12s} -> {_num(f.values[k]):>12s}   "
+                         f"residual {f.mape_pct:5.2f}% over {f.n} points{tag}")
+    for s in cal.skipped:
+        lines.append(f"  skipped {s['name']}: {s['reason']}")
+    lines.append(f"  calibration groups: {', '.join(cal.calibration_groups) or 'none'}")
+    lines.append(f"  held-out groups:    {', '.join(cal.held_out_groups) or 'none'}")
+    return "\n".join(lines)
+
+
+def _num(v) -> str:
+    if v is None:
+        return "derived"
+    if isinstance(v, int):
+        return str(v)
+    return f"{v:.5g}"
+
+
+def register_validate_commands(sub) -> None:
+    """Hook for ``hostlink validate``: adds ``calibrate`` (see cli_calibrate_report)."""
+    from hostlink.validation.cli_calibrate_report import register_calibrate
+    register_calibrate(sub)

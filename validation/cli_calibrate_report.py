@@ -1,0 +1,77 @@
+"""``hostlink validate calibrate`` and ``hostlink validate report``.
+
+``register_calibrate(sub)`` and ``register_report(sub)`` add the two
+sub-commands to the ``validate`` group (:mod:`hostlink.validation.cli` calls
+them through :func:`hostlink.validation.calibrate.register_validate_commands`
+and :func:`hostlink.validation.report.register_validate_commands`). Heavy
+imports happen inside the handlers.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _cmd_calibrate(args) -> int:
+    from hostlink.validation.calibrate import calibrate, format_summary
+
+    only = [s for s in args.steps.split(",") if s] if args.steps else None
+    cal = calibrate(args.results_dir, args.system, fidelity=args.fidelity, only=only,
+                    max_requests=args.max_requests, progress=not args.quiet)
+    out = Path(args.out) if args.out else Path(args.results_dir) / "calibrated.toml"
+    toml_path, json_path = cal.write(out, args.diagnostics)
+    print(format_summary(cal))
+    print(f"wrote {toml_path} and {json_path}")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from hostlink.validation.report import build_report
+
+    res = build_report(args.results_dir, args.system, fidelity=args.fidelity, out_dir=args.out,
+                       calibration_path=args.calibration, graph_dir=args.graph_dir, only=args.only,
+                       max_requests=args.max_requests, progress=not args.quiet)
+    for s in res["groups"]:
+        verdict = ("fit" if s.role == "calibration" else
+                   "-" if s.passed is None else "meets" if s.passed else "MISSES")
+        target = f"<= {s.target_pct:g}%" if s.target_pct else ""
+        print(f"  {s.group:36s} {s.n:4d} cases  MAPE {s.mape_pct:7.2f}%  bias {s.bias_pct:+7.2f}%  "
+              f"{target:8s} {verdict}")
+    if res["unpredicted"]:
+        print(f"  {len(res['unpredicted'])} cases without a prediction (listed in report.md)")
+    out = res["out"]
+    print(f"wrote {out / 'summary.csv'}, {out / 'report.md'} and {out / 'plots'}/")
+    return 0
+
+
+def register_calibrate(sub) -> None:
+    p = sub.add_parser("calibrate", help="fit link, translation and UVM parameters to microbenchmarks")
+    p.add_argument("results_dir", metavar="RESULTS_DIR", help="a measured run (hostlink validate run --out)")
+    p.add_argument("--system", required=True, help="base system: preset name or TOML file")
+    p.add_argument("--out", default=None,
+                   help="calibrated system TOML (default RESULTS_DIR/calibrated.toml)")
+    p.add_argument("--diagnostics", default=None,
+                   help="fit diagnostics JSON (default calibration.json beside --out)")
+    p.add_argument("--fidelity", choices=("des", "analytic"), default="des",
+                   help="model of the twins (default des)")
+    p.add_argument("--steps", default=None, help="comma-separated steps to run (default all)")
+    p.add_argument("--max-requests", type=int, default=1 << 17,
+                   help="requests per microbenchmark twin (default 131072)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=_cmd_calibrate)
+
+
+def register_report(sub) -> None:
+    p = sub.add_parser("report", help="predict every case and compare with the measurements")
+    p.add_argument("results_dir", metavar="RESULTS_DIR", help="a measured run (hostlink validate run --out)")
+    p.add_argument("--system", required=True, help="system: calibrated TOML, preset name or file")
+    p.add_argument("--fidelity", choices=("des", "analytic"), default="des", help="default des")
+    p.add_argument("--out", default=None, help="output directory (default RESULTS_DIR)")
+    p.add_argument("--calibration", default=None,
+                   help="calibration record (default calibration.json beside --system)")
+    p.add_argument("--graph-dir", default=None,
+                   help="where the run's graphs are (default RESULTS_DIR/graphs, else regenerated)")
+    p.add_argument("--only", default=None, help="only cases whose name contains this string")
+    p.add_argument("--max-requests", type=int, default=None,
+                   help="requests per microbenchmark twin (default 1048576)")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.set_defaults(func=_cmd_report)

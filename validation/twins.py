@@ -1,0 +1,769 @@
+"""Predicted twins: the model's prediction of every case a validation run measured.
+
+A measured case (named by :mod:`hostlink.validation.manifest`) has a twin
+that issues the same memory traffic in the model:
+
+- traversal cases ``<kernel>/<graph>/<variant>/<memory_mode>/<id_bytes>B``:
+  the same graph (regenerated from the manifest's generator and seed, or read
+  from the run's graph files), the same sources (``metadata.json``), the same
+  kernel, variant and id width, emulated by :mod:`hostlink.traces.emulator`
+  and predicted in the memory mode's model (zero-copy, UVM, device);
+- microbenchmark cases ``micro/<benchmark>/<parameters>``: the request stream
+  the CUDA program of ``gpu_kernels/micro`` issues, built here from its
+  documented access pattern (the coalescing rule of
+  :func:`hostlink.traces.emulator.fast.coalesce_ranges`: one request per run
+  of contiguous 32 B sectors within a 128 B line):
+
+  ``zc_read``/``zc_warps`` coalesced: warp w's j-th load covers block
+  w + j W of 32 x bytes_per_lane bytes at offset_B (misaligned offsets split
+  each block into a 32/64/96 B head and tail); strided: thread t reads its
+  own chunk_B chunk bytes_per_lane at a time (one sector per lane and load);
+  random: warp w's loads cover blocks ``mix64(seed ^ mix64(j)) % blocks`` of
+  the first region_B bytes (the program's hash, reproduced bit for bit);
+  ``unroll`` loads in flight per warp. ``ptr_chase``: one thread, one
+  dependent 8 B load per step (a 32 B request), an untimed pass then a timed
+  pass over the same nodes (the twin times the second). ``uvm_touch``: 4 B
+  per lane, one 128 B line per warp load, sequential or the program's
+  permutation ``j * 2654435761 mod n``, in the UVM model by advice.
+  ``memcpy``: the copy engine's stream of 256 B reads (H2D) or posted 256 B
+  writes (D2H) at the analytic model's link bound (REFERENCE.md: the copy
+  engine issues 256 B requests).
+
+Assumptions of the twins (not of the model):
+- a large run is predicted on a prefix of its traffic: every warp of the real
+  grid is kept, each issues at most enough loads that the twin holds about
+  ``max_requests`` requests; the steady-state bandwidth of the prefix (useful bytes over kernel
+  time) stands for the whole run, whose time is the launch overhead plus its
+  bytes over that bandwidth (a warp keeps at least 8 x unroll loads, 2 x
+  unroll for the strided pattern's 32-request instructions). UVM first touch is predicted on a prefix of the
+  buffer of at most ``max_uvm_B`` and scaled by size (the touch front of a
+  full grid spans about 1 MiB, far below the sizes measured).
+- warps = 0 ("as many as fit") takes the grid the program reported
+  (``warps_launched``) where the measured results hold it, else every
+  resident warp slot of the GPU (``sm_count * max_warps_per_sm``).
+- host memory is not cached by the SMs unless ``cache_host`` is set (the
+  coalescer's default; the strided benchmark measures whether it is).
+- a buffer starts at a 2 MiB boundary (the allocators return page-aligned
+  memory; the GPU page size of the mapping is the translation model's).
+- the pointer chase's random cycle is drawn with NumPy (the program uses
+  std::mt19937_64): the same number of distinct random nodes, not the same
+  nodes.
+- ``memcpy`` pays one round trip before its first byte and no driver or
+  copy-engine setup cost (not in the model), so small copies are predicted
+  too fast.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from hostlink.model.errors import ConfigError, HostlinkError
+from hostlink.model.workload import (REQUEST_DTYPES, SPACE_DEVICE, SPACE_HOST, LaunchInfo,
+                                     RequestStream)
+
+MICRO_BASE = 0x7F00_0000_0000          # 2 MiB aligned
+SECTOR_B = 32
+LINE_B = 128
+COPY_ENGINE_REQUEST_B = 256            # REFERENCE.md (NVIDIA/nccl-tests #149)
+PERM_MULTIPLIER = 2654435761           # gpu_kernels/micro/uvm_touch.cu
+DEFAULT_MAX_REQUESTS = 1 << 20
+DEFAULT_MAX_UVM_B = 256 << 20
+MIN_LOADS_PER_WARP = 8
+
+#: The metric each benchmark is judged by (the others are reported too).
+PRIMARY_METRIC = {"memcpy": "bw_GBps", "zc_read": "bw_GBps", "zc_warps": "bw_GBps",
+                  "ptr_chase": "lat_ns", "uvm_touch": "time_ms"}
+TRAVERSAL_PRIMARY = "kernel_time_ms"
+
+#: Harness memory mode -> the model's prediction mode.
+#: SetAccessedBy on host-resident managed memory is a remote mapping (no migration
+#: on x86 without ATS, REFERENCE.md "UVM"): its reads are zero-copy reads.
+PREDICT_MODE = {"device": "device", "zerocopy": "zerocopy", "registered": "zerocopy",
+                "uvm_accessedby": "zerocopy", "uvm": "uvm", "uvm_readmostly": "uvm_readmostly"}
+ZEROCOPY_MODES = ("zerocopy", "registered", "uvm_accessedby")
+UVM_MODES = ("uvm", "uvm_readmostly")
+
+
+class TwinError(HostlinkError):
+    """A case whose twin cannot be built (unknown parameters, missing graph)."""
+
+
+# ----------------------------------------------------------------------------
+# Cases of a run
+
+
+@dataclass
+class RunData:
+    """A measured run directory: its tidy results, case parameters and manifest."""
+    path: Path
+    measured: pd.DataFrame
+    cases: dict[str, dict]
+    metadata: dict
+    experiment: str
+
+    def hint(self, case: str, metric: str) -> float | None:
+        """Median of a measured metric of a case (launch parameters such as warps_launched)."""
+        m = self._hints.get((case, metric))
+        return None if m is None or not np.isfinite(m) else float(m)
+
+    def __post_init__(self) -> None:
+        df = self.measured
+        med = df.groupby(["case", "metric"], sort=False)["value"].median()
+        self._hints = med.to_dict()
+
+
+def load_run(results_dir: str | Path) -> RunData:
+    """Read RESULTS_DIR/results.csv (or .parquet) and the case parameters in metadata.json."""
+    from hostlink.validation.results_io import read_results
+
+    path = Path(results_dir)
+    if not path.is_dir():
+        raise TwinError(f"{path}: not a results directory")
+    table = None
+    for name in ("results.parquet", "results.csv"):
+        if (path / name).is_file():
+            table = read_results(path / name)
+            break
+    if table is None:
+        raise TwinError(f"{path}: no results.csv or results.parquet")
+    measured = table[table["model_kind"] == "measured"].copy()
+    if measured.empty:
+        raise TwinError(f"{path}: the results hold no measured rows")
+    meta = {}
+    if (path / "metadata.json").is_file():
+        try:
+            meta = json.loads((path / "metadata.json").read_text())
+        except json.JSONDecodeError as exc:
+            raise TwinError(f"{path / 'metadata.json'}: not valid JSON ({exc.msg})") from None
+    cases = dict(meta.get("cases") or {})
+    for case in measured["case"].unique():
+        if case not in cases:
+            cases[case] = params_from_name(case, where=str(path / "results"))
+    experiment = meta.get("experiment") or str(measured["experiment"].iloc[0])
+    return RunData(path, measured, cases, meta, experiment)
+
+
+def _parse_value(text: str):
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def params_from_name(case: str, where: str = "case") -> dict:
+    """Parameters of a case from its name alone (settings take their defaults)."""
+    from hostlink.validation.manifest import KERNELS, MICRO_BENCHMARKS
+
+    parts = case.split("/")
+    if parts[0] == "micro":
+        if len(parts) != 3 or parts[1] not in MICRO_BENCHMARKS:
+            raise TwinError(f"{where}: case '{case}' is not micro/<benchmark>/<key>=<value>,...")
+        spec = MICRO_BENCHMARKS[parts[1]][1]
+        params: dict = {"kind": "micro", "benchmark": parts[1]}
+        for item in filter(None, parts[2].split(",")):
+            key, sep, value = item.partition("=")
+            if not sep or key not in spec:
+                raise TwinError(f"{where}: case '{case}': unknown parameter '{item}'")
+            params[key] = _parse_value(value)
+        for key, p in spec.items():
+            if not p.naming:
+                params.setdefault(key, p.default)
+        return params
+    if parts[0] == "trace":
+        return {"kind": "trace"}
+    if len(parts) == 5 and parts[0] in KERNELS and parts[4].endswith("B"):
+        return {"kind": "traversal", "kernel": parts[0], "graph": parts[1], "variant": parts[2],
+                "memory_mode": parts[3], "id_bytes": int(parts[4][:-1])}
+    raise TwinError(f"{where}: case '{case}' is neither a traversal nor a micro case name")
+
+
+def micro_group(params: dict) -> str:
+    """The microbenchmark group of a case: the unit calibration uses or holds out."""
+    b = params["benchmark"]
+    if b == "memcpy":
+        return f"micro/memcpy/{params.get('direction', 'h2d')}"
+    if b == "zc_read":
+        return f"micro/zc_read/{params.get('pattern', 'coalesced')}"
+    if b == "zc_warps":
+        return "micro/zc_warps"
+    if b == "ptr_chase":
+        where = "device" if params.get("memory_mode") == "device" else "host"
+        return f"micro/ptr_chase/{where}"
+    if b == "uvm_touch":
+        return f"micro/uvm_touch/{params.get('advice', 'none')}/{params.get('pattern', 'seq')}"
+    return f"micro/{b}"
+
+
+def case_group(case: str, params: dict) -> str:
+    """Group of any case: micro groups above; traversal by memory-mode class."""
+    kind = params.get("kind")
+    if kind == "micro":
+        return micro_group(params)
+    if kind == "traversal":
+        mode = params["memory_mode"]
+        cls = ("zerocopy" if mode in ZEROCOPY_MODES else "uvm" if mode in UVM_MODES else "device")
+        return f"traversal/{cls}"
+    return "other"
+
+
+def primary_metric(params: dict) -> str:
+    if params.get("kind") == "micro":
+        return PRIMARY_METRIC.get(params["benchmark"], "bw_GBps")
+    return TRAVERSAL_PRIMARY
+
+
+# ----------------------------------------------------------------------------
+# The model behind one interface
+
+
+@dataclass
+class ModelRun:
+    """What a twin needs from a prediction."""
+    time_ns: float                 # whole run, with launch overheads
+    kernel_ns: np.ndarray          # per launch, kernel time only
+    host_bytes_B: float = 0.0      # bytes the host requests moved
+
+
+def run_model(stream: RequestStream, system, mode: str, fidelity: str) -> ModelRun:
+    """Predict one request stream with :func:`hostlink.model.predict.predict`."""
+    from hostlink.model.predict import predict
+
+    pred = predict(stream, system, mode=mode, fidelity=fidelity)
+    kernel = getattr(pred, "kernel_time_s", None)
+    per_launch = getattr(pred, "per_launch_kernel_s", None)
+    if per_launch is not None:
+        kernel_ns = np.asarray(per_launch, dtype=np.float64) * 1e9
+    elif kernel is not None:
+        kernel_ns = np.asarray([kernel * 1e9])
+    else:
+        kernel_ns = np.asarray([pred.time_s * 1e9])
+    return ModelRun(time_ns=float(pred.time_s) * 1e9, kernel_ns=kernel_ns,
+                    host_bytes_B=float(getattr(pred, "host_bytes_B", 0.0) or 0.0))
+
+
+# ----------------------------------------------------------------------------
+# Request streams of the microbenchmarks
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """The programs' 64-bit mixer (zc_common.cuh), wrapping like C++ uint64_t."""
+    x = np.asarray(x, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def warps_per_block(warps: int, sm_count: int) -> int:
+    """The programs' block shape: the largest of 8, 4, 2, 1 dividing ``warps``
+    that still gives one block per SM or more (zc_common.cuh)."""
+    for w in (8, 4, 2, 1):
+        if warps % w == 0 and warps // w >= min(warps, sm_count):
+            return w
+    return 1
+
+
+def _stream(inst_row: np.ndarray, row_warp: np.ndarray, row_inst: np.ndarray,
+            addr: np.ndarray, size: np.ndarray, useful: np.ndarray, *, space: int,
+            launch: np.ndarray | int = 0, launches: tuple[LaunchInfo, ...] = ()) -> RequestStream:
+    n = len(addr)
+    launch_col = (np.full(n, launch, dtype=np.uint32) if np.isscalar(launch)
+                  else np.asarray(launch)[inst_row])
+    return RequestStream(
+        launch=launch_col.astype(np.uint32), warp=row_warp[inst_row].astype(np.uint32),
+        inst=row_inst[inst_row].astype(np.uint32), addr=addr.astype(np.uint64),
+        size_B=size.astype(np.uint16), useful_B=useful.astype(np.uint16),
+        space=np.full(n, space, dtype=np.uint8), is_write=np.zeros(n, dtype=bool),
+        launches=launches)
+
+
+def _ranges_stream(row_warp, row_inst, lo, hi, range_row, *, space, launches,
+                   launch=0, presorted=True) -> RequestStream:
+    """Coalesce lane byte ranges [lo, hi) of instructions ``range_row`` into requests."""
+    from hostlink.traces.emulator.fast import coalesce_ranges
+
+    r, addr, size, useful = coalesce_ranges(range_row.astype(np.int64), lo, hi, presorted)
+    return _stream(r, row_warp, row_inst, addr, size, useful, space=space, launch=launch,
+                   launches=launches)
+
+
+def _per_warp_counts(n_items: int, warps: int) -> np.ndarray:
+    """Loads of each warp when warp w takes items w, w + W, w + 2W, ... < n_items."""
+    w = np.arange(warps, dtype=np.int64)
+    return np.maximum(0, -(-(n_items - w) // warps))
+
+
+def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(warp, j) of every instruction for per-warp instruction counts."""
+    warp = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    first = np.cumsum(counts) - counts
+    j = np.arange(len(warp), dtype=np.int64) - np.repeat(first, counts)
+    return warp, j
+
+
+@dataclass
+class MicroTwin:
+    """A microbenchmark case's request stream and how its metrics follow from a prediction."""
+    case: str
+    benchmark: str
+    params: dict
+    mode: str                        # prediction mode
+    stream: RequestStream | None
+    full_bytes_B: float              # useful bytes of the measured run
+    twin_bytes_B: float              # useful bytes of the twin
+    loads_in_flight: int = 1
+    steps: int = 0                   # ptr_chase
+    size_B: int = 0                  # memcpy, uvm_touch
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def scale(self) -> float:
+        return self.full_bytes_B / self.twin_bytes_B if self.twin_bytes_B else 1.0
+
+    def system_for(self, system):
+        """The system with the case's own launch knobs (loads in flight per warp)."""
+        from hostlink.model.config import system_with
+        if self.loads_in_flight != system.gpu.loads_in_flight_per_warp:
+            return system_with(system, {"gpu.loads_in_flight_per_warp": int(self.loads_in_flight)})
+        return system
+
+    def predict(self, system, fidelity: str = "des") -> dict[str, float]:
+        """Predicted metrics (same names and units as the program's)."""
+        fn = _PREDICTORS[self.benchmark]
+        return fn(self, self.system_for(system), fidelity)
+
+
+def _resolve_warps(params: dict, system, hint: float | None) -> int:
+    w = int(params.get("warps", 0) or 0)
+    if w > 0:
+        return w
+    if hint is not None and hint > 0:
+        return int(round(hint))
+    return int(system.gpu.sm_count * system.gpu.max_warps_per_sm)
+
+
+def _launch(name: str, warps: int, sm_count: int) -> tuple[LaunchInfo, ...]:
+    wpb = warps_per_block(warps, sm_count)
+    return (LaunchInfo(name, warps // wpb, wpb, wpb * 32),)
+
+
+def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None,
+             max_requests: int = DEFAULT_MAX_REQUESTS) -> MicroTwin:
+    """Twin of a zc_read or zc_warps point."""
+    bench = params["benchmark"]
+    pattern = params.get("pattern", "coalesced")
+    bpl = int(params.get("bytes_per_lane", 4))
+    blk = 32 * bpl
+    unroll = int(params.get("unroll", 4 if bench == "zc_read" else 1))
+    warps = _resolve_warps(params, system, warps_hint)
+    total_B = int(params.get("total_B", 1 << 30))
+    per_warp_B = int(params.get("max_per_warp_B", 1 << 30))
+    mode_name = params.get("memory_mode", "zerocopy")
+    if mode_name not in PREDICT_MODE:
+        raise TwinError(f"case '{case}': unknown memory_mode '{mode_name}'")
+    space = SPACE_DEVICE if mode_name == "device" else SPACE_HOST
+    mode = "device" if mode_name == "device" else PREDICT_MODE[mode_name]
+    launches = _launch(bench, warps, system.gpu.sm_count)
+    nbytes = min(total_B, warps * per_warp_B)
+
+    if pattern == "coalesced":
+        offset = int(params.get("offset_B", 0))
+        nblocks = nbytes // blk
+        full = nblocks * blk
+        counts = _per_warp_counts(nblocks, warps)
+        per_inst = -(-(offset % LINE_B + blk) // LINE_B)
+        cap = max(MIN_LOADS_PER_WARP * unroll, -(-max_requests // max(1, warps * per_inst)))
+        counts = np.minimum(counts, cap)
+        warp, j = _expand(counts)
+        lo = MICRO_BASE + offset + (warp + j * warps) * blk
+        stream = _ranges_stream(warp, j, lo, lo + blk, np.arange(len(lo)), space=space,
+                                launches=launches)
+    elif pattern == "strided":
+        chunk = int(params.get("chunk_B", 4096))
+        if chunk % bpl:
+            raise TwinError(f"case '{case}': chunk_B {chunk} is not a multiple of {bpl}")
+        threads = warps * 32
+        nchunks = max(1, nbytes // chunk)
+        full = nchunks * chunk
+        per_chunk = chunk // bpl
+        # thread t: chunks t, t + T, ...; a warp's instruction (k, j) covers lane chunks
+        # w*32 + l + k*T, element j of each.
+        rounds = -(-nchunks // threads)
+        cap = max(2 * unroll, -(-max_requests // max(1, warps * 32)))
+        n_inst = min(rounds * per_chunk, cap)
+        kk = np.arange(n_inst, dtype=np.int64) // per_chunk
+        jj = np.arange(n_inst, dtype=np.int64) % per_chunk
+        warp = np.repeat(np.arange(warps, dtype=np.int64), n_inst)
+        k = np.tile(kk, warps)
+        e = np.tile(jj, warps)
+        lane = np.arange(32, dtype=np.int64)
+        chunk_id = warp[:, None] * 32 + lane[None, :] + k[:, None] * threads
+        active = chunk_id < nchunks
+        keep = active.any(axis=1)
+        warp, k, e, chunk_id, active = warp[keep], k[keep], e[keep], chunk_id[keep], active[keep]
+        inst = np.arange(len(warp))
+        lo = MICRO_BASE + chunk_id * chunk + e[:, None] * bpl
+        rows = np.broadcast_to(inst[:, None], lo.shape)[active]
+        lo = lo[active]
+        j = k * per_chunk + e
+        stream = _ranges_stream(warp, j, lo, lo + bpl, rows, space=space, launches=launches)
+    elif pattern == "random":
+        region = int(params.get("region_B", 1 << 30))
+        region_blocks = max(1, region // blk)
+        nblocks = nbytes // blk
+        full = nblocks * blk
+        per_warp = -(-nblocks // warps)
+        first = np.arange(warps, dtype=np.int64) * per_warp
+        counts = np.clip(np.minimum(nblocks, first + per_warp) - first, 0, None)
+        cap = max(MIN_LOADS_PER_WARP * unroll, -(-max_requests // max(1, warps * (blk // LINE_B))))
+        counts = np.minimum(counts, cap)
+        warp, jl = _expand(counts)
+        jg = first[warp] + jl
+        seed = np.uint64(int(params.get("seed", 1)))
+        line = mix64(seed ^ mix64(jg.astype(np.uint64))) % np.uint64(region_blocks)
+        lo = MICRO_BASE + line.astype(np.int64) * blk
+        stream = _ranges_stream(warp, jl, lo, lo + blk, np.arange(len(lo)), space=space,
+                                launches=launches)
+    else:
+        raise TwinError(f"case '{case}': unknown pattern '{pattern}'")
+    twin_bytes = float(stream.useful_B.astype(np.int64).sum())
+    return MicroTwin(case, bench, params, mode, stream, float(full), twin_bytes,
+                     loads_in_flight=unroll, extra={"warps": warps})
+
+
+def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
+    run = run_model(twin.stream, system, twin.mode, fidelity)
+    kernel_ns = float(np.sum(run.kernel_ns))
+    if kernel_ns <= 0:
+        raise TwinError(f"case '{twin.case}': the model predicted no time")
+    bw = twin.twin_bytes_B / kernel_ns                      # B/ns = GB/s
+    time_ns = system.launch_overhead_us * 1e3 + twin.full_bytes_B / bw
+    return {"time_ms": time_ns * 1e-6, "bw_GBps": twin.full_bytes_B / time_ns}
+
+
+def build_ptr_chase(case: str, params: dict, system) -> MicroTwin:
+    """Twin of a pointer-chase point: an untimed pass, then the timed pass (launch 1)."""
+    stride = int(params.get("stride_B", 4096))
+    footprint = int(params.get("footprint_B", 64 << 20))
+    steps = int(params.get("steps", 2000))
+    n = footprint // stride
+    if n < 2:
+        raise TwinError(f"case '{case}': footprint holds fewer than 2 nodes")
+    if params.get("order", "random") == "seq":
+        nodes = np.arange(steps, dtype=np.int64) % n
+    else:
+        rng = np.random.default_rng(int(params.get("seed", 1)))
+        k = min(steps, n)
+        others = rng.choice(np.arange(1, n, dtype=np.int64), size=k - 1, replace=False) \
+            if n <= 1 << 24 else (rng.integers(1, n, size=k - 1, dtype=np.int64))
+        cyc = np.concatenate([[0], others])
+        nodes = np.resize(cyc, steps)
+    space = SPACE_DEVICE if params.get("memory_mode") == "device" else SPACE_HOST
+    mode = "device" if space == SPACE_DEVICE else PREDICT_MODE.get(params.get("memory_mode",
+                                                                              "zerocopy"))
+    lo = MICRO_BASE + np.concatenate([nodes, nodes]) * stride
+    n_inst = len(lo)
+    row_inst = np.arange(n_inst, dtype=np.int64) % steps
+    row_warp = np.zeros(n_inst, dtype=np.int64)
+    launch_of_row = np.repeat(np.arange(2), steps)
+    li = LaunchInfo("ptr_chase", 1, 1, 1)
+    stream = _ranges_stream(row_warp, row_inst, lo, lo + 8, np.arange(n_inst), space=space,
+                            launches=(li, li), launch=launch_of_row)
+    return MicroTwin(case, "ptr_chase", params, mode, stream, float(8 * steps), float(8 * steps),
+                     loads_in_flight=1, steps=steps)
+
+
+def _predict_ptr_chase(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
+    run = run_model(twin.stream, system, twin.mode, fidelity)
+    if len(run.kernel_ns) < 2:
+        raise TwinError(f"case '{twin.case}': the model returned no per-launch times")
+    timed_ns = float(run.kernel_ns[1])
+    return {"lat_ns": timed_ns / twin.steps, "time_ms": timed_ns * 1e-6}
+
+
+def build_memcpy(case: str, params: dict, system) -> MicroTwin:
+    size = int(params.get("size_B", 1 << 30))
+    return MicroTwin(case, "memcpy", params, "zerocopy", None, float(size), float(size),
+                     size_B=size)
+
+
+def _predict_memcpy(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
+    from hostlink.model.analytic import SizeHistogram, predict_system
+
+    write = twin.params.get("direction", "h2d") == "d2h"
+    hist = SizeHistogram.of([COPY_ENGINE_REQUEST_B], [1.0], 0, write)
+    res = predict_system(system, hist, requester_limit=0)
+    bw = float(res.bw_GBps)
+    time_ns = twin.size_B / bw + (0.0 if write else system.link.rtt_ns)
+    return {"time_ms": time_ns * 1e-6, "bw_GBps": twin.size_B / time_ns}
+
+
+def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None = None,
+                    max_uvm_B: int = DEFAULT_MAX_UVM_B) -> MicroTwin:
+    """Twin of a UVM first-touch point (advice none, readmostly, prefetch or accessedby)."""
+    size = int(params.get("size_B", 256 << 20))
+    pattern = params.get("pattern", "seq")
+    advice = params.get("advice", "none")
+    warps = _resolve_warps(params, system, warps_hint)
+    warps = -(-warps // 8) * 8                       # the program launches whole 8-warp blocks
+    launches = _launch("uvm_touch", warps, system.gpu.sm_count)
+    twin_size = min(size, max_uvm_B)
+    nblocks = twin_size // LINE_B
+    if pattern == "seq":
+        counts = _per_warp_counts(nblocks, warps)
+        warp, j = _expand(counts)
+        block = warp + j * warps
+    elif pattern == "random":
+        per = -(-nblocks // warps)
+        first = np.arange(warps, dtype=np.int64) * per
+        counts = np.clip(np.minimum(nblocks, first + per) - first, 0, None)
+        warp, jl = _expand(counts)
+        jg = first[warp] + jl
+        block = (jg * PERM_MULTIPLIER) % nblocks
+        j = jl
+    else:
+        raise TwinError(f"case '{case}': unknown pattern '{pattern}'")
+    lo = MICRO_BASE + block * LINE_B
+    mode = {"none": "uvm", "readmostly": "uvm_readmostly", "accessedby": "zerocopy",
+            "prefetch": "device"}.get(advice)
+    if mode is None:
+        raise TwinError(f"case '{case}': unknown advice '{advice}'")
+    space = SPACE_DEVICE if advice == "prefetch" else SPACE_HOST
+    stream = _ranges_stream(warp, j, lo, lo + LINE_B, np.arange(len(lo)), space=space,
+                            launches=launches)
+    return MicroTwin(case, "uvm_touch", params, mode, stream, float(size), float(twin_size),
+                     loads_in_flight=1, size_B=size, extra={"warps": warps, "advice": advice})
+
+
+def _predict_uvm_touch(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
+    run = run_model(twin.stream, system, twin.mode, fidelity)
+    body_ns = (run.time_ns - system.launch_overhead_us * 1e3) * twin.scale
+    out: dict[str, float] = {}
+    prefetch_ns = 0.0
+    if twin.extra.get("advice") == "prefetch":
+        from hostlink.model.uvm import transfer_bw_GBps
+        u = system.uvm
+        blocks = -(-twin.size_B // u.va_block_B)
+        per_block_B = min(u.va_block_B, twin.size_B)
+        bw = float(transfer_bw_GBps(per_block_B, u.transfer_peak_GBps, u.transfer_shape_per_KB))
+        prefetch_ns = blocks * (per_block_B / bw)
+        out["prefetch_ms"] = prefetch_ns * 1e-6
+    time_ns = system.launch_overhead_us * 1e3 + body_ns + prefetch_ns
+    out["time_ms"] = time_ns * 1e-6
+    out["bw_GBps"] = twin.size_B / time_ns
+    out["kernel_ms"] = (time_ns - prefetch_ns) * 1e-6
+    return out
+
+
+_PREDICTORS: dict[str, Callable] = {
+    "zc_read": _predict_bandwidth_run, "zc_warps": _predict_bandwidth_run,
+    "ptr_chase": _predict_ptr_chase, "memcpy": _predict_memcpy, "uvm_touch": _predict_uvm_touch,
+}
+
+
+def build_micro(case: str, params: dict, system, *, hints: Callable[[str], float | None] | None = None,
+                max_requests: int = DEFAULT_MAX_REQUESTS,
+                max_uvm_B: int = DEFAULT_MAX_UVM_B) -> MicroTwin:
+    """The twin of one microbenchmark case (``hints(metric)``: measured launch facts)."""
+    bench = params.get("benchmark")
+    warps_hint = hints("warps_launched") if hints else None
+    if bench in ("zc_read", "zc_warps"):
+        return build_zc(case, params, system, warps_hint=warps_hint, max_requests=max_requests)
+    if bench == "ptr_chase":
+        return build_ptr_chase(case, params, system)
+    if bench == "memcpy":
+        return build_memcpy(case, params, system)
+    if bench == "uvm_touch":
+        return build_uvm_touch(case, params, system, warps_hint=warps_hint, max_uvm_B=max_uvm_B)
+    raise TwinError(f"case '{case}': no twin for benchmark '{bench}'")
+
+
+# ----------------------------------------------------------------------------
+# Traversal twins
+
+
+class GraphSource:
+    """The graphs of a run: read from the run's .bel files, else regenerated from the manifest."""
+
+    def __init__(self, run: RunData, graph_dir: str | Path | None = None):
+        self.run = run
+        self.graph_dir = Path(graph_dir) if graph_dir else None
+        self._cache: dict[str, object] = {}
+        self._specs = None
+
+    def _spec(self, name: str):
+        if self._specs is None:
+            from hostlink.validation.manifest import load_manifest
+            mpath = self.run.path / "manifest.toml"
+            self._specs = load_manifest(mpath).graphs if mpath.is_file() else {}
+        return self._specs.get(name)
+
+    def get(self, name: str):
+        if name in self._cache:
+            return self._cache[name]
+        from hostlink.traces.graphs.generators import generate
+        from hostlink.traces.graphs.readers import read_bel
+
+        csr = None
+        prefixes = []
+        if self.graph_dir is not None:
+            prefixes.append(self.graph_dir / name)
+        info = (self.run.metadata.get("graphs") or {}).get(name) or {}
+        prefixes.append(self.run.path / "graphs" / name)
+        spec = self._spec(name)
+        for prefix in prefixes:
+            if Path(f"{prefix}.bel.col").is_file() and Path(f"{prefix}.bel.dst").is_file():
+                csr = read_bel(prefix, id_bytes=8, name=name)
+                break
+        if csr is None:
+            kind = getattr(spec, "kind", None) or info.get("kind")
+            if kind in ("kron", "urand"):
+                scale = getattr(spec, "scale", None) or info.get("scale")
+                degree = getattr(spec, "degree", None) or info.get("degree")
+                seed = getattr(spec, "seed", None) or info.get("seed")
+                csr = generate(kind, int(scale), int(degree), int(seed), weighted=True, id_bytes=8,
+                               name=name)
+            elif kind == "file" and spec is not None and spec.path is not None:
+                csr = read_bel(spec.path, id_bytes=8, name=name)
+            else:
+                raise TwinError(f"graph '{name}': no .bel files under "
+                                f"{', '.join(map(str, prefixes))} and no generator in the manifest")
+        self._cache = {name: csr}            # one graph in memory at a time
+        return csr
+
+
+def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
+                      fidelity: str = "des") -> list[tuple[str, float, int]]:
+    """(metric, value, rep) rows of a traversal case's twin, one set per source."""
+    from hostlink.traces.emulator import emulate
+
+    kernel, variant = params["kernel"], params["variant"]
+    mode_name = params["memory_mode"]
+    if mode_name not in PREDICT_MODE:
+        raise TwinError(f"case '{case}': unknown memory mode '{mode_name}'")
+    if variant == "balanced":
+        raise TwinError(f"case '{case}': the balanced variant runs on the GPU only (no emulation)")
+    mode = PREDICT_MODE[mode_name]
+    id_bytes = int(params["id_bytes"])
+    csr = graphs.get(params["graph"])
+    reps = int(params.get("reps", 1) or 1)
+    if kernel in ("bfs", "sssp"):
+        sources = [int(s) for s in (params.get("sources") or [])]
+        if not sources:
+            raise TwinError(f"case '{case}': no sources recorded (metadata.json 'cases')")
+    else:
+        sources = [0]
+    kw = {}
+    if kernel == "pagerank":
+        kw["iterations"] = int(params.get("iterations", 10))
+    elem_B = id_bytes + (4 if kernel == "sssp" else 0)
+    rows: list[tuple[str, float, int]] = []
+    for si, source in enumerate(sources):
+        # the emulator lays the edge list out in host memory; in device mode the
+        # predictor serves the same requests from device memory
+        em = emulate(csr, kernel, variant, source=source, id_bytes=id_bytes, memory="zerocopy",
+                     **kw)
+        stream = em.requests()
+        edges = int(sum(int((csr.offsets[a + 1] - csr.offsets[a]).sum()) for a in em.active))
+        if len(stream) == 0:
+            raise TwinError(f"case '{case}': the emulated run issues no requests")
+        run = run_model(stream, system, mode, fidelity)
+        kernel_ns = float(np.sum(run.kernel_ns))
+        values = {"time_ms": run.time_ns * 1e-6, "kernel_time_ms": kernel_ns * 1e-6,
+                  "iterations": float(len(em.active)), "edges_read": float(edges),
+                  "bytes_read_B": float(edges * elem_B),
+                  "bw_GBps": edges * elem_B / kernel_ns if kernel_ns > 0 else math.nan}
+        for r in range(reps):
+            for metric, value in values.items():
+                rows.append((metric, float(value), si * reps + r))
+    return rows
+
+
+# ----------------------------------------------------------------------------
+# Every case of a run
+
+
+def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
+                only: str | None = None, progress: bool = False,
+                max_requests: int = DEFAULT_MAX_REQUESTS,
+                max_uvm_B: int = DEFAULT_MAX_UVM_B) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Tidy predicted rows for every measured case (model_kind = fidelity), and the
+    cases whose twin failed with the reason."""
+    from hostlink.validation.results_io import make_table, unit_of
+
+    if fidelity not in ("des", "analytic"):
+        raise TwinError(f"fidelity must be 'des' or 'analytic', not '{fidelity}'")
+    cases = [c for c in run.measured["case"].unique() if only is None or only in c]
+    graphs = GraphSource(run, graph_dir)
+    order = sorted(cases, key=lambda c: (run.cases[c].get("kind") != "micro",
+                                         str(run.cases[c].get("graph", "")), c))
+    rows, failures = [], {}
+    run_id = f"{run.experiment}-twin-{fidelity}"
+    bar = _progress(len(order), progress)
+    for case in order:
+        params = run.cases[case]
+        kind = params.get("kind")
+        try:
+            if kind == "micro":
+                twin = build_micro(case, params, system, hints=lambda m, c=case: run.hint(c, m),
+                                   max_requests=max_requests, max_uvm_B=max_uvm_B)
+                for metric, value in twin.predict(system, fidelity).items():
+                    rows.append((run_id, run.experiment, case, fidelity, metric, value,
+                                 unit_of(metric), 0))
+            elif kind == "traversal":
+                for metric, value, rep in predict_traversal(case, params, system, graphs,
+                                                            fidelity=fidelity):
+                    rows.append((run_id, run.experiment, case, fidelity, metric, value,
+                                 unit_of(metric), rep))
+        except HostlinkError as exc:
+            failures[case] = str(exc)
+        bar(case)
+    return make_table(rows), failures
+
+
+def _progress(total: int, enabled: bool):
+    if not enabled:
+        return lambda case: None
+    import sys
+    state = {"n": 0}
+
+    def step(case: str) -> None:
+        state["n"] += 1
+        sys.stderr.write(f"\r[{state['n']}/{total}] {case[:70]:<70}")
+        if state["n"] == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+    return step
+
+
+def synthesize(cases: dict[str, dict], system, *, fidelity: str = "des", noise_pct: float = 0.0,
+               reps: int = 3, seed: int = 0, experiment: str = "synthetic",
+               max_requests: int = DEFAULT_MAX_REQUESTS) -> pd.DataFrame:
+    """Measured-looking results of microbenchmark cases, generated by the model itself.
+
+    Each case's predicted metrics are repeated ``reps`` times with independent
+    log-normal noise of ``noise_pct`` percent (a seeded NumPy generator), and
+    labelled ``measured``: data with known parameters for testing calibration.
+    """
+    from hostlink.validation.results_io import make_table, unit_of
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for case, params in cases.items():
+        twin = build_micro(case, params, system, max_requests=max_requests)
+        values = twin.predict(system, fidelity)
+        if twin.benchmark in ("zc_read", "zc_warps", "uvm_touch"):
+            values["warps_launched"] = float(twin.extra.get("warps", 0))
+        for rep in range(reps):
+            noise = np.exp(rng.normal(0.0, noise_pct / 100.0)) if noise_pct else 1.0
+            for metric, value in values.items():
+                v = value if metric == "warps_launched" else value * (
+                    1.0 / noise if metric.endswith("GBps") else noise)
+                rows.append((f"{experiment}-synthetic", experiment, case, "measured", metric,
+                             float(v), unit_of(metric), rep))
+    return make_table(rows)
