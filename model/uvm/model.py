@@ -76,7 +76,11 @@ The chunks of the VA block being serviced are not evicted (the driver pins
 chunks it is populating), so the capacity must hold at least one VA block;
 a chunk populated earlier in the same batch may be evicted, and the warps
 waiting on it fault again.
-Oversubscription = touched pages' bytes / capacity.
+Oversubscription = touched pages' bytes / capacity. Because hits are invisible
+to the driver, its list is close to first-in first-out, which admits Belady's
+anomaly, and which faults share a batch depends on what is resident: for some
+access patterns a larger capacity evicts more (tests/model/test_uvm.py checks
+the bounds that always hold and exact counts for cyclic sweeps).
 
 Thrashing (``uvm_perf_thrashing.c`` defaults: 3 events, the window from
 ``thrash_window_us``): a chunk re-migrated within ``thrash_window_us`` of its
@@ -94,6 +98,12 @@ CPU-resident data, on x86 without ATS (access-counter migration off): no
 faults, no migration; every host request is a remote zero-copy read or write,
 returned in ``remote`` for the zero-copy model. ReadMostly wins if both are
 set (emogi_vldb2020 §3.1: other advice overrides SetAccessedBy).
+
+Read amplification = bytes migrated host to device / ``unique_B``, the
+distinct bytes the host requests cover (a bitmap of 32 B sectors; exact byte
+ranges when requests are off the sector grid). The seed's figure divides by
+the dataset size instead, which equals ``unique_B`` when the traversal reads
+every neighbour list.
 
 Device time: every request's bytes (host-space after migration, and
 device-space) read at ``gpu.device_bw_GBps``; a lower bound that ignores
