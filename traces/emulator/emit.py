@@ -33,8 +33,7 @@ import numpy as np
 
 from hostlink.traces.emulator.algorithms import INF_U32, AlgorithmRun
 from hostlink.traces.emulator.layout import AddressMap
-from hostlink.traces.emulator.program import (LANES_ACTIVE, LANES_ALL, LANES_ATTEMPT,
-                                              LANES_FLAGGED,
+from hostlink.traces.emulator.program import (LANES_ALL, LANES_ATTEMPT, LANES_FLAGGED,
                                               LANES_VALID, TARGET_EDGE, TARGET_FLAG, TARGET_NBR,
                                               TARGET_SELF, TARGET_SELF1, Program)
 from hostlink.traces.graphs.csr import CSR
@@ -308,7 +307,7 @@ class Materialiser:
             mask_l = np.where(is_rule == LANES_VALID, valid,
                      np.where(is_rule == LANES_FLAGGED, valid & flagged,
                      np.where(is_rule == LANES_ATTEMPT, valid & attempt,
-                     np.where(is_rule == LANES_ALL, in_range, act))))
+                     np.where(is_rule == LANES_ALL, in_range, act))))  # else LANES_ACTIVE
             nbr = np.where(valid, csr.dst[idx_c].astype(np.int64), 0)
             tg = target[:, None]
             elem = np.where(tg == TARGET_EDGE, idx_c,
