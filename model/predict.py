@@ -120,6 +120,18 @@ def _common(stream: RequestStream) -> dict:
 
 # ------------------------------------------------------------------ analytic pieces
 
+def size_histogram(stream: RequestStream):
+    """The stream's host requests grouped by (size, offset in the 4 KiB page, write),
+    for the analytic model (a packed one-dimensional key: one sort)."""
+    from hostlink.model.analytic import SizeHistogram
+    host = stream.space == SPACE_HOST
+    key = (((stream.addr[host] & np.uint64(4095)).astype(np.int64) << 20)
+           | (stream.size_B[host].astype(np.int64) << 1) | stream.is_write[host])
+    uniq, counts = np.unique(key, return_counts=True)
+    return SizeHistogram.of((uniq >> 1) & 0x7FFFF, counts.astype(np.float64), uniq >> 20,
+                            (uniq & 1).astype(bool))
+
+
 def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
                      loads_in_flight: int, as_device: bool = False) -> np.ndarray:
     """Per launch: the longest warp's dependent chain of instructions.
@@ -131,11 +143,11 @@ def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: f
     out = np.zeros(n)
     if len(stream) == 0:
         return out
-    la = stream.launch.astype(np.int64)
-    wa = stream.warp.astype(np.int64)
-    ia = stream.inst.astype(np.int64)
-    order = np.lexsort((ia, wa, la))
-    la, wa, ia = la[order], wa[order], ia[order]
+    from hostlink.model.des.inputs import program_order
+    order = program_order(stream)
+    la = stream.launch.astype(np.int64)[order]
+    wa = stream.warp.astype(np.int64)[order]
+    ia = stream.inst.astype(np.int64)[order]
     on_host = (stream.space[order] == SPACE_HOST) & (not as_device)
     new = np.ones(len(la), dtype=bool)
     new[1:] = (la[1:] != la[:-1]) | (wa[1:] != wa[:-1]) | (ia[1:] != ia[:-1])
@@ -164,7 +176,7 @@ def _host_costs(stream: RequestStream, system: SystemConfig) -> dict:
 # ------------------------------------------------------------------ the modes
 
 def _zerocopy_analytic(stream, system, common) -> dict:
-    from hostlink.model.analytic import SizeHistogram, predict_system
+    from hostlink.model.analytic import predict_system
     n = common["launches"]
     host = common["host"]
     gpu = system.gpu
@@ -174,7 +186,7 @@ def _zerocopy_analytic(stream, system, common) -> dict:
     path_ns = critical_path_ns(stream, system.link.rtt_ns, gpu.device_lat_ns,
                                gpu.loads_in_flight_per_warp)
     if host.any():
-        res = predict_system(system, SizeHistogram.from_stream(stream)).item()
+        res = predict_system(system, size_histogram(stream)).item()
         bw = res["bw_GBps"]
         link_ns = _per_launch_sum(stream, host, stream.size_B.astype(np.float64)) / bw
         bound_name = res["bound"]

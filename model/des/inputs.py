@@ -76,11 +76,16 @@ def _order(stream: RequestStream) -> np.ndarray | None:
     return np.lexsort((ia, wa, la))
 
 
+def program_order(stream: RequestStream) -> np.ndarray:
+    """Row indices in (launch, warp, inst) order (stable)."""
+    order = _order(stream)
+    return np.arange(len(stream), dtype=np.int64) if order is None else order
+
+
 def layout(stream: RequestStream, system: SystemConfig) -> dict:
     """Row order and the instruction/warp/CTA/launch index arrays of a stream."""
     n = len(stream)
-    order = _order(stream)
-    row = np.arange(n, dtype=np.int64) if order is None else order.astype(np.int64)
+    row = program_order(stream).astype(np.int64)
     launch = stream.launch.astype(np.int64)[row]
     warp = stream.warp.astype(np.int64)[row]
     inst = stream.inst.astype(np.int64)[row]
@@ -127,6 +132,24 @@ def layout(stream: RequestStream, system: SystemConfig) -> dict:
     }
 
 
+def _page_keys(addr: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct (offset in the 4 KiB page, size) pairs as keys ``offset << 20 | size``,
+    and each request's index among them."""
+    offset = (addr & np.uint64(spec.PAGE_4K_B - 1)).astype(np.int64)
+    size = size.astype(np.int64)
+    width = int(size.max()) + 1
+    if width <= 4096:
+        # a dense (offset, size) table: no sort needed
+        cell = offset * width + size
+        table = np.zeros(spec.PAGE_4K_B * width, dtype=np.int64)
+        table[cell] = 1
+        used = np.flatnonzero(table)
+        table[used] = np.arange(len(used))
+        return ((used // width) << 20) | (used % width), table[cell]
+    uniq, inv = np.unique((offset << 20) | size, return_inverse=True)
+    return uniq, inv.ravel()
+
+
 def request_costs(stream: RequestStream, system: SystemConfig, row: np.ndarray) -> dict:
     """Kinds, service times and credit needs of the requests, in ``row`` order."""
     n = len(row)
@@ -148,21 +171,26 @@ def request_costs(stream: RequestStream, system: SystemConfig, row: np.ndarray) 
     need_hdr = np.zeros(n, dtype=np.int64)
     need_data = np.zeros(n, dtype=np.int64)
     wire = {"up": 0.0, "down": 0.0}
-    rd = kind == HOST_READ
-    if rd.any():
-        p = packetize_reads(addr[rd], size[rd], fmt)
-        ser_up[rd] = p.up_wire_B / rate
-        ser_down[rd] = p.down_wire_B / rate
-        need_tags[rd] = p.n_mrd
-        need_hdr[rd] = p.n_cpld
-        need_data[rd] = p.cpl_credit_B
-        wire["up"] += float(np.sum(p.up_wire_B))
-        wire["down"] += float(np.sum(p.down_wire_B))
-    wr = kind == HOST_WRITE
-    if wr.any():
-        p = packetize_writes(addr[wr], size[wr], fmt)
-        ser_up[wr] = p.up_wire_B / rate
-        wire["up"] += float(np.sum(p.up_wire_B))
+    rd = np.flatnonzero(kind == HOST_READ)
+    if len(rd):
+        # TLPs depend only on the offset in the 4 KiB page and the size:
+        # packetise each distinct pair once
+        key, inv = _page_keys(addr[rd], size[rd])
+        p = packetize_reads(key >> 20, key & 0xFFFFF, fmt)
+        ser_up[rd] = (p.up_wire_B / rate)[inv]
+        ser_down[rd] = (p.down_wire_B / rate)[inv]
+        need_tags[rd] = p.n_mrd[inv]
+        need_hdr[rd] = p.n_cpld[inv]
+        need_data[rd] = p.cpl_credit_B[inv]
+        counts = np.bincount(inv, minlength=len(key))
+        wire["up"] += float(np.dot(counts, p.up_wire_B))
+        wire["down"] += float(np.dot(counts, p.down_wire_B))
+    wr = np.flatnonzero(kind == HOST_WRITE)
+    if len(wr):
+        key, inv = _page_keys(addr[wr], size[wr])
+        p = packetize_writes(key >> 20, key & 0xFFFFF, fmt)
+        ser_up[wr] = (p.up_wire_B / rate)[inv]
+        wire["up"] += float(np.dot(np.bincount(inv, minlength=len(key)), p.up_wire_B))
     dram_B = np.zeros(n, dtype=np.int64)
     if host.any():
         burst = system.host.burst_B
