@@ -83,6 +83,7 @@ class Step:
     scan: int = 9                     # coarse grid points per parameter (when no guess)
     explain: str = ""
     guess: Callable | None = None     # (problem, system, base) -> {key: start value}
+    prefer: tuple[str, str] | None = None   # (param, value): use only such cases when any exist
 
 
 def _is_host_chase(p: dict) -> bool:
@@ -121,7 +122,7 @@ STEPS: tuple[Step, ...] = (
     Step("host_round_trip", (Param("link.rtt_ns", 50.0, 1e5),),
          ("micro/ptr_chase/host",), select=_is_host_chase,
          explain="host pointer-chase latency less the model's serialisation, DRAM and walk parts",
-         guess=_guess_additive("link.rtt_ns")),
+         guess=_guess_additive("link.rtt_ns"), prefer=("cache", "cv")),
     Step("link_efficiency", (Param("link.dllp_overhead", 0.0, 0.6, log=False),),
          ("micro/memcpy/h2d", "micro/memcpy/d2h"),
          select=lambda p: int(p.get("size_B", 0)) >= MEMCPY_PLATEAU_MIN_B, fidelity="analytic",
@@ -133,7 +134,7 @@ STEPS: tuple[Step, ...] = (
          guess=_guess_requester),
     Step("translation", (Param("translation.tlb_entries", 1, 1 << 20, integer=True),
                          Param("translation.miss_lat_ns", 1.0, 1e5)),
-         ("micro/zc_read/random",), scan=5,
+         ("micro/zc_read/random",), scan=5, prefer=("cache", "cv"),
          explain="random 128 B lines over growing regions: the knee gives the reach, "
                  "the fall the miss cost"),
     Step("uvm_batches", (Param("uvm.batch_base_us", 0.1, 1e4), Param("uvm.transfer_peak_GBps", 0.1, 1e3)),
@@ -242,12 +243,17 @@ class _Problem:
         self.measured: list[float] = []
         self.twins: list[MicroTwin] = []
         med = run.measured.groupby(["case", "metric"])["value"].median()
-        for case in sorted(run.cases):
+        present = set(run.measured["case"].unique())
+        chosen = [c for c in sorted(run.cases) if c in present
+                  and run.cases[c].get("kind") == "micro"
+                  and micro_group(run.cases[c]) in step.groups and step.select(run.cases[c])]
+        if step.prefer is not None:
+            key, value = step.prefer
+            preferred = [c for c in chosen if str(run.cases[c].get(key)) == value]
+            if preferred:
+                chosen = preferred
+        for case in chosen:
             params = run.cases[case]
-            if params.get("kind") != "micro" or micro_group(params) not in step.groups:
-                continue
-            if not step.select(params):
-                continue
             metric = primary_metric(params)
             value = med.get((case, metric))
             if value is None or not np.isfinite(value) or value <= 0:

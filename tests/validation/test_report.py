@@ -1,0 +1,95 @@
+"""Report arithmetic on a hand-made table, diagnosis, and the CLI end to end."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hostlink.model.cli.main import main
+from hostlink.validation import report
+from hostlink.validation.results_io import make_table
+
+DATA = Path(__file__).parent / "data" / "synthetic_h100"
+
+
+def _table(rows, kind):
+    return make_table([("r", "e", c, kind, m, v, u, rep) for c, m, v, u, rep in rows])
+
+
+def test_error_sign_median_and_mape():
+    measured = _table([("a", "bw_GBps", 10.0, "GB/s", 0), ("a", "bw_GBps", 12.0, "GB/s", 1),
+                       ("a", "bw_GBps", 11.0, "GB/s", 2), ("b", "lat_ns", 100.0, "ns", 0),
+                       ("c", "time_ms", 0.0, "ms", 0), ("d", "time_ms", 5.0, "ms", 0)], "measured")
+    predicted = _table([("a", "bw_GBps", 13.2, "GB/s", 0), ("b", "lat_ns", 90.0, "ns", 0),
+                        ("c", "time_ms", 1.0, "ms", 0)], "des")
+    s = report.summarise(measured, predicted)
+    assert list(s.columns) == list(report.SUMMARY_COLUMNS)
+    rows = s.set_index("case")
+    assert rows.loc["a", "measured"] == 11.0                       # median over reps
+    assert rows.loc["a", "error_pct"] == pytest.approx(20.0)       # predicted above measured: +
+    assert rows.loc["b", "error_pct"] == pytest.approx(-10.0)      # predicted below measured: -
+    assert "c" not in rows.index and "d" not in rows.index         # zero measured; no prediction
+    assert report.mape(s["error_pct"]) == pytest.approx(15.0)
+    assert np.isnan(report.mape([]))
+
+
+def test_targets_by_group():
+    cal = {"micro/zc_warps"}
+    assert report.target_for("micro/zc_warps", cal) == ("calibration", None)
+    assert report.target_for("micro/zc_read/coalesced", cal) == ("held-out", 10.0)
+    assert report.target_for("micro/uvm_touch/readmostly/seq", cal)[1] == 25.0
+    assert report.target_for("micro/uvm_touch/accessedby/seq", cal)[1] == 10.0
+    assert report.target_for("traversal/zerocopy", cal) == ("traversal", 15.0)
+    assert report.target_for("traversal/uvm", cal) == ("traversal", 25.0)
+    assert report.target_for("traversal/device", cal)[1] is None
+
+
+def test_diagnosis_names_the_parameter_the_error_follows():
+    cases = {f"micro/zc_read/pattern=random,region_B={r}": {"kind": "micro", "benchmark": "zc_read",
+                                                            "pattern": "random", "region_B": r}
+             for r in (1 << 20, 1 << 26, 1 << 30, 1 << 34)}
+    errs = [1.0, 5.0, 80.0, 400.0]
+    s = pd.DataFrame({"case": list(cases), "metric": "bw_GBps", "unit": "GB/s",
+                      "measured": 1.0, "predicted": [1 + e / 100 for e in errs], "error_pct": errs})
+    ann = report.annotate(s, cases)
+    (st,) = report.group_stats(ann, set())
+    assert st.group == "micro/zc_read/random" and st.passed is False
+    assert st.mape_pct == pytest.approx(np.mean(errs))
+    text = " ".join(report.diagnose(st, ann))
+    assert "too fast" in text and "`region_B`" in text and "translation" in text
+
+
+def test_report_cli_end_to_end(tmp_path, capsys):
+    cal = tmp_path / "cal" / "calibrated.toml"
+    assert main(["validate", "calibrate", str(DATA), "--system", "h100-pcie5", "--fidelity",
+                 "analytic", "--steps", "host_round_trip,requester_limit", "--max-requests", "8192",
+                 "--out", str(cal), "--quiet"]) == 0
+    out = tmp_path / "rep"
+    assert main(["validate", "report", str(DATA), "--system", str(cal), "--fidelity", "analytic",
+                 "--only", "zc_warps", "--max-requests", "8192", "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "micro/zc_warps" in printed and "fit" in printed
+    summary = report.read_summary(out / "summary.csv")
+    assert set(summary["case"].str.split("/").str[1]) == {"zc_warps"}
+    warps = summary[summary["case"].str.startswith("micro/zc_warps") & (summary["metric"] == "bw_GBps")]
+    assert report.mape(warps["error_pct"]) < 3.0                   # the calibrated group fits
+    md = (out / "report.md").read_text()
+    assert "| `micro/zc_warps` | calibration |" in md
+    assert "calibrated from microbenchmark groups: `micro/ptr_chase/host`, `micro/zc_warps`" in md
+    for name in ("predicted_vs_measured", "error_by_group", "mape_by_group"):
+        assert (out / "plots" / f"{name}.png").stat().st_size > 5000
+
+
+def test_report_without_calibration_record_and_bad_inputs(tmp_path, capsys):
+    rc = main(["validate", "report", str(DATA), "--system", "h100-pcie5", "--fidelity", "analytic",
+               "--only", "ptr_chase", "--out", str(tmp_path), "--quiet"])
+    assert rc == 0
+    assert "every microbenchmark group counts as held out" in (tmp_path / "report.md").read_text()
+    assert main(["validate", "report", str(DATA), "--system", "h100-pcie5",
+                 "--calibration", str(tmp_path / "missing.json"), "--quiet"]) == 2
+    assert "no such calibration record" in capsys.readouterr().err
+    assert main(["validate", "report", str(DATA), "--system", "h100-pcie5", "--only", "nothing-matches",
+                 "--quiet"]) == 2

@@ -1,0 +1,144 @@
+"""Twins of the microbenchmarks: request streams built from the programs' access patterns."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hostlink.model.config import load_system
+from hostlink.validation import twins
+from hostlink.validation.manifest import micro_case_name
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return load_system("h100-pcie5")
+
+
+def zc(**kw):
+    p = dict(benchmark="zc_read", pattern="coalesced", offset_B=0, bytes_per_lane=4, unroll=4,
+             warps=64, memory_mode="zerocopy", total_B=1 << 20, max_per_warp_B=1 << 30)
+    p.update(kw)
+    return p
+
+
+def test_mix64_is_splitmix64():
+    # splitmix64 (Steele, Lea, Flood 2014; Vigna's reference code) seeded with 0 returns
+    # 0xE220A8397B1DCDAF first: mix64 is that step, as in gpu_kernels/micro/zc_common.cuh
+    assert int(twins.mix64(np.array([0], dtype=np.uint64))[0]) == 0xE220A8397B1DCDAF
+
+
+def test_warps_per_block_follows_the_program():
+    # zc_common.cuh: largest of 8, 4, 2, 1 dividing warps with warps / w >= min(warps, SMs)
+    assert twins.warps_per_block(8448, 132) == 8
+    assert twins.warps_per_block(132, 132) == 1
+    assert twins.warps_per_block(264, 132) == 2
+    assert twins.warps_per_block(6, 132) == 1
+
+
+def test_aligned_coalesced_reads_are_whole_lines(h100):
+    t = twins.build_zc("c", zc(), h100)
+    s = t.stream
+    assert s.size_histogram() == {128: (1 << 20) // 128}
+    assert int(s.useful_B.sum()) == 1 << 20 == t.full_bytes_B
+    # warp w's j-th load covers block w + j * W
+    w0 = s.addr[s.warp == 0]
+    assert np.all(np.diff(w0.astype(np.int64)) == 64 * 128)
+
+
+@pytest.mark.parametrize("offset, sizes", [(32, {32, 96}), (64, {64}), (96, {96, 32})])
+def test_misaligned_blocks_split_into_head_and_tail(h100, offset, sizes):
+    # emogi_vldb2020 §3: a warp 32 B off the 128 B boundary sends a 96 B and a 32 B request
+    s = twins.build_zc("c", zc(offset_B=offset), h100).stream
+    hist = s.size_histogram()
+    assert set(hist) == sizes
+    assert len(s) == 2 * ((1 << 20) // 128)
+    assert int(s.useful_B.sum()) == 1 << 20
+
+
+def test_wide_lanes_and_strided_chunks(h100):
+    s16 = twins.build_zc("c", zc(bytes_per_lane=16), h100).stream
+    assert s16.size_histogram() == {128: (1 << 20) // 128}
+    assert set(np.bincount(s16.inst[s16.warp == 0])) == {4}       # 512 B per load = 4 lines
+    st = twins.build_zc("s", zc(pattern="strided", chunk_B=4096), h100).stream
+    assert st.size_histogram() == {32: len(st)}                    # one sector per lane and load
+    assert set(st.useful_B.tolist()) == {4}
+    st64 = twins.build_zc("s", zc(pattern="strided", chunk_B=64, bytes_per_lane=8), h100).stream
+    assert set(st64.size_histogram()) == {32}                      # sectors 0 and 2 of each line
+
+
+def test_random_lines_stay_in_the_region(h100):
+    t = twins.build_zc("r", zc(pattern="random", region_B=1 << 22), h100)
+    off = t.stream.addr.astype(np.int64) - twins.MICRO_BASE
+    assert off.min() >= 0 and off.max() < 1 << 22 and np.all(off % 128 == 0)
+    # 8192 uniform draws over 32768 lines hit 32768 (1 - exp(-1/4)) = 7250 distinct ones
+    assert abs(len(np.unique(off)) - 7250) < 150
+
+
+def test_large_runs_are_predicted_on_a_prefix(h100):
+    t = twins.build_zc("c", zc(total_B=1 << 30, warps=0), h100, max_requests=1 << 14)
+    assert t.extra["warps"] == h100.gpu.sm_count * h100.gpu.max_warps_per_sm
+    # every warp keeps 8 x unroll loads, more than 2**14 requests in all
+    assert len(t.stream) == t.extra["warps"] * 8 * 4 and t.scale == pytest.approx(31.03, rel=1e-3)
+    assert t.full_bytes_B == 1 << 30
+
+
+def test_unroll_sets_loads_in_flight(h100):
+    t = twins.build_zc("c", zc(unroll=8), h100)
+    assert t.system_for(h100).gpu.loads_in_flight_per_warp == 8
+
+
+@pytest.mark.parametrize("fidelity", ["analytic", "des"])
+def test_pointer_chase_latency_moves_with_rtt(h100, fidelity):
+    p = dict(benchmark="ptr_chase", memory_mode="zerocopy", stride_B=4096, footprint_B=1 << 26,
+             order="random", steps=200)
+    t = twins.build_ptr_chase("p", p, h100)
+    assert t.stream.size_histogram() == {32: 400}                  # untimed + timed pass
+    from hostlink.model.config import system_with
+    a = t.predict(system_with(h100, {"link.rtt_ns": 1000.0}), fidelity)["lat_ns"]
+    b = t.predict(system_with(h100, {"link.rtt_ns": 1500.0}), fidelity)["lat_ns"]
+    assert 1000.0 <= a < 1100.0
+    assert b - a == pytest.approx(500.0, rel=1e-3)
+
+
+def test_few_warps_follow_littles_law(h100):
+    # one load of 128 B per warp in flight: bandwidth = warps x 128 B / latency
+    p = zc(benchmark="zc_warps", warps=4, unroll=1, total_B=512 << 20, max_per_warp_B=1 << 16)
+    t = twins.build_zc("w", p, h100)
+    bw = t.predict(h100, "des")["bw_GBps"]
+    lat = twins.build_ptr_chase("p", dict(benchmark="ptr_chase", stride_B=4096,
+                                          footprint_B=1 << 26, steps=100), h100
+                                ).predict(h100, "des")["lat_ns"]
+    assert bw == pytest.approx(4 * 128 / lat, rel=0.03)
+
+
+def test_case_names_parse_back():
+    params = dict(pattern="coalesced", offset_B=32, bytes_per_lane=8, memory_mode="zerocopy",
+                  warps=0, unroll=4, cache="default")
+    name = micro_case_name("zc_read", params)
+    back = twins.params_from_name(name)
+    assert {k: back[k] for k in params} == params
+    assert back["total_B"] == 1 << 30                              # a setting's default
+    trav = twins.params_from_name("bfs/kron21/merged_aligned/zerocopy/8B")
+    assert trav["id_bytes"] == 8 and trav["kind"] == "traversal"
+    with pytest.raises(twins.TwinError):
+        twins.params_from_name("micro/zc_read/bogus=1")
+
+
+def test_groups():
+    g = twins.case_group
+    assert g("x", {"kind": "micro", "benchmark": "zc_read", "pattern": "random"}) == "micro/zc_read/random"
+    assert g("x", {"kind": "micro", "benchmark": "ptr_chase", "memory_mode": "registered"}) == \
+        "micro/ptr_chase/host"
+    assert g("x", {"kind": "traversal", "memory_mode": "uvm_accessedby"}) == "traversal/zerocopy"
+    assert g("x", {"kind": "traversal", "memory_mode": "uvm_readmostly"}) == "traversal/uvm"
+    assert g("x", {"kind": "traversal", "memory_mode": "device"}) == "traversal/device"
+
+
+def test_synthesize_noise_is_seeded(h100):
+    cases = {"micro/x": dict(kind="micro", benchmark="ptr_chase", stride_B=4096,
+                             footprint_B=1 << 26, steps=50)}
+    a = twins.synthesize(cases, h100, fidelity="analytic", noise_pct=2.0, reps=3, seed=3)
+    b = twins.synthesize(cases, h100, fidelity="analytic", noise_pct=2.0, reps=3, seed=3)
+    lat = a[a["metric"] == "lat_ns"]["value"].to_numpy()
+    assert np.array_equal(lat, b[b["metric"] == "lat_ns"]["value"].to_numpy())
+    assert lat.std() > 0 and set(a["model_kind"]) == {"measured"}
