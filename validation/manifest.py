@@ -30,6 +30,7 @@ Layout (every key is checked; an unknown key or a bad value raises
     reps = 3                   # timed runs per source (default 3)
     iterations = 10            # PageRank iterations (default 10)
     warmup = true              # one untimed run per configuration (default true)
+    load_ahead = 4             # trips of loads a warp issues before using them: 1 or 4 (default 4)
 
     [[self_trace]]             # a self-traced run (one configuration)
     kernel = "bfs"
@@ -174,6 +175,10 @@ class TraversalGroup:
     reps: int = 3
     iterations: int = 10
     warmup: bool = True
+    load_ahead: int = 4
+
+
+LOAD_AHEAD = (1, 4)
 
 
 @dataclass(frozen=True)
@@ -474,7 +479,10 @@ def load_manifest(path: str | Path) -> Manifest:
         key = f"traversal[{i}]"
         t = c.table(t, key)
         c.no_unknown(t, {"kernels", "graphs", "variants", "memory_modes", "id_bytes", "sources", "reps",
-                         "iterations", "warmup"}, key)
+                         "iterations", "warmup", "load_ahead"}, key)
+        ahead = c.integer(t, "load_ahead", key, default=4)
+        if ahead not in LOAD_AHEAD:
+            raise c.err(f"{key}.load_ahead", f"{ahead} is not one of: {', '.join(map(str, LOAD_AHEAD))}")
         gl = c.str_list(t, "graphs", key)
         for gn in gl:
             graph_ref(gn, f"{key}.graphs")
@@ -490,7 +498,7 @@ def load_manifest(path: str | Path) -> Manifest:
             sources=c.integer(t, "sources", key, default=4, lo=1, hi=1000),
             reps=c.integer(t, "reps", key, default=3, lo=1, hi=1000),
             iterations=c.integer(t, "iterations", key, default=10, lo=1, hi=1000),
-            warmup=c.boolean(t, "warmup", key, True)))
+            warmup=c.boolean(t, "warmup", key, True), load_ahead=ahead))
 
     traces = []
     for i, t in enumerate(doc.get("self_trace", []) if isinstance(doc.get("self_trace", []), list) else [None]):
@@ -534,5 +542,18 @@ def load_manifest(path: str | Path) -> Manifest:
 
     if not traversal and not micro and not traces:
         raise c.err("traversal", "the manifest has no [[traversal]], [[self_trace]] or [[micro]] group")
+    # every case is measured by one group only (its rows would collide otherwise)
+    owner: dict[str, str] = {}
+    for i, g in enumerate(micro):
+        for case in g.cases():
+            if case in owner:
+                raise c.err(f"micro[{i}]", f"case '{case}' is measured by {owner[case]} already")
+            owner[case] = f"micro[{i}]"
+    for i, t in enumerate(traversal):
+        for k, gr, v, mm, b in itertools.product(t.kernels, t.graphs, t.variants, t.memory_modes, t.id_bytes):
+            case = traversal_case_name(k, gr, v, mm, b)
+            if case in owner:
+                raise c.err(f"traversal[{i}]", f"case '{case}' is measured by {owner[case]} already")
+            owner[case] = f"traversal[{i}]"
     return Manifest(path=path, name=name, seed=seed, description=description, graphs=graphs,
                     traversal=traversal, self_trace=traces, micro=micro)

@@ -145,7 +145,7 @@ def plan_jobs(m: Manifest, bin_dir: Path, prefixes: dict[str, Path], sources: di
                 argv = [str(bin_dir / kernel), "--graph", str(prefixes[graph]), "--graph-name", graph,
                         "--variant", ",".join(t.variants), "--memory-mode", ",".join(t.memory_modes),
                         "--id-bytes", ",".join(str(b) for b in t.id_bytes), "--reps", str(t.reps),
-                        "--warmup", "1" if t.warmup else "0"]
+                        "--warmup", "1" if t.warmup else "0", "--load-ahead", str(t.load_ahead)]
                 if kernel in ("bfs", "sssp"):
                     argv += ["--source", ",".join(str(s) for s in sources[graph][:t.sources])]
                 if kernel == "pagerank":
@@ -320,7 +320,7 @@ def _case_params(m: Manifest, sources: dict[str, list[int]]) -> dict[str, dict]:
     for c in m.traversal_cases():
         t = m.traversal[c.group]
         p = {"kind": "traversal", "kernel": c.kernel, "graph": c.graph, "variant": c.variant,
-             "memory_mode": c.memory_mode, "id_bytes": c.id_bytes, "reps": t.reps}
+             "memory_mode": c.memory_mode, "id_bytes": c.id_bytes, "reps": t.reps, "load_ahead": t.load_ahead}
         if c.kernel in ("bfs", "sssp"):
             p["sources"] = sources.get(c.graph, [])[:t.sources]
         if c.kernel == "pagerank":
@@ -416,6 +416,7 @@ def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobRe
     """Parse every finished raw file into results.csv/.parquet and write metadata.json."""
     raw_dir = out / "raw"
     tables, device = [], None
+    dropped: dict[str, list[str]] = {}
     got_cases: set[str] = set()
     for j in jobs:
         path = raw_dir / f"{j.id}.jsonl"
@@ -425,7 +426,12 @@ def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobRe
                 continue
         parsed = read_output(path)
         device = device or parsed.device
-        df = rows_from_output(parsed, run_id, m.name, j.case_of)
+        wanted = set(j.expected_cases)
+        df = rows_from_output(parsed, run_id, m.name, lambda meas, j=j: j.case_of(meas))
+        extra = ~df["case"].isin(wanted)
+        if extra.any():  # points the manifest did not ask this job for
+            dropped[j.id] = sorted(df.loc[extra, "case"].unique())
+            df = df[~extra]
         got_cases.update(df["case"].unique())
         tables.append(df)
     table = pd.concat(tables, ignore_index=True) if tables else make_table([])
@@ -451,6 +457,7 @@ def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobRe
         "jobs": job_rows,
         "cases": _case_params(m, sources),
         "missing_cases": [c for c in expected if c not in got_cases],
+        "dropped_cases": dropped,
         "check_failures": int(sum(r.get("check_failures", 0) or 0 for r in job_rows)),
         "rows": int(len(table)),
     }
@@ -458,8 +465,27 @@ def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobRe
     return meta
 
 
+def _sources_from_raw(raw_dir: Path) -> dict[str, list[int]]:
+    """Each graph's sources in the order the raw traversal outputs used them (longest list seen)."""
+    found: dict[str, list[int]] = {}
+    for path in sorted(raw_dir.glob("*.jsonl")):
+        seen: dict[str, list[int]] = {}
+        for meas in read_output(path).measurements:
+            g, s = meas.params.get("graph"), meas.params.get("source")
+            if g is not None and s is not None and s not in seen.setdefault(g, []):
+                seen[g].append(int(s))
+        for g, lst in seen.items():
+            if len(lst) > len(found.get(g, [])):
+                found[g] = lst
+    return found
+
+
 def reparse(out_dir: str | Path) -> dict:
-    """Rebuild results and metadata of a finished OUT from its raw files (no GPU needed)."""
+    """Rebuild results and metadata of a run directory from its raw files (no GPU needed).
+
+    The sources come from the old metadata, else from the graph files, else
+    from the raw outputs themselves.
+    """
     out = Path(out_dir)
     m = load_manifest(out / "manifest.toml")
     run_info = _load_json(out / "run.json")
@@ -468,10 +494,28 @@ def reparse(out_dir: str | Path) -> dict:
     old = _load_json(out / "metadata.json") or {}
     gdir = out / "graphs"
     prefixes = {g: m.graphs[g].prefix(gdir) for g in m.graphs_used()}
-    sources = old.get("sources") or {}
-    jobs = plan_jobs(m, KERNEL_DIR / "bin", prefixes, {g: sources.get(g, []) for g in prefixes}, out)
-    results = [JobResult(id=j.id, kind=j.kind, argv=j.argv, status="skipped") for j in jobs]
-    meta = collect_results(m, out, jobs, results, run_info["run_id"], prefixes, old.get("graphs", {}), sources,
+    sources = dict(old.get("sources") or {})
+    from_raw = _sources_from_raw(out / "raw")
+    for g, prefix in prefixes.items():
+        if g not in sources and g in from_raw:
+            sources[g] = from_raw[g]
+    graph_info = dict(old.get("graphs") or {})
+    for g, prefix in prefixes.items():
+        if g not in graph_info and graph_files(prefix)[0].exists():
+            off = read_offsets(prefix)
+            graph_info[g] = {"prefix": str(prefix), "vertices": int(len(off) - 1), "edges": int(off[-1])}
+    jobs = plan_jobs(m, KERNEL_DIR / "bin", prefixes, {g: sources.get(g, [-1]) for g in prefixes}, out)
+    results = []
+    for j in jobs:
+        raw = out / "raw" / f"{j.id}.jsonl"
+        status = ("finished" if _finished(raw) else
+                  "failed" if raw.with_name(raw.name + ".failed").exists() else "not run")
+        prior = {r["id"]: r for r in old.get("jobs", [])}.get(j.id, {})
+        results.append(JobResult(id=j.id, kind=j.kind, argv=j.argv, status=status,
+                                 returncode=prior.get("returncode"), wall_s=prior.get("wall_s"),
+                                 measurements=prior.get("measurements", 0),
+                                 check_failures=prior.get("check_failures", 0), errors=prior.get("errors", [])))
+    meta = collect_results(m, out, jobs, results, run_info["run_id"], prefixes, graph_info, sources,
                            {"reparsed_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")})
     return meta
 

@@ -4,10 +4,15 @@
 // The buffer holds n = footprint_B / stride_B nodes, node i at byte
 // i * stride_B; each node stores the element index of the next node. The
 // order is sequential (i -> i+1, wrapping) or one random cycle over all
-// nodes (Sattolo's shuffle, seeded). One thread follows `steps` links
-// after an untimed pass of the same length, and %globaltimer around the
-// timed loop gives lat_ns = elapsed / steps. Each load depends on the last,
-// so exactly one request is outstanding at a time.
+// nodes (Sattolo's shuffle, seeded). One thread follows `steps` links from
+// node 0 (untimed: it loads the module and warms the TLB's upper levels),
+// L2 is flushed, and a second launch follows the next `steps` links, with
+// %globaltimer around its loop: lat_ns = elapsed / steps. Each load depends
+// on the last, so one request is outstanding at a time. When the chain has
+// at least 2 x steps nodes the timed links visit nodes never loaded before
+// (revisits = 0): every load misses the caches. Smaller chains (revisits = 1)
+// measure what the caches keep within one launch (L1 is not kept across
+// launches).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -120,17 +125,19 @@ int main(int argc, char** argv) {
               flusher.flush();
               fn<<<1, 1>>>(static_cast<const uint64_t*>(buf.dev), 0, steps, out);  // untimed pass
               LAUNCH_SYNC_CHECK("chase");
-              fn<<<1, 1>>>(static_cast<const uint64_t*>(buf.dev), 0, steps, out);
-              LAUNCH_SYNC_CHECK("chase");
               uint64_t res[2];
               CUDA_CHECK(cudaMemcpy(res, out, sizeof res, cudaMemcpyDeviceToHost));
-              // the end of the walk must be the node `steps` links from 0
+              flusher.flush();
+              fn<<<1, 1>>>(static_cast<const uint64_t*>(buf.dev), res[0], steps, out);
+              LAUNCH_SYNC_CHECK("chase");
+              CUDA_CHECK(cudaMemcpy(res, out, sizeof res, cudaMemcpyDeviceToHost));
+              // the end of the walk must be the node 2 x steps links from 0
               uint64_t expect = 0;
               if (order == "seq") {
-                expect = (steps % n) * step_elems;
+                expect = ((2 * steps) % n) * step_elems;
               } else {
                 uint64_t node = 0;
-                for (uint64_t s = 0; s < steps; ++s) node = perm[node];
+                for (uint64_t s = 0; s < 2 * steps; ++s) node = perm[node];
                 expect = node * step_elems;
               }
               if (res[0] != expect)
@@ -151,6 +158,7 @@ int main(int argc, char** argv) {
                   .num("time_ms", res[1] / 1e6)
                   .uinteger("steps", steps)
                   .uinteger("nodes", n)
+                  .integer("revisits", 2 * steps > n ? 1 : 0)
                   .end();
               j.print();
             }

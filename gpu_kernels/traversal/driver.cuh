@@ -48,15 +48,26 @@ inline int parse_variant(const std::string& s) {
 template <typename Id, class Algo, int TRACE>
 using WalkFn = void (*)(GraphView<Id>, Algo, TraceSink, unsigned long long*);
 
-template <typename Id, class Algo, int TRACE>
-WalkFn<Id, Algo, TRACE> walk_fn(int variant) {
+template <typename Id, class Algo, int TRACE, int AHEAD>
+WalkFn<Id, Algo, TRACE> walk_fn_ahead(int variant) {
   switch (variant) {
-    case kNaive: return walk<Id, kNaive, TRACE, Algo>;
-    case kMerged: return walk<Id, kMerged, TRACE, Algo>;
-    case kMergedAligned: return walk<Id, kMergedAligned, TRACE, Algo>;
-    case kChunked: return walk<Id, kChunked, TRACE, Algo>;
-    default: return walk<Id, kBalanced, TRACE, Algo>;
+    case kNaive: return walk<Id, kNaive, TRACE, AHEAD, Algo>;
+    case kMerged: return walk<Id, kMerged, TRACE, AHEAD, Algo>;
+    case kMergedAligned: return walk<Id, kMergedAligned, TRACE, AHEAD, Algo>;
+    case kChunked: return walk<Id, kChunked, TRACE, AHEAD, Algo>;
+    default: return walk<Id, kBalanced, TRACE, AHEAD, Algo>;
   }
+}
+
+// Load-ahead depths the programs are built with (--load-ahead).
+inline const std::vector<std::string>& load_ahead_names() {
+  static const std::vector<std::string> n = {"1", "4"};
+  return n;
+}
+
+template <typename Id, class Algo, int TRACE>
+WalkFn<Id, Algo, TRACE> walk_fn(int variant, int load_ahead) {
+  return load_ahead == 1 ? walk_fn_ahead<Id, Algo, TRACE, 1>(variant) : walk_fn_ahead<Id, Algo, TRACE, 4>(variant);
 }
 
 // Launches walk kernels for one configuration, timing each with events.
@@ -70,8 +81,10 @@ class Launcher {
     cudaFree(loaded_);
   }
 
-  void configure(int variant, int id_bytes, GraphView<uint32_t> g4, GraphView<uint64_t> g8, SelfTrace* trace) {
+  void configure(int variant, int id_bytes, int load_ahead, GraphView<uint32_t> g4, GraphView<uint64_t> g8,
+                 SelfTrace* trace) {
     variant_ = variant;
+    load_ahead_ = load_ahead;
     id_bytes_ = id_bytes;
     g4_ = g4;
     g8_ = g8;
@@ -120,13 +133,13 @@ class Launcher {
     }
     if (trace_) {
       CUDA_CHECK(cudaStreamSynchronize(stream_));
-      auto count_fn = walk_fn<Id, Algo, kCount>(variant_);
+      auto count_fn = walk_fn<Id, Algo, kCount>(variant_, load_ahead_);
       count_fn<<<grid, kBlock, 0, stream_>>>(g, algo, trace_->sink_for_count(), loaded_);
       LAUNCH_CHECK("walk (count)");
       CUDA_CHECK(cudaStreamSynchronize(stream_));
       unsigned long long n = trace_->counted();
       TraceSink sink = trace_->sink_for_record(n);
-      auto fn = walk_fn<Id, Algo, kRecord>(variant_);
+      auto fn = walk_fn<Id, Algo, kRecord>(variant_, load_ahead_);
       CUDA_CHECK(cudaEventRecord(events_[2 * launches_], stream_));
       fn<<<grid, kBlock, 0, stream_>>>(g, algo, sink, loaded_);
       LAUNCH_CHECK("walk (record)");
@@ -137,7 +150,7 @@ class Launcher {
       std::string name = algo_name_ + "_" + variant_names()[variant_] + (sizeof(Id) == 8 ? "_u64" : "_u32");
       trace_->write_launch(name, grid, attr.numRegs, sizeof(Id), n);
     } else {
-      auto fn = walk_fn<Id, Algo, kNoTrace>(variant_);
+      auto fn = walk_fn<Id, Algo, kNoTrace>(variant_, load_ahead_);
       CUDA_CHECK(cudaEventRecord(events_[2 * launches_], stream_));
       fn<<<grid, kBlock, 0, stream_>>>(g, algo, TraceSink{}, loaded_);
       LAUNCH_CHECK("walk");
@@ -151,7 +164,7 @@ class Launcher {
   unsigned long long* loaded_ = nullptr;
   std::vector<cudaEvent_t> events_;
   int launches_ = 0;
-  int variant_ = 0, id_bytes_ = 8;
+  int variant_ = 0, id_bytes_ = 8, load_ahead_ = 4;
   GraphView<uint32_t> g4_{};
   GraphView<uint64_t> g8_{};
   SelfTrace* trace_ = nullptr;
@@ -183,6 +196,7 @@ struct Options {
   std::vector<uint64_t> sources;
   int reps = 3;
   int iterations = 10;
+  int load_ahead = 4;
   bool warmup = true;
   int device = 0;
 };
@@ -214,6 +228,7 @@ int traversal_main(int argc, char** argv) {
   args.flag("reps", "3", "timed repetitions per source");
   args.flag("iterations", "10", "PageRank iterations");
   args.flag("warmup", "1", "1: one untimed run per configuration first");
+  args.flag("load-ahead", "4", "trips of edge loads a warp issues before it uses them: 1 (one at a time, as EMOGI) or 4");
   args.flag("self-trace", "", "write an Accel-Sim trace of the edge loads into this directory (one configuration, one source, one run)");
   args.flag("device", "0", "CUDA device ordinal");
   args.parse(argc, argv);
@@ -235,6 +250,7 @@ int traversal_main(int argc, char** argv) {
   o.reps = static_cast<int>(args.integer("reps"));
   o.iterations = static_cast<int>(args.integer("iterations"));
   o.warmup = args.integer("warmup") != 0;
+  o.load_ahead = std::stoi(args.choice("load-ahead", load_ahead_names()));
   o.self_trace = args.str("self-trace");
   o.device = static_cast<int>(args.integer("device"));
   if (o.reps < 1 || o.iterations < 1) fail(kExitUsage, "usage", "--reps and --iterations must be >= 1");
@@ -315,7 +331,7 @@ int traversal_main(int argc, char** argv) {
       GraphView<uint64_t> g8{d_offsets, static_cast<const uint64_t*>(edges.dev), static_cast<const uint32_t*>(weights.dev), g.V};
 
       for (int variant : o.variants) {
-        launcher.configure(variant, id_bytes, g4, g8, trace.get());
+        launcher.configure(variant, id_bytes, o.load_ahead, g4, g8, trace.get());
         auto prepare = [&](uint64_t source) {
           reset_residency(edges, stream);
           reset_residency(weights, stream);
@@ -352,7 +368,8 @@ int traversal_main(int argc, char** argv) {
                 .str("graph", o.graph_name)
                 .str("variant", variant_names()[variant])
                 .str("memory_mode", mode_name)
-                .integer("id_bytes", id_bytes);
+                .integer("id_bytes", id_bytes)
+                .integer("load_ahead", o.load_ahead);
             if (Problem::kPerSource) j.uinteger("source", source);
             j.end();
             j.integer("rep", static_cast<long long>(si) * o.reps + rep);

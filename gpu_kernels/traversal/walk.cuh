@@ -2,11 +2,12 @@
 // read the neighbour lists of the active vertices (gpu_kernels/KERNELS.md,
 // "Launch geometry" and "Variants"; balanced in traversal/README.md).
 //
-// A walk kernel is `walk<Id, VARIANT, TRACE, Algo>`: Id is the neighbour id
+// A walk kernel is `walk<Id, VARIANT, TRACE, AHEAD, Algo>`: Id is the neighbour id
 // type (4 or 8 bytes), VARIANT one of the five variants, TRACE whether the
 // launch only counts its edge-load instructions (kCount: no loads, no state
 // changes), records them (kRecord: does the work and appends one record per
-// load instruction) or neither (kNoTrace). Algo supplies, per vertex,
+// load instruction) or neither (kNoTrace); AHEAD is the load-ahead depth
+// (trips issued before their visits). Algo supplies, per vertex,
 // active(v) and value(v), and per loaded neighbour visit(value, u, weight).
 //
 // Every loop over trips is uniform across the warp (its bounds are the same
@@ -71,44 +72,75 @@ __host__ __device__ constexpr uint64_t align_elems() {
   return 128 / sizeof(Id);
 }
 
+// The loads of one trip: lanes with pred load edges[i] (and weights[i]).
 template <typename Id, int TRACE, class Algo>
-struct Trip {
-  // One warp-wide trip: lanes with pred load edges[i] (and weights[i]) and visit.
-  __device__ __forceinline__ static void run(const GraphView<Id>& g, const Algo& algo, const TraceSink& t, bool pred,
-                                             uint64_t i, typename Algo::Value val, unsigned& loaded) {
-    trace_load<TRACE>(t, pred, g.edges + i, kLoadEdges);
-    Id u = 0;
-    if (TRACE != kCount && pred) u = g.edges[i];
-    uint32_t w = 0;
-    if (Algo::kWeighted) {
-      trace_load<TRACE>(t, pred, g.weights + i, kLoadWeights);
-      if (TRACE != kCount && pred) w = g.weights[i];
-    }
-    if (TRACE != kCount && pred) {
-      algo.visit(val, static_cast<uint64_t>(u), w);
-      ++loaded;
-    }
-  }
-};
-
-// merged_aligned over one vertex's list [s, e), by the whole warp.
-template <typename Id, int TRACE, class Algo>
-__device__ __forceinline__ void walk_aligned(const GraphView<Id>& g, const Algo& algo, const TraceSink& t, uint64_t s,
-                                             uint64_t e, typename Algo::Value val, unsigned lane, unsigned& loaded) {
-  const uint64_t a = s - (s % align_elems<Id>());
-  for (uint64_t base = a; base < e; base += 32) {
-    const uint64_t i = base + lane;
-    Trip<Id, TRACE, Algo>::run(g, algo, t, i >= s && i < e, i, val, loaded);
+__device__ __forceinline__ void issue(const GraphView<Id>& g, const TraceSink& t, bool pred, uint64_t i, Id& u,
+                                      uint32_t& w) {
+  trace_load<TRACE>(t, pred, g.edges + i, kLoadEdges);
+  u = 0;
+  if (TRACE != kCount && pred) u = g.edges[i];
+  w = 0;
+  if (Algo::kWeighted) {
+    trace_load<TRACE>(t, pred, g.weights + i, kLoadWeights);
+    if (TRACE != kCount && pred) w = g.weights[i];
   }
 }
 
-template <typename Id, int VARIANT, int TRACE, class Algo>
+// The visits of one trip, after its loads.
+template <typename Id, int TRACE, class Algo>
+__device__ __forceinline__ void consume(const Algo& algo, bool pred, typename Algo::Value val, Id u, uint32_t w,
+                                        unsigned& loaded) {
+  if (TRACE != kCount && pred) {
+    algo.visit(val, static_cast<uint64_t>(u), w);
+    ++loaded;
+  }
+}
+
+// One list [s, e) read by the whole warp in trips of 32 indices starting at
+// `start` (s for merged, the 128 B boundary at or below s for
+// merged_aligned): trip k covers start + 32k + lane and runs while
+// start + 32k < e. Groups of AHEAD trips issue all their loads before the
+// first visit.
+template <typename Id, int TRACE, int AHEAD, class Algo>
+__device__ __forceinline__ void walk_list(const GraphView<Id>& g, const Algo& algo, const TraceSink& t, uint64_t start,
+                                          uint64_t s, uint64_t e, typename Algo::Value val, unsigned lane,
+                                          unsigned& loaded) {
+  for (uint64_t base = start; base < e; base += 32 * AHEAD) {
+    Id u[AHEAD];
+    uint32_t w[AHEAD];
+    bool p[AHEAD];
+#pragma unroll
+    for (int d = 0; d < AHEAD; ++d) {
+      const uint64_t i = base + 32 * d + lane;
+      p[d] = i >= s && i < e;  // false in every lane once base + 32d >= e: no load, no record
+      issue<Id, TRACE, Algo>(g, t, p[d], i, u[d], w[d]);
+    }
+#pragma unroll
+    for (int d = 0; d < AHEAD; ++d) consume<Id, TRACE, Algo>(algo, p[d], val, u[d], w[d], loaded);
+  }
+}
+
+// The next balanced window at or after `after` (a multiple of the alignment
+// unit) holding an element of a live list; ~0 when none. Warp-wide.
+__device__ __forceinline__ uint64_t next_window(bool live, uint64_t s, uint64_t e, uint64_t after, uint64_t A) {
+  uint64_t cand = ~0ull;
+  if (live && e > after) cand = s <= after ? after : s - s % A;
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) cand = min(cand, __shfl_xor_sync(kFull, cand, d));
+  return cand;
+}
+
+// AHEAD: trips whose loads a warp issues before it uses the first of them
+// (loads in flight per warp; see traversal/README.md). The order of the load
+// instructions, and so the trace, does not depend on it.
+template <typename Id, int VARIANT, int TRACE, int AHEAD, class Algo>
 __global__ void __launch_bounds__(kBlock) walk(GraphView<Id> g, Algo algo, TraceSink trace,
                                                unsigned long long* edges_loaded) {
   using Value = typename Algo::Value;
   const uint64_t tid = static_cast<uint64_t>(blockIdx.x) * kBlock + threadIdx.x;
   const uint64_t warp = tid / 32;
   const unsigned lane = threadIdx.x & 31;
+  const uint64_t A = align_elems<Id>();
   unsigned loaded = 0;
 
   if (VARIANT == kNaive) {
@@ -123,20 +155,24 @@ __global__ void __launch_bounds__(kBlock) walk(GraphView<Id> g, Algo algo, Trace
       val = algo.value(v);
     }
     const uint32_t trips = __reduce_max_sync(kFull, deg);
-    for (uint32_t k = 0; k < trips; ++k) Trip<Id, TRACE, Algo>::run(g, algo, trace, k < deg, s + k, val, loaded);
+    for (uint32_t k = 0; k < trips; k += AHEAD) {
+      Id u[AHEAD];
+      uint32_t w[AHEAD];
+      bool p[AHEAD];
+#pragma unroll
+      for (int d = 0; d < AHEAD; ++d) {
+        p[d] = k + d < deg;
+        issue<Id, TRACE, Algo>(g, trace, p[d], s + k + d, u[d], w[d]);
+      }
+#pragma unroll
+      for (int d = 0; d < AHEAD; ++d) consume<Id, TRACE, Algo>(algo, p[d], val, u[d], w[d], loaded);
+    }
   } else if (VARIANT == kMerged || VARIANT == kMergedAligned) {
     const uint64_t v = warp;
     if (v < g.V && algo.active(v)) {  // the same in every lane
       const uint64_t s = g.offsets[v], e = g.offsets[v + 1];
-      const Value val = algo.value(v);
-      if (VARIANT == kMerged) {
-        for (uint64_t base = s; base < e; base += 32) {
-          const uint64_t i = base + lane;
-          Trip<Id, TRACE, Algo>::run(g, algo, trace, i < e, i, val, loaded);
-        }
-      } else {
-        walk_aligned<Id, TRACE, Algo>(g, algo, trace, s, e, val, lane, loaded);
-      }
+      const uint64_t start = VARIANT == kMerged ? s : s - s % A;
+      walk_list<Id, TRACE, AHEAD, Algo>(g, algo, trace, start, s, e, algo.value(v), lane, loaded);
     }
   } else if (VARIANT == kChunked) {
     const uint64_t first = warp * kChunkVertices;
@@ -144,7 +180,7 @@ __global__ void __launch_bounds__(kBlock) walk(GraphView<Id> g, Algo algo, Trace
       const uint64_t v = first + j;
       if (v < g.V && algo.active(v)) {
         const uint64_t s = g.offsets[v], e = g.offsets[v + 1];
-        walk_aligned<Id, TRACE, Algo>(g, algo, trace, s, e, algo.value(v), lane, loaded);
+        walk_list<Id, TRACE, AHEAD, Algo>(g, algo, trace, s - s % A, s, e, algo.value(v), lane, loaded);
       }
     }
   } else {  // kBalanced: see traversal/README.md
@@ -153,45 +189,47 @@ __global__ void __launch_bounds__(kBlock) walk(GraphView<Id> g, Algo algo, Trace
       const int nvert = static_cast<int>(g.V - first < kChunkVertices ? g.V - first : kChunkVertices);
       // lanes 0..nvert-1 hold one vertex each
       uint64_t my_s = 0, my_e = 0;
-      bool my_act = false;
+      bool my_live = false;
       Value my_val{};
       if (lane < static_cast<unsigned>(nvert)) {
         const uint64_t v = first + lane;
         my_s = g.offsets[v];
         my_e = g.offsets[v + 1];
-        my_act = my_e > my_s && algo.active(v);
-        if (my_act) my_val = algo.value(v);
+        my_live = my_e > my_s && algo.active(v);
+        if (my_live) my_val = algo.value(v);
       }
-      const unsigned amask = __ballot_sync(kFull, my_act);
-      if (amask) {
+      const unsigned live = __ballot_sync(kFull, my_live);
+      if (live) {
         // o[j] = start of vertex j's list (lanes past nvert are never used)
         uint64_t o[kChunkVertices];
 #pragma unroll
         for (int j = 0; j < kChunkVertices; ++j) o[j] = __shfl_sync(kFull, my_s, j);
         const uint64_t last_end = __shfl_sync(kFull, my_e, nvert - 1);
-        const uint64_t A = align_elems<Id>();
-        // the first window: the line-aligned start of the first active list
-        uint64_t cand = my_act ? my_s - my_s % A : ~0ull;
-#pragma unroll
-        for (int d = 16; d > 0; d >>= 1) cand = min(cand, __shfl_xor_sync(kFull, cand, d));
-        uint64_t b = cand;
+        // the first window: the aligned start of the first live list
+        uint64_t b = next_window(my_live, my_s, my_e, 0, A);
         while (b != ~0ull) {
-          const uint64_t i = b + lane;
-          int owner = 0;  // the last vertex whose list starts at or before i
+          uint64_t bs[AHEAD];
+          bs[0] = b;
 #pragma unroll
-          for (int j = 1; j < kChunkVertices; ++j)
-            if (j < nvert && o[j] <= i) owner = j;
-          const bool pred = i >= o[0] && i < last_end && ((amask >> owner) & 1u);
-          const Value val = __shfl_sync(kFull, my_val, owner);
-          Trip<Id, TRACE, Algo>::run(g, algo, trace, pred, i, val, loaded);
-          // next window: the first window at or after b + 32 that holds an
-          // element of an active list
-          const uint64_t after = b + 32;
-          cand = ~0ull;
-          if (my_act && my_e > after) cand = my_s <= after ? after : my_s - my_s % A;
+          for (int d = 1; d < AHEAD; ++d) bs[d] = bs[d - 1] == ~0ull ? ~0ull : next_window(my_live, my_s, my_e, bs[d - 1] + 32, A);
+          b = bs[AHEAD - 1] == ~0ull ? ~0ull : next_window(my_live, my_s, my_e, bs[AHEAD - 1] + 32, A);
+          Id u[AHEAD];
+          uint32_t w[AHEAD];
+          bool p[AHEAD];
+          Value vals[AHEAD];
 #pragma unroll
-          for (int d = 16; d > 0; d >>= 1) cand = min(cand, __shfl_xor_sync(kFull, cand, d));
-          b = cand;
+          for (int d = 0; d < AHEAD; ++d) {
+            const uint64_t i = bs[d] + lane;
+            int owner = 0;  // the last vertex whose list starts at or before i
+#pragma unroll
+            for (int j = 1; j < kChunkVertices; ++j)
+              if (j < nvert && o[j] <= i) owner = j;
+            p[d] = bs[d] != ~0ull && i >= o[0] && i < last_end && ((live >> owner) & 1u);
+            vals[d] = __shfl_sync(kFull, my_val, owner);
+            issue<Id, TRACE, Algo>(g, trace, p[d], i, u[d], w[d]);
+          }
+#pragma unroll
+          for (int d = 0; d < AHEAD; ++d) consume<Id, TRACE, Algo>(algo, p[d], vals[d], u[d], w[d], loaded);
         }
       }
     }

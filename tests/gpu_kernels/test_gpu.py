@@ -73,9 +73,10 @@ def test_uvm_touch_small_and_refusal(bin_dir):
 
 
 @pytest.mark.parametrize("kernel", ["bfs", "sssp", "cc", "pagerank"])
-def test_traversal_checks_pass_everywhere(bin_dir, graph, kernel):
+@pytest.mark.parametrize("load_ahead", [1, 4])
+def test_traversal_checks_pass_everywhere(bin_dir, graph, kernel, load_ahead):
     lines = run(bin_dir, kernel, "--graph", graph, "--variant", ",".join(VARIANTS), "--memory-mode",
-                ",".join(MODES), "--id-bytes", "4,8", "--sources", 2, "--reps", 1)
+                ",".join(MODES), "--id-bytes", "4,8", "--sources", 2, "--reps", 1, "--load-ahead", load_ahead)
     m = measurements(lines)
     per_source = 2 if kernel in ("bfs", "sssp") else 1
     assert len(m) == len(VARIANTS) * len(MODES) * 2 * per_source
@@ -88,11 +89,12 @@ def test_traversal_checks_pass_everywhere(bin_dir, graph, kernel):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("id_bytes", [4, 8])
-def test_bfs_self_trace_equals_the_walk_model(bin_dir, graph, tmp_path, variant, id_bytes):
+@pytest.mark.parametrize("load_ahead", [1, 4])
+def test_bfs_self_trace_equals_the_walk_model(bin_dir, graph, tmp_path, variant, id_bytes, load_ahead):
     offsets = np.fromfile(f"{graph}.bel.col", dtype=np.uint64)[2:].astype(np.int64)
     dst = np.fromfile(f"{graph}.bel.dst", dtype=np.uint64)[2:].astype(np.int64)
     source = int(np.flatnonzero(np.diff(offsets))[3])
     lines = run(bin_dir, "bfs", "--graph", graph, "--variant", variant, "--memory-mode", "zerocopy",
-                "--id-bytes", id_bytes, "--source", source, "--self-trace", tmp_path)
+                "--id-bytes", id_bytes, "--source", source, "--load-ahead", load_ahead, "--self-trace", tmp_path)
     assert [x for x in lines if x["type"] == "trace"][0]["metrics"]["check_pass"] == 1
     assert traced_edge_loads(tmp_path, id_bytes) == bfs_launches(variant, offsets, dst, source, id_bytes)

@@ -323,3 +323,27 @@ def test_job_plan_for_committed_manifest(tmp_path):
                         | {s.case for s in m.self_trace})
     bfs = next(j for j in jobs if j.id == "trav__1__bfs__kron21")
     assert bfs.argv[bfs.argv.index("--source") + 1] == "1,2,3"
+
+
+COMMITTED = sorted(p for p in (Path(runner.REPO) / "validation" / "results").glob("*/*") if (p / "run.json").exists())
+
+
+@pytest.mark.parametrize("run_dir", COMMITTED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_committed_run_reparses_to_its_results(run_dir, tmp_path):
+    import shutil
+
+    import pandas as pd
+
+    copy = tmp_path / run_dir.name
+    copy.mkdir()
+    for name in ("manifest.toml", "run.json", "metadata.json"):
+        shutil.copy(run_dir / name, copy / name)
+    shutil.copytree(run_dir / "raw", copy / "raw")
+    meta = runner.reparse(copy)
+    assert meta["missing_cases"] == [] and meta["check_failures"] == 0
+    keys = ["case", "metric", "rep"]
+    a = read_results(copy / "results.parquet").sort_values(keys).reset_index(drop=True)
+    b = read_results(run_dir / "results.csv").sort_values(keys).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-8)
+    # every traversal result passed its check on the GPU
+    assert (b[b["metric"] == "check_pass"]["value"] == 1).all()
