@@ -119,7 +119,8 @@ def _metric_columns(df: pd.DataFrame) -> set[str]:
         return set(df.attrs["metrics"])
     param_like = set()
     for col in df.columns:
-        if "." in col or col in ("fidelity", "system", "mode", "size_B"):
+        if (("." in col and not col.startswith(("utilisation.", "bound.")))
+                or col in ("fidelity", "system", "mode", "size_B")):
             param_like.add(col)
     return {c for c in df.columns if c not in param_like and c not in _NOT_PARAMS
             and pd.api.types.is_float_dtype(df[c])}
