@@ -595,6 +595,18 @@ class GraphSource:
         self.graph_dir = Path(graph_dir) if graph_dir else None
         self._cache: dict[str, object] = {}
         self._specs = None
+        self._streams: dict[tuple, tuple] = {}
+
+    def emulated(self, config: tuple, source: int, make):
+        """The emulated request stream of a configuration (graph, kernel, variant, id
+        width, ...) and source; the memory modes of one configuration share it (the
+        streams of the last configuration only are kept)."""
+        if config not in self._streams:
+            self._streams = {config: {}}
+        per_source = self._streams[config]
+        if source not in per_source:
+            per_source[source] = make()
+        return per_source[source]
 
     def _spec(self, name: str):
         if self._specs is None:
@@ -666,16 +678,19 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     for si, source in enumerate(sources):
         # the emulator lays the edge list out in host memory; in device mode the
         # predictor serves the same requests from device memory
-        em = emulate(csr, kernel, variant, source=source, id_bytes=id_bytes, memory="zerocopy",
-                     **kw)
-        stream = em.requests()
-        edges = int(sum(int((csr.offsets[a + 1] - csr.offsets[a]).sum()) for a in em.active))
+        def make(source=source):
+            em = emulate(csr, kernel, variant, source=source, id_bytes=id_bytes,
+                         memory="zerocopy", **kw)
+            edges = int(sum(int((csr.offsets[a + 1] - csr.offsets[a]).sum()) for a in em.active))
+            return em.requests(), edges, len(em.active)
+        config = (params["graph"], kernel, variant, id_bytes, kw.get("iterations"))
+        stream, edges, iterations = graphs.emulated(config, source, make)
         if len(stream) == 0:
             raise TwinError(f"case '{case}': the emulated run issues no requests")
         run = run_model(stream, system, mode, fidelity)
         kernel_ns = float(np.sum(run.kernel_ns))
         values = {"time_ms": run.time_ns * 1e-6, "kernel_time_ms": kernel_ns * 1e-6,
-                  "iterations": float(len(em.active)), "edges_read": float(edges),
+                  "iterations": float(iterations), "edges_read": float(edges),
                   "bytes_read_B": float(edges * elem_B),
                   "bw_GBps": edges * elem_B / kernel_ns if kernel_ns > 0 else math.nan}
         for r in range(reps):
@@ -700,8 +715,11 @@ def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
         raise TwinError(f"fidelity must be 'des' or 'analytic', not '{fidelity}'")
     cases = [c for c in run.measured["case"].unique() if only is None or only in c]
     graphs = GraphSource(run, graph_dir)
-    order = sorted(cases, key=lambda c: (run.cases[c].get("kind") != "micro",
-                                         str(run.cases[c].get("graph", "")), c))
+    def order_key(c):
+        p = run.cases[c]
+        return (p.get("kind") != "micro", str(p.get("graph", "")), str(p.get("kernel", "")),
+                str(p.get("variant", "")), int(p.get("id_bytes", 0) or 0), c)
+    order = sorted(cases, key=order_key)
     rows, failures = [], {}
     run_id = f"{run.experiment}-twin-{fidelity}"
     bar = _progress(len(order), progress)
