@@ -34,7 +34,14 @@ the fit), after a coarse scan of the parameter range:
 
 A key the data do not constrain (its predictions move by less than
 ``SENSITIVITY_MIN`` for a 20% change, e.g. the requester limit when the link
-saturates first) keeps its base value and the record says so. Every fitted
+saturates first) keeps its base value and the record says so; so do all keys
+of a step whose best fit still misses its data by more than
+``MAX_FIT_MAPE_PCT`` (the model lacks an effect there, and a forced value
+would only spoil the predictions that depend on it). Pointer chases and
+random lines prefer the ``cache = cv`` points where a run has both (the
+default operator caches host lines in L1/L2, which the twins do not model);
+random lines use regions of 1 MiB and more (smaller regions crowd the whole
+grid's reads on a few lines, an effect outside the translation model). Every fitted
 key's provenance names the results directory, the groups and the fit
 residual. The groups used are recorded (``calibration_groups``) so that the
 report judges only the others.
@@ -55,6 +62,8 @@ from hostlink.validation.twins import (MicroTwin, RunData, build_micro, load_run
                                        primary_metric)
 
 SENSITIVITY_MIN = 0.005       # |d log(prediction)| below this for a 20% step: not identifiable
+MAX_FIT_MAPE_PCT = 25.0       # a best fit worse than this is rejected: the model lacks an effect
+RANDOM_REGION_MIN_B = 1 << 20  # smaller regions crowd the grid's reads on a few lines
 DEFAULT_MAX_REQUESTS = 1 << 17
 MEMCPY_PLATEAU_MIN_B = 16 << 20
 
@@ -118,7 +127,7 @@ def _guess_requester(prob, system, base):
 STEPS: tuple[Step, ...] = (
     Step("device_latency", (Param("gpu.device_lat_ns", 20.0, 1e5),),
          ("micro/ptr_chase/device",), explain="device pointer-chase latency",
-         guess=_guess_additive("gpu.device_lat_ns")),
+         guess=_guess_additive("gpu.device_lat_ns"), prefer=("cache", "cv")),
     Step("host_round_trip", (Param("link.rtt_ns", 50.0, 1e5),),
          ("micro/ptr_chase/host",), select=_is_host_chase,
          explain="host pointer-chase latency less the model's serialisation, DRAM and walk parts",
@@ -135,6 +144,7 @@ STEPS: tuple[Step, ...] = (
     Step("translation", (Param("translation.tlb_entries", 1, 1 << 20, integer=True),
                          Param("translation.miss_lat_ns", 1.0, 1e5)),
          ("micro/zc_read/random",), scan=5, prefer=("cache", "cv"),
+         select=lambda p: int(p.get("region_B", 0)) >= RANDOM_REGION_MIN_B,
          explain="random 128 B lines over growing regions: the knee gives the reach, "
                  "the fall the miss cost"),
     Step("uvm_batches", (Param("uvm.batch_base_us", 0.1, 1e4), Param("uvm.transfer_peak_GBps", 0.1, 1e3)),
@@ -374,6 +384,11 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
             moved = max(moved, float(np.nanmax(d)) if len(d) else 0.0)
         identifiable[p.key] = moved >= SENSITIVITY_MIN
     kept = [p.key for p in step.params if not identifiable[p.key]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        best_mape = float(np.mean(np.abs((pred_fit / prob.measured_arr - 1.0) * 100.0)))
+    rejected = best_mape > MAX_FIT_MAPE_PCT
+    if rejected:
+        kept = [p.key for p in step.params]
     for k in kept:
         values[k] = int(round(base[k])) if any(p.integer for p in step.params if p.key == k) \
             else float(_get(system, k) if _get(system, k) is not None else base[k])
@@ -382,7 +397,11 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
     pred = prob.predict(system, {**fitted}) if fitted else prob.predict(system, {})
     err = (pred / prob.measured_arr - 1.0) * 100.0
     note = ""
-    if kept:
+    if rejected:
+        note = (f"fit rejected: the best fit leaves {best_mape:.1f}% MAPE (> {MAX_FIT_MAPE_PCT:g}%), "
+                "so the model lacks an effect these data show; kept " + ", ".join(kept))
+        identifiable = {k: False for k in identifiable}
+    elif kept:
         note = ("not identifiable from these data (predictions move < "
                 f"{SENSITIVITY_MIN:.1%} for a 20% change): kept " + ", ".join(kept))
         if "gpu.max_outstanding_host_reads" in kept:
@@ -451,7 +470,8 @@ def _with_provenance(system, base, cal: Calibration):
                              f"{f.mape_pct:.2f}% MAPE over {f.n} points (calibrate step {f.name})")
             else:
                 prov[key] = (prov.get(key, "") + "; " if prov.get(key) else "") + \
-                    f"not identifiable from {cal.results_dir} ({', '.join(f.groups)}): kept"
+                    f"not calibrated from {cal.results_dir} ({', '.join(f.groups)}): " + \
+                    f.note.split(";")[0]
     name = f"{base.name}-calibrated" if not base.name.endswith("-calibrated") else base.name
     desc = f"{base.description} (calibrated from {cal.results_dir})".strip()
     return dataclasses.replace(system, name=name, description=desc, provenance=prov)

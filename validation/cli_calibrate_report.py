@@ -70,7 +70,7 @@ def register_report(sub) -> None:
                    help="calibration record (default calibration.json beside --system)")
     p.add_argument("--graph-dir", default=None,
                    help="where the run's graphs are (default RESULTS_DIR/graphs, else regenerated)")
-    p.add_argument("--only", default=None, help="only cases whose name contains this string")
+    p.add_argument("--only", default=None, help="only cases whose name contains one of these comma-separated strings")
     p.add_argument("--max-requests", type=int, default=None,
                    help="requests per microbenchmark twin (default 1048576)")
     p.add_argument("--quiet", action="store_true", help="no progress display")

@@ -464,7 +464,8 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     kw = {} if max_requests is None else {"max_requests": max_requests}
     predicted, failures = predict_run(run, system, fidelity=fidelity, graph_dir=graph_dir,
                                       only=only, progress=progress, **kw)
-    measured = run.measured if only is None else run.measured[run.measured["case"].str.contains(only, regex=False)]
+    from hostlink.validation.twins import selected
+    measured = run.measured[[selected(c, only) for c in run.measured["case"]]]
     summary = summarise(measured, predicted)
     if summary.empty:
         raise ReportError(f"{results_dir}: no case could be compared "

@@ -713,7 +713,7 @@ def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
 
     if fidelity not in ("des", "analytic"):
         raise TwinError(f"fidelity must be 'des' or 'analytic', not '{fidelity}'")
-    cases = [c for c in run.measured["case"].unique() if only is None or only in c]
+    cases = [c for c in run.measured["case"].unique() if selected(c, only)]
     graphs = GraphSource(run, graph_dir)
     def order_key(c):
         p = run.cases[c]
@@ -742,6 +742,13 @@ def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
             failures[case] = str(exc)
         bar(case)
     return make_table(rows), failures
+
+
+def selected(case: str, only: str | None) -> bool:
+    """Whether a case matches ``only``: comma-separated substrings, any of which may match."""
+    if not only:
+        return True
+    return any(part and part in case for part in only.split(","))
 
 
 def _progress(total: int, enabled: bool):

@@ -127,3 +127,22 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert main(["validate", "calibrate", str(DATA), "--system", "h100-pcie5", "--steps", "bogus"]) == 2
     assert "unknown calibration step" in capsys.readouterr().err
     assert main(["validate", "calibrate", str(DATA), "--system", "no-such-system"]) == 2
+
+
+def test_a_fit_the_model_cannot_make_is_rejected(tmp_path):
+    # pointer chases whose latency depends on the footprint: one round trip cannot fit both
+    # (1000 ns and 3000 ns), so the step keeps the preset's value and says why
+    cases, rows = {}, []
+    for fp, lat in ((1 << 20, 1000.0), (1 << 30, 3000.0)):
+        name = f"micro/ptr_chase/memory_mode=zerocopy,stride_B=4096,footprint_B={fp}"
+        cases[name] = dict(kind="micro", benchmark="ptr_chase", memory_mode="zerocopy",
+                           stride_B=4096, footprint_B=fp, steps=100)
+        rows.append(("r", "e", name, "measured", "lat_ns", lat, "ns", 0))
+    from hostlink.validation.results_io import make_table
+    write_results(make_table(rows), tmp_path)
+    (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
+    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["host_round_trip"])
+    (fit,) = cal.fits
+    assert fit.note.startswith("fit rejected") and not fit.identifiable["link.rtt_ns"]
+    assert cal.system.link.rtt_ns == 1000.0
+    assert "not calibrated" in cal.system.provenance["link.rtt_ns"]
