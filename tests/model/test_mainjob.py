@@ -1,0 +1,58 @@
+"""The main job end to end on a small graph: files, table shape, and what must hold."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from hostlink.model.mainjob import MAIN_SWEEP, bandwidth_table, run_main_job
+
+
+@pytest.fixture(scope="module")
+def small_job(tmp_path_factory):
+    out = tmp_path_factory.mktemp("main")
+    sweep = out / "small.toml"
+    sweep.write_text(MAIN_SWEEP.read_text().replace("scale = 18", "scale = 11"))
+    return run_main_job(out / "job", jobs=1, progress=False, sweep_file=sweep), sweep
+
+
+def test_main_job_writes_its_report_and_tables(small_job):
+    result, _ = small_job
+    for name in ("summary.csv", "requests_by_size.csv", "bw_vs_gen.png", "zerocopy_vs_uvm.png",
+                 "report.md"):
+        assert (result.out / name).stat().st_size > 0, name
+    summary = pd.read_csv(result.out / "summary.csv")
+    assert len(summary) == 4 * 4 * 2          # generations x variants x modes
+    table = bandwidth_table(result.summary)
+    assert list(table.columns) == ["PCIe 3.0", "PCIe 4.0", "PCIe 5.0", "PCIe 6.0"]
+    assert "## Bandwidth" in (result.out / "report.md").read_text()
+
+
+def test_main_job_results_behave(small_job):
+    result, _ = small_job
+    s = result.summary
+    zc = s[s["mode"] == "zerocopy"].set_index(["variant", "gen"])["bw_GBps"]
+    for variant in ("merged", "merged_aligned"):
+        by_gen = zc.loc[variant].sort_index().to_numpy()
+        assert (by_gen[1:] >= by_gen[:-1] * 0.999).all(), variant  # never slower on a faster link
+    req = result.requests
+    # Seed §5.3.1: naive sends almost only 32 B requests; aligning sends fewer requests.
+    assert req.loc["naive", "32 B"] / req.loc["naive", "requests"] > 0.9
+    assert req.loc["merged_aligned", "requests"] < req.loc["merged", "requests"]
+
+
+def test_main_job_resumes_without_recomputing(small_job):
+    result, sweep = small_job
+    again = run_main_job(result.out, jobs=1, progress=False, sweep_file=sweep)
+    assert "0 computed, 32 already done" in again.sweep_summary
+
+
+def test_cli_runs_the_main_job(small_job):
+    result, sweep = small_job
+    proc = subprocess.run([sys.executable, "-m", "hostlink.model.cli.main", "run", "--out",
+                           str(result.out), "--sweep", str(sweep), "--quiet"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "PCIe 6.0" in proc.stdout and "merged_aligned" in proc.stdout
