@@ -384,11 +384,6 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
             moved = max(moved, float(np.nanmax(d)) if len(d) else 0.0)
         identifiable[p.key] = moved >= SENSITIVITY_MIN
     kept = [p.key for p in step.params if not identifiable[p.key]]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        best_mape = float(np.mean(np.abs((pred_fit / prob.measured_arr - 1.0) * 100.0)))
-    rejected = best_mape > MAX_FIT_MAPE_PCT
-    if rejected:
-        kept = [p.key for p in step.params]
     for k in kept:
         values[k] = int(round(base[k])) if any(p.integer for p in step.params if p.key == k) \
             else float(_get(system, k) if _get(system, k) is not None else base[k])
@@ -396,6 +391,14 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
     new_system = system_with(system, fitted) if fitted else system
     pred = prob.predict(system, {**fitted}) if fitted else prob.predict(system, {})
     err = (pred / prob.measured_arr - 1.0) * 100.0
+    best_mape = float(np.mean(np.abs(err)))
+    rejected = best_mape > MAX_FIT_MAPE_PCT
+    if rejected:                      # keep every key of the step at its base value
+        kept = [p.key for p in step.params]
+        values = {p.key: _get(system, p.key) for p in step.params}
+        fitted = {}
+        new_system = system
+        err = (prob.predict(system, {}) / prob.measured_arr - 1.0) * 100.0
     note = ""
     if rejected:
         note = (f"fit rejected: the best fit leaves {best_mape:.1f}% MAPE (> {MAX_FIT_MAPE_PCT:g}%), "
