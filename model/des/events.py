@@ -40,7 +40,15 @@ Assumptions: compute time between memory instructions is zero (the traversal
 kernels are memory bound); all SMs share one pool of CTA slots (no per-SM
 placement); the link's DLLP and SKP share is taken out of its rate, not sent
 as packets; DRAM is one server of the aggregate bandwidth (no banks, rows or
-refresh); requests never reorder inside the root complex.
+refresh); requests never reorder inside the root complex; the round trip
+does not grow with load beyond the queueing modelled here (the seed measured
+1.0 to 1.6 us, emogi_vldb2020 §3.3).
+
+References: emogi_vldb2020 §3.3 (tags bound outstanding reads, the round trip,
+32 B reads against 64 B DRAM bursts); shared/design/REFERENCE.md (completion
+credits: outstanding = min(tags, completion headers, completion data); the
+GPU's own outstanding limit); the byte counts are the packetiser's
+(:mod:`hostlink.model.pcie.tlp`) and the DRAM model's (:mod:`hostlink.model.dram`).
 """
 from __future__ import annotations
 
