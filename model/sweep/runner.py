@@ -19,6 +19,8 @@ Only this process writes to the results folder; workers return rows.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
+import gc
 import json
 import math
 import os
@@ -70,10 +72,25 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+@contextlib.contextmanager
+def _no_cyclic_gc():
+    """Pause the cyclic garbage collector: resolving builds hundreds of thousands of
+    objects without reference cycles, and every collection would walk them all
+    (about 40% of the time of a 100,000-point sweep otherwise)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def resolve_points(spec: SweepSpec) -> list[ResolvedPoint]:
     """Every point resolved and checked, or a ConfigError for the first bad one."""
     resolver = Resolver(spec)
-    resolved = [resolver.resolve(p) for p in spec.points()]
+    with _no_cyclic_gc():
+        resolved = [resolver.resolve(p) for p in spec.points()]
     checked: set[str] = set()
     for rp in resolved:
         if rp.workload_json not in checked:
@@ -297,7 +314,15 @@ def run_sweep(spec: SweepSpec | str | Path, out: str | Path, *, jobs: int | None
             resolved = resolve_points(spec)
     else:
         resolved = resolve_points(spec)
+    # The resolved points live until the end: keep the collector from walking them.
+    gc.freeze()
+    try:
+        return _run(spec, resolved, out, jobs, dask, progress, batch_size, dask_timeout_s, t0)
+    finally:
+        gc.unfreeze()
 
+
+def _run(spec, resolved, out, jobs, dask, progress, batch_size, dask_timeout_s, t0):
     store = ResultStore(out)
     store.save_sweep_file(spec.name, spec.text)
     done = store.finished()

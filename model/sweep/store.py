@@ -285,8 +285,11 @@ def load_points(root: str | Path, experiment: str | None = None,
     frames = []
     drop = [] if with_config else ["config_json", "workload_json"]
     for path in files:
-        t = _read(path)
-        df = t.drop_columns([c for c in drop if c in t.column_names]).to_pandas()
+        try:
+            names = pq.read_schema(path).names
+        except (OSError, pa.ArrowException) as exc:
+            raise StoreError(f"{path}: cannot read results: {exc}") from None
+        df = _read(path, [c for c in names if c not in drop]).to_pandas()
         if experiment is not None:
             df = df[df["experiment"] == experiment]
         frames.append(df)
