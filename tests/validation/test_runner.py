@@ -339,8 +339,10 @@ def test_committed_run_reparses_to_its_results(run_dir, tmp_path):
     for name in ("manifest.toml", "run.json", "metadata.json"):
         shutil.copy(run_dir / name, copy / name)
     shutil.copytree(run_dir / "raw", copy / "raw")
+    committed = json.loads((run_dir / "metadata.json").read_text())
     meta = runner.reparse(copy)
-    assert meta["missing_cases"] == [] and meta["check_failures"] == 0
+    assert meta["missing_cases"] == committed["missing_cases"] and meta["check_failures"] == 0
+    assert meta["rows"] == committed["rows"]
     keys = ["case", "metric", "rep"]
     a = read_results(copy / "results.parquet").sort_values(keys).reset_index(drop=True)
     b = read_results(run_dir / "results.csv").sort_values(keys).reset_index(drop=True)
