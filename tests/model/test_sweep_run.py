@@ -202,15 +202,39 @@ def test_local_processes_give_the_same_results(tmp_path):
     pd.testing.assert_frame_equal(a.drop(columns=["experiment"]), b.drop(columns=["experiment"]))
 
 
-def test_runs_on_a_real_dask_cluster(tmp_path):
+def test_runs_on_a_real_dask_cluster(tmp_path, capsys):
     distributed = pytest.importorskip("distributed")
+    from hostlink.model.cli.main import main
     path = grid(tmp_path, tags=range(32, 769, 32), n_rtt=20)
     local = run_sweep(path, tmp_path / "local", jobs=1)
+    graph = tmp_path / "graph.toml"
+    graph.write_text(textwrap.dedent("""
+        [sweep]
+        name = "graph"
+        system = "v100-pcie3"
+        fidelity = "des"
+        [workload]
+        kind = "graph"
+        scale = 8
+        degree = 8
+        [[axis]]
+        key = "workload.variant"
+        values = ["naive", "merged"]
+        [[axis]]
+        key = "link.lanes"
+        values = [8, 16]
+    """))
     # worker processes: tasks and results really travel between processes
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None, protocol="tcp") as cluster:
         report = run_sweep(path, tmp_path / "dask", dask=cluster.scheduler_address,
                            batch_size=100)
+        # the command line, with trace-driven DES points (a graph emulated on the workers)
+        assert main(["sweep", str(graph), "--out", str(tmp_path / "g"), "--dask",
+                     cluster.scheduler_address]) == 0
+    assert "4 computed" in capsys.readouterr().out
+    g = load_results(tmp_path / "g", wide=True)
+    assert len(g) == 4 and set(g["model_kind"]) == {"des"} and (g["bw_GBps"] > 0).all()
     assert report.executor.startswith("Dask at tcp://") and "2 workers" in report.executor
     assert report.tasks == 5
     assert report.computed == local.computed == 480
