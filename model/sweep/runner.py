@@ -27,7 +27,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hostlink.model.errors import ConfigError, HostlinkError
 from hostlink.model.sweep import evaluate as _evaluate

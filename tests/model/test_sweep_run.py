@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -137,7 +136,7 @@ def test_killed_sweep_resumes(tmp_path):
     out = tmp_path / "out"
     cmd = HOSTLINK + ["sweep", str(path), "--out", str(out), "--jobs", "1",
                       "--batch-size", "200", "--quiet"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     results = out / "results"
     while time.monotonic() < deadline:
