@@ -19,18 +19,37 @@ the fit), after a coarse scan of the parameter range:
 3. ``link.dllp_overhead`` from the copy-engine plateau (``micro/memcpy/*``,
    copies of 16 MiB and more; smaller copies carry a setup cost the model
    lacks): the share of link time lost beyond what the packetiser counts;
-4. ``gpu.max_outstanding_host_reads`` from the bandwidth against warps in
-   flight (``micro/zc_warps``): Little's law, the plateau times the round trip
-   over the request size, where the plateau lies below the link bound;
+4. ``link.cpl_buffer_B`` from the bandwidth against warps in flight
+   (``micro/zc_warps``): Little's law, the plateau times the round trip, where
+   the plateau lies below the link bound. The GPU's limit on reads in flight is
+   taken as completion bytes (the PCIe completion data credits a requester
+   reserves, REFERENCE.md), not a count of reads: 128 B reads alone cannot tell
+   the two apart, but on an H200 two 64 B reads per line (warps 64 B off the
+   line) reach 43 GB/s, 805 reads in flight at the 1.19 us round trip, more
+   than a count fitted on 128 B reads (479) or the 768 tags allow, while a
+   byte limit leaves the tags (``link.tags``) to bind them. The count
+   ``gpu.max_outstanding_host_reads`` keeps its base value;
 5. ``translation.tlb_entries`` and ``translation.miss_lat_ns`` from random
    128 B lines over growing regions (``micro/zc_read/random``): the region
    where bandwidth falls gives the reach (entries x page_B; page_B is kept),
-   the depth of the fall the miss cost (``translation.walkers`` is kept);
-6. ``uvm.batch_base_us`` and ``uvm.transfer_peak_GBps`` (the asymptote of the
-   UVM model's transfer-rate curve, its default batch service) from UVM first
-   touch without advice, sequential and random (``micro/uvm_touch/none/*``):
-   the two patterns migrate different bytes per fault batch, which separates
-   the fixed and the per-byte cost.
+   the depth of the fall the miss cost (``translation.walkers`` is kept: the
+   bandwidth fixes only walkers over miss cost). The start is closed-form
+   (:func:`hostlink.model.translation.reach_from_two_regions` on the two
+   largest regions below the plateau);
+6. ``uvm.batch_base_us`` and the model options ``options.uvm.block_us`` (per
+   VA block a batch services) and ``options.uvm.move_page_us`` (per page moved
+   off the host) from UVM first touch without advice, sequential and random
+   (``micro/uvm_touch/none/*``): a sequential front faults on one block per
+   batch, a random one on many, and the service time is linear in the three
+   costs once the fault dynamics are fixed, so the start is a non-negative
+   least-squares solution. The transfer curve keeps its base (UVMSmart's,
+   scaled to the link).
+
+Model options are keywords of the model that the system config has no key
+for (``options.<group>.<name>``; :data:`OPTION_DEFAULTS`). A calibration
+writes them to its record (``calibration.json``: ``model_options`` and their
+provenance), which ``hostlink validate report`` and a later calibration
+starting from this one read back.
 
 A key the data do not constrain (its predictions move by less than
 ``SENSITIVITY_MIN`` for a 20% change, e.g. the requester limit when the link
@@ -79,6 +98,8 @@ class Param:
     hi: float
     integer: bool = False
     log: bool = True          # fit in log space (positive parameters)
+    sens_step: float = 0.05   # linear keys: smallest step of the identifiability test
+    zero_unlimited: bool = False  # 0 means "no limit": the fit must beat that to count
 
 
 @dataclass(frozen=True)
@@ -117,11 +138,68 @@ def _guess_dllp(prob, system, base):
 
 
 def _guess_requester(prob, system, base):
-    """Little's law on the highest measured bandwidth: reads in flight = bw x RTT / size."""
+    """Little's law on the highest measured bandwidth: bytes in flight = bw x RTT."""
     i = int(np.argmax(prob.measured_arr))
-    size_B = float(np.mean(prob.twins[i].stream.size_B))
-    n = prob.measured_arr[i] * system.link.rtt_ns / size_B
-    return {"gpu.max_outstanding_host_reads": max(1, int(round(n)))}
+    return {"link.cpl_buffer_B": max(1, int(round(prob.measured_arr[i] * system.link.rtt_ns)))}
+
+
+def _guess_translation(prob, system, base):
+    """Uniform random lines over regions R: the LRU miss rate is 1 - E page_B / R
+    (:func:`hostlink.model.translation.uniform_miss_rate`) and the walkers bound the
+    bandwidth at S walkers / (m miss_lat). Two regions below the plateau give the
+    reach E page_B from their bandwidth ratio, the larger one the miss cost."""
+    from hostlink.model.translation import reach_from_two_regions
+
+    cfg = system.translation
+    pts = []
+    for t, bw in zip(prob.twins, prob.measured_arr):
+        region = int(t.params.get("region_B", 0) or 0)
+        if region > 0 and t.stream is not None and len(t.stream):
+            pts.append((region, float(bw), float(np.mean(t.stream.size_B))))
+    if not pts:
+        return {}
+    plateau = max(bw for _, bw, _ in pts)
+    low = {}
+    for region, bw, size in pts:
+        if bw < 0.8 * plateau:
+            low.setdefault(region, []).append((bw, size))
+    if not low:
+        return {}
+    regions = sorted(low)
+    r2 = regions[-1]
+    bw2 = float(np.median([b for b, _ in low[r2]]))
+    size = float(np.median([z for _, z in low[r2]]))
+    entries = base["translation.tlb_entries"]
+    if len(regions) >= 2:
+        r1 = regions[-2]
+        bw1 = float(np.median([b for b, _ in low[r1]]))
+        reach = reach_from_two_regions(r1, bw1, r2, bw2)
+        if reach is not None:
+            entries = max(1.0, reach / cfg.page_B)
+    m2 = max(1e-6, 1.0 - entries * cfg.page_B / r2)
+    lat = size * cfg.walkers / (m2 * bw2)          # B / (B/ns) = ns
+    return {"translation.tlb_entries": entries, "translation.miss_lat_ns": lat}
+
+
+def _guess_uvm_costs(prob, system, base):
+    """The batch service time is linear in (batch_base_us, block_us, move_page_us) once
+    the fault dynamics are fixed (they do not depend on the costs without eviction):
+    evaluate the twins at zero and unit costs and solve non-negative least squares on
+    the relative errors."""
+    from scipy.optimize import nnls
+
+    keys = [p.key for p in prob.step.params]
+    zero = {k: 0.0 for k in keys}
+    p0 = prob.predict(system, zero)
+    cols = []
+    for k in keys:
+        unit = dict(zero)
+        unit[k] = 1.0
+        cols.append(prob.predict(system, unit) - p0)
+    a = np.stack(cols, axis=1) / prob.measured_arr[:, None]
+    rhs = 1.0 - p0 / prob.measured_arr
+    x, _ = nnls(a, rhs)
+    return {k: float(v) for k, v in zip(keys, x)}
 
 
 STEPS: tuple[Step, ...] = (
@@ -137,19 +215,24 @@ STEPS: tuple[Step, ...] = (
          select=lambda p: int(p.get("size_B", 0)) >= MEMCPY_PLATEAU_MIN_B, fidelity="analytic",
          explain="copy-engine plateau (copies >= 16 MiB) against the link's TLP capacity",
          guess=_guess_dllp),
-    Step("requester_limit", (Param("gpu.max_outstanding_host_reads", 1, 16384, integer=True),),
+    Step("requester_limit", (Param("link.cpl_buffer_B", 256, 1 << 24, integer=True,
+                                   zero_unlimited=True),),
          ("micro/zc_warps",),
-         explain="bandwidth against warps in flight: Little's law on the plateau",
+         explain="bandwidth against warps in flight: Little's law on the plateau gives the "
+                 "completion bytes the GPU keeps in flight",
          guess=_guess_requester),
     Step("translation", (Param("translation.tlb_entries", 1, 1 << 20, integer=True),
                          Param("translation.miss_lat_ns", 1.0, 1e5)),
-         ("micro/zc_read/random",), scan=5, prefer=("cache", "cv"),
+         ("micro/zc_read/random",), scan=5, prefer=("cache", "cv"), guess=_guess_translation,
          select=lambda p: int(p.get("region_B", 0)) >= RANDOM_REGION_MIN_B,
          explain="random 128 B lines over growing regions: the knee gives the reach, "
                  "the fall the miss cost"),
-    Step("uvm_batches", (Param("uvm.batch_base_us", 0.1, 1e4), Param("uvm.transfer_peak_GBps", 0.1, 1e3)),
-         ("micro/uvm_touch/none/seq", "micro/uvm_touch/none/random"), scan=5,
-         explain="UVM first touch without advice, sequential and random"),
+    Step("uvm_batches", (Param("uvm.batch_base_us", 0.0, 1e4, log=False, sens_step=10.0),
+                         Param("options.uvm.block_us", 0.01, 1e4),
+                         Param("options.uvm.move_page_us", 1e-4, 1e2)),
+         ("micro/uvm_touch/none/seq", "micro/uvm_touch/none/random"), guess=_guess_uvm_costs,
+         explain="UVM first touch without advice, sequential and random: the service time is "
+                 "linear in the per-batch, per-block and per-moved-page costs"),
 )
 
 
@@ -182,6 +265,8 @@ class Calibration:
     fits: list[FitRecord] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
     groups_present: list[str] = field(default_factory=list)
+    base_options: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)       # model options after the fits
 
     @property
     def calibration_groups(self) -> list[str]:
@@ -200,7 +285,25 @@ class Calibration:
                 "calibrated_system": getattr(self.system, "name", ""), "fidelity": self.fidelity,
                 "calibration_groups": self.calibration_groups,
                 "held_out_groups": self.held_out_groups,
+                "model_options": self.options, "base_model_options": self.base_options,
+                "model_options_provenance": self.option_provenance(),
                 "fits": [f.to_dict() for f in self.fits], "skipped": self.skipped}
+
+    def option_provenance(self) -> dict[str, str]:
+        """Where each model option's value comes from (options are not config keys, so
+        their provenance lives here rather than in the calibrated TOML)."""
+        out = {}
+        for group, vals in self.options.items():
+            for name in vals:
+                key = f"{OPTION_PREFIX}{group}.{name}"
+                out[key] = f"from the base calibration ({self.base_options.get(group, {}).get(name)})"
+                for f in self.fits:
+                    if key in f.keys:
+                        out[key] = (f"measured: {self.results_dir}, {', '.join(f.groups)}, fit "
+                                    f"residual {f.mape_pct:.2f}% MAPE over {f.n} points "
+                                    f"(calibrate step {f.name})" if f.identifiable.get(key)
+                                    else f"not calibrated: {f.note.split(';')[0]}")
+        return out
 
     def write(self, toml_path: str | Path, json_path: str | Path | None = None) -> tuple[Path, Path]:
         from hostlink.model.config import write_resolved
@@ -225,14 +328,39 @@ def _clean(v):
     return v
 
 
-def _get(system, key: str):
+OPTION_PREFIX = "options."
+#: Model options a step may fit (keywords of the model beyond the system config) and
+#: their values when a calibration does not set them (the model's defaults).
+OPTION_DEFAULTS = {"options.uvm.block_us": 0.0, "options.uvm.move_page_us": 0.0}
+
+
+def _get(system, key: str, options: dict | None = None):
+    if key.startswith(OPTION_PREFIX):
+        group, _, name = key[len(OPTION_PREFIX):].partition(".")
+        return float(((options or {}).get(group) or {}).get(name, OPTION_DEFAULTS[key]))
     section, _, name = key.partition(".")
     part = getattr(system, section)
     return getattr(part, name)
 
 
-def _base_value(system, p: Param) -> float:
-    v = _get(system, p.key)
+def apply_overrides(system, options: dict | None, overrides: dict) -> tuple[object, dict]:
+    """``system`` and ``options`` with dotted overrides applied: config keys to the
+    system, ``options.<group>.<name>`` keys to the options."""
+    from hostlink.model.config import system_with
+
+    opts = {g: dict(v) for g, v in (options or {}).items()}
+    conf = {}
+    for key, value in overrides.items():
+        if key.startswith(OPTION_PREFIX):
+            group, _, name = key[len(OPTION_PREFIX):].partition(".")
+            opts.setdefault(group, {})[name] = float(value)
+        else:
+            conf[key] = value
+    return (system_with(system, conf) if conf else system), opts
+
+
+def _base_value(system, p: Param, options: dict | None = None) -> float:
+    v = _get(system, p.key, options)
     if v is None:                     # derived from the spec: start from its derived value
         if p.key == "link.dllp_overhead":
             from hostlink.model.pcie import spec
@@ -245,8 +373,10 @@ def _base_value(system, p: Param) -> float:
 class _Problem:
     """Cases of one step with their measured medians and a cached prediction function."""
 
-    def __init__(self, run: RunData, step: Step, system, fidelity: str, max_requests: int):
+    def __init__(self, run: RunData, step: Step, system, fidelity: str, max_requests: int,
+                 options: dict | None = None):
         self.step = step
+        self.options = options or {}
         self.fidelity = step.fidelity or fidelity
         self.cases: list[str] = []
         self.metrics: list[str] = []
@@ -279,13 +409,12 @@ class _Problem:
         self._memo: dict[tuple, np.ndarray] = {}
 
     def predict(self, system, overrides: dict) -> np.ndarray:
-        from hostlink.model.config import system_with
-
         key = tuple(sorted(overrides.items()))
         if key in self._memo:
             return self._memo[key]
-        sysc = system_with(system, overrides) if overrides else system
-        out = np.array([t.predict(sysc, self.fidelity)[m] for t, m in zip(self.twins, self.metrics)])
+        sysc, opts = apply_overrides(system, self.options, overrides)
+        out = np.array([t.predict(sysc, self.fidelity, opts)[m]
+                        for t, m in zip(self.twins, self.metrics)])
         self.evaluations += 1
         self._memo[key] = out
         return out
@@ -296,6 +425,8 @@ def _values(params: tuple[Param, ...], u: np.ndarray, base: dict[str, float]) ->
     for p, x in zip(params, u):
         v = base[p.key] * math.exp(x) if p.log else base[p.key] + x
         v = min(max(v, p.lo), p.hi)
+        if not p.log and abs(v - p.lo) < 1e-9 * max(1.0, abs(p.hi)):
+            v = p.lo                  # rounding residue of a fit that ends at its bound
         out[p.key] = int(round(v)) if p.integer else float(v)
     return out
 
@@ -312,16 +443,17 @@ def _u_bounds(p: Param, b: float) -> tuple[float, float]:
 
 
 def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
-             max_requests: int = DEFAULT_MAX_REQUESTS) -> tuple[FitRecord | None, object, str | None]:
-    """Fit one step; returns (record or None, updated system, reason when skipped)."""
+             max_requests: int = DEFAULT_MAX_REQUESTS, options: dict | None = None
+             ) -> tuple[FitRecord | None, object, str | None, dict]:
+    """Fit one step; returns (record or None, updated system, reason when skipped,
+    updated model options)."""
     from scipy.optimize import least_squares
 
-    from hostlink.model.config import system_with
-
-    prob = _Problem(run, step, system, fidelity, max_requests)
+    options = {g: dict(v) for g, v in (options or {}).items()}
+    prob = _Problem(run, step, system, fidelity, max_requests, options)
     if not prob.cases:
-        return None, system, f"no measured cases of {', '.join(step.groups)}"
-    base = {p.key: _base_value(system, p) for p in step.params}
+        return None, system, f"no measured cases of {', '.join(step.groups)}", options
+    base = {p.key: _base_value(system, p, options) for p in step.params}
     for p in step.params:
         if p.log and base[p.key] <= 0:
             base[p.key] = p.lo
@@ -336,6 +468,9 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
     def cost(u: np.ndarray) -> float:
         r = resid(u)
         return float(np.sum(2.0 * (np.sqrt(1.0 + (r / 0.05) ** 2) - 1.0)))   # soft-L1
+
+    def mape_of(values: dict) -> float:
+        return float(np.mean(np.abs(prob.predict(system, values) / prob.measured_arr - 1.0))) * 100
 
     bounds = [_u_bounds(p, base[p.key]) for p in step.params]
     u0 = np.zeros(len(step.params))
@@ -371,33 +506,57 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
 
     # identifiability: does a 20% change of each key move the predictions?
     identifiable = {}
+    at_bound = []
     pred_fit = prob.predict(system, values)
     for i, p in enumerate(step.params):
         moved = 0.0
         for f in (0.8, 1.25):
             v = dict(values)
-            x = values[p.key] * f if p.log else values[p.key] + (0.2 if f > 1 else -0.2) * max(abs(values[p.key]), 0.05)
+            if p.log:
+                x = values[p.key] * f
+            else:
+                x = values[p.key] + (0.2 if f > 1 else -0.2) * max(abs(values[p.key]), p.sens_step)
             x = min(max(x, p.lo), p.hi)
             v[p.key] = int(round(x)) if p.integer else float(x)
             with np.errstate(divide="ignore", invalid="ignore"):
                 d = np.abs(np.log(prob.predict(system, v) / pred_fit))
             moved = max(moved, float(np.nanmax(d)) if len(d) else 0.0)
         identifiable[p.key] = moved >= SENSITIVITY_MIN
+        if p.zero_unlimited and identifiable[p.key]:
+            # a limit the data do not need: no limit at all fits them as well (within half
+            # a point of MAPE, the noise of a few repetitions)
+            if mape_of({**values, p.key: 0}) <= mape_of(values) + 0.5:
+                identifiable[p.key] = False
     kept = [p.key for p in step.params if not identifiable[p.key]]
+    if kept:
+        # a key the data push to the end of its range moves little there, yet its base
+        # value may fit much worse: keep the fitted value then (the data bound the key)
+        restored = dict(values)
+        for k in kept:
+            orig = _get(system, k, options)
+            restored[k] = base[k] if orig is None else orig
+        if mape_of(restored) > mape_of(values) + 1.0:
+            at_bound = [k for k in kept if values[k] != base[k]]
+            kept = [k for k in kept if k not in at_bound]
+            for k in at_bound:
+                identifiable[k] = True
     for k in kept:
-        values[k] = int(round(base[k])) if any(p.integer for p in step.params if p.key == k) \
-            else float(_get(system, k) if _get(system, k) is not None else base[k])
+        orig = _get(system, k, options)
+        orig = base[k] if orig is None else orig
+        values[k] = int(round(orig)) if any(p.integer for p in step.params if p.key == k) \
+            else float(orig)
     fitted = {k: v for k, v in values.items() if k not in kept}
-    new_system = system_with(system, fitted) if fitted else system
+    new_system, new_options = apply_overrides(system, options, fitted)
     pred = prob.predict(system, {**fitted}) if fitted else prob.predict(system, {})
     err = (pred / prob.measured_arr - 1.0) * 100.0
     best_mape = float(np.mean(np.abs(err)))
     rejected = best_mape > MAX_FIT_MAPE_PCT
     if rejected:                      # keep every key of the step at its base value
         kept = [p.key for p in step.params]
-        values = {p.key: _get(system, p.key) for p in step.params}
+        at_bound = []
+        values = {p.key: _get(system, p.key, options) for p in step.params}
         fitted = {}
-        new_system = system
+        new_system, new_options = system, options
         err = (prob.predict(system, {}) / prob.measured_arr - 1.0) * 100.0
     note = ""
     if rejected:
@@ -407,12 +566,16 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
     elif kept:
         note = ("not identifiable from these data (predictions move < "
                 f"{SENSITIVITY_MIN:.1%} for a 20% change): kept " + ", ".join(kept))
-        if "gpu.max_outstanding_host_reads" in kept:
+        if "link.cpl_buffer_B" in kept or "gpu.max_outstanding_host_reads" in kept:
             note += ("; the link (or the tags) saturates before the GPU's own limit binds, "
                      "so the limit is only known to be at least the reads in flight at the plateau")
+    if at_bound:
+        note = (note + "; " if note else "") + (
+            "at the end of the fitted range (the data put it there; its base value fits "
+            "worse): " + ", ".join(at_bound))
     rec = FitRecord(
         name=step.name, keys=[p.key for p in step.params], groups=list(step.groups),
-        base={p.key: _get(system, p.key) for p in step.params}, values=values,
+        base={p.key: _get(system, p.key, options) for p in step.params}, values=values,
         identifiable=identifiable, n=len(prob.cases),
         mape_pct=float(np.mean(np.abs(err))),
         base_mape_pct=float(np.mean(np.abs((np.exp(r_base) - 1.0) * 100.0))),
@@ -420,15 +583,22 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
         evaluations=prob.evaluations, note=note,
         method=f"{step.explain}; {prob.fidelity} twins, soft-L1 least squares on "
                "log(predicted/measured) after " + ("a closed-form start" if step.guess else f"a {step.scan}-point scan"))
-    return rec, new_system, None
+    return rec, new_system, None, new_options
 
 
 def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
               steps: tuple[Step, ...] = STEPS, only: list[str] | None = None,
-              max_requests: int = DEFAULT_MAX_REQUESTS, progress: bool = False) -> Calibration:
-    """Fit ``base_system`` (a SystemConfig, preset name or file) to a run's microbenchmarks."""
+              max_requests: int = DEFAULT_MAX_REQUESTS, progress: bool = False,
+              base_options: dict | None = None) -> Calibration:
+    """Fit ``base_system`` (a SystemConfig, preset name or file) to a run's microbenchmarks.
+
+    ``base_options``: model options to start from (``{"uvm": {...}}``); by default
+    those of the calibration record beside a calibrated TOML given as ``base_system``
+    (``calibration.json``, key ``model_options``), else none."""
     from hostlink.model.config import load_any_system
 
+    if base_options is None and not hasattr(base_system, "link"):
+        base_options = options_beside(base_system)
     if not hasattr(base_system, "link"):
         base_system = load_any_system(str(base_system))
     if fidelity not in ("des", "analytic"):
@@ -446,28 +616,45 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
             raise CalibrationError(f"unknown calibration step(s) {', '.join(bad)} "
                                    f"(known: {', '.join(s.name for s in steps)})")
     system = base_system
+    options = {g: dict(v) for g, v in (base_options or {}).items()}
     cal = Calibration(system=system, base_system=base_system, results_dir=str(results_dir),
-                      fidelity=fidelity, groups_present=groups)
+                      fidelity=fidelity, groups_present=groups, base_options=options)
     for step in steps:
         if only and step.name not in only:
             continue
         if progress:
             import sys
             sys.stderr.write(f"calibrate: {step.name} ...\n")
-        rec, system, reason = fit_step(run, step, system, fidelity=fidelity, max_requests=max_requests)
+        rec, system, reason, options = fit_step(run, step, system, fidelity=fidelity,
+                                                max_requests=max_requests, options=options)
         if rec is None:
             cal.skipped.append({"name": step.name, "keys": [p.key for p in step.params],
                                 "reason": reason})
         else:
             cal.fits.append(rec)
     cal.system = _with_provenance(system, base_system, cal)
+    cal.options = options
     return cal
+
+
+def options_beside(system_spec) -> dict:
+    """Model options of the calibration record (calibration.json) beside a system TOML."""
+    path = Path(str(system_spec))
+    rec = path.with_name("calibration.json")
+    if path.suffix != ".toml" or not rec.is_file():
+        return {}
+    try:
+        return dict(json.loads(rec.read_text()).get("model_options") or {})
+    except json.JSONDecodeError as exc:
+        raise CalibrationError(f"{rec}: not valid JSON ({exc.msg})") from None
 
 
 def _with_provenance(system, base, cal: Calibration):
     prov = dict(base.provenance)
     for f in cal.fits:
         for key in f.keys:
+            if key.startswith(OPTION_PREFIX):
+                continue                  # options are not config keys: see model_options
             if f.identifiable.get(key):
                 prov[key] = (f"measured: {cal.results_dir}, {', '.join(f.groups)}, fit residual "
                              f"{f.mape_pct:.2f}% MAPE over {f.n} points (calibrate step {f.name})")

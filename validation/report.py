@@ -266,9 +266,27 @@ def _fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def timing_table(timings: dict[str, dict], annotated: pd.DataFrame) -> pd.DataFrame:
+    """Per traversal case: the twin's wall-clock seconds per source (emulation, model)
+    against the measured kernel time, and their ratio."""
+    rows = []
+    kt = annotated[(annotated["metric"] == TRAVERSAL_PRIMARY)].set_index("case")["measured"]
+    for case, t in timings.items():
+        n = int(t.get("sources", 0))
+        if not n or case not in kt.index:
+            continue
+        model_s = t.get("model_s", 0.0) / n
+        kernel_s = float(kt[case]) * 1e-3
+        rows.append((case, t.get("emulate_s", 0.0) / n, model_s, t.get("requests", 0) / n,
+                     kernel_s * 1e3, model_s / kernel_s if kernel_s > 0 else math.nan))
+    return pd.DataFrame(rows, columns=["case", "emulate_s", "model_s", "requests",
+                                       "measured_kernel_ms", "model_over_kernel"])
+
+
 def markdown(annotated: pd.DataFrame, stats: list[GroupStats], *, title: str, system_name: str,
              fidelity: str, calibration: dict | None, results_dir: str,
-             unpredicted: list[str]) -> str:
+             unpredicted: list[str], timings: dict | None = None,
+             notes: list[str] | None = None) -> str:
     lines = [f"# {title}", ""]
     lines += [f"- measured results: `{results_dir}`",
               f"- system: `{system_name}`; fidelity: {fidelity}",
@@ -278,8 +296,16 @@ def markdown(annotated: pd.DataFrame, stats: list[GroupStats], *, title: str, sy
         used = ", ".join(f"`{g}`" for g in calibration.get("calibration_groups", [])) or "none"
         lines.append(f"- calibrated from microbenchmark groups: {used}; every other group is "
                      "predicted, not fitted")
+        opts = calibration.get("model_options") or {}
+        if opts:
+            flat = ", ".join(f"`{g}.{k}` = {_fmt(v, 4)}" for g, d in sorted(opts.items())
+                             for k, v in sorted(d.items()))
+            lines.append(f"- model options beyond the system config (from the calibration "
+                         f"record): {flat}")
     else:
         lines.append("- no calibration record: every microbenchmark group counts as held out")
+    for note in notes or []:
+        lines.append(f"- {note}")
     lines += ["", "error_pct = 100 (predicted - measured) / measured; MAPE = mean |error_pct| "
               "over a group's cases, on its primary metric (bandwidth for the zero-copy and "
               "memcpy benchmarks, latency for the pointer chase, time for UVM first touch and "
@@ -318,6 +344,21 @@ def markdown(annotated: pd.DataFrame, stats: list[GroupStats], *, title: str, sy
         if s.passed is False:
             lines += ["What the model lacks here:", ""]
             lines += [f"- {t}" for t in diagnose(s, rows)]
+            lines.append("")
+    if timings:
+        tt = timing_table(timings, annotated)
+        if len(tt):
+            lines += ["## Model run time", "",
+                      "Wall-clock seconds of the twin per source on this machine (emulating the "
+                      "kernel's requests; predicting them at this fidelity), against the "
+                      "measured kernel time of one run. A stream shared by memory modes is "
+                      "emulated once.", "",
+                      "| case | emulate s | model s | requests | measured kernel ms | "
+                      "model / kernel |", "|---|---:|---:|---:|---:|---:|"]
+            for _, r in tt.iterrows():
+                lines.append(f"| `{r['case']}` | {r['emulate_s']:.1f} | {r['model_s']:.1f} | "
+                             f"{r['requests']:.3g} | {_fmt(r['measured_kernel_ms'], 4)} | "
+                             f"{r['model_over_kernel']:.3g} |")
             lines.append("")
     if unpredicted:
         lines += ["## Cases without a prediction", ""]
@@ -452,8 +493,12 @@ def load_calibration(path: str | Path | None, system_path: str | Path | None) ->
 def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: str = "des",
                  out_dir: str | Path | None = None, calibration_path: str | Path | None = None,
                  graph_dir: str | Path | None = None, only: str | None = None,
-                 max_requests: int | None = None, progress: bool = False) -> dict:
-    """Predict every case of a run, write summary.csv, report.md and plots/; return the stats."""
+                 max_requests: int | None = None, progress: bool = False,
+                 notes: list[str] | None = None) -> dict:
+    """Predict every case of a run, write summary.csv, report.md and plots/; return the stats.
+
+    The model options of the calibration record (``model_options``) are used; ``notes``
+    are added to the report's header (how it was made, e.g. sampling)."""
     from hostlink.model.config import load_any_system
     from hostlink.validation.twins import load_run, predict_run
 
@@ -462,8 +507,11 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     calibration = load_calibration(calibration_path, system_spec)
     cal_groups = set(calibration.get("calibration_groups", [])) if calibration else set()
     kw = {} if max_requests is None else {"max_requests": max_requests}
+    options = dict((calibration or {}).get("model_options") or {})
+    timings: dict[str, dict] = {}
     predicted, failures = predict_run(run, system, fidelity=fidelity, graph_dir=graph_dir,
-                                      only=only, progress=progress, **kw)
+                                      only=only, progress=progress, options=options,
+                                      timings=timings, **kw)
     from hostlink.validation.twins import selected
     measured = run.measured[[selected(c, only) for c in run.measured["case"]]]
     summary = summarise(measured, predicted)
@@ -481,9 +529,11 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     plots(ann, stats, out / "plots")
     md = markdown(ann, stats, title=f"Validation report: {run.experiment}",
                   system_name=getattr(system, "name", str(system_spec)), fidelity=fidelity,
-                  calibration=calibration, results_dir=str(results_dir), unpredicted=unpredicted)
+                  calibration=calibration, results_dir=str(results_dir), unpredicted=unpredicted,
+                  timings=timings, notes=notes)
     (out / "report.md").write_text(md)
-    return {"summary": summary, "groups": stats, "unpredicted": unpredicted, "out": out}
+    return {"summary": summary, "groups": stats, "unpredicted": unpredicted, "out": out,
+            "timings": timing_table(timings, ann)}
 
 
 def register_validate_commands(sub) -> None:

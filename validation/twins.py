@@ -73,7 +73,7 @@ LINE_B = 128
 COPY_ENGINE_REQUEST_B = 256            # REFERENCE.md (NVIDIA/nccl-tests #149)
 PERM_MULTIPLIER = 2654435761           # gpu_kernels/micro/uvm_touch.cu
 DEFAULT_MAX_REQUESTS = 1 << 20
-DEFAULT_MAX_UVM_B = 256 << 20
+DEFAULT_MAX_UVM_B = 1 << 30
 MIN_LOADS_PER_WARP = 8
 
 #: The metric each benchmark is judged by (the others are reported too).
@@ -230,11 +230,17 @@ class ModelRun:
     host_bytes_B: float = 0.0      # bytes the host requests moved
 
 
-def run_model(stream: RequestStream, system, mode: str, fidelity: str) -> ModelRun:
-    """Predict one request stream with :func:`hostlink.model.predict.predict`."""
+def run_model(stream: RequestStream, system, mode: str, fidelity: str,
+              options: dict | None = None) -> ModelRun:
+    """Predict one request stream with :func:`hostlink.model.predict.predict`.
+
+    ``options``: model options beyond the system config, ``{"uvm": {...}}``
+    (keywords of :func:`hostlink.model.uvm.simulate_uvm`, used in the UVM modes)."""
     from hostlink.model.predict import predict
 
-    pred = predict(stream, system, mode=mode, fidelity=fidelity)
+    uvm_options = dict((options or {}).get("uvm") or {})
+    pred = predict(stream, system, mode=mode, fidelity=fidelity,
+                   uvm_options=uvm_options if mode in ("uvm", "uvm_readmostly") else None)
     kernel = getattr(pred, "kernel_time_s", None)
     per_launch = getattr(pred, "per_launch_kernel_s", None)
     if per_launch is not None:
@@ -332,10 +338,11 @@ class MicroTwin:
             return system_with(system, {"gpu.loads_in_flight_per_warp": int(self.loads_in_flight)})
         return system
 
-    def predict(self, system, fidelity: str = "des") -> dict[str, float]:
-        """Predicted metrics (same names and units as the program's)."""
+    def predict(self, system, fidelity: str = "des", options: dict | None = None) -> dict[str, float]:
+        """Predicted metrics (same names and units as the program's); ``options``: see
+        :func:`run_model`."""
         fn = _PREDICTORS[self.benchmark]
-        return fn(self, self.system_for(system), fidelity)
+        return fn(self, self.system_for(system), fidelity, options)
 
 
 def _resolve_warps(params: dict, system, hint: float | None) -> int:
@@ -370,6 +377,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     mode = "device" if mode_name == "device" else PREDICT_MODE[mode_name]
     launches = _launch(bench, warps, system.gpu.sm_count)
     nbytes = min(total_B, warps * per_warp_B)
+    group = unroll
 
     if pattern == "coalesced":
         offset = int(params.get("offset_B", 0))
@@ -381,7 +389,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         counts = np.minimum(counts, cap)
         warp, j = _expand(counts)
         lo = MICRO_BASE + offset + (warp + j * warps) * blk
-        stream = _ranges_stream(warp, j, lo, lo + blk, np.arange(len(lo)), space=space,
+        stream = _ranges_stream(warp, j // group, lo, lo + blk, np.arange(len(lo)), space=space,
                                 launches=launches)
     elif pattern == "strided":
         chunk = int(params.get("chunk_B", 4096))
@@ -410,7 +418,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         lo = MICRO_BASE + chunk_id * chunk + e[:, None] * bpl
         rows = np.broadcast_to(inst[:, None], lo.shape)[active]
         lo = lo[active]
-        j = k * per_chunk + e
+        j = k * (-(-per_chunk // group)) + e // group
         stream = _ranges_stream(warp, j, lo, lo + bpl, rows, space=space, launches=launches)
     elif pattern == "random":
         region = int(params.get("region_B", 1 << 30))
@@ -427,17 +435,18 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         seed = np.uint64(int(params.get("seed", 1)))
         line = mix64(seed ^ mix64(jg.astype(np.uint64))) % np.uint64(region_blocks)
         lo = MICRO_BASE + line.astype(np.int64) * blk
-        stream = _ranges_stream(warp, jl, lo, lo + blk, np.arange(len(lo)), space=space,
+        stream = _ranges_stream(warp, jl // group, lo, lo + blk, np.arange(len(lo)), space=space,
                                 launches=launches)
     else:
         raise TwinError(f"case '{case}': unknown pattern '{pattern}'")
     twin_bytes = float(stream.useful_B.astype(np.int64).sum())
     return MicroTwin(case, bench, params, mode, stream, float(full), twin_bytes,
-                     loads_in_flight=unroll, extra={"warps": warps})
+                     loads_in_flight=unroll // group, extra={"warps": warps})
 
 
-def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
-    run = run_model(twin.stream, system, twin.mode, fidelity)
+def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str,
+                           options: dict | None = None) -> dict[str, float]:
+    run = run_model(twin.stream, system, twin.mode, fidelity, options)
     kernel_ns = float(np.sum(run.kernel_ns))
     if kernel_ns <= 0:
         raise TwinError(f"case '{twin.case}': the model predicted no time")
@@ -478,8 +487,9 @@ def build_ptr_chase(case: str, params: dict, system) -> MicroTwin:
                      loads_in_flight=1, steps=steps)
 
 
-def _predict_ptr_chase(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
-    run = run_model(twin.stream, system, twin.mode, fidelity)
+def _predict_ptr_chase(twin: MicroTwin, system, fidelity: str,
+                       options: dict | None = None) -> dict[str, float]:
+    run = run_model(twin.stream, system, twin.mode, fidelity, options)
     if len(run.kernel_ns) < 2:
         raise TwinError(f"case '{twin.case}': the model returned no per-launch times")
     timed_ns = float(run.kernel_ns[1])
@@ -492,7 +502,8 @@ def build_memcpy(case: str, params: dict, system) -> MicroTwin:
                      size_B=size)
 
 
-def _predict_memcpy(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
+def _predict_memcpy(twin: MicroTwin, system, fidelity: str,
+                    options: dict | None = None) -> dict[str, float]:
     from hostlink.model.analytic import SizeHistogram, predict_system
 
     write = twin.params.get("direction", "h2d") == "d2h"
@@ -540,18 +551,15 @@ def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None
                      loads_in_flight=1, size_B=size, extra={"warps": warps, "advice": advice})
 
 
-def _predict_uvm_touch(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
-    run = run_model(twin.stream, system, twin.mode, fidelity)
+def _predict_uvm_touch(twin: MicroTwin, system, fidelity: str,
+                       options: dict | None = None) -> dict[str, float]:
+    run = run_model(twin.stream, system, twin.mode, fidelity, options)
     body_ns = (run.time_ns - system.launch_overhead_us * 1e3) * twin.scale
     out: dict[str, float] = {}
     prefetch_ns = 0.0
     if twin.extra.get("advice") == "prefetch":
-        from hostlink.model.uvm import transfer_bw_GBps
-        u = system.uvm
-        blocks = -(-twin.size_B // u.va_block_B)
-        per_block_B = min(u.va_block_B, twin.size_B)
-        bw = float(transfer_bw_GBps(per_block_B, u.transfer_peak_GBps, u.transfer_shape_per_KB))
-        prefetch_ns = blocks * (per_block_B / bw)
+        from hostlink.model.uvm import prefetch_time_s
+        prefetch_ns = prefetch_time_s(twin.size_B, system) * 1e9
         out["prefetch_ms"] = prefetch_ns * 1e-6
     time_ns = system.launch_overhead_us * 1e3 + body_ns + prefetch_ns
     out["time_ms"] = time_ns * 1e-6
@@ -650,8 +658,18 @@ class GraphSource:
 
 
 def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
-                      fidelity: str = "des") -> list[tuple[str, float, int]]:
-    """(metric, value, rep) rows of a traversal case's twin, one set per source."""
+                      fidelity: str = "des", options: dict | None = None,
+                      timing: dict | None = None) -> list[tuple[str, float, int]]:
+    """(metric, value, rep) rows of a traversal case's twin, one set per source.
+
+    The kernel's load-ahead (``load_ahead`` trips of loads issued before their
+    visits; 1 where the run does not record it) is the model's loads in flight
+    per warp. ``timing`` (a dict) receives the wall-clock seconds spent emulating
+    (``emulate_s``; a stream shared by memory modes counts once) and predicting
+    (``model_s``), the sources and the requests predicted."""
+    import time
+
+    from hostlink.model.config import system_with
     from hostlink.traces.emulator import emulate
 
     kernel, variant = params["kernel"], params["variant"]
@@ -674,6 +692,9 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     if kernel == "pagerank":
         kw["iterations"] = int(params.get("iterations", 10))
     elem_B = id_bytes + (4 if kernel == "sssp" else 0)
+    ahead = int(params.get("load_ahead", 1) or 1)
+    if ahead != system.gpu.loads_in_flight_per_warp:
+        system = system_with(system, {"gpu.loads_in_flight_per_warp": ahead})
     rows: list[tuple[str, float, int]] = []
     for si, source in enumerate(sources):
         # the emulator lays the edge list out in host memory; in device mode the
@@ -684,10 +705,17 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
             edges = int(sum(int((csr.offsets[a + 1] - csr.offsets[a]).sum()) for a in em.active))
             return em.requests(), edges, len(em.active)
         config = (params["graph"], kernel, variant, id_bytes, kw.get("iterations"))
+        t0 = time.perf_counter()
         stream, edges, iterations = graphs.emulated(config, source, make)
+        t1 = time.perf_counter()
         if len(stream) == 0:
             raise TwinError(f"case '{case}': the emulated run issues no requests")
-        run = run_model(stream, system, mode, fidelity)
+        run = run_model(stream, system, mode, fidelity, options)
+        if timing is not None:
+            timing["emulate_s"] = timing.get("emulate_s", 0.0) + (t1 - t0)
+            timing["model_s"] = timing.get("model_s", 0.0) + (time.perf_counter() - t1)
+            timing["sources"] = timing.get("sources", 0) + 1
+            timing["requests"] = timing.get("requests", 0) + len(stream)
         kernel_ns = float(np.sum(run.kernel_ns))
         values = {"time_ms": run.time_ns * 1e-6, "kernel_time_ms": kernel_ns * 1e-6,
                   "iterations": float(iterations), "edges_read": float(edges),
@@ -706,9 +734,13 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
 def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
                 only: str | None = None, progress: bool = False,
                 max_requests: int = DEFAULT_MAX_REQUESTS,
-                max_uvm_B: int = DEFAULT_MAX_UVM_B) -> tuple[pd.DataFrame, dict[str, str]]:
+                max_uvm_B: int = DEFAULT_MAX_UVM_B,
+                options: dict | None = None,
+                timings: dict | None = None) -> tuple[pd.DataFrame, dict[str, str]]:
     """Tidy predicted rows for every measured case (model_kind = fidelity), and the
-    cases whose twin failed with the reason."""
+    cases whose twin failed with the reason (``options``: see :func:`run_model`;
+    ``timings``, a dict, receives each traversal case's wall-clock seconds, see
+    :func:`predict_traversal`)."""
     from hostlink.validation.results_io import make_table, unit_of
 
     if fidelity not in ("des", "analytic"):
@@ -730,12 +762,16 @@ def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
             if kind == "micro":
                 twin = build_micro(case, params, system, hints=lambda m, c=case: run.hint(c, m),
                                    max_requests=max_requests, max_uvm_B=max_uvm_B)
-                for metric, value in twin.predict(system, fidelity).items():
+                for metric, value in twin.predict(system, fidelity, options).items():
                     rows.append((run_id, run.experiment, case, fidelity, metric, value,
                                  unit_of(metric), 0))
             elif kind == "traversal":
+                timing = {} if timings is not None else None
+                if timings is not None:
+                    timings[case] = timing
                 for metric, value, rep in predict_traversal(case, params, system, graphs,
-                                                            fidelity=fidelity):
+                                                            fidelity=fidelity, options=options,
+                                                            timing=timing):
                     rows.append((run_id, run.experiment, case, fidelity, metric, value,
                                  unit_of(metric), rep))
         except HostlinkError as exc:
@@ -768,7 +804,8 @@ def _progress(total: int, enabled: bool):
 
 def synthesize(cases: dict[str, dict], system, *, fidelity: str = "des", noise_pct: float = 0.0,
                reps: int = 3, seed: int = 0, experiment: str = "synthetic",
-               max_requests: int = DEFAULT_MAX_REQUESTS) -> pd.DataFrame:
+               max_requests: int = DEFAULT_MAX_REQUESTS,
+               options: dict | None = None) -> pd.DataFrame:
     """Measured-looking results of microbenchmark cases, generated by the model itself.
 
     Each case's predicted metrics are repeated ``reps`` times with independent
@@ -781,7 +818,7 @@ def synthesize(cases: dict[str, dict], system, *, fidelity: str = "des", noise_p
     rows = []
     for case, params in cases.items():
         twin = build_micro(case, params, system, max_requests=max_requests)
-        values = twin.predict(system, fidelity)
+        values = twin.predict(system, fidelity, options)
         if twin.benchmark in ("zc_read", "zc_warps", "uvm_touch"):
             values["warps_launched"] = float(twin.extra.get("warps", 0))
         for rep in range(reps):

@@ -24,7 +24,9 @@ capacity_B=None, **options) -> UvmResult``
   ``uvm.gpu_memory_available_GiB``, else ``gpu.memory_GiB``.
 - ``options`` (all keyword, documented in :func:`simulate_uvm`): the batch
   service model, the duplicate-fault model, the LRU update rule, the resident
-  warp count, a seed that shuffles the warps' run order (default: none).
+  warp count, a seed that shuffles the warps' run order (default: none), the
+  per-VA-block and per-moved-page service costs ``block_us`` and
+  ``move_page_us`` (default 0).
 
 ``UvmResult`` (see :mod:`hostlink.model.uvm.result`): ``time_s``
 (``service_time_s + device_time_s``; kernel launch overhead and inter-level
@@ -33,20 +35,27 @@ synchronisation are not included, the caller adds them), fault counts
 ``h2d_B`` (migrated host to device, of which ``prefetched_B`` by the
 prefetcher), ``d2h_B`` (write-backs on eviction), ``evictions`` (2 MB chunks),
 ``thrashing_events``, ``thrashing_chunks``, ``write_upgrades``, ``unique_B`` (distinct bytes the requests asked for),
+``block_services`` (VA blocks serviced, over batches), ``migration_runs``
+(contiguous transfers), ``driver_time_s`` (the per-block and per-page part of
+the service time),
 ``read_amplification = h2d_B / unique_B``, ``oversubscription``
 (touched pages' bytes over capacity), ``remote`` (a RequestStream or None)
 and ``per_launch`` (a tuple of :class:`UvmLaunch`). ``to_dict()`` gives a
 JSON-ready dict.
 
 Helpers: :func:`transfer_bw_GBps` (the transfer-rate curve),
+:func:`curve_peak_GBps` (its asymptote on a system's link),
+:func:`prefetch_time_s` (explicit ``cudaMemPrefetchAsync`` to the GPU),
 :func:`prefetch_pages` (the driver's tree rule on one VA block),
 :func:`remote_requests` (what SetAccessedBy sends over PCIe).
 
 The assumptions and references are in :mod:`hostlink.model.uvm.model`.
 """
-from hostlink.model.uvm.model import (link_raw_GBps, prefetch_pages, remote_requests,
-                                     simulate_uvm, transfer_bw_GBps, unique_bytes)
+from hostlink.model.uvm.model import (curve_peak_GBps, link_raw_GBps, prefetch_pages,
+                                     prefetch_time_s, remote_requests, simulate_uvm,
+                                     transfer_bw_GBps, unique_bytes)
 from hostlink.model.uvm.result import UvmLaunch, UvmResult
 
-__all__ = ["UvmLaunch", "UvmResult", "link_raw_GBps", "prefetch_pages", "remote_requests",
-           "simulate_uvm", "transfer_bw_GBps", "unique_bytes"]
+__all__ = ["UvmLaunch", "UvmResult", "curve_peak_GBps", "link_raw_GBps", "prefetch_pages",
+           "prefetch_time_s", "remote_requests", "simulate_uvm", "transfer_bw_GBps",
+           "unique_bytes"]

@@ -27,7 +27,10 @@ ST_H2D_US = 10         # of which host-to-device transfer time
 ST_D2H_US = 11         # of which write-back transfer time
 ST_UPGRADES = 12       # write faults on read-duplicated pages (no data moves)
 ST_THRASH_CHUNKS = 13  # chunks newly marked thrashing
-N_STATS = 14
+ST_BLOCK_SVC = 14      # VA-block services (a block with faulted pages, once per batch)
+ST_DRIVER_US = 15      # of the service time: per-block and per-moved-page driver work
+ST_RUNS = 16           # contiguous runs of pages migrated (one transfer each)
+N_STATS = 17
 
 
 @numba.njit(cache=True, inline="always")
@@ -175,8 +178,13 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                     batch_size, unique_cap, dup_per_unique,
                     prefetch, threshold, read_mostly, lru_on_migrate,
                     linear, base_us, per_KB_us, page_B, a_GBps, k_per_KB,
-                    thrash_events, thrash_window_us, resident_warps, shuffle_seed):
+                    thrash_events, thrash_window_us, resident_warps, shuffle_seed,
+                    block_us=0.0, move_page_us=0.0):
     """Replay the accesses warp by warp, servicing faults in batches.
+
+    A batch's service time is ``base_us``, plus ``block_us`` per VA block it
+    services, plus ``move_page_us`` per page it moves off the host (migrated,
+    not read-duplicated), plus the transfers.
 
     Returns ``(stats, touched)``: per-launch statistics (columns ``ST_*``) and
     a per-page flag of the pages any access touched.
@@ -341,6 +349,8 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                     g_end += 1
                 base = blk * block_pages
                 svc += 1
+                stats[l, ST_BLOCK_SVC] += 1
+                drv = block_us
                 nfo = 0
                 for e in range(g, g_end):
                     p = ub[e]
@@ -354,6 +364,8 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                 if nfo == 0:
                     for e in range(g, g_end):
                         pwrite[ub[e]] = 0
+                    t_us += drv
+                    stats[l, ST_DRIVER_US] += drv
                     g = g_end
                     continue
                 # ---- the faulted pages' chunks first: allocation, eviction, thrashing detection
@@ -421,21 +433,28 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                     cstamp[c] = svc
                 # ---- migrate: contiguous runs move as one transfer each
                 n_mig = 0
+                n_move = 0
                 run = 0
                 for k in range(block_pages):
                     if mig[k] == 1:
                         p = base + k
                         resident[p] = 1
                         wb[p] = 1 if (not read_mostly or pwrite[p] == 1) else 0
+                        n_move += wb[p]
                         n_mig += 1
                         run += 1
                     elif run > 0:
                         h2d_us += _transfer_us(run, page_B, linear, per_KB_us, a_GBps, k_per_KB)
+                        stats[l, ST_RUNS] += 1
                         run = 0
                 if run > 0:
                     h2d_us += _transfer_us(run, page_B, linear, per_KB_us, a_GBps, k_per_KB)
+                    stats[l, ST_RUNS] += 1
                 stats[l, ST_H2D_PAGES] += n_mig
                 stats[l, ST_PREF_PAGES] += n_mig - nfo
+                drv += move_page_us * n_move
+                t_us += drv
+                stats[l, ST_DRIVER_US] += drv
                 for e in range(g, g_end):
                     pwrite[ub[e]] = 0
                 g = g_end

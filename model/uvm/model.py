@@ -46,19 +46,39 @@ faulted by its preferred location, is populated whole: it does not apply to
 data the CPU initialised) and the minimum-faults tunable (default 1).
 
 Service time of a batch (``service="curve"``, default):
-``batch_base_us`` (fetch, sort, map, replay) plus, for every contiguous run of
-pages migrated within a VA block, ``size / BW(size)`` with the transfer-rate
-curve ``BW(s) = (2a/pi) atan(k s_KB)`` (UVMSmart, a = ``transfer_peak_GBps``,
-k = ``transfer_shape_per_KB``, s in units of 1024 B: the source counts in
-4 KB pages of 4096 B). UVMSmart fitted ``a = 12`` to a 16 GB/s (PCIe 3.0 x16)
-link; a is scaled by the link's raw rate over PCIe 3.0 x16's 15.75 GB/s
-(``scale_to_link=True``; an assumption) so that faster links migrate faster
-while the per-batch cost stays. ``service="linear"`` uses Allen & Ge's fit
-instead: ``batch_base_us + migrate_per_KB_us * KB`` over all pages moved in
-the batch, both directions. The two are alternatives, not added: the linear
-fit (0.7-1.3 us/KB on Titan V) caps migration near 1 GB/s, below the 9 GB/s
-the seed measured for UVM BFS on a V100 (emogi_vldb2020 §5.3.2), so the curve
-is the default until the validation calibrates one of them.
+``batch_base_us`` (fetch, sort, replay), plus ``block_us`` for every VA
+block the batch services (the driver services a batch block by block:
+locking, residency and prefetch masks, chunk allocation, the copy push, the
+GPU page-table update), plus ``move_page_us`` for every page it moves off the
+host (migrated; a read-duplicated page keeps its host copy and does not pay
+it), plus, for every contiguous run of pages migrated within a VA block,
+``size / BW(size)`` with the transfer-rate curve ``BW(s) = (2a/pi) atan(k
+s_KB)`` (UVMSmart, a = ``transfer_peak_GBps``, k = ``transfer_shape_per_KB``,
+s in units of 1024 B: the source counts in 4 KB pages of 4096 B). UVMSmart
+fitted ``a = 12`` to a 16 GB/s (PCIe 3.0 x16) link; a is scaled by the link's
+raw rate over PCIe 3.0 x16's 15.75 GB/s (``scale_to_link=True``; an
+assumption) so that faster links migrate faster while the per-batch cost
+stays. ``block_us`` and ``move_page_us`` are keyword options (default 0, the
+model before they were added); ``hostlink validate calibrate`` fits them with
+``batch_base_us`` from first-touch measurements. On an H200 (PCIe 5.0,
+driver 580) sequential and random first touch separate the costs: a
+sequential front faults on a few pages of one block per batch, a random one
+on many blocks per batch, and ReadMostly (no move) shows what the per-page
+move costs. The per-page move cost is a fitted quantity: its driver cause
+(CPU-side unmapping and release of each moved page is the candidate) is not
+identified, and explicit prefetching (:func:`prefetch_time_s`), which moves
+the same pages without faults, does not pay it. ``service="linear"`` uses
+Allen & Ge's fit instead: ``batch_base_us + migrate_per_KB_us * KB`` over
+all pages moved in the batch, both directions. The two are alternatives, not
+added: the linear fit (0.7-1.3 us/KB on Titan V) caps migration near 1 GB/s,
+below the 9 GB/s the seed measured for UVM BFS on a V100 (emogi_vldb2020
+§5.3.2), so the curve is the default.
+
+Explicit prefetch (``cudaMemPrefetchAsync`` of host-resident managed memory
+to the GPU, :func:`prefetch_time_s`): the driver migrates the range VA block
+by VA block (``uvm_migrate.c``), each block's pages in one transfer of the
+block's size at the same curve; no fault batches, no per-block fault-service
+cost.
 
 Capacity and eviction. The managed data may occupy ``capacity_B`` (argument),
 else ``uvm.gpu_memory_available_GiB``, else ``gpu.memory_GiB``; it is held in
@@ -155,6 +175,30 @@ def transfer_bw_GBps(size_B: float | np.ndarray, peak_GBps: float,
                      shape_per_KB: float) -> float | np.ndarray:
     """UVMSmart's transfer-rate curve ``(2a/pi) atan(k s_KB)``, s in units of 1024 B."""
     return (2.0 * peak_GBps / math.pi) * np.arctan(shape_per_KB * np.asarray(size_B) / 1024.0)
+
+
+def curve_peak_GBps(system: SystemConfig, scale_to_link: bool = True) -> float:
+    """The transfer curve's asymptote a on ``system``'s link (scaled from PCIe 3.0 x16)."""
+    peak = float(system.uvm.transfer_peak_GBps)
+    if scale_to_link:
+        peak *= link_raw_GBps(system.link) / CURVE_REFERENCE_LINK_GBps
+    return peak
+
+
+def prefetch_time_s(size_B: float, system: SystemConfig, *, scale_to_link: bool = True) -> float:
+    """Time of ``cudaMemPrefetchAsync`` moving ``size_B`` bytes of host-resident managed
+    memory (2 MB aligned) to the GPU: one transfer per VA block at the transfer curve."""
+    if size_B < 0:
+        raise ConfigError(f"prefetch_time_s: size_B must be >= 0, not {size_B}")
+    u = system.uvm
+    full, rest = divmod(int(size_B), int(u.va_block_B))
+    peak = curve_peak_GBps(system, scale_to_link)
+    t_ns = 0.0
+    for n, size in ((full, u.va_block_B), (1 if rest else 0, rest)):
+        if n:
+            bw = float(transfer_bw_GBps(size, peak, u.transfer_shape_per_KB))
+            t_ns += n * size / bw
+    return t_ns * 1e-9
 
 
 def prefetch_pages(resident: np.ndarray, faulted: np.ndarray, *, threshold: float = 0.51,
@@ -262,7 +306,8 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
                  accessed_by: bool = False, capacity_B: float | None = None,
                  service: str = "curve", duplicates: str = "derived", lru: str = "populate",
                  scale_to_link: bool = True, resident_warps: int | None = None,
-                 seed: int | None = None) -> UvmResult:
+                 seed: int | None = None, block_us: float = 0.0,
+                 move_page_us: float = 0.0) -> UvmResult:
     """Simulate a request stream on managed memory (see the module docstring).
 
     Keyword options: ``service`` ("curve" | "linear") picks the batch service
@@ -270,9 +315,18 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
     ``lru`` ("populate" | "migrate") when a chunk becomes most recently used,
     ``scale_to_link`` scales the transfer curve to the link's raw rate,
     ``resident_warps`` overrides the concurrent warp count, ``seed`` shuffles
-    the run order of runnable warps (None: in warp order).
+    the run order of runnable warps (None: in warp order), ``block_us`` the
+    driver time per VA block a batch services and ``move_page_us`` per page it
+    moves off the host (see the module docstring; both default 0).
     """
     uvm, gpu = system.uvm, system.gpu
+    for name, value in (("block_us", block_us), ("move_page_us", move_page_us)):
+        try:
+            ok = math.isfinite(float(value)) and float(value) >= 0
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ConfigError(f"simulate_uvm: {name} must be a number >= 0, not {value!r}")
     for name, value, allowed in (("service", service, SERVICE_MODELS),
                                  ("duplicates", duplicates, DUPLICATE_MODELS),
                                  ("lru", lru, LRU_RULES)):
@@ -339,9 +393,7 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
         dup_per_unique = frac / (1.0 - frac)
     else:
         unique_cap, dup_per_unique = 0, 0.0
-    peak = uvm.transfer_peak_GBps
-    if scale_to_link:
-        peak *= link_raw_GBps(system.link) / CURVE_REFERENCE_LINK_GBps
+    peak = curve_peak_GBps(system, scale_to_link)
     stats, touched = core.simulate_faults(
         dense, acc_write, inst_ptr, warp_ptr, launch_ptr,
         n_pages, 1 << (block_shift - page_shift), 1 << (big_shift - page_shift),
@@ -351,7 +403,7 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
         service == "linear", float(uvm.batch_base_us), float(uvm.migrate_per_KB_us),
         float(uvm.page_B), float(peak), float(uvm.transfer_shape_per_KB),
         uvm.thrash_events, float(uvm.thrash_window_us), int(resident_warps),
-        -1 if seed is None else int(seed))
+        -1 if seed is None else int(seed), float(block_us), float(move_page_us))
 
     # device time per launch: all of the launch's request bytes at device bandwidth
     launch_bytes = np.bincount(stream.launch, weights=stream.size_B)
@@ -386,4 +438,6 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
         d2h_B=int(tot[core.ST_D2H_PAGES]) * page_B, evictions=int(tot[core.ST_EVICT]),
         thrashing_events=int(tot[core.ST_THRASH]), thrashing_chunks=int(tot[core.ST_THRASH_CHUNKS]),
         unique_B=uniq_B, touched_B=int(touched.sum()) * page_B, capacity_B=int(capacity_B),
-        host_requests=len(host), remote=None, per_launch=tuple(per))
+        host_requests=len(host), block_services=int(tot[core.ST_BLOCK_SVC]),
+        migration_runs=int(tot[core.ST_RUNS]), driver_time_s=float(tot[core.ST_DRIVER_US]) * 1e-6,
+        remote=None, per_launch=tuple(per))

@@ -51,6 +51,9 @@ class UvmResult:
     touched_B: int              # distinct pages touched, in bytes (the working set)
     capacity_B: int
     host_requests: int
+    block_services: int = 0     # VA blocks serviced, summed over batches
+    migration_runs: int = 0     # contiguous runs of pages migrated (one copy each)
+    driver_time_s: float = 0.0  # part of service_time_s spent on per-block and per-run driver work
     remote: RequestStream | None = field(default=None, repr=False, compare=False)
     per_launch: tuple[UvmLaunch, ...] = field(default=(), repr=False)
 

@@ -93,3 +93,58 @@ def test_report_without_calibration_record_and_bad_inputs(tmp_path, capsys):
     assert "no such calibration record" in capsys.readouterr().err
     assert main(["validate", "report", str(DATA), "--system", "h100-pcie5", "--only", "nothing-matches",
                  "--quiet"]) == 2
+
+
+def _uvm_run(tmp_path, options):
+    from hostlink.model.config import load_system
+    from hostlink.validation.results_io import write_results
+    from hostlink.validation.twins import synthesize
+    cases = {f"micro/uvm_touch/size_B={8 << 20},pattern={p},advice=none":
+             dict(kind="micro", benchmark="uvm_touch", size_B=8 << 20, pattern=p, advice="none",
+                  warps=1024) for p in ("seq", "random")}
+    write_results(synthesize(cases, load_system("h100-pcie5"), fidelity="analytic",
+                             options=options, reps=1), tmp_path)
+    (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
+
+
+def test_report_uses_the_calibration_records_model_options(tmp_path):
+    # measurements made with per-block and per-page costs: predicted with them they agree,
+    # without them the model is too fast
+    opts = {"uvm": {"block_us": 30.0, "move_page_us": 0.5}}
+    _uvm_run(tmp_path, opts)
+    rec = tmp_path / "with.json"
+    rec.write_text(json.dumps({"calibration_groups": [], "model_options": opts}))
+    res = report.build_report(tmp_path, "h100-pcie5", fidelity="analytic", out_dir=tmp_path / "a",
+                              calibration_path=rec)
+    s = res["summary"]
+    assert report.mape(s[s["metric"] == "time_ms"]["error_pct"]) < 1e-6
+    assert "`uvm.block_us` = 30" in (tmp_path / "a" / "report.md").read_text()
+    bare = tmp_path / "without.json"
+    bare.write_text(json.dumps({"calibration_groups": []}))
+    res = report.build_report(tmp_path, "h100-pcie5", fidelity="analytic", out_dir=tmp_path / "b",
+                              calibration_path=bare)
+    s = res["summary"]
+    assert (s[s["metric"] == "time_ms"]["error_pct"] < -10).all()
+
+
+def test_traversal_cases_report_the_models_run_time(tmp_path):
+    from hostlink.traces.graphs.generators import generate
+    from hostlink.validation.results_io import write_results
+    csr = generate("kron", 8, 16, 27491095, weighted=True, id_bytes=8, name="kron8")
+    source = int(np.argmax(np.diff(csr.offsets)))              # the hub: it reaches the rest
+    case = "bfs/kron8/merged_aligned/zerocopy/8B"
+    cases = {case: dict(kind="traversal", kernel="bfs", graph="kron8", variant="merged_aligned",
+                        memory_mode="zerocopy", id_bytes=8, reps=1, sources=[source])}
+    rows = [("r", "e", case, "measured", "kernel_time_ms", 0.05, "ms", 0)]
+    write_results(make_table(rows), tmp_path)
+    meta = {"cases": cases, "graphs": {"kron8": {"kind": "kron", "scale": 8, "degree": 16,
+                                                 "seed": 27491095}}}
+    (tmp_path / "metadata.json").write_text(json.dumps(meta))
+    res = report.build_report(tmp_path, "h200-pcie5", fidelity="des", out_dir=tmp_path / "o",
+                              notes=["made by a test"])
+    t = res["timings"]
+    assert list(t["case"]) == [case]
+    assert t["model_s"].iloc[0] > 0 and t["requests"].iloc[0] > 0
+    assert t["model_over_kernel"].iloc[0] == pytest.approx(t["model_s"].iloc[0] / 0.05e-3)
+    md = (tmp_path / "o" / "report.md").read_text()
+    assert "## Model run time" in md and f"`{case}`" in md and "- made by a test" in md

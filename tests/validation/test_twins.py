@@ -58,7 +58,8 @@ def test_misaligned_blocks_split_into_head_and_tail(h100, offset, sizes):
 def test_wide_lanes_and_strided_chunks(h100):
     s16 = twins.build_zc("c", zc(bytes_per_lane=16), h100).stream
     assert s16.size_histogram() == {128: (1 << 20) // 128}
-    assert set(np.bincount(s16.inst[s16.warp == 0])) == {4}       # 512 B per load = 4 lines
+    # 512 B per load = 4 lines; the 4 loads of an unrolled group form one instruction
+    assert set(np.bincount(s16.inst[s16.warp == 0])) == {16}
     st = twins.build_zc("s", zc(pattern="strided", chunk_B=4096), h100).stream
     assert st.size_histogram() == {32: len(st)}                    # one sector per lane and load
     assert set(st.useful_B.tolist()) == {4}
@@ -82,9 +83,21 @@ def test_large_runs_are_predicted_on_a_prefix(h100):
     assert t.full_bytes_B == 1 << 30
 
 
-def test_unroll_sets_loads_in_flight(h100):
+def test_an_unrolled_group_is_one_instruction(h100):
+    # the program issues `unroll` loads, then uses them all before the next group: the
+    # group completes when its last load does, so it is one instruction of the twin
     t = twins.build_zc("c", zc(unroll=8), h100)
-    assert t.system_for(h100).gpu.loads_in_flight_per_warp == 8
+    assert t.system_for(h100).gpu.loads_in_flight_per_warp == 1
+    s = t.stream
+    per_warp = (1 << 20) // 128 // 64                              # 128 loads per warp
+    assert set(np.bincount(s.inst[s.warp == 0])) == {8}
+    assert int(s.inst[s.warp == 0].max()) + 1 == per_warp // 8
+    # warps x 128 B x unroll in flight: one group per round trip (its four requests
+    # queue behind each other on the link and in DRAM, a few percent)
+    p = zc(benchmark="zc_warps", warps=4, unroll=4, total_B=64 << 20, max_per_warp_B=1 << 16)
+    one = twins.build_zc("w", dict(p, unroll=1), h100).predict(h100, "des")["bw_GBps"]
+    four = twins.build_zc("w", p, h100).predict(h100, "des")["bw_GBps"]
+    assert 0.93 * 4 * one < four < 4 * one
 
 
 @pytest.mark.parametrize("fidelity", ["analytic", "des"])
@@ -142,3 +155,31 @@ def test_synthesize_noise_is_seeded(h100):
     lat = a[a["metric"] == "lat_ns"]["value"].to_numpy()
     assert np.array_equal(lat, b[b["metric"] == "lat_ns"]["value"].to_numpy())
     assert lat.std() > 0 and set(a["model_kind"]) == {"measured"}
+
+
+def test_traversal_load_ahead_is_loads_in_flight(tmp_path):
+    # the kernels issue load_ahead trips before using them (1 where a run does not say):
+    # more loads in flight per warp, a shorter predicted kernel on a latency-bound graph
+    import json
+
+    from hostlink.traces.graphs.generators import generate
+    from hostlink.validation.results_io import make_table, write_results
+    csr = generate("kron", 10, 16, 27491095, weighted=True, id_bytes=8, name="kron10")
+    source = int(np.argmax(np.diff(csr.offsets)))
+    base = dict(kind="traversal", kernel="bfs", graph="kron10", variant="merged_aligned",
+                memory_mode="zerocopy", id_bytes=8, reps=1, sources=[source])
+    cases = {"bfs/kron10/merged_aligned/zerocopy/8B": base}
+    write_results(make_table([("r", "e", c, "measured", "kernel_time_ms", 1.0, "ms", 0)
+                              for c in cases]), tmp_path)
+    (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases, "graphs": {
+        "kron10": {"kind": "kron", "scale": 10, "degree": 16, "seed": 27491095}}}))
+    run = twins.load_run(tmp_path)
+    graphs = twins.GraphSource(run)
+    h200 = load_system("h200-pcie5")
+    t = {}
+    for ahead in (None, 1, 4):
+        p = dict(base) if ahead is None else dict(base, load_ahead=ahead)
+        rows = twins.predict_traversal("c", p, h200, graphs, fidelity="des")
+        t[ahead] = dict((m, v) for m, v, _ in rows)["kernel_time_ms"]
+    assert t[None] == t[1]
+    assert t[4] < 0.8 * t[1]
