@@ -5,8 +5,12 @@
 - ``source``: a :class:`~hostlink.model.workload.RequestStream`, a
   :class:`~hostlink.traces.schema.WarpTrace`, or the path of a trace (an
   Accel-Sim folder or a trace store): traces are coalesced by
-  :func:`hostlink.traces.coalescer.coalesce` (device sectors included, no
-  caches unless ``coalesce_options`` says otherwise).
+  :func:`hostlink.traces.coalescer.coalesce` (device sectors included;
+  unless ``coalesce_options`` names ``cache`` or ``cache_host``, through the
+  caches :func:`hostlink.traces.cache.host_read_cache` gives for the
+  system's GPU with ``cache_host=True``: the GPU's L1 and L2 when
+  ``gpu.caches_host_reads``, else none). A ready RequestStream is used as
+  it is.
 - ``system``: a :class:`~hostlink.model.config.SystemConfig` or a preset name
   or file (``overrides``: ``["link.rtt_ns=1.2us", ...]`` or a dict).
 - ``mode``: ``zerocopy`` (host requests cross the link as they are),
@@ -62,16 +66,31 @@ def resolve_system(system, overrides=None) -> SystemConfig:
                       f"not {type(system).__name__}")
 
 
+def coalesce_defaults(gpu, coalesce_options: dict | None = None) -> dict:
+    """The options a trace is coalesced with: device sectors included and, unless
+    ``coalesce_options`` names ``cache`` or ``cache_host``, the host-read caches
+    of ``gpu`` (:func:`hostlink.traces.cache.host_read_cache`, ``cache_host=True``;
+    no caches when ``gpu`` is None); ``coalesce_options`` override the rest."""
+    opts: dict = {"include_device": True}
+    given = coalesce_options or {}
+    if gpu is not None and "cache" not in given and "cache_host" not in given:
+        from hostlink.traces.cache import host_read_cache
+        opts.update(cache=host_read_cache(gpu), cache_host=True)
+    opts.update(given)
+    return opts
+
+
 def as_stream(source, coalesce_options: dict | None = None,
-              trace_options: dict | None = None) -> RequestStream:
+              trace_options: dict | None = None, *, gpu=None) -> RequestStream:
     """The request stream of a stream, a WarpTrace or a trace folder.
 
-    ``coalesce_options`` go to :func:`hostlink.traces.coalescer.coalesce`,
-    ``trace_options`` (``regions``, ``memcpy_location``) to
+    ``coalesce_options`` go to :func:`hostlink.traces.coalescer.coalesce`
+    (defaults: :func:`coalesce_defaults` for ``gpu``), ``trace_options``
+    (``regions``, ``memcpy_location``) to
     :func:`hostlink.traces.store.open_trace`."""
     if isinstance(source, RequestStream):
         return source
-    opts = {"include_device": True, **(coalesce_options or {})}
+    opts = coalesce_defaults(gpu, coalesce_options)
     from hostlink.traces.coalescer import coalesce
     from hostlink.traces.schema import WarpTrace
     if isinstance(source, WarpTrace):
@@ -322,7 +341,7 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
     if fidelity not in FIDELITIES:
         raise ConfigError(f"fidelity must be one of {', '.join(FIDELITIES)}, not '{fidelity}'")
     system = resolve_system(system, overrides)
-    stream = as_stream(source, coalesce_options, trace_options)
+    stream = as_stream(source, coalesce_options, trace_options, gpu=system.gpu)
     common = _common(stream)
     n = common["launches"]
     nan = float("nan")

@@ -19,6 +19,25 @@ Model (used by :mod:`hostlink.traces.coalescer`):
   trace source emitted them), not in a simulated warp interleaving.
 - Ways: 4 for the L1 and 16 for the L2 unless given (assumptions; NVIDIA
   does not publish them).
+
+Which request a cached sector came from (for the coalescer's useful bytes):
+every cached sector copy points to a *fill record* of the request that
+brought it in from memory: the request's global index and, per sector of its
+line, the bytes already credited to it. The copies a request fills (L1 and
+L2, every sector of its run) share its record; an L1 fill from an L2 hit
+points to the L2 copy's record, since its data came with that request. A hit
+credits the bytes its lanes read that the record has not counted yet, so a
+byte read many times counts once per request and a request is never credited
+more than its size.
+
+Layout, for speed (a lookup touches one contiguous block per set): each way
+holds its line's tag, last use and the states of its four sectors (invalid,
+valid without a record, or a record's index) in four int64 (32 B). Records
+(32 B each) are allocated in order; when the pool runs out, the records no
+cached sector points to any more are dropped and the rest compacted (a pass
+over the ways and the pool), and the pool doubles if that frees less than
+half of it. Memory: 32 B per way plus the pool, at first 64 B per way (an
+H200's L1s and L2 take about 70 MiB).
 """
 from __future__ import annotations
 
@@ -84,69 +103,204 @@ class CacheConfig:
         return cls(**fields)
 
 
+def host_read_cache(gpu) -> CacheConfig | None:
+    """The caches zero-copy host reads go through on ``gpu`` (a GpuConfig), or None.
+
+    ``CacheConfig.from_gpu(gpu)`` (both levels at their full size) when
+    ``gpu.caches_host_reads``, else None: the one rule every caller that
+    coalesces host reads for a GPU applies (use it with ``cache_host=True``).
+    Measured on an H200 (validation/results/h200/first_run/results.csv):
+    random 4 B zero-copy loads over a 4 KiB host region run at 628 GB/s with
+    the default cache operator and 2.6 GB/s with ``ld.cv``, so default loads
+    of host memory are cached; the seed saw the naive kernel send a new 32 B
+    request only when a thread crossed a 32 B boundary (emogi_vldb2020 §3.3).
+    """
+    if not gpu.caches_host_reads:
+        return None
+    return CacheConfig.from_gpu(gpu)
+
+
+# fields of a way (CacheState.l1_lines / l2_lines)
+TAG, STAMP, SEC01, SEC23 = 0, 1, 2, 3
+WAY_FIELDS = 4
+# sector states other than a fill record's index
+INVALID = -1
+NO_RECORD = -2
+# fields of a fill record (CacheState.recs): its request's global index, the bytes
+# of sectors 0 and 1 (bits 0-31, 32-63) and 2 and 3 already credited, its line
+REC_OWNER, REC_MASK01, REC_MASK23, REC_LINE = 0, 1, 2, 3
+REC_FIELDS = 4
+_LO32 = 0xFFFFFFFF
+
+
 class CacheState:
-    """The tag, valid-sector and LRU arrays of both levels (Numba-friendly)."""
+    """The ways of both levels and the fill records (Numba-friendly arrays).
+
+    ``l1_lines[sm, set, way]`` / ``l2_lines[0, set, way]``: the fields
+    :data:`TAG` (line address, -1: empty), :data:`STAMP` (last use) and
+    :data:`SEC01`/:data:`SEC23` (the states of sectors 0 and 1, 2 and 3, as
+    two int32 halves: :data:`INVALID`, :data:`NO_RECORD` or a record's
+    index). ``recs[:rec_used[0]]``: the records allocated since the last
+    compaction.
+    """
 
     def __init__(self, config: CacheConfig):
         self.config = config
         self.use_l1 = config.l1_size_B > 0
         self.use_l2 = config.l2_size_B > 0
-        l1_shape = (config.sm_count, max(config.l1_sets, 1), config.l1_ways)
-        l2_shape = (1, max(config.l2_sets, 1), config.l2_ways)
-        self.l1_tags = np.full(l1_shape, -1, dtype=np.int64)
-        self.l1_valid = np.zeros(l1_shape, dtype=np.uint8)
-        self.l1_stamp = np.zeros(l1_shape, dtype=np.int64)
-        self.l2_tags = np.full(l2_shape, -1, dtype=np.int64)
-        self.l2_valid = np.zeros(l2_shape, dtype=np.uint8)
-        self.l2_stamp = np.zeros(l2_shape, dtype=np.int64)
+        l1_shape = (config.sm_count if self.use_l1 else 1, max(config.l1_sets, 1),
+                    config.l1_ways, WAY_FIELDS)
+        l2_shape = (1, max(config.l2_sets, 1), config.l2_ways, WAY_FIELDS)
+        self.l1_lines = _empty_lines(l1_shape)
+        self.l2_lines = _empty_lines(l2_shape)
         self.clock = np.zeros(1, dtype=np.int64)
+        ways = ((self.l1_lines.size if self.use_l1 else 0)
+                + (self.l2_lines.size if self.use_l2 else 0)) // WAY_FIELDS
+        self.recs = np.zeros((max(1024, 2 * ways), REC_FIELDS), dtype=np.int64)
+        self.rec_used = np.zeros(1, dtype=np.int64)
 
     def flush_l1(self) -> None:
-        self.l1_tags.fill(-1)
-        self.l1_valid.fill(0)
+        """Invalidate every L1 (a launch starts)."""
+        self.l1_lines[..., TAG] = -1
+        self.l1_lines[..., SEC01] = -1
+        self.l1_lines[..., SEC23] = -1
+
+    def grow_records(self) -> None:
+        """Double the record pool (the coalescer asks when compacting freed too little)."""
+        grown = np.zeros((2 * len(self.recs), REC_FIELDS), dtype=np.int64)
+        used = int(self.rec_used[0])
+        grown[:used] = self.recs[:used]
+        self.recs = grown
+
+    def live_records(self) -> int:
+        """Records some cached sector points to (compacts the pool to count them)."""
+        return int(compact_records(self.l1_lines, self.l2_lines, self.use_l1, self.use_l2,
+                                   self.recs, self.rec_used))
 
     def load(self, sm: int, sector: int) -> str:
         """Look one sector up as a load: 'l1', 'l2' (where it hit) or 'miss'."""
-        if self.use_l1 and lookup_fill(self.l1_tags, self.l1_valid, self.l1_stamp, self.clock,
-                                       sm, sector):
+        if self.use_l1 and lookup_fill(self.l1_lines, self.clock, sm, sector) >= 0:
             return "l1"
-        if self.use_l2 and lookup_fill(self.l2_tags, self.l2_valid, self.l2_stamp, self.clock,
-                                       0, sector):
+        if self.use_l2 and lookup_fill(self.l2_lines, self.clock, 0, sector) >= 0:
             return "l2"
         return "miss"
 
 
+def _empty_lines(shape) -> np.ndarray:
+    lines = np.full(shape, -1, dtype=np.int64)
+    lines[..., STAMP] = 0
+    return lines
+
+
 @njit(cache=True, nogil=True)
-def lookup_fill(tags, valid, stamp, clock, unit, sector):
+def sector_state(lines, unit, s, way, sub):
+    """State of sector ``sub`` (0-3) of a way: INVALID, NO_RECORD or a record index."""
+    v = (lines[unit, s, way, SEC01 + (sub >> 1)] >> np.int64(32 * (sub & 1))) & _LO32
+    return v - (1 << 32) if v >= (1 << 31) else v
+
+
+@njit(cache=True, nogil=True)
+def set_sector_state(lines, unit, s, way, sub, value):
+    """Set the state of sector ``sub`` of a way (see :func:`sector_state`)."""
+    f = SEC01 + (sub >> 1)
+    shift = np.int64(32 * (sub & 1))
+    keep = ~(np.int64(_LO32) << shift)
+    lines[unit, s, way, f] = (lines[unit, s, way, f] & keep) | ((np.int64(value) & _LO32) << shift)
+
+
+@njit(cache=True, nogil=True)
+def lookup_fill(lines, clock, unit, sector):
     """Look up ``sector`` (address >> 5) in cache ``unit``; fill it on a miss.
 
-    Returns True on a hit. ``tags[unit, set, way]`` holds the line address
-    (-1 when empty), ``valid`` a 4-bit sector mask, ``stamp`` the last use.
+    Set = line mod sets. Returns the way on a hit; on a miss ``-(way + 1)``,
+    the way now holding the line with the sector valid and no record (a line
+    allocated in place of another starts with its other sectors invalid).
     """
     line = sector >> 2
-    bit = np.uint8(1 << (sector & 3))
-    nsets = tags.shape[1]
-    s = line % nsets
+    sub = sector & 3
+    s = line % lines.shape[1]
     clock[0] += 1
     now = clock[0]
-    ways = tags.shape[2]
+    ways = lines.shape[2]
     victim = 0
-    oldest = stamp[unit, s, 0]
+    oldest = lines[unit, s, 0, STAMP]
     for w in range(ways):
-        if tags[unit, s, w] == line:
-            stamp[unit, s, w] = now
-            if valid[unit, s, w] & bit:
-                return True
-            valid[unit, s, w] |= bit
-            return False
-        if tags[unit, s, w] == -1:
+        tag = lines[unit, s, w, TAG]
+        if tag == line:
+            lines[unit, s, w, STAMP] = now
+            if sector_state(lines, unit, s, w, sub) != INVALID:
+                return w
+            set_sector_state(lines, unit, s, w, sub, NO_RECORD)
+            return -(w + 1)
+        if tag == -1:
             if oldest != -1:
                 victim = w
                 oldest = -1
-        elif oldest != -1 and stamp[unit, s, w] < oldest:
+        elif oldest != -1 and lines[unit, s, w, STAMP] < oldest:
             victim = w
-            oldest = stamp[unit, s, w]
-    tags[unit, s, victim] = line
-    valid[unit, s, victim] = bit
-    stamp[unit, s, victim] = now
-    return False
+            oldest = lines[unit, s, w, STAMP]
+    lines[unit, s, victim, TAG] = line
+    lines[unit, s, victim, STAMP] = now
+    lines[unit, s, victim, SEC01] = -1
+    lines[unit, s, victim, SEC23] = -1
+    set_sector_state(lines, unit, s, victim, sub, NO_RECORD)
+    return -(victim + 1)
+
+
+@njit(cache=True, nogil=True)
+def _mark(lines, live):
+    flat = lines.reshape(-1, WAY_FIELDS)
+    for i in range(flat.shape[0]):
+        if flat[i, TAG] == -1:
+            continue
+        for f in (SEC01, SEC23):
+            for shift in (0, 32):
+                v = (flat[i, f] >> np.int64(shift)) & _LO32
+                if v < (1 << 31):
+                    live[v] = True
+
+
+@njit(cache=True, nogil=True)
+def _remap(lines, new_index):
+    flat = lines.reshape(-1, WAY_FIELDS)
+    for i in range(flat.shape[0]):
+        if flat[i, TAG] == -1:
+            flat[i, SEC01] = -1
+            flat[i, SEC23] = -1
+            continue
+        for f in (SEC01, SEC23):
+            word = flat[i, f]
+            out = np.int64(0)
+            for shift in (0, 32):
+                v = (word >> np.int64(shift)) & _LO32
+                if v < (1 << 31):
+                    v = new_index[v]
+                out |= (v & _LO32) << np.int64(shift)
+            flat[i, f] = out
+
+
+@njit(cache=True, nogil=True)
+def compact_records(l1_lines, l2_lines, use_l1, use_l2, recs, rec_used):
+    """Drop the records no cached sector points to, keep the rest in order at the
+    front of the pool (sector states renumbered); returns the records kept."""
+    used = rec_used[0]
+    live = np.zeros(used, dtype=np.bool_)
+    if use_l1:
+        _mark(l1_lines, live)
+    if use_l2:
+        _mark(l2_lines, live)
+    new_index = np.empty(used, dtype=np.int64)
+    j = 0
+    for i in range(used):
+        if live[i]:
+            new_index[i] = j
+            if j != i:
+                for f in range(REC_FIELDS):
+                    recs[j, f] = recs[i, f]
+            j += 1
+    if use_l1:
+        _remap(l1_lines, new_index)
+    if use_l2:
+        _remap(l2_lines, new_index)
+    rec_used[0] = j
+    return j

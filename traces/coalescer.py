@@ -15,7 +15,8 @@ never leaves the SM):
 - device memory sectors become 32 B requests (SPACE_DEVICE) when
   ``include_device``;
 - ``useful_B`` counts the bytes of the request that some lane asked for, each
-  byte once however many lanes asked for it.
+  byte once however many lanes asked for it; with caches, also the bytes
+  later lanes read from the sectors it brought into a cache (below).
 
 Where memory lives: an address in a host region (``Region.location ==
 'host'``) is host memory; every other address, and all local memory, is
@@ -23,14 +24,28 @@ device memory. A sector's space is that of the first lane that touches it.
 
 Caches (optional, :mod:`hostlink.traces.cache`): loads look up the L1 of
 their CTA's SM, then the L2; a sector that hits is not requested. Host memory
-bypasses both unless ``cache_host``. Default off: the UVM driver maps remote
-memory uncached, and whether an SM caches pinned host memory is to be
-measured (REFERENCE.md "GPU side"). The seed's naive-kernel observation, a
-thread sends a new 32 B request only when it crosses a 32 B boundary, so one
-request serves up to eight 4 B accesses (emogi_vldb2020 §3 "Strided
-Access"), is what ``cache_host=True`` with an L1 gives; uncached, every
-access sends its own request. Device sectors go through the caches whether
-or not they are emitted, so they compete for the same lines.
+bypasses both unless ``cache_host``. Whether a GPU caches host reads is its
+config's ``caches_host_reads``, and :func:`hostlink.traces.cache.host_read_cache`
+turns it into the caches to pass (with ``cache_host=True``): measured on an
+H200, default zero-copy loads are cached (random 4 B loads over a 4 KiB host
+region run at 628 GB/s, against 2.6 GB/s with ``ld.cv``;
+validation/results/h200/first_run/results.csv). The seed's naive-kernel
+observation, a thread sends a new 32 B request only when it crosses a 32 B
+boundary, so one request serves up to eight 4 B accesses (emogi_vldb2020 §3
+"Strided Access"), is what ``cache_host=True`` with an L1 gives; uncached,
+every access sends its own request. Device sectors go through the caches
+whether or not they are emitted, so they compete for the same lines.
+
+Useful bytes of cached data: a hit's bytes are credited to the request that
+brought its sector into the cache (the fill record of the hit copy; an L1
+copy filled from the L2 shares the L2 copy's record), each byte of a request
+once, so ``useful_B <= size_B`` and a byte read by many lanes or many times
+counts once: a request's useful bytes are the bytes of it that some lane read
+while it was cached. Hits on sectors that no emitted request brought in (a
+device sector without ``include_device``) credit nothing. When streaming
+(:func:`iter_coalesced`), credits to requests of an earlier chunk come with
+the chunk as ``late_*`` arrays (global request indices); :func:`coalesce`
+applies them.
 
 Rows must come in launch order (launch indices never decrease); within a
 launch, each warp's rows in program order, warps in any interleaving.
@@ -45,11 +60,13 @@ Assumption: addresses are below 2**62 (GPU virtual addresses have 49 to 57
 bits); a lane address or a host region at or above it is an error.
 
 Speed: a Numba kernel walks each warp instruction once (tens of millions of
-lane accesses per second; tests/bench/bench_coalescer.py records it).
+lane accesses per second; tests/bench/bench_coalescer.py records it). The
+caches and their fill records take 96 B per way at first (about 70 MiB for an
+H200's L1s and L2; :mod:`hostlink.traces.cache`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -58,7 +75,9 @@ from numba import njit
 from hostlink.model.errors import TraceError
 from hostlink.model.workload import (REQUEST_DTYPES, SPACE_DEVICE, SPACE_HOST, LaunchInfo,
                                      RequestStream)
-from hostlink.traces.cache import CacheConfig, CacheState, lookup_fill
+from hostlink.traces.cache import (REC_LINE, REC_MASK01, REC_MASK23, REC_OWNER, TAG,
+                                   CacheConfig, CacheState, compact_records, lookup_fill,
+                                   sector_state, set_sector_state)
 from hostlink.traces.schema import (LOCATION_HOST, OP_ATOMIC, OP_LOAD, OP_STORE, SPACE_GLOBAL,
                                     SPACE_LOCAL, WARP_SIZE, InstTable, KernelLaunch, Region,
                                     WarpTrace)
@@ -72,17 +91,30 @@ _BATCH_PIECES = 1 << 20
 KIND_LOAD, KIND_STORE, KIND_ATOMIC = 0, 1, 2
 
 
+_NO_LATE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8))
+
+
 @dataclass
 class CoalescedChunk:
     """The requests of one input chunk (ordered as the chunk's rows) and its sector counts.
 
     ``sectors_host``/``sectors_device``: distinct sectors touched per
-    instruction, summed, before any cache.
+    instruction, summed, before any cache. ``first_request``: the global index
+    (emission order over the whole iteration) of ``requests``' first row.
+    ``late_index``/``late_useful_B``/``late_space``: useful bytes this chunk's
+    cache hits credit to requests of earlier chunks (their global index, the
+    bytes, their space); those requests were yielded before and are not
+    updated, so a total of useful bytes over the iteration is the sum of every
+    chunk's ``requests.useful_B`` plus its ``late_useful_B``.
     """
     insts: InstTable
     requests: RequestStream
     sectors_host: int
     sectors_device: int
+    first_request: int = 0
+    late_index: np.ndarray = field(default_factory=lambda: _NO_LATE[0])
+    late_useful_B: np.ndarray = field(default_factory=lambda: _NO_LATE[1])
+    late_space: np.ndarray = field(default_factory=lambda: _NO_LATE[2])
 
 
 # --------------------------------------------------------------------------- kernel
@@ -96,15 +128,60 @@ def _popcount64(x):
 
 
 @njit(cache=True, nogil=True)
+def _credit(rid, sub, bits, recs, base_id, out_useful, late_id, late_B, late_space, nl, space):
+    """Credit the bytes ``bits`` of a hit on sector ``sub`` (0-3) of its line to fill
+    record ``rid``'s request (bytes it already has count once); returns the new
+    count of late credits."""
+    f = REC_MASK01 + (sub >> 1)
+    shift = np.int64(32 * (sub & 1))
+    word = recs[rid, f]
+    new = np.int64(bits) & ~((word >> shift) & np.int64(0xFFFFFFFF))
+    if new == 0:
+        return nl
+    recs[rid, f] = word | (new << shift)
+    cnt = _popcount64(np.uint64(new))
+    owner = recs[rid, REC_OWNER]
+    if owner >= base_id:
+        out_useful[owner - base_id] += cnt
+    elif nl > 0 and late_id[nl - 1] == owner:
+        late_B[nl - 1] += cnt
+    else:
+        late_id[nl] = owner
+        late_B[nl] = cnt
+        late_space[nl] = space
+        nl += 1
+    return nl
+
+
+@njit(cache=True, nogil=True)
+def _attach(lines, unit, sector, way, rid):
+    """Point the sector filled at ``way`` to record ``rid`` if its line is still there."""
+    if way < 0:
+        return
+    line = sector >> 2
+    s = line % lines.shape[1]
+    if lines[unit, s, way, TAG] != line:
+        return  # evicted by a later sector of the same instruction
+    set_sector_state(lines, unit, s, way, sector & 3, rid)
+
+
+@njit(cache=True, nogil=True)
 def _coalesce_rows(addrs, mask, width, kind, local, sm, row_launch, row_warp, row_inst,
                    host_start, host_end, include_device, cache_host, use_l1, use_l2,
-                   l1_tags, l1_valid, l1_stamp, l2_tags, l2_valid, l2_stamp, clock,
+                   l1_lines, l2_lines, clock, recs, rec_used, base_id, r0, k0, nl0,
                    out_launch, out_warp, out_inst, out_addr, out_size, out_useful, out_space,
-                   out_write, sec_host, sec_device):
-    """Coalesce rows; write requests to the out_* arrays; return their count.
+                   out_write, sec_host, sec_device, late_id, late_B, late_space):
+    """Coalesce rows r0.. ; write requests to the out_* arrays from ``k0``.
 
-    addrs is (n, 32) int64; host_start/host_end are the sorted, disjoint host
-    ranges. sec_host/sec_device receive each row's distinct sector counts.
+    Returns (requests written, late credits written, rows done): rows done is
+    less than the row count when the record pool must grow first (the caller
+    grows it and calls again from there). addrs is (n, 32) int64;
+    host_start/host_end are the sorted, disjoint host ranges.
+    sec_host/sec_device receive each row's distinct sector counts.
+    ``base_id`` is the global index of ``out_*[0]``; a cache hit whose sector
+    was brought in by an earlier request credits its bytes to that request:
+    in ``out_useful`` when it is in this batch, else as a late credit
+    (``late_id``, ``late_B``, ``late_space``, from ``nl0``).
     """
     n = addrs.shape[0]
     nhost = host_start.shape[0]
@@ -113,12 +190,23 @@ def _coalesce_rows(addrs, mask, width, kind, local, sm, row_launch, row_warp, ro
     p_bits = np.empty(maxp, dtype=np.uint64)
     p_host = np.empty(maxp, dtype=np.bool_)
     emit = np.empty(maxp, dtype=np.bool_)
+    fill1 = np.empty(maxp, dtype=np.int64)
+    fill2 = np.empty(maxp, dtype=np.int64)
     full32 = np.uint64(0xFFFFFFFF)
     last_lo = np.int64(0)
     last_hi = np.int64(0)
     last_host = False
-    k = 0
-    for r in range(n):
+    l1_sets = l1_lines.shape[1]
+    l2_sets = l2_lines.shape[1]
+    caching = use_l1 or use_l2
+    k = k0
+    nl = nl0
+    for r in range(r0, n):
+        if caching and rec_used[0] + maxp > recs.shape[0]:
+            # room for a row's records: drop the unreferenced ones; grow if that is not enough
+            used = compact_records(l1_lines, l2_lines, use_l1, use_l2, recs, rec_used)
+            if recs.shape[0] - used < max(maxp, recs.shape[0] // 2):
+                return k, nl, r
         m = mask[r]
         w = np.int64(width[r])
         np_ = 0
@@ -176,6 +264,7 @@ def _coalesce_rows(addrs, mask, width, kind, local, sm, row_launch, row_warp, ro
         nh = 0
         nd = 0
         kd = kind[r]
+        unit1 = sm[r]
         for q in range(np_):
             hq = p_host[q]
             if hq:
@@ -183,14 +272,41 @@ def _coalesce_rows(addrs, mask, width, kind, local, sm, row_launch, row_warp, ro
             else:
                 nd += 1
             go = True
+            w1 = -1
+            w2 = -1
             if kd == KIND_LOAD and (use_l1 or use_l2) and (cache_host or not hq):
+                sec = p_sec[q]
+                sub = sec & 3
                 hit = False
+                rid = -1
                 if use_l1:
-                    hit = lookup_fill(l1_tags, l1_valid, l1_stamp, clock, sm[r], p_sec[q])
+                    got = lookup_fill(l1_lines, clock, unit1, sec)
+                    if got >= 0:
+                        hit = True
+                        rid = sector_state(l1_lines, unit1, (sec >> 2) % l1_sets, got, sub)
+                    else:
+                        w1 = -got - 1
                 if not hit and use_l2:
-                    hit = lookup_fill(l2_tags, l2_valid, l2_stamp, clock, 0, p_sec[q])
+                    got = lookup_fill(l2_lines, clock, 0, sec)
+                    if got >= 0:
+                        hit = True
+                        rid = sector_state(l2_lines, 0, (sec >> 2) % l2_sets, got, sub)
+                        if w1 >= 0 and rid >= 0:
+                            # the L1 copy comes from the L2 copy: same fill
+                            set_sector_state(l1_lines, unit1, (sec >> 2) % l1_sets, w1, sub, rid)
+                    else:
+                        w2 = -got - 1
+                if hit:
+                    if rid >= 0:
+                        nl = _credit(rid, sub, p_bits[q], recs, base_id, out_useful,
+                                     late_id, late_B, late_space, nl,
+                                     SPACE_HOST if hq else SPACE_DEVICE)
+                    w1 = -1
+                    w2 = -1
                 go = not hit
             emit[q] = go and (hq or include_device)
+            fill1[q] = w1
+            fill2[q] = w2
         sec_host[r] = nh
         sec_device[r] = nd
         # group emitted sectors into requests
@@ -207,6 +323,24 @@ def _coalesce_rows(addrs, mask, width, kind, local, sm, row_launch, row_warp, ro
                        and (p_sec[q + 1] >> 2) == (p_sec[start] >> 2)):
                     q += 1
                     useful += _popcount64(p_bits[q])
+            # the cached copies this request fills point to a new fill record
+            filled = False
+            for j in range(start, q + 1):
+                if fill1[j] >= 0 or fill2[j] >= 0:
+                    filled = True
+            if filled:
+                rid = rec_used[0]
+                rec_used[0] = rid + 1
+                recs[rid, REC_OWNER] = base_id + k
+                recs[rid, REC_MASK01] = 0
+                recs[rid, REC_MASK23] = 0
+                recs[rid, REC_LINE] = p_sec[start] >> 2
+                for j in range(start, q + 1):
+                    sub = p_sec[j] & 3
+                    recs[rid, REC_MASK01 + (sub >> 1)] |= (np.int64(p_bits[j])
+                                                          << np.int64(32 * (sub & 1)))
+                    _attach(l1_lines, unit1, p_sec[j], fill1[j], rid)
+                    _attach(l2_lines, 0, p_sec[j], fill2[j], rid)
             out_launch[k] = row_launch[r]
             out_warp[k] = row_warp[r]
             out_inst[k] = row_inst[r]
@@ -217,7 +351,7 @@ def _coalesce_rows(addrs, mask, width, kind, local, sm, row_launch, row_warp, ro
             out_write[k] = kd == KIND_STORE
             k += 1
             q += 1
-    return k
+    return k, nl, n
 
 
 # --------------------------------------------------------------------------- driver
@@ -327,7 +461,10 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
     """Coalesce chunk by chunk (bounded memory); see :func:`coalesce` for the arguments.
 
     Each yielded chunk's requests follow its rows' order; the caches and the
-    per-warp instruction counters carry over from chunk to chunk.
+    per-warp instruction counters carry over from chunk to chunk. A chunk's
+    ``useful_B`` holds the credits known when it is yielded; cache hits in
+    later chunks credit it through their ``late_*`` arrays (see
+    :class:`CoalescedChunk`).
     """
     chunks, regions, launches = _resolve(trace_or_chunks, regions, launches)
     host_start, host_end = _host_ranges(regions)
@@ -335,6 +472,8 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
     counters = _WarpCounters(launches)
     infos = _launch_infos(launches)
     current_launch = -1
+    emitted = 0
+    credits = state.use_l1 or state.use_l2
     for chunk in chunks:
         sel = ((chunk.width_B > 0)
                & ((chunk.op == OP_LOAD) | (chunk.op == OP_STORE) | (chunk.op == OP_ATOMIC))
@@ -343,7 +482,7 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
         if len(rows) == 0:
             yield CoalescedChunk(chunk, RequestStream(**{k: np.zeros(0, v) for k, v in
                                                           REQUEST_DTYPES.items()}, launches=infos),
-                                 0, 0)
+                                 0, 0, emitted)
             continue
         launch = chunk.launch[rows]
         cta = chunk.cta[rows].astype(np.int64)
@@ -386,6 +525,8 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
         row_warp = gw.astype(np.uint32)
         row_inst = inst.astype(np.uint32)
         outs: list[dict[str, np.ndarray]] = []
+        lates: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        chunk_first = emitted
         # batches: at most _BATCH_PIECES output slots, never spanning a launch change
         cuts = np.flatnonzero(np.diff(launch.astype(np.int64))) + 1
         csum = np.cumsum(bound)
@@ -402,23 +543,47 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
                 current_launch = int(launch[start])
             cap = int(csum[stop - 1] - base)
             out = {k: np.empty(cap, dtype=v) for k, v in REQUEST_DTYPES.items()}
+            # a late credit per hit sector at most
+            late = ((np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.uint8))
+                    if credits else _NO_LATE)
             b = slice(start, stop)
-            k = _coalesce_rows(addrs[b], mask[b], width[b], kind[b], local[b], sm[b],
-                               row_launch[b], row_warp[b], row_inst[b],
-                               host_start, host_end, include_device, cache_host,
-                               state.use_l1, state.use_l2,
-                               state.l1_tags, state.l1_valid, state.l1_stamp,
-                               state.l2_tags, state.l2_valid, state.l2_stamp, state.clock,
-                               out["launch"], out["warp"], out["inst"], out["addr"],
-                               out["size_B"], out["useful_B"], out["space"], out["is_write"],
-                               sec_host[b], sec_dev[b])
+            k = nl = done = 0
+            rows_b = stop - start
+            while True:
+                k, nl, done = _coalesce_rows(
+                    addrs[b], mask[b], width[b], kind[b], local[b], sm[b],
+                    row_launch[b], row_warp[b], row_inst[b], host_start, host_end,
+                    include_device, cache_host, state.use_l1, state.use_l2,
+                    state.l1_lines, state.l2_lines, state.clock, state.recs, state.rec_used,
+                    emitted, done, k, nl,
+                    out["launch"], out["warp"], out["inst"], out["addr"], out["size_B"],
+                    out["useful_B"], out["space"], out["is_write"], sec_host[b], sec_dev[b],
+                    *late)
+                if done == rows_b:
+                    break
+                state.grow_records()
             shrink = k < cap // 2  # do not keep a mostly empty buffer alive
             outs.append({name: col[:k].copy() if shrink else col[:k] for name, col in out.items()})
+            if nl:
+                lates.append(tuple(col[:nl].copy() for col in late))
+            emitted += k
             start = stop
         cols = outs[0] if len(outs) == 1 else {
             name: np.concatenate([o[name] for o in outs]) for name in REQUEST_DTYPES}
+        late_index, late_B, late_space = _NO_LATE
+        if lates:
+            late_index, late_B, late_space = (np.concatenate(c) for c in zip(*lates))
+            # credits to earlier batches of this chunk go to their requests now
+            mine = late_index >= chunk_first
+            if mine.any():
+                useful = cols["useful_B"].astype(np.int64)
+                np.add.at(useful, late_index[mine] - chunk_first, late_B[mine])
+                cols["useful_B"] = useful.astype(REQUEST_DTYPES["useful_B"])
+                late_index, late_B, late_space = (late_index[~mine], late_B[~mine],
+                                                  late_space[~mine])
         requests = RequestStream(**cols, launches=infos)
-        yield CoalescedChunk(chunk, requests, int(sec_host.sum()), int(sec_dev.sum()))
+        yield CoalescedChunk(chunk, requests, int(sec_host.sum()), int(sec_dev.sum()),
+                             chunk_first, late_index, late_B, late_space)
 
 
 def coalesce(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
@@ -436,14 +601,24 @@ def coalesce(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
     emit device sector requests as well.
     """
     chunks, regions, launches = _resolve(trace_or_chunks, regions, launches)
-    parts = [c.requests for c in iter_coalesced(chunks, regions, launches=launches, cache=cache,
-                                                 cache_host=cache_host,
-                                                 include_device=include_device)]
+    parts = []
+    late_index, late_B = [], []
+    for c in iter_coalesced(chunks, regions, launches=launches, cache=cache,
+                            cache_host=cache_host, include_device=include_device):
+        parts.append(c.requests)
+        if len(c.late_index):
+            late_index.append(c.late_index)
+            late_B.append(c.late_useful_B)
     infos = _launch_infos(launches)
     if not parts:
         return RequestStream(**{k: np.zeros(0, v) for k, v in REQUEST_DTYPES.items()},
                              launches=infos)
     cols = {k: np.concatenate([getattr(p, k) for p in parts]) for k in REQUEST_DTYPES}
+    if late_index:
+        # hits credited to requests of earlier chunks (global index = concatenated position)
+        useful = cols["useful_B"].astype(np.int64)
+        np.add.at(useful, np.concatenate(late_index), np.concatenate(late_B))
+        cols["useful_B"] = useful.astype(REQUEST_DTYPES["useful_B"])
     key_launch = cols["launch"].astype(np.int64)
     key_warp = cols["warp"].astype(np.int64)
     key_inst = cols["inst"].astype(np.int64)

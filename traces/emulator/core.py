@@ -5,8 +5,9 @@ algorithm functionally (:mod:`.algorithms`), lays the arrays out
 (:mod:`.layout`) and returns an :class:`Emulation` that streams the trace
 (:meth:`Emulation.chunks`, :meth:`Emulation.trace`: traces.schema InstTable
 chunks, launch by launch, at most ``chunk_rows`` warp instructions each),
-computes the host read requests directly (:meth:`Emulation.requests`, the
-fast path) and holds the algorithm's result.
+computes the host read requests (:meth:`Emulation.requests`: directly, the
+fast path, or through the coalescer with caches) and holds the algorithm's
+result.
 
 Launch geometry (KERNELS.md): 256 threads (8 warps) per CTA, a 1-D grid of
 ceil(threads / 256) CTAs, threads = V (naive), 32 V (merged,
@@ -23,6 +24,7 @@ import numpy as np
 
 from hostlink.model.errors import ConfigError
 from hostlink.model.workload import LaunchInfo, RequestStream
+from hostlink.traces.cache import CacheConfig
 from hostlink.traces.emulator import algorithms
 from hostlink.traces.emulator.emit import (THREADS_PER_CTA, VARIANTS, WARPS_PER_CTA, grid_of,
                                            launch_chunks, plan_launch)
@@ -131,8 +133,27 @@ class Emulation:
     def trace(self) -> WarpTrace:
         return WarpTrace(self.launches, self.opcodes, self.regions, _Chunks(self))
 
-    def requests(self) -> RequestStream:
-        """Host read requests, computed directly from the index ranges (no caches)."""
+    def requests(self, cache: CacheConfig | None = None, cache_host: bool = True) -> RequestStream:
+        """Host read requests of the run.
+
+        Without ``cache``: computed directly from the index ranges (the fast
+        path; equal to ``coalesce(self.trace()).host_reads()``). With a
+        :class:`~hostlink.traces.cache.CacheConfig`: the lane trace through
+        the coalescer with those caches (``cache_host``: host sectors go
+        through them; :func:`hostlink.traces.cache.host_read_cache` says
+        whether a GPU caches host reads), so a sector a lane finds cached
+        sends no request and its bytes count as useful to the request that
+        brought it in. Accesses reach the caches in trace order (one warp's
+        units after another's, see :mod:`.emit`); with ``include_device`` the
+        device arrays' lines compete for the same caches, and ``inst`` then
+        numbers the device instructions too.
+        """
+        if cache is not None:
+            if not isinstance(cache, CacheConfig):
+                raise ConfigError(f"requests(cache=...) takes a CacheConfig or None, "
+                                  f"not {type(cache).__name__}")
+            from hostlink.traces.coalescer import coalesce
+            return coalesce(self.trace(), cache=cache, cache_host=cache_host).host_reads()
         prog = program(self.kernel, self.id_bytes, False)
         plans = (plan_launch(self.csr, self.variant, prog, act, i, False, self.id_bytes)
                  for i, act in enumerate(self.run.active))
