@@ -494,11 +494,13 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
                  out_dir: str | Path | None = None, calibration_path: str | Path | None = None,
                  graph_dir: str | Path | None = None, only: str | None = None,
                  max_requests: int | None = None, progress: bool = False,
-                 notes: list[str] | None = None) -> dict:
+                 notes: list[str] | None = None, max_sources: int | None = None) -> dict:
     """Predict every case of a run, write summary.csv, report.md and plots/; return the stats.
 
     The model options of the calibration record (``model_options``) are used; ``notes``
-    are added to the report's header (how it was made, e.g. sampling)."""
+    are added to the report's header (how it was made). ``max_sources`` samples the
+    traversal cases: each is predicted for its first sources only and compared with
+    the measurements of those sources (the header says so)."""
     from hostlink.model.config import load_any_system
     from hostlink.validation.twins import load_run, predict_run
 
@@ -511,9 +513,18 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     timings: dict[str, dict] = {}
     predicted, failures = predict_run(run, system, fidelity=fidelity, graph_dir=graph_dir,
                                       only=only, progress=progress, options=options,
-                                      timings=timings, **kw)
-    from hostlink.validation.twins import selected
-    measured = run.measured[[selected(c, only) for c in run.measured["case"]]]
+                                      timings=timings, max_sources=max_sources, **kw)
+    from hostlink.validation.twins import sampled_measurements, selected
+    measured = sampled_measurements(run, max_sources)
+    measured = measured[[selected(c, only) for c in measured["case"]]]
+    notes = list(notes or [])
+    if max_sources is not None:
+        notes.append(f"traversal cases sampled: the first {max_sources} source(s) of each BFS "
+                     "and SSSP case, predicted and compared with the measurements of those "
+                     "sources only")
+    if max_requests is not None:
+        notes.append(f"microbenchmark twins hold about {max_requests} requests each (a prefix "
+                     "of their traffic; the steady-state bandwidth stands for the run)")
     summary = summarise(measured, predicted)
     if summary.empty:
         raise ReportError(f"{results_dir}: no case could be compared "

@@ -19,30 +19,41 @@ that issues the same memory traffic in the model:
   each block into a 32/64/96 B head and tail); strided: thread t reads its
   own chunk_B chunk bytes_per_lane at a time (one sector per lane and load);
   random: warp w's loads cover blocks ``mix64(seed ^ mix64(j)) % blocks`` of
-  the first region_B bytes (the program's hash, reproduced bit for bit);
-  ``unroll`` loads in flight per warp. ``ptr_chase``: one thread, one
-  dependent 8 B load per step (a 32 B request), an untimed pass then a timed
-  pass over the same nodes (the twin times the second). ``uvm_touch``: 4 B
-  per lane, one 128 B line per warp load, sequential or the program's
-  permutation ``j * 2654435761 mod n``, in the UVM model by advice.
-  ``memcpy``: the copy engine's stream of 256 B reads (H2D) or posted 256 B
-  writes (D2H) at the analytic model's link bound (REFERENCE.md: the copy
-  engine issues 256 B requests).
+  the first region_B bytes (the program's hash, reproduced bit for bit).
+  The program issues ``unroll`` loads and then uses them all before the next
+  ones, so an unrolled group is one instruction of the twin (it completes with
+  its last load) and a warp keeps one instruction in flight.
+  ``ptr_chase``: one thread, one dependent 8 B load per step (a 32 B request),
+  an untimed pass then a timed pass over the same nodes (the twin times the
+  second). ``uvm_touch``: 4 B per lane, one 128 B line per warp load,
+  sequential or the program's permutation ``j * 2654435761 mod n``, in the UVM
+  model by advice; ``prefetch`` is :func:`hostlink.model.uvm.prefetch_time_s`
+  followed by the kernel on device memory. ``memcpy``: the copy engine's stream
+  of 256 B reads (H2D) or posted 256 B writes (D2H) at the analytic model's
+  link bound (REFERENCE.md: the copy engine issues 256 B requests), not held
+  to the SMs' read limits (``gpu.max_outstanding_host_reads``,
+  ``link.cpl_buffer_B``).
+
+Caches: host loads with the default cache operator go through the caches
+:func:`hostlink.traces.cache.host_read_cache` gives for the system's GPU (the
+coalescer with ``cache_host=True``; ``cache = cg``: the L2 alone, ``cv``: none),
+loads reaching them in issue order (warps in turn, the loads of an unrolled
+group back to back); a load that hits sends no request and costs the model no
+time. The traversal twins' edge-list loads take the same caches.
 
 Assumptions of the twins (not of the model):
 - a large run is predicted on a prefix of its traffic: every warp of the real
   grid is kept, each issues at most enough loads that the twin holds about
-  ``max_requests`` requests; the steady-state bandwidth of the prefix (useful bytes over kernel
-  time) stands for the whole run, whose time is the launch overhead plus its
-  bytes over that bandwidth (a warp keeps at least 8 x unroll loads, 2 x
-  unroll for the strided pattern's 32-request instructions). UVM first touch is predicted on a prefix of the
-  buffer of at most ``max_uvm_B`` and scaled by size (the touch front of a
-  full grid spans about 1 MiB, far below the sizes measured).
+  ``max_requests`` requests; the steady-state bandwidth of the prefix (the
+  bytes its loads read over kernel time) stands for the whole run, whose time
+  is the launch overhead plus its bytes over that bandwidth (a warp keeps at
+  least 8 x unroll loads, 2 x unroll for the strided pattern's 32-request
+  instructions). UVM first touch is predicted on a prefix of the buffer of at
+  most ``max_uvm_B`` (1 GiB by default: the measured sizes whole) and scaled by
+  size.
 - warps = 0 ("as many as fit") takes the grid the program reported
   (``warps_launched``) where the measured results hold it, else every
   resident warp slot of the GPU (``sm_count * max_warps_per_sm``).
-- host memory is not cached by the SMs unless ``cache_host`` is set (the
-  coalescer's default; the strided benchmark measures whether it is).
 - a buffer starts at a 2 MiB boundary (the allocators return page-aligned
   memory; the GPU page size of the mapping is the translation model's).
 - the pointer chase's random cycle is drawn with NumPy (the program uses
@@ -298,6 +309,62 @@ def _ranges_stream(row_warp, row_inst, lo, hi, range_row, *, space, launches,
                    launches=launches)
 
 
+def host_cache_for(params: dict, system):
+    """The caches a microbenchmark's host loads go through: the GPU's
+    (:func:`hostlink.traces.cache.host_read_cache`) for the default cache
+    operator, its L2 alone for ``cache = cg`` (``ld.cg`` bypasses L1), none for
+    ``cache = cv`` (``ld.cv`` fetches again) or when the GPU does not cache host reads."""
+    from hostlink.traces.cache import host_read_cache
+
+    op = str(params.get("cache", "default"))
+    if op == "cv":
+        return None
+    cache = host_read_cache(system.gpu)
+    if cache is None or op != "cg":
+        return cache
+    import dataclasses
+    return dataclasses.replace(cache, l1_size_B=0)
+
+
+def _lane_stream(warp, j, gid, lane_addr, lane_mask, width_B: int, *, launches, cache,
+                 region_B: int, launch=None) -> RequestStream:
+    """Requests of lane-level loads through the caches (:func:`hostlink.traces.coalescer.coalesce`).
+
+    Row ``r`` is the ``j[r]``-th load of warp ``warp[r]`` (0, 1, ... per warp and
+    launch), ``gid[r]`` its instruction in the twin (loads of one unrolled group share
+    it); ``lane_addr`` (n, 32) and ``lane_mask`` the lanes. Loads reach the caches
+    in issue order: each launch's warps take their next instruction in turn, a
+    warp issuing the loads of one instruction (an unrolled group) back to back."""
+    from hostlink.traces.coalescer import coalesce
+    from hostlink.traces.schema import (LOCATION_HOST, OP_LOAD, SPACE_GLOBAL, InstTable,
+                                        KernelLaunch, Region)
+
+    n = len(warp)
+    launch = np.zeros(n, dtype=np.int64) if launch is None else np.asarray(launch, np.int64)
+    wpc = np.array([li.warps_per_cta for li in launches], dtype=np.int64)[launch]
+    order = np.lexsort((j, warp, np.asarray(gid, dtype=np.int64), launch))
+    table = InstTable(
+        launch=launch[order], cta=(warp // wpc)[order], warp=(warp % wpc)[order],
+        pc=np.zeros(n), opcode=np.zeros(n), op=np.full(n, OP_LOAD), space=np.full(n, SPACE_GLOBAL),
+        width_B=np.full(n, width_B), mask=np.asarray(lane_mask, dtype=np.uint32)[order],
+        addrs=np.asarray(lane_addr, dtype=np.int64)[order].astype(np.uint64))
+    kls = [KernelLaunch(li.name, (li.ctas, 1, 1), (li.warps_per_cta * 32, 1, 1)) for li in launches]
+    s = coalesce(table, [Region("buffer", MICRO_BASE, int(region_B), LOCATION_HOST)],
+                 launches=kls, cache=cache, cache_host=True)
+    if len(s) == 0:
+        return s
+    # the coalescer numbers a warp's loads 0, 1, ... in row order, i.e. j: map j to gid
+    key = (launch * (int(warp.max()) + 1) + warp) * (int(j.max()) + 1) + j
+    srt = np.argsort(key)
+    skey = key[srt]
+    want = ((s.launch.astype(np.int64) * (int(warp.max()) + 1) + s.warp.astype(np.int64))
+            * (int(j.max()) + 1) + s.inst.astype(np.int64))
+    inst = np.asarray(gid, dtype=np.int64)[srt[np.searchsorted(skey, want)]]
+    return RequestStream(launch=s.launch, warp=s.warp, inst=inst.astype(np.uint32), addr=s.addr,
+                         size_B=s.size_B, useful_B=s.useful_B, space=s.space,
+                         is_write=s.is_write, launches=launches)
+
+
 def _per_warp_counts(n_items: int, warps: int) -> np.ndarray:
     """Loads of each warp when warp w takes items w, w + W, w + 2W, ... < n_items."""
     w = np.arange(warps, dtype=np.int64)
@@ -378,6 +445,8 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     launches = _launch(bench, warps, system.gpu.sm_count)
     nbytes = min(total_B, warps * per_warp_B)
     group = unroll
+    cache = host_cache_for(params, system) if space == SPACE_HOST else None
+    lane = np.arange(32, dtype=np.int64)
 
     if pattern == "coalesced":
         offset = int(params.get("offset_B", 0))
@@ -389,8 +458,14 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         counts = np.minimum(counts, cap)
         warp, j = _expand(counts)
         lo = MICRO_BASE + offset + (warp + j * warps) * blk
-        stream = _ranges_stream(warp, j // group, lo, lo + blk, np.arange(len(lo)), space=space,
-                                launches=launches)
+        loaded = len(lo) * blk
+        if cache is None:
+            stream = _ranges_stream(warp, j // group, lo, lo + blk, np.arange(len(lo)),
+                                    space=space, launches=launches)
+        else:
+            stream = _lane_stream(warp, j, j // group, lo[:, None] + lane * bpl,
+                                  np.full(len(lo), 0xFFFFFFFF), bpl, launches=launches,
+                                  cache=cache, region_B=offset + nbytes + LINE_B)
     elif pattern == "strided":
         chunk = int(params.get("chunk_B", 4096))
         if chunk % bpl:
@@ -415,11 +490,19 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         keep = active.any(axis=1)
         warp, k, e, chunk_id, active = warp[keep], k[keep], e[keep], chunk_id[keep], active[keep]
         inst = np.arange(len(warp))
-        lo = MICRO_BASE + chunk_id * chunk + e[:, None] * bpl
-        rows = np.broadcast_to(inst[:, None], lo.shape)[active]
-        lo = lo[active]
-        j = k * (-(-per_chunk // group)) + e // group
-        stream = _ranges_stream(warp, j, lo, lo + bpl, rows, space=space, launches=launches)
+        lane_lo = MICRO_BASE + chunk_id * chunk + e[:, None] * bpl
+        gid = k * (-(-per_chunk // group)) + e // group
+        loaded = int(active.sum()) * bpl
+        if cache is None:
+            rows = np.broadcast_to(inst[:, None], lane_lo.shape)[active]
+            lo = lane_lo[active]
+            stream = _ranges_stream(warp, gid, lo, lo + bpl, rows, space=space,
+                                    launches=launches)
+        else:
+            mask = (active.astype(np.int64) << lane).sum(axis=1)
+            stream = _lane_stream(warp, k * per_chunk + e, gid,
+                                  np.where(active, lane_lo, MICRO_BASE), mask, bpl,
+                                  launches=launches, cache=cache, region_B=nchunks * chunk)
     elif pattern == "random":
         region = int(params.get("region_B", 1 << 30))
         region_blocks = max(1, region // blk)
@@ -435,13 +518,23 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         seed = np.uint64(int(params.get("seed", 1)))
         line = mix64(seed ^ mix64(jg.astype(np.uint64))) % np.uint64(region_blocks)
         lo = MICRO_BASE + line.astype(np.int64) * blk
-        stream = _ranges_stream(warp, jl // group, lo, lo + blk, np.arange(len(lo)), space=space,
-                                launches=launches)
+        loaded = len(lo) * blk
+        if cache is None:
+            stream = _ranges_stream(warp, jl // group, lo, lo + blk, np.arange(len(lo)),
+                                    space=space, launches=launches)
+        else:
+            stream = _lane_stream(warp, jl, jl // group, lo[:, None] + lane * bpl,
+                                  np.full(len(lo), 0xFFFFFFFF), bpl, launches=launches,
+                                  cache=cache, region_B=region_blocks * blk)
     else:
         raise TwinError(f"case '{case}': unknown pattern '{pattern}'")
-    twin_bytes = float(stream.useful_B.astype(np.int64).sum())
-    return MicroTwin(case, bench, params, mode, stream, float(full), twin_bytes,
-                     loads_in_flight=unroll // group, extra={"warps": warps})
+    if len(stream) == 0:
+        raise TwinError(f"case '{case}': every load of the twin hits in the caches (the model "
+                        "gives cache hits no time)")
+    # the bytes the twin's loads read (cache hits included), as the program counts them
+    return MicroTwin(case, bench, params, mode, stream, float(full), float(loaded),
+                     loads_in_flight=unroll // group,
+                     extra={"warps": warps, "cached": cache is not None})
 
 
 def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str,
@@ -481,8 +574,16 @@ def build_ptr_chase(case: str, params: dict, system) -> MicroTwin:
     row_warp = np.zeros(n_inst, dtype=np.int64)
     launch_of_row = np.repeat(np.arange(2), steps)
     li = LaunchInfo("ptr_chase", 1, 1, 1)
-    stream = _ranges_stream(row_warp, row_inst, lo, lo + 8, np.arange(n_inst), space=space,
-                            launches=(li, li), launch=launch_of_row)
+    cache = host_cache_for(params, system) if space == SPACE_HOST else None
+    if cache is None:
+        stream = _ranges_stream(row_warp, row_inst, lo, lo + 8, np.arange(n_inst), space=space,
+                                launches=(li, li), launch=launch_of_row)
+    else:
+        addr = np.zeros((n_inst, 32), dtype=np.int64)
+        addr[:, 0] = lo
+        stream = _lane_stream(row_warp, row_inst, row_inst, addr, np.ones(n_inst), 8,
+                              launches=(li, li), cache=cache, region_B=footprint,
+                              launch=launch_of_row)
     return MicroTwin(case, "ptr_chase", params, mode, stream, float(8 * steps), float(8 * steps),
                      loads_in_flight=1, steps=steps)
 
@@ -493,6 +594,9 @@ def _predict_ptr_chase(twin: MicroTwin, system, fidelity: str,
     if len(run.kernel_ns) < 2:
         raise TwinError(f"case '{twin.case}': the model returned no per-launch times")
     timed_ns = float(run.kernel_ns[1])
+    if timed_ns <= 0:
+        raise TwinError(f"case '{twin.case}': every load of the timed pass hits in the caches "
+                        "(the model gives cache hits no time)")
     return {"lat_ns": timed_ns / twin.steps, "time_ms": timed_ns * 1e-6}
 
 
@@ -506,8 +610,13 @@ def _predict_memcpy(twin: MicroTwin, system, fidelity: str,
                     options: dict | None = None) -> dict[str, float]:
     from hostlink.model.analytic import SizeHistogram, predict_system
 
+    from hostlink.model.config import system_with
+
     write = twin.params.get("direction", "h2d") == "d2h"
     hist = SizeHistogram.of([COPY_ENGINE_REQUEST_B], [1.0], 0, write)
+    # the copy engine is not held to the SMs' read limits (calibrated from SM reads)
+    if system.link.cpl_buffer_B:
+        system = system_with(system, {"link.cpl_buffer_B": 0})
     res = predict_system(system, hist, requester_limit=0)
     bw = float(res.bw_GBps)
     time_ns = twin.size_B / bw + (0.0 if write else system.link.rtt_ns)
@@ -659,14 +768,20 @@ class GraphSource:
 
 def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
                       fidelity: str = "des", options: dict | None = None,
-                      timing: dict | None = None) -> list[tuple[str, float, int]]:
+                      timing: dict | None = None,
+                      max_sources: int | None = None) -> list[tuple[str, float, int]]:
     """(metric, value, rep) rows of a traversal case's twin, one set per source.
 
     The kernel's load-ahead (``load_ahead`` trips of loads issued before their
     visits; 1 where the run does not record it) is the model's loads in flight
-    per warp. ``timing`` (a dict) receives the wall-clock seconds spent emulating
+    per warp. The kernel's loads of the edge list go through the GPU's caches
+    (:func:`hostlink.traces.cache.host_read_cache`; one emulated stream serves every
+    memory mode of a configuration: device and migrated managed memory are cached
+    alike). ``timing`` (a dict) receives the wall-clock seconds spent emulating
     (``emulate_s``; a stream shared by memory modes counts once) and predicting
-    (``model_s``), the sources and the requests predicted."""
+    (``model_s``), the sources and the requests predicted. ``max_sources``: predict
+    only the first sources (a sample; rep numbers stay those of the measured run,
+    ``source_index * reps + repetition``)."""
     import time
 
     from hostlink.model.config import system_with
@@ -686,12 +801,16 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
         sources = [int(s) for s in (params.get("sources") or [])]
         if not sources:
             raise TwinError(f"case '{case}': no sources recorded (metadata.json 'cases')")
+        if max_sources is not None:
+            sources = sources[:max(1, int(max_sources))]
     else:
         sources = [0]
     kw = {}
     if kernel == "pagerank":
         kw["iterations"] = int(params.get("iterations", 10))
     elem_B = id_bytes + (4 if kernel == "sssp" else 0)
+    from hostlink.traces.cache import host_read_cache
+    cache = host_read_cache(system.gpu)
     ahead = int(params.get("load_ahead", 1) or 1)
     if ahead != system.gpu.loads_in_flight_per_warp:
         system = system_with(system, {"gpu.loads_in_flight_per_warp": ahead})
@@ -703,8 +822,11 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
             em = emulate(csr, kernel, variant, source=source, id_bytes=id_bytes,
                          memory="zerocopy", **kw)
             edges = int(sum(int((csr.offsets[a + 1] - csr.offsets[a]).sum()) for a in em.active))
-            return em.requests(), edges, len(em.active)
-        config = (params["graph"], kernel, variant, id_bytes, kw.get("iterations"))
+            stream = (em.requests() if cache is None
+                      else em.requests(cache=cache, cache_host=True))
+            return stream, edges, len(em.active)
+        config = (params["graph"], kernel, variant, id_bytes, kw.get("iterations"),
+                  cache is not None)
         t0 = time.perf_counter()
         stream, edges, iterations = graphs.emulated(config, source, make)
         t1 = time.perf_counter()
@@ -735,11 +857,12 @@ def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
                 only: str | None = None, progress: bool = False,
                 max_requests: int = DEFAULT_MAX_REQUESTS,
                 max_uvm_B: int = DEFAULT_MAX_UVM_B,
-                options: dict | None = None,
-                timings: dict | None = None) -> tuple[pd.DataFrame, dict[str, str]]:
+                options: dict | None = None, timings: dict | None = None,
+                max_sources: int | None = None) -> tuple[pd.DataFrame, dict[str, str]]:
     """Tidy predicted rows for every measured case (model_kind = fidelity), and the
     cases whose twin failed with the reason (``options``: see :func:`run_model`;
-    ``timings``, a dict, receives each traversal case's wall-clock seconds, see
+    ``timings``, a dict, receives each traversal case's wall-clock seconds, and
+    ``max_sources`` samples each traversal case's sources, see
     :func:`predict_traversal`)."""
     from hostlink.validation.results_io import make_table, unit_of
 
@@ -771,13 +894,29 @@ def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
                     timings[case] = timing
                 for metric, value, rep in predict_traversal(case, params, system, graphs,
                                                             fidelity=fidelity, options=options,
-                                                            timing=timing):
+                                                            timing=timing,
+                                                            max_sources=max_sources):
                     rows.append((run_id, run.experiment, case, fidelity, metric, value,
                                  unit_of(metric), rep))
         except HostlinkError as exc:
             failures[case] = str(exc)
         bar(case)
     return make_table(rows), failures
+
+
+def sampled_measurements(run: RunData, max_sources: int | None) -> pd.DataFrame:
+    """The run's measured rows, traversal cases limited to the repetitions of their first
+    ``max_sources`` sources (``rep < max_sources * reps``): what a twin predicted with
+    ``max_sources`` is compared with."""
+    m = run.measured
+    if max_sources is None:
+        return m
+    limit = {}
+    for case, p in run.cases.items():
+        if p.get("kind") == "traversal" and p.get("kernel") in ("bfs", "sssp"):
+            limit[case] = max(1, int(max_sources)) * int(p.get("reps", 1) or 1)
+    lim = m["case"].map(limit).fillna(np.inf).to_numpy(dtype=float)
+    return m[m["rep"].to_numpy(dtype=float) < lim]
 
 
 def selected(case: str, only: str | None) -> bool:

@@ -12,7 +12,33 @@ from hostlink.model.cli.main import main
 from hostlink.validation import report
 from hostlink.validation.results_io import make_table
 
-DATA = Path(__file__).parent / "data" / "synthetic_h100"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    """Measured-looking results made by the model (ld.cv host loads: no cache model involved)."""
+    from hostlink.model.config import load_system
+    from hostlink.validation.manifest import micro_case_name
+    from hostlink.validation.results_io import write_results
+    from hostlink.validation.twins import synthesize
+    truth = load_system("h100-pcie5", {"link.rtt_ns": 1300.0, "link.cpl_buffer_B": 400 * 128})
+    cases = {}
+    for stride in (128, 4096, 65536):
+        naming = dict(memory_mode="zerocopy", stride_B=stride, footprint_B=64 << 20,
+                      order="random", cache="cv")
+        cases[micro_case_name("ptr_chase", naming)] = dict(kind="micro", benchmark="ptr_chase",
+                                                           **naming, steps=300)
+    for w in (1, 66, 264, 1056, 4224):
+        naming = dict(pattern="coalesced", offset_B=0, bytes_per_lane=4, memory_mode="zerocopy",
+                      warps=w, unroll=1, cache="cv")
+        cases[micro_case_name("zc_warps", naming)] = dict(kind="micro", benchmark="zc_warps",
+                                                          **naming, total_B=256 << 20,
+                                                          max_per_warp_B=1 << 20)
+    path = tmp_path_factory.mktemp("synthetic")
+    write_results(synthesize(cases, truth, fidelity="analytic", noise_pct=1.0, seed=7,
+                             max_requests=8192), path)
+    (path / "metadata.json").write_text(json.dumps({"cases": cases}))
+    return path
 
 
 def _table(rows, kind):
@@ -62,13 +88,13 @@ def test_diagnosis_names_the_parameter_the_error_follows():
     assert "too fast" in text and "`region_B`" in text and "translation" in text
 
 
-def test_report_cli_end_to_end(tmp_path, capsys):
+def test_report_cli_end_to_end(tmp_path, capsys, data):
     cal = tmp_path / "cal" / "calibrated.toml"
-    assert main(["validate", "calibrate", str(DATA), "--system", "h100-pcie5", "--fidelity",
+    assert main(["validate", "calibrate", str(data), "--system", "h100-pcie5", "--fidelity",
                  "analytic", "--steps", "host_round_trip,requester_limit", "--max-requests", "8192",
                  "--out", str(cal), "--quiet"]) == 0
     out = tmp_path / "rep"
-    assert main(["validate", "report", str(DATA), "--system", str(cal), "--fidelity", "analytic",
+    assert main(["validate", "report", str(data), "--system", str(cal), "--fidelity", "analytic",
                  "--only", "zc_warps", "--max-requests", "8192", "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
     assert "micro/zc_warps" in printed and "fit" in printed
@@ -83,15 +109,15 @@ def test_report_cli_end_to_end(tmp_path, capsys):
         assert (out / "plots" / f"{name}.png").stat().st_size > 5000
 
 
-def test_report_without_calibration_record_and_bad_inputs(tmp_path, capsys):
-    rc = main(["validate", "report", str(DATA), "--system", "h100-pcie5", "--fidelity", "analytic",
+def test_report_without_calibration_record_and_bad_inputs(tmp_path, capsys, data):
+    rc = main(["validate", "report", str(data), "--system", "h100-pcie5", "--fidelity", "analytic",
                "--only", "ptr_chase", "--out", str(tmp_path), "--quiet"])
     assert rc == 0
     assert "every microbenchmark group counts as held out" in (tmp_path / "report.md").read_text()
-    assert main(["validate", "report", str(DATA), "--system", "h100-pcie5",
+    assert main(["validate", "report", str(data), "--system", "h100-pcie5",
                  "--calibration", str(tmp_path / "missing.json"), "--quiet"]) == 2
     assert "no such calibration record" in capsys.readouterr().err
-    assert main(["validate", "report", str(DATA), "--system", "h100-pcie5", "--only", "nothing-matches",
+    assert main(["validate", "report", str(data), "--system", "h100-pcie5", "--only", "nothing-matches",
                  "--quiet"]) == 2
 
 
@@ -148,3 +174,27 @@ def test_traversal_cases_report_the_models_run_time(tmp_path):
     assert t["model_over_kernel"].iloc[0] == pytest.approx(t["model_s"].iloc[0] / 0.05e-3)
     md = (tmp_path / "o" / "report.md").read_text()
     assert "## Model run time" in md and f"`{case}`" in md and "- made by a test" in md
+
+
+def test_sampled_sources_compare_with_their_own_measurements(tmp_path):
+    from hostlink.traces.graphs.generators import generate
+    from hostlink.validation.results_io import write_results
+    csr = generate("kron", 8, 16, 27491095, weighted=True, id_bytes=8, name="kron8")
+    hubs = [int(v) for v in np.argsort(np.diff(csr.offsets))[-2:]]
+    case = "bfs/kron8/merged_aligned/zerocopy/8B"
+    cases = {case: dict(kind="traversal", kernel="bfs", graph="kron8", variant="merged_aligned",
+                        memory_mode="zerocopy", id_bytes=8, reps=2, sources=hubs)}
+    # rep = source_index * reps + repetition: source 0 -> reps 0, 1; source 1 -> 2, 3
+    rows = [("r", "e", case, "measured", "kernel_time_ms", v, "ms", rep)
+            for rep, v in enumerate((0.05, 0.07, 0.5, 0.7))]
+    write_results(make_table(rows), tmp_path)
+    (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases, "graphs": {
+        "kron8": {"kind": "kron", "scale": 8, "degree": 16, "seed": 27491095}}}))
+    res = report.build_report(tmp_path, "h200-pcie5", fidelity="analytic", out_dir=tmp_path / "o",
+                              max_sources=1)
+    s = res["summary"].set_index("metric")
+    assert s.loc["kernel_time_ms", "measured"] == pytest.approx(0.06)
+    assert "first 1 source(s)" in (tmp_path / "o" / "report.md").read_text()
+    full = report.build_report(tmp_path, "h200-pcie5", fidelity="analytic", out_dir=tmp_path / "f")
+    assert full["summary"].set_index("metric").loc["kernel_time_ms", "measured"] == \
+        pytest.approx(0.285)

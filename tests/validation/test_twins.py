@@ -15,8 +15,10 @@ def h100():
 
 
 def zc(**kw):
+    # ld.cv (no caches) unless a test asks for the default operator
     p = dict(benchmark="zc_read", pattern="coalesced", offset_B=0, bytes_per_lane=4, unroll=4,
-             warps=64, memory_mode="zerocopy", total_B=1 << 20, max_per_warp_B=1 << 30)
+             warps=64, memory_mode="zerocopy", total_B=1 << 20, max_per_warp_B=1 << 30,
+             cache="cv")
     p.update(kw)
     return p
 
@@ -103,7 +105,7 @@ def test_an_unrolled_group_is_one_instruction(h100):
 @pytest.mark.parametrize("fidelity", ["analytic", "des"])
 def test_pointer_chase_latency_moves_with_rtt(h100, fidelity):
     p = dict(benchmark="ptr_chase", memory_mode="zerocopy", stride_B=4096, footprint_B=1 << 26,
-             order="random", steps=200)
+             order="random", steps=200, cache="cv")
     t = twins.build_ptr_chase("p", p, h100)
     assert t.stream.size_histogram() == {32: 400}                  # untimed + timed pass
     from hostlink.model.config import system_with
@@ -119,7 +121,7 @@ def test_few_warps_follow_littles_law(h100):
     t = twins.build_zc("w", p, h100)
     bw = t.predict(h100, "des")["bw_GBps"]
     lat = twins.build_ptr_chase("p", dict(benchmark="ptr_chase", stride_B=4096,
-                                          footprint_B=1 << 26, steps=100), h100
+                                          footprint_B=1 << 26, steps=100, cache="cv"), h100
                                 ).predict(h100, "des")["lat_ns"]
     assert bw == pytest.approx(4 * 128 / lat, rel=0.03)
 
@@ -149,7 +151,7 @@ def test_groups():
 
 def test_synthesize_noise_is_seeded(h100):
     cases = {"micro/x": dict(kind="micro", benchmark="ptr_chase", stride_B=4096,
-                             footprint_B=1 << 26, steps=50)}
+                             footprint_B=1 << 26, steps=50, cache="cv")}
     a = twins.synthesize(cases, h100, fidelity="analytic", noise_pct=2.0, reps=3, seed=3)
     b = twins.synthesize(cases, h100, fidelity="analytic", noise_pct=2.0, reps=3, seed=3)
     lat = a[a["metric"] == "lat_ns"]["value"].to_numpy()
@@ -183,3 +185,31 @@ def test_traversal_load_ahead_is_loads_in_flight(tmp_path):
         t[ahead] = dict((m, v) for m, v, _ in rows)["kernel_time_ms"]
     assert t[None] == t[1]
     assert t[4] < 0.8 * t[1]
+
+
+def test_default_cache_operator_loads_go_through_the_gpus_caches(h100):
+    # H100 preset: host reads cached (gpu.caches_host_reads). Strided 4 B loads: a lane's
+    # next loads of its 32 B sector hit, so far fewer requests than loads; ld.cv misses
+    p = zc(pattern="strided", chunk_B=4096, total_B=1 << 21)
+    cv = twins.build_zc("s", dict(p, cache="cv"), h100)
+    cached = twins.build_zc("s", dict(p, cache="default"), h100)
+    assert not cv.extra["cached"] and cached.extra["cached"]
+    assert cv.twin_bytes_B == cached.twin_bytes_B                  # the loads read the same bytes
+    assert len(cv.stream) == cv.twin_bytes_B / 4                   # one 32 B request per load
+    # a sector serves its 8 loads of 4 B at best; the first load of each unrolled group of 4
+    # may miss again
+    assert len(cv.stream) / 8 <= len(cached.stream) <= len(cv.stream) / 4
+    assert cached.predict(h100, "des")["bw_GBps"] > 2 * cv.predict(h100, "des")["bw_GBps"]
+    # the unrolled group is still one instruction
+    _, per_inst = np.unique(cached.stream.inst[cached.stream.warp == 0], return_counts=True)
+    assert set(per_inst) <= set(range(1, 33))
+
+
+def test_a_chase_that_only_hits_has_no_prediction(h100):
+    p = dict(benchmark="ptr_chase", memory_mode="zerocopy", stride_B=128, footprint_B=4096,
+             order="random", steps=200, cache="default")
+    t = twins.build_ptr_chase("p", p, h100)
+    with pytest.raises(twins.TwinError, match="hits in the caches"):
+        t.predict(h100, "des")
+    t_cv = twins.build_ptr_chase("p", dict(p, cache="cv"), h100)
+    assert t_cv.predict(h100, "des")["lat_ns"] > 900
