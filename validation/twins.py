@@ -24,8 +24,9 @@ that issues the same memory traffic in the model:
   ones, so an unrolled group is one instruction of the twin (it completes with
   its last load) and a warp keeps one instruction in flight.
   ``ptr_chase``: one thread, one dependent 8 B load per step (a 32 B request),
-  an untimed pass then a timed pass over the same nodes (the twin times the
-  second). ``uvm_touch``: 4 B per lane, one 128 B line per warp load,
+  an untimed pass then a timed pass (the twin times the second): over the next
+  links of the cycle where the program reports ``revisits`` (fresh nodes), else
+  over the same nodes (the first H200 run's program). ``uvm_touch``: 4 B per lane, one 128 B line per warp load,
   sequential or the program's permutation ``j * 2654435761 mod n``, in the UVM
   model by advice; ``prefetch`` is :func:`hostlink.model.uvm.prefetch_time_s`
   followed by the kernel on device memory. ``memcpy``: the copy engine's stream
@@ -548,27 +549,35 @@ def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str,
     return {"time_ms": time_ns * 1e-6, "bw_GBps": twin.full_bytes_B / time_ns}
 
 
-def build_ptr_chase(case: str, params: dict, system) -> MicroTwin:
-    """Twin of a pointer-chase point: an untimed pass, then the timed pass (launch 1)."""
+def build_ptr_chase(case: str, params: dict, system, *,
+                    revisits_hint: float | None = None) -> MicroTwin:
+    """Twin of a pointer-chase point: an untimed pass, then the timed pass (launch 1).
+
+    Programs that report ``revisits`` (``revisits_hint`` not None) time the next
+    ``steps`` links of the cycle, nodes never loaded before when the chain holds
+    2 x steps of them; earlier ones (first_run) timed the untimed pass's links again."""
     stride = int(params.get("stride_B", 4096))
     footprint = int(params.get("footprint_B", 64 << 20))
     steps = int(params.get("steps", 2000))
     n = footprint // stride
     if n < 2:
         raise TwinError(f"case '{case}': footprint holds fewer than 2 nodes")
+    fresh = revisits_hint is not None
+    total = 2 * steps if fresh else steps
     if params.get("order", "random") == "seq":
-        nodes = np.arange(steps, dtype=np.int64) % n
+        chain = np.arange(total, dtype=np.int64) % n
     else:
         rng = np.random.default_rng(int(params.get("seed", 1)))
-        k = min(steps, n)
+        k = min(total, n)
         others = rng.choice(np.arange(1, n, dtype=np.int64), size=k - 1, replace=False) \
             if n <= 1 << 24 else (rng.integers(1, n, size=k - 1, dtype=np.int64))
         cyc = np.concatenate([[0], others])
-        nodes = np.resize(cyc, steps)
+        chain = np.resize(cyc, total)
+    nodes, timed = (chain[:steps], chain[steps:]) if fresh else (chain, chain)
     space = SPACE_DEVICE if params.get("memory_mode") == "device" else SPACE_HOST
     mode = "device" if space == SPACE_DEVICE else PREDICT_MODE.get(params.get("memory_mode",
                                                                               "zerocopy"))
-    lo = MICRO_BASE + np.concatenate([nodes, nodes]) * stride
+    lo = MICRO_BASE + np.concatenate([nodes, timed]) * stride
     n_inst = len(lo)
     row_inst = np.arange(n_inst, dtype=np.int64) % steps
     row_warp = np.zeros(n_inst, dtype=np.int64)
@@ -692,7 +701,8 @@ def build_micro(case: str, params: dict, system, *, hints: Callable[[str], float
     if bench in ("zc_read", "zc_warps"):
         return build_zc(case, params, system, warps_hint=warps_hint, max_requests=max_requests)
     if bench == "ptr_chase":
-        return build_ptr_chase(case, params, system)
+        return build_ptr_chase(case, params, system,
+                               revisits_hint=hints("revisits") if hints else None)
     if bench == "memcpy":
         return build_memcpy(case, params, system)
     if bench == "uvm_touch":

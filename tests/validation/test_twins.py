@@ -213,3 +213,19 @@ def test_a_chase_that_only_hits_has_no_prediction(h100):
         t.predict(h100, "des")
     t_cv = twins.build_ptr_chase("p", dict(p, cache="cv"), h100)
     assert t_cv.predict(h100, "des")["lat_ns"] > 900
+
+
+def test_a_chase_with_revisits_reported_times_fresh_nodes(h100):
+    # programs that report `revisits` time the next `steps` links of the cycle
+    p = dict(benchmark="ptr_chase", memory_mode="zerocopy", stride_B=4096, footprint_B=1 << 26,
+             order="random", steps=100, cache="cv")
+    old = twins.build_ptr_chase("p", p, h100).stream
+    new = twins.build_ptr_chase("p", p, h100, revisits_hint=0.0).stream
+    a0, a1 = old.addr[old.launch == 0], old.addr[old.launch == 1]
+    b0, b1 = new.addr[new.launch == 0], new.addr[new.launch == 1]
+    assert np.array_equal(a0, a1)                                  # the same nodes again
+    assert len(np.intersect1d(b0, b1)) == 0 and len(np.unique(b1)) == 100
+    # a chain shorter than 2 x steps wraps: the timed links revisit the first ones
+    small = twins.build_ptr_chase("p", dict(p, footprint_B=150 * 4096), h100,
+                                  revisits_hint=1.0).stream
+    assert len(np.unique(small.addr)) == 150
