@@ -106,18 +106,22 @@ class CacheConfig:
 def host_read_cache(gpu) -> CacheConfig | None:
     """The caches zero-copy host reads go through on ``gpu`` (a GpuConfig), or None.
 
-    ``CacheConfig.from_gpu(gpu)`` (both levels at their full size) when
-    ``gpu.caches_host_reads``, else None: the one rule every caller that
-    coalesces host reads for a GPU applies (use it with ``cache_host=True``).
-    Measured on an H200 (validation/results/h200/first_run/results.csv):
-    random 4 B zero-copy loads over a 4 KiB host region run at 628 GB/s with
-    the default cache operator and 2.6 GB/s with ``ld.cv``, so default loads
-    of host memory are cached; the seed saw the naive kernel send a new 32 B
-    request only when a thread crossed a 32 B boundary (emogi_vldb2020 §3.3).
+    The per-SM L1 at its full size, and no L2, when ``gpu.caches_host_reads``;
+    else None: the one rule every caller that coalesces host reads for a GPU
+    applies (use it with ``cache_host=True``). Measured on an H200
+    (validation/results/h200/first_run/results.csv, README.md there): random
+    4 B zero-copy loads over a 4 KiB host region run at 628 GB/s with the
+    default cache operator and 2.6 GB/s with ``ld.cv``, so default loads of
+    host memory are cached; over 64 KiB still 502 GB/s (the L1), but over
+    1 MiB, far inside the 60 MiB L2, only 63 GB/s (the link): the L2 does not
+    keep host lines, and the L1 is empty at each launch. The seed saw the
+    naive kernel send a new 32 B request only when a thread crossed a 32 B
+    boundary (emogi_vldb2020 §3.3), which the L1 alone gives. Device sectors
+    of a trace coalesced with this config see the L1 only as well.
     """
     if not gpu.caches_host_reads:
         return None
-    return CacheConfig.from_gpu(gpu)
+    return CacheConfig.from_gpu(gpu, l2=False)
 
 
 # fields of a way (CacheState.l1_lines / l2_lines)

@@ -67,6 +67,12 @@ def trace_stats(trace: WarpTrace, *, regions: list[Region] | None = None,
                 _add_hist(hist_read, req.size_B[sel])
             elif name == "host_write":
                 _add_hist(hist_write, req.size_B[sel])
+        # Cache hits credit the request that filled the sector; where that request
+        # came out in an earlier chunk, the credit arrives here (reads only: stores
+        # do not allocate).
+        for name, space in (("host_read", SPACE_HOST), ("device_read", SPACE_DEVICE)):
+            kinds[name]["useful_B"] += int(part.late_useful_B[part.late_space == space]
+                                           .sum(dtype=np.int64))
     by_op = {OP_NAMES[i]: int(op_space[i].sum()) for i in range(nop)}
     by_space = {SPACE_NAMES[j]: int(op_space[:, j].sum()) for j in range(nsp)}
     by_op_space = {OP_NAMES[i]: {SPACE_NAMES[j]: int(op_space[i, j])

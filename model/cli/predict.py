@@ -5,7 +5,9 @@
 
 The trace (an Accel-Sim folder or a trace store) is coalesced into requests
 (device sectors included unless ``--host-only``; the GPU's L1 and L2 filter
-them with ``--caches``, host memory too with ``--cache-host``) and predicted
+them as the system's GPU does by default: host reads too where
+``gpu.caches_host_reads``; ``--no-caches`` turns them off, ``--caches`` and
+``--cache-host`` choose explicitly) and predicted
 by :func:`hostlink.model.predict.predict`. ``--out DIR`` writes
 ``prediction.json``, the tidy rows (``rows.csv``) and the resolved system
 (``system.toml``).
@@ -42,6 +44,8 @@ def register(subparsers) -> None:
                         "host makes them zero-copy arrays)")
     p.add_argument("--host-only", action="store_true",
                    help="predict the host requests only (leave device sectors out)")
+    p.add_argument("--no-caches", action="store_true",
+                   help="no L1/L2 filtering at all (default: as the system's GPU caches)")
     p.add_argument("--caches", action="store_true",
                    help="filter sectors through the GPU's L1 (per SM) and L2 (sizes from the system)")
     p.add_argument("--cache-host", action="store_true",
@@ -79,8 +83,13 @@ def _predict(args) -> int:
         cache = _cache_config(system, args)
     except argparse.ArgumentTypeError as exc:
         raise HostlinkError(str(exc)) from None
-    options = {"include_device": not args.host_only, "cache": cache,
-               "cache_host": bool(args.cache_host)}
+    options = {"include_device": not args.host_only}
+    if args.no_caches:
+        if args.caches or args.cache_host:
+            raise HostlinkError("--no-caches contradicts --caches/--cache-host")
+        options.update(cache=None, cache_host=False)
+    elif args.caches:  # explicit choice; otherwise predict() applies the GPU's default
+        options.update(cache=cache, cache_host=bool(args.cache_host))
     trace_options = {"memcpy_location": args.memcpy_location}
     if args.regions:
         from hostlink.traces.store import load_regions

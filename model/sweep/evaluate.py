@@ -250,10 +250,14 @@ def pick_source(csr) -> int:
     return int(np.argmax(degree)) if len(degree) else 0
 
 
-def graph_stream(workload: dict[str, Any]):
-    """Emulate the workload's kernel on its graph; its host read requests (the
-    emulator's direct path), or with ``include_device`` the whole trace coalesced."""
+def graph_stream(workload: dict[str, Any], gpu=None):
+    """Emulate the workload's kernel on its graph; its host read requests, or with
+    ``include_device`` the whole trace coalesced. Loads go through ``gpu``'s L1
+    and L2 where it caches host reads (:func:`hostlink.traces.cache.host_read_cache`);
+    without caches the emulator's direct path gives the same requests faster."""
+    from hostlink.traces.cache import host_read_cache
     from hostlink.traces.emulator import emulate
+    cache = host_read_cache(gpu) if gpu is not None else None
     csr = load_graph(workload)
     kw: dict[str, Any] = {"id_bytes": workload["id_bytes"],
                           "memory": EMULATOR_MEMORY[workload["mode"]]}
@@ -265,45 +269,51 @@ def graph_stream(workload: dict[str, Any]):
     if workload.get("include_device"):
         from hostlink.traces.coalescer import coalesce
         em = emulate(csr, workload["kernel"], workload["variant"], include_device=True, **kw)
-        return coalesce(em.trace(), include_device=True)
-    return emulate(csr, workload["kernel"], workload["variant"], **kw).requests()
+        return coalesce(em.trace(), include_device=True, cache=cache, cache_host=cache is not None)
+    return emulate(csr, workload["kernel"], workload["variant"], **kw).requests(cache)
 
 
-def trace_stream(workload: dict[str, Any]):
+def trace_stream(workload: dict[str, Any], gpu=None):
     """The coalesced request stream of a trace folder (binary store or Accel-Sim)."""
     from hostlink.traces.coalescer import coalesce
     from hostlink.traces.store import load_regions, open_trace
     regions = load_regions(workload["regions"]) if workload.get("regions") else None
     trace = open_trace(workload["path"], regions=regions,
                        memcpy_location=workload["memcpy_location"])
-    return coalesce(trace, include_device=workload["include_device"])
+    from hostlink.traces.cache import host_read_cache
+    cache = host_read_cache(gpu) if gpu is not None else None
+    return coalesce(trace, include_device=workload["include_device"], cache=cache,
+                    cache_host=cache is not None)
 
 
-def build_stream(workload: dict[str, Any]):
+def build_stream(workload: dict[str, Any], gpu=None):
     kind = workload["kind"]
     if kind == "sizes":
         return synthetic_stream(workload)
     if kind == "graph":
-        return graph_stream(workload)
+        return graph_stream(workload, gpu)
     if kind == "trace":
-        return trace_stream(workload)
+        return trace_stream(workload, gpu)
     raise ConfigError(f"unknown workload kind {kind!r}")
 
 
-def stream_key(workload: dict[str, Any]) -> str:
+def stream_key(workload: dict[str, Any], gpu=None) -> str:
     """Workloads whose streams are equal share a key: a stream does not depend on
-    which host memory mode will time it (the arrays sit in host memory for all)."""
+    which host memory mode will time it (the arrays sit in host memory for all),
+    but on the GPU caches that filter its loads."""
     w = dict(workload)
     if w.get("mode") in ("zerocopy", "uvm", "uvm_readmostly"):
         w["mode"] = "host"
+    if gpu is not None and w.get("kind") != "sizes":
+        w["_caches"] = [gpu.caches_host_reads, gpu.sm_count, gpu.l1_B, gpu.l2_B]
     return json.dumps(w, sort_keys=True)
 
 
-def cached_stream(task: Task):
-    key = stream_key(task.workload)
+def cached_stream(task: Task, gpu=None):
+    key = stream_key(task.workload, gpu)
     stream = _STREAMS.get(key)
     if stream is None:
-        stream = build_stream(task.workload)
+        stream = build_stream(task.workload, gpu)
         _STREAMS[key] = stream
         while len(_STREAMS) > STREAM_CACHE_SIZE:
             _STREAMS.popitem(last=False)
@@ -329,11 +339,11 @@ def evaluate_stream(task: Task) -> dict[str, np.ndarray]:
     """Build the task's request stream once, then predict every point on it."""
     from hostlink.model.config import SystemConfig
     from hostlink.model.predict import predict
-    stream = cached_stream(task)
     mode = task.workload.get("mode", "zerocopy")
     rows: list[dict] = []
     for rid, case, (parts, scalars) in zip(task.run_ids, task.cases, task.systems):
         system = SystemConfig(**scalars, **parts)
+        stream = cached_stream(task, system.gpu)
         prediction = predict(stream, system, mode=mode, fidelity=task.fidelity)
         rows.extend(prediction_rows(prediction, rid, task.experiment, case))
     return _row_columns(rows)

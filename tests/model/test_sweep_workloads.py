@@ -8,6 +8,9 @@ import textwrap
 import numpy as np
 import pytest
 
+from hostlink.model.config import load_system
+from hostlink.traces.cache import host_read_cache
+
 from hostlink.model.config import SystemConfig
 from hostlink.model.errors import ConfigError
 from hostlink.model.predict import predict
@@ -84,7 +87,9 @@ def test_graph_points_equal_direct_predictions(tmp_path):
     csr = generate("kron", 9, 8, weighted=False)
     source = int(np.argmax(np.diff(csr.offsets.astype(np.int64))))
     for rp in resolve_points(load_sweep(path)):
-        stream = emulate(csr, "bfs", rp.workload["variant"], source=source).requests()
+        # Loads pass the GPU's caches where it caches host reads (v100-pcie3 does).
+        stream = emulate(csr, "bfs", rp.workload["variant"], source=source).requests(
+            host_read_cache(rp.system.gpu))
         want = predict(stream, rp.system, mode="zerocopy", fidelity="analytic")
         row = wide[wide["run_id"] == rp.run_id].iloc[0]
         assert row["bw_GBps"] == pytest.approx(want.bw_GBps, rel=1e-12)
@@ -97,9 +102,9 @@ def test_zerocopy_and_uvm_points_share_one_stream(monkeypatch):
     built = []
     real = sweep_evaluate.build_stream
 
-    def counting(workload):
+    def counting(workload, gpu=None):
         built.append(workload["mode"])
-        return real(workload)
+        return real(workload, gpu)
     monkeypatch.setattr(sweep_evaluate, "build_stream", counting)
     monkeypatch.setattr(sweep_evaluate, "_STREAMS", type(sweep_evaluate._STREAMS)())
     base = {"kind": "graph", "graph": "urand", "scale": 8, "degree": 4, "seed": 1,
@@ -139,7 +144,8 @@ def test_graph_from_a_file(tmp_path):
     assert report.computed == 2
     wide = load_results(tmp_path / "out", wide=True)
     assert set(wide["workload.path"]) == {str((tmp_path / "g").resolve())}
-    stream = emulate(csr.with_id_bytes(4), "cc", "merged").requests()
+    gpu = load_system("v100-pcie3").gpu
+    stream = emulate(csr.with_id_bytes(4), "cc", "merged").requests(host_read_cache(gpu))
     assert (wide["requests"] == len(stream)).all()
     assert wide.set_index("link.lanes").loc[16, "bw_GBps"] >= \
         wide.set_index("link.lanes").loc[8, "bw_GBps"]
