@@ -19,7 +19,11 @@ steady stream of requests cannot exceed, and predicts the least of them:
 - ``requester``: the same, limited by the GPU's own outstanding host reads
   (an ASSUMPTION until measured: no public per-GPU figure exists);
 - ``dram``: the host DRAM's sustained bandwidth times bytes asked per byte
-  its bursts fetch (:mod:`hostlink.model.dram`).
+  its bursts fetch (:mod:`hostlink.model.dram`);
+- ``translation``: page walks in flight over walk latency, per read that
+  misses the TLB: ``walkers x bytes per read / (miss rate x miss_lat_ns)``
+  (:mod:`hostlink.model.translation`); the miss rate is an input (0, the
+  default, for streams whose pages stay within the TLB's reach).
 
 Outputs also say which bound binds and how many reads must be in flight to
 reach the link bound (``outstanding_to_saturate``).
@@ -47,7 +51,7 @@ from hostlink.model.pcie import spec
 from hostlink.model.pcie.tlp import TlpFormat, packetize_reads, packetize_writes
 
 # The bounds, in the order that breaks ties (equal bounds report the earlier one).
-BOUNDS = ("link_down", "link_up", "tags", "cpl_credits", "requester", "dram")
+BOUNDS = ("link_down", "link_up", "tags", "cpl_credits", "requester", "dram", "translation")
 _BOUND_NAMES = np.asarray(BOUNDS)
 
 
@@ -131,6 +135,7 @@ class AnalyticResult:
     bw_credits_GBps: np.ndarray
     bw_requester_GBps: np.ndarray
     bw_dram_GBps: np.ndarray
+    bw_translation_GBps: np.ndarray   # inf where nothing misses the TLB
     raw_GBps: np.ndarray              # line rate per direction after encoding
     tlp_capacity_GBps: np.ndarray     # after DLLPs and SKP
     wire_efficiency_down: np.ndarray  # bytes read per completion-direction wire byte
@@ -294,13 +299,16 @@ def _fetched_B(hist: SizeHistogram, burst_B) -> np.ndarray:
 def evaluate(hist: SizeHistogram, *, gen, lanes, tags, rtt_ns, mps_B=256, mrrs_B=512,
              rcb_B=64, addr_64bit=True, ecrc=False, framing_B=None, flit_mode=None,
              cpl_split="mps", dllp_overhead=None, cpl_buffer_B=0, cpl_buffer_hdrs=0,
-             requester_limit=0, dram_GBps=np.inf, dram_burst_B=64) -> AnalyticResult:
+             requester_limit=0, dram_GBps=np.inf, dram_burst_B=64,
+             tlb_miss_rate=0.0, walkers=8, walk_lat_ns=600.0) -> AnalyticResult:
     """Evaluate the bounds for every configuration of the broadcast parameters.
 
     ``dram_GBps`` is the host memory's sustained bandwidth (inf = no DRAM
     bound); ``requester_limit``, ``cpl_buffer_B`` and ``cpl_buffer_hdrs``: 0 =
     unlimited. ``framing_B`` and ``dllp_overhead``: None (or NaN entries) =
-    from the spec tables. ``cpl_split``: "mps" or "rcb" (see the packetiser)."""
+    from the spec tables. ``cpl_split``: "mps" or "rcb" (see the packetiser).
+    ``tlb_miss_rate``: fraction of reads whose page misses the TLB (0 = no
+    translation bound); ``walkers`` page walks of ``walk_lat_ns`` run at once."""
     if not isinstance(hist, SizeHistogram):
         raise ConfigError("evaluate: hist must be a SizeHistogram")
     tags_a = spec.check_range("link.tags", tags, 1.0)
@@ -349,7 +357,14 @@ def evaluate(hist: SizeHistogram, *, gen, lanes, tags, rtt_ns, mps_B=256, mrrs_B
     dram_eff = bytes_all / _fetched_B(hist, dram_burst_B)
     bw_dram = dram_bw * dram_eff
 
-    stack = np.broadcast_arrays(bw_down, bw_up, bw_tags, bw_credits, bw_req, bw_dram)
+    miss = spec.check_range("translation.tlb_miss_rate", tlb_miss_rate, 0.0, 1.0)
+    walks = spec.check_range("translation.walkers", walkers, 0.0, lo_open=True)
+    walk_lat = spec.check_range("translation.miss_lat_ns", walk_lat_ns, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bw_trans = np.where((n_reads > 0) & (miss * walk_lat > 0),
+                            walks * bytes_per_read / (miss * walk_lat), np.inf)
+
+    stack = np.broadcast_arrays(bw_down, bw_up, bw_tags, bw_credits, bw_req, bw_dram, bw_trans)
     stacked = np.stack(stack)
     idx = np.argmin(stacked, axis=0)
     bw = np.min(stacked, axis=0)
@@ -363,7 +378,8 @@ def evaluate(hist: SizeHistogram, *, gen, lanes, tags, rtt_ns, mps_B=256, mrrs_B
     return AnalyticResult(
         bw_GBps=bw, bound_index=idx, bw_link_GBps=b(bw_link), bw_link_down_GBps=b(bw_down),
         bw_link_up_GBps=b(bw_up), bw_tags_GBps=b(bw_tags), bw_credits_GBps=b(bw_credits),
-        bw_requester_GBps=b(bw_req), bw_dram_GBps=b(bw_dram), raw_GBps=b(raw),
+        bw_requester_GBps=b(bw_req), bw_dram_GBps=b(bw_dram),
+        bw_translation_GBps=b(bw_trans), raw_GBps=b(raw),
         tlp_capacity_GBps=b(cap),
         wire_efficiency_down=b(_safe_div(bytes_rd, down, 0.0)),
         wire_efficiency_up=b(_safe_div(bytes_wr, up, 0.0)),
@@ -393,6 +409,14 @@ def system_params(system) -> dict:
     }
 
 
+def translation_params(system, tlb_miss_rate: float) -> dict:
+    """The translation keywords of :func:`evaluate` for a SystemConfig and the
+    miss rate of a stream (none when translation is disabled)."""
+    tr = system.translation
+    return {"tlb_miss_rate": tlb_miss_rate if tr.enabled else 0.0,
+            "walkers": tr.walkers, "walk_lat_ns": tr.miss_lat_ns}
+
+
 def predict_system(system, hist: SizeHistogram | dict | int, **overrides) -> AnalyticResult:
     """Evaluate a SystemConfig for a histogram (or ``{size_B: count}``, or one size).
 
@@ -402,6 +426,7 @@ def predict_system(system, hist: SizeHistogram | dict | int, **overrides) -> Ana
     elif not isinstance(hist, SizeHistogram):
         hist = SizeHistogram.of(hist)
     params = system_params(system)
+    params.update(translation_params(system, 0.0))
     unknown = set(overrides) - set(params)
     if unknown:
         raise ConfigError(f"predict_system: unknown parameter(s) {', '.join(sorted(unknown))}")

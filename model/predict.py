@@ -194,8 +194,18 @@ def _host_costs(stream: RequestStream, system: SystemConfig) -> dict:
 
 # ------------------------------------------------------------------ the modes
 
+def _tlb_miss_rate(stream: RequestStream, system: SystemConfig) -> float:
+    """Fraction of the host requests whose page misses the GPU's TLB, in the
+    order resident warps issue them (0 with translation disabled)."""
+    if not system.translation.enabled:
+        return 0.0
+    from hostlink.model.translation import stream_translation
+    resident = system.gpu.sm_count * system.gpu.max_warps_per_sm
+    return stream_translation(stream, system.translation, resident).tlb_miss_rate
+
+
 def _zerocopy_analytic(stream, system, common) -> dict:
-    from hostlink.model.analytic import predict_system
+    from hostlink.model.analytic import predict_system, translation_params
     n = common["launches"]
     host = common["host"]
     gpu = system.gpu
@@ -205,7 +215,8 @@ def _zerocopy_analytic(stream, system, common) -> dict:
     path_ns = critical_path_ns(stream, system.link.rtt_ns, gpu.device_lat_ns,
                                gpu.loads_in_flight_per_warp)
     if host.any():
-        res = predict_system(system, size_histogram(stream)).item()
+        res = predict_system(system, size_histogram(stream),
+                             **translation_params(system, _tlb_miss_rate(stream, system))).item()
         bw = res["bw_GBps"]
         link_ns = _per_launch_sum(stream, host, stream.size_B.astype(np.float64)) / bw
         bound_name = res["bound"]
