@@ -28,7 +28,11 @@ the fit), after a coarse scan of the parameter range:
    line) reach 43 GB/s, 805 reads in flight at the 1.19 us round trip, more
    than a count fitted on 128 B reads (479) or the 768 tags allow, while a
    byte limit leaves the tags (``link.tags``) to bind them. The count
-   ``gpu.max_outstanding_host_reads`` keeps its base value;
+   ``gpu.max_outstanding_host_reads`` keeps its base value. The same step fits
+   ``options.link.rtt_at_full_link_ns``, the growth of the round trip with the
+   link's load (:func:`hostlink.validation.twins.loaded_prediction`), from the
+   points below the plateau: the round trip each implies (reads in flight x
+   size / bandwidth) against its share of the plateau;
 5. ``translation.tlb_entries`` and ``translation.miss_lat_ns`` from random
    128 B lines over growing regions (``micro/zc_read/random``): the region
    where bandwidth falls gives the reach (entries x page_B; page_B is kept),
@@ -99,7 +103,7 @@ class Param:
     integer: bool = False
     log: bool = True          # fit in log space (positive parameters)
     sens_step: float = 0.05   # linear keys: smallest step of the identifiability test
-    zero_unlimited: bool = False  # 0 means "no limit": the fit must beat that to count
+    zero_neutral: bool = False  # 0 means "no limit" / "no effect": the fit must beat that
 
 
 @dataclass(frozen=True)
@@ -138,9 +142,23 @@ def _guess_dllp(prob, system, base):
 
 
 def _guess_requester(prob, system, base):
-    """Little's law on the highest measured bandwidth: bytes in flight = bw x RTT."""
+    """Little's law on the highest measured bandwidth: bytes in flight = bw x RTT; and
+    below the plateau the round trip each point implies, reads x size / bw, against
+    its share of the plateau (the link's load): the growth at full load."""
     i = int(np.argmax(prob.measured_arr))
-    return {"link.cpl_buffer_B": max(1, int(round(prob.measured_arr[i] * system.link.rtt_ns)))}
+    out = {"link.cpl_buffer_B": max(1, int(round(prob.measured_arr[i] * system.link.rtt_ns)))}
+    plateau = prob.measured_arr[i]
+    load, rtt = [], []
+    for t, bw in zip(prob.twins, prob.measured_arr):
+        if bw < 0.9 * plateau and t.stream is not None and len(t.stream):
+            n = float(t.extra.get("warps", 0)) * int(t.params.get("unroll", 1) or 1)
+            size = float(np.mean(t.stream.size_B))
+            load.append(bw / plateau)
+            rtt.append(n * size / bw)                     # B / (B/ns) = ns
+    if len(load) >= 2:
+        x, y = np.asarray(load), np.asarray(rtt) - system.link.rtt_ns
+        out["options.link.rtt_at_full_link_ns"] = max(0.0, float(np.dot(x, y) / np.dot(x, x)))
+    return out
 
 
 def _guess_translation(prob, system, base):
@@ -216,10 +234,13 @@ STEPS: tuple[Step, ...] = (
          explain="copy-engine plateau (copies >= 16 MiB) against the link's TLP capacity",
          guess=_guess_dllp),
     Step("requester_limit", (Param("link.cpl_buffer_B", 256, 1 << 24, integer=True,
-                                   zero_unlimited=True),),
+                                   zero_neutral=True),
+                             Param("options.link.rtt_at_full_link_ns", 0.0, 1e4, log=False,
+                                   sens_step=50.0, zero_neutral=True)),
          ("micro/zc_warps",),
          explain="bandwidth against warps in flight: Little's law on the plateau gives the "
-                 "completion bytes the GPU keeps in flight",
+                 "completion bytes the GPU keeps in flight, the round trips below it their "
+                 "growth with the reads in flight",
          guess=_guess_requester),
     Step("translation", (Param("translation.tlb_entries", 1, 1 << 20, integer=True),
                          Param("translation.miss_lat_ns", 1.0, 1e5)),
@@ -331,7 +352,8 @@ def _clean(v):
 OPTION_PREFIX = "options."
 #: Model options a step may fit (keywords of the model beyond the system config) and
 #: their values when a calibration does not set them (the model's defaults).
-OPTION_DEFAULTS = {"options.uvm.block_us": 0.0, "options.uvm.move_page_us": 0.0}
+OPTION_DEFAULTS = {"options.uvm.block_us": 0.0, "options.uvm.move_page_us": 0.0,
+                   "options.link.rtt_at_full_link_ns": 0.0}
 
 
 def _get(system, key: str, options: dict | None = None):
@@ -522,7 +544,7 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
                 d = np.abs(np.log(prob.predict(system, v) / pred_fit))
             moved = max(moved, float(np.nanmax(d)) if len(d) else 0.0)
         identifiable[p.key] = moved >= SENSITIVITY_MIN
-        if p.zero_unlimited and identifiable[p.key]:
+        if p.zero_neutral and identifiable[p.key]:
             # a limit the data do not need: no limit at all fits them as well (within half
             # a point of MAPE, the noise of a few repetitions)
             if mape_of({**values, p.key: 0}) <= mape_of(values) + 0.5:

@@ -153,17 +153,14 @@ EFFECTS = {
         "L1 hits the cache model misses: its sets are indexed by address modulo the set count, "
         "so chunk strides of 512 B and 4 KiB fall in a few sets, and warps reach it in lockstep"),
     "micro/zc_read/random": (
-        "translation misses beyond the TLB reach (large regions), or cache hits of host lines "
-        "the GPU does not have (the H200 keeps no host lines in L2: "
-        "random lines over 16 MiB run at link speed with the default operator) and L1 hits "
-        "that cost the model no time (4 KiB regions run at the L1's 628 GB/s, not infinitely "
-        "fast)",
+        "translation misses beyond the TLB reach (large regions), or L1 hits that cost the "
+        "model no time (4 KiB regions run at the L1's 628 GB/s, not infinitely fast)",
         "translation reach larger than configured (fewer misses)"),
     "micro/zc_warps": (
-        "a round trip that grows with the reads in flight (on the H200 1.22 us up to 16 warps, "
-        "1.41 us at 264, 1.54 us at 528, about 0.6 ns per read in flight, at 25-85% of the "
-        "link) and a per-warp issue cost of back-to-back loads (one warp's 4 loads take 1.33 us "
-        "against 1.22 us for one); the DES's round trip is fixed and its loads issue at once",
+        "a per-warp issue cost of back-to-back loads (one warp's 4 loads take 1.33 us on the "
+        "H200 against 1.22 us for one, about 37 ns per further load); the engines issue an "
+        "instruction's loads at once (the round trip's growth with the link's load is in the "
+        "twins' mean-field loaded round trip)",
         "more requests in flight per warp than the unroll (the hardware runs ahead)"),
     "micro/memcpy": (
         "the copy engine's per-copy setup cost (driver and engine start-up), which the model "
@@ -180,10 +177,13 @@ EFFECTS = {
         "fault batches that the driver overlaps or that serve more faults than modelled"),
     "traversal/zerocopy": (
         "work of the warps beside their host loads: the visits' device-memory reads and "
-        "atomics (the twins emit host loads only), the round trip growing with the reads in "
-        "flight and the issue cost of back-to-back loads (see micro/zc_warps)",
-        "host-memory sectors served by the GPU's caches that the cache model misses, or more "
-        "loads in flight per warp than the kernel's load-ahead"),
+        "atomics (the twins emit host loads only) and the issue cost of back-to-back loads "
+        "(see micro/zc_warps); or a loaded round trip above the run's mean for launches "
+        "busier than the average (one mean-field round trip serves every launch)",
+        "host-memory sectors served by the GPU's caches that the cache model misses, more "
+        "loads in flight per warp than the kernel's load-ahead, or a loaded round trip below "
+        "the run's mean for its many quiet launches (one mean-field round trip serves every "
+        "launch)"),
     "traversal/uvm": (
         "fault-service costs and thrashing the UVM model does not capture, and the device work "
         "of the visits",

@@ -37,7 +37,8 @@ that issues the same memory traffic in the model:
 
 Caches: host loads with the default cache operator go through the caches
 :func:`hostlink.traces.cache.host_read_cache` gives for the system's GPU (the
-coalescer with ``cache_host=True``; ``cache = cg``: the L2 alone, ``cv``: none),
+coalescer with ``cache_host=True``; ``cache = cg``: those without the L1,
+``cv``: none),
 loads reaching them in issue order (warps in turn, the loads of an unrolled
 group back to back); a load that hits sends no request and costs the model no
 time. The traversal twins' edge-list loads take the same caches.
@@ -242,17 +243,27 @@ class ModelRun:
     host_bytes_B: float = 0.0      # bytes the host requests moved
 
 
+LOADED_RTT_PASSES = 4          # at most: the fixed point settles in two or three
+LOADED_RTT_TOL = 2e-3          # relative change of the predicted time that ends the passes
+
+
 def run_model(stream: RequestStream, system, mode: str, fidelity: str,
               options: dict | None = None) -> ModelRun:
     """Predict one request stream with :func:`hostlink.model.predict.predict`.
 
-    ``options``: model options beyond the system config, ``{"uvm": {...}}``
-    (keywords of :func:`hostlink.model.uvm.simulate_uvm`, used in the UVM modes)."""
+    ``options``: model options beyond the system config: ``{"uvm": {...}}``
+    (keywords of :func:`hostlink.model.uvm.simulate_uvm`, used in the UVM modes) and
+    ``{"link": {"rtt_at_full_link_ns": d}}``, a round trip that grows with the link's
+    load (zero-copy mode; see :func:`loaded_prediction`)."""
     from hostlink.model.predict import predict
 
     uvm_options = dict((options or {}).get("uvm") or {})
-    pred = predict(stream, system, mode=mode, fidelity=fidelity,
-                   uvm_options=uvm_options if mode in ("uvm", "uvm_readmostly") else None)
+    full_ns = float(((options or {}).get("link") or {}).get("rtt_at_full_link_ns", 0.0) or 0.0)
+    if mode == "zerocopy" and full_ns > 0:
+        pred = loaded_prediction(stream, system, fidelity, full_ns)
+    else:
+        pred = predict(stream, system, mode=mode, fidelity=fidelity,
+                       uvm_options=uvm_options if mode in ("uvm", "uvm_readmostly") else None)
     kernel = getattr(pred, "kernel_time_s", None)
     per_launch = getattr(pred, "per_launch_kernel_s", None)
     if per_launch is not None:
@@ -263,6 +274,48 @@ def run_model(stream: RequestStream, system, mode: str, fidelity: str,
         kernel_ns = np.asarray([pred.time_s * 1e9])
     return ModelRun(time_ns=float(pred.time_s) * 1e9, kernel_ns=kernel_ns,
                     host_bytes_B=float(getattr(pred, "host_bytes_B", 0.0) or 0.0))
+
+
+def link_utilisation(pred, system) -> float:
+    """Share of the run's kernel time the downstream link spends on its completions."""
+    from hostlink.model.des.inputs import link_rate_Bpns
+
+    kernel_ns = float(np.sum(pred.per_launch_kernel_s)) * 1e9
+    if kernel_ns <= 0:
+        return 0.0
+    return min(1.0, float(pred.wire_B_down) / (kernel_ns * link_rate_Bpns(system)))
+
+
+def loaded_prediction(stream: RequestStream, system, fidelity: str, full_ns: float):
+    """Zero-copy prediction with a round trip that grows with the link's load.
+
+    On the H200 the round trip of a 128 B read grows with the load long before the
+    link saturates (1.22 us up to 16 warps with one read each, 1.32 us at 132 warps
+    and 25% of the link, 1.41 us at 264 and 47%, 1.54 us at 528 and 85%): about
+    ``full_ns`` x the downstream link's utilisation, which the engines' fixed
+    ``link.rtt_ns`` does not give (their queueing adds only the link's own
+    serialisation). Mean-field approximation, pending a per-read mechanism in the
+    engines: the run is predicted with ``rtt_ns = link.rtt_ns + full_ns * U``, U the
+    utilisation of the previous pass (:func:`link_utilisation`), from U of the
+    unloaded pass until the time moves by less than ``LOADED_RTT_TOL``. One U stands
+    for every launch of a run, so short launches on a quiet link get the round trip
+    of the busy ones."""
+    from hostlink.model.config import system_with
+    from hostlink.model.predict import predict
+
+    rtt0 = float(system.link.rtt_ns)
+    pred = predict(stream, system, mode="zerocopy", fidelity=fidelity)
+    for _ in range(LOADED_RTT_PASSES):
+        u = link_utilisation(pred, system)
+        if u <= 0:
+            break
+        nxt = predict(stream, system_with(system, {"link.rtt_ns": rtt0 + full_ns * u}),
+                      mode="zerocopy", fidelity=fidelity)
+        done = abs(nxt.time_s - pred.time_s) <= LOADED_RTT_TOL * pred.time_s
+        pred = nxt
+        if done:
+            break
+    return pred
 
 
 # ----------------------------------------------------------------------------
@@ -313,18 +366,20 @@ def _ranges_stream(row_warp, row_inst, lo, hi, range_row, *, space, launches,
 def host_cache_for(params: dict, system):
     """The caches a microbenchmark's host loads go through: the GPU's
     (:func:`hostlink.traces.cache.host_read_cache`) for the default cache
-    operator, its L2 alone for ``cache = cg`` (``ld.cg`` bypasses L1), none for
-    ``cache = cv`` (``ld.cv`` fetches again) or when the GPU does not cache host reads."""
+    operator, without the L1 for ``cache = cg`` (``ld.cg`` bypasses it), none for
+    ``cache = cv`` (``ld.cv`` fetches again) or when no level is left."""
     from hostlink.traces.cache import host_read_cache
 
     op = str(params.get("cache", "default"))
     if op == "cv":
         return None
     cache = host_read_cache(system.gpu)
-    if cache is None or op != "cg":
-        return cache
-    import dataclasses
-    return dataclasses.replace(cache, l1_size_B=0)
+    if cache is not None and op == "cg":
+        import dataclasses
+        cache = dataclasses.replace(cache, l1_size_B=0)
+    if cache is None or (cache.l1_size_B == 0 and cache.l2_size_B == 0):
+        return None
+    return cache
 
 
 def _lane_stream(warp, j, gid, lane_addr, lane_mask, width_B: int, *, launches, cache,

@@ -233,3 +233,26 @@ def test_a_fit_the_model_cannot_make_is_rejected(tmp_path):
     assert fit.note.startswith("fit rejected") and not fit.identifiable["link.rtt_ns"]
     assert cal.system.link.rtt_ns == 1000.0
     assert "not calibrated" in cal.system.provenance["link.rtt_ns"]
+
+
+def test_recovers_the_loaded_round_trip(tmp_path):
+    # a round trip 400 ns longer at full link load: the points below the plateau give it
+    truth = load_system("h100-pcie5", {"link.rtt_ns": 1300.0})
+    opts = {"link": {"rtt_at_full_link_ns": 400.0}}
+    cases = {}
+    for w in (1, 66, 132, 264, 528, 4224):
+        naming = dict(pattern="coalesced", offset_B=0, bytes_per_lane=4, memory_mode="zerocopy",
+                      warps=w, unroll=1, cache="cv")
+        cases[micro_case_name("zc_warps", naming)] = dict(kind="micro", benchmark="zc_warps",
+                                                          **naming, total_B=256 * MiB,
+                                                          max_per_warp_B=1 * MiB)
+    write_results(synthesize(cases, truth, fidelity="analytic", noise_pct=0.3, seed=4,
+                             max_requests=1 << 12, options=opts), tmp_path)
+    (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
+    cal = calibrate(tmp_path, truth, fidelity="analytic", max_requests=1 << 12,
+                    only=["requester_limit"])
+    (fit,) = cal.fits
+    assert fit.identifiable["options.link.rtt_at_full_link_ns"]
+    assert fit.values["options.link.rtt_at_full_link_ns"] == pytest.approx(400.0, rel=0.1)
+    assert cal.options["link"]["rtt_at_full_link_ns"] == pytest.approx(400.0, rel=0.1)
+    assert not fit.identifiable["link.cpl_buffer_B"]               # no limit was needed
