@@ -923,17 +923,23 @@ def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
                 max_requests: int = DEFAULT_MAX_REQUESTS,
                 max_uvm_B: int = DEFAULT_MAX_UVM_B,
                 options: dict | None = None, timings: dict | None = None,
-                max_sources: int | None = None) -> tuple[pd.DataFrame, dict[str, str]]:
+                max_sources: int | None = None, skip_cases: set[str] | None = None,
+                on_case: Callable[[str, pd.DataFrame, str | None], None] | None = None,
+                ) -> tuple[pd.DataFrame, dict[str, str]]:
     """Tidy predicted rows for every measured case (model_kind = fidelity), and the
     cases whose twin failed with the reason (``options``: see :func:`run_model`;
     ``timings``, a dict, receives each traversal case's wall-clock seconds, and
     ``max_sources`` samples each traversal case's sources, see
-    :func:`predict_traversal`)."""
+    :func:`predict_traversal`). ``skip_cases``: cases not predicted (already done
+    elsewhere, e.g. a resumed report); ``on_case(case, rows, failure)`` is called as
+    each case finishes, with its tidy rows (empty if it failed) and the failure
+    message or None, so a caller can keep finished cases."""
     from hostlink.validation.results_io import make_table, unit_of
 
     if fidelity not in ("des", "analytic"):
         raise TwinError(f"fidelity must be 'des' or 'analytic', not '{fidelity}'")
-    cases = [c for c in run.measured["case"].unique() if selected(c, only)]
+    skip = set(skip_cases or ())
+    cases = [c for c in run.measured["case"].unique() if selected(c, only) and c not in skip]
     graphs = GraphSource(run, graph_dir)
     def order_key(c):
         p = run.cases[c]
@@ -946,6 +952,8 @@ def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
     for case in order:
         params = run.cases[case]
         kind = params.get("kind")
+        first = len(rows)
+        failure = None
         try:
             if kind == "micro":
                 twin = build_micro(case, params, system, hints=lambda m, c=case: run.hint(c, m),
@@ -964,7 +972,9 @@ def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
                     rows.append((run_id, run.experiment, case, fidelity, metric, value,
                                  unit_of(metric), rep))
         except HostlinkError as exc:
-            failures[case] = str(exc)
+            failures[case] = failure = str(exc)
+        if on_case is not None:
+            on_case(case, make_table(rows[first:]), failure)
         bar(case)
     return make_table(rows), failures
 
