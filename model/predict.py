@@ -32,7 +32,10 @@ time, take longest), plus the launch overhead and, after the first launch,
 the level synchronisation. Zero-copy, des: the discrete-event model
 (:mod:`hostlink.model.des`). UVM: the UVM model's service and device time per
 launch plus the same overheads, at either fidelity (it is itself a
-simulation; ``extra["uvm"]`` holds its full result). Device: the host
+simulation; ``extra["uvm"]`` holds its full result), to which the kernel's own
+time with every page resident (device mode at the same fidelity) is added. Every
+mode's launch then takes at least its CTAs' dispatch and the launch's own time
+(:func:`launch_floor`: ``gpu.cta_dispatch_ns``, ``gpu.launch_ns``). Device: the host
 requests are served by device memory (the analytic bound is bandwidth and
 latency as above; the DES runs the stream with every request on the device path).
 
@@ -322,22 +325,74 @@ def _device_analytic(stream, system, common) -> dict:
     return {"kernel_ns": kernel_ns, "bound": bound, "extra": {}}
 
 
-def _uvm(stream, system, common, read_mostly: bool, options: dict) -> dict:
+def _uvm(stream, system, common, read_mostly: bool, options: dict, fidelity: str = "analytic",
+         engine: str = "fast") -> dict:
+    """Fault service (the UVM model) plus the kernel's own run with every page resident:
+    the stream in device mode at the same fidelity (latency, device bandwidth, CTA
+    slots), as the model's faults stall the warps while batches are serviced, not
+    overlapped with the work (see :mod:`hostlink.model.uvm.model`)."""
     from hostlink.model.pcie.tlp import packetize_reads
     from hostlink.model.des.inputs import tlp_format
     from hostlink.model.uvm import simulate_uvm
     res = simulate_uvm(stream, system, read_mostly=read_mostly, **options)
     n = common["launches"]
-    kernel_ns = np.zeros(n)
+    service_ns = np.zeros(n)
     for row in res.per_launch:
-        kernel_ns[row.launch] += row.time_s * 1e9
+        service_ns[row.launch] += row.service_time_s * 1e9
+    work = (_zerocopy_des(stream, system, common, engine, as_device=True) if fidelity == "des"
+            else _device_analytic(stream, system, common))
+    work_ns = np.asarray(work["kernel_ns"], dtype=np.float64)
+    kernel_ns = service_ns + np.pad(work_ns, (0, max(0, n - len(work_ns))))[:n]
     page = system.uvm.page_B
     pk = packetize_reads(0, page, tlp_format(system))
     pages = res.h2d_B / page
-    bound = "uvm_service" if res.service_time_s >= res.device_time_s else "device"
+    bound = "uvm_service" if service_ns.sum() >= work_ns.sum() else "device"
     return {"kernel_ns": kernel_ns, "bound": bound, "uvm": res,
             "wire_B_down": float(pk.down_wire_B) * pages, "wire_B_up": float(pk.up_wire_B) * pages,
             "extra": {"uvm": res.to_dict()}}
+
+
+# ------------------------------------------------------------------ the launch itself
+
+def launch_ctas(stream: RequestStream, n: int) -> np.ndarray:
+    """CTAs of each of the stream's ``n`` launches (from its launch records; a launch
+    without one counts the distinct CTAs its requests come from)."""
+    ctas = np.zeros(n)
+    for k, info in enumerate(stream.launches[:n]):
+        ctas[k] = info.ctas
+    missing = np.flatnonzero(ctas == 0)
+    if len(missing) and len(stream):
+        wpc = np.array([max(1, i.warps_per_cta) for i in stream.launches] or [1], dtype=np.int64)
+        la = stream.launch.astype(np.int64)
+        per = wpc[np.minimum(la, len(wpc) - 1)] if len(stream.launches) else np.ones_like(la)
+        cta = stream.warp.astype(np.int64) // per
+        for k in missing:
+            sel = la == k
+            ctas[k] = len(np.unique(cta[sel])) if sel.any() else 0
+    return ctas
+
+
+def launch_floor(kernel_ns: np.ndarray, stream: RequestStream,
+                 system: SystemConfig) -> tuple[np.ndarray, bool]:
+    """Kernel time per launch with the launch itself: ``max(work, ctas x
+    gpu.cta_dispatch_ns) + gpu.launch_ns``, and whether the dispatch bound the run.
+
+    The CTA dispatcher starts CTAs no faster than one every ``cta_dispatch_ns``
+    (measured with empty kernels, ``micro/launch``), so a launch whose CTAs have
+    little to do (a traversal level with a small frontier over a grid of one warp
+    per vertex) lasts as long as dispatching its grid; ``launch_ns`` is what a
+    pair of CUDA events around a launch adds beyond it. The two overlap the work
+    as a maximum, not a sum: CTAs dispatched while earlier ones wait on memory
+    cost nothing extra (an approximation: the engines do not hold CTAs back)."""
+    gpu = system.gpu
+    if gpu.cta_dispatch_ns <= 0 and gpu.launch_ns <= 0:
+        return kernel_ns, False
+    n = len(kernel_ns)
+    dispatch_ns = launch_ctas(stream, n) * gpu.cta_dispatch_ns
+    bound = bool(dispatch_ns.sum() > 0 and
+                 np.where(dispatch_ns > kernel_ns, dispatch_ns, 0.0).sum() > 0.5 * np.maximum(
+                     dispatch_ns, kernel_ns).sum())
+    return np.maximum(kernel_ns, dispatch_ns) + (gpu.launch_ns if n else 0.0), bound
 
 
 # ------------------------------------------------------------------ entry point
@@ -368,7 +423,8 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
                     dram_B=0)
         link_B = moved_B = 0.0
     else:
-        part = _uvm(stream, system, common, mode == "uvm_readmostly", uvm_options or {})
+        part = _uvm(stream, system, common, mode == "uvm_readmostly", uvm_options or {},
+                    fidelity, engine)
         res = part.pop("uvm")
         part.update(outstanding_mean=nan, outstanding_peak=nan, dram_B=int(res.h2d_B))
         link_B = float(res.h2d_B + res.d2h_B)
@@ -376,6 +432,9 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
     kernel_ns = np.asarray(part["kernel_ns"], dtype=np.float64)
     if len(kernel_ns) < n:
         kernel_ns = np.pad(kernel_ns, (0, n - len(kernel_ns)))
+    kernel_ns, floor_bound = launch_floor(kernel_ns, stream, system)
+    if floor_bound:
+        part["bound"] = "cta_dispatch"
     gaps = _overheads_ns(system, n)
     per_launch_ns = gaps + kernel_ns
     total_s = float(per_launch_ns.sum()) * 1e-9

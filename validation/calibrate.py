@@ -9,7 +9,16 @@ one set of microbenchmark groups match their measured medians, by
 robust soft-L1 loss, so a few cases the model cannot represent do not drag
 the fit), after a coarse scan of the parameter range:
 
-1. ``gpu.device_lat_ns`` from the device pointer chase (``micro/ptr_chase/device``);
+0. ``gpu.launch_ns`` and ``gpu.cta_dispatch_ns`` from empty kernels over grids of 1
+   to 2^21 CTAs (``micro/launch/empty``): a launch takes a fixed time plus one
+   dispatch interval per CTA (:func:`hostlink.model.predict.launch_floor`); the
+   launches whose warps each load a device word (``micro/launch/label``) are held
+   out;
+1. ``gpu.device_lat_ns`` from the device pointer chase (``micro/ptr_chase/device``)
+   past the L1 (cache ``cg``/``cv``) in chains of at most 2 MiB, which the L2 holds:
+   the latency of the traversals' device loads while their arrays fit the L2 (the
+   twins model no device cache; loads that miss the L2, ~340 ns on an H200, are
+   not separated);
 2. ``link.rtt_ns`` from the host pointer chase (``micro/ptr_chase/host``): the
    model's latency of one dependent read is rtt_ns plus its serialisation and
    DRAM service (and a page walk on a TLB miss), so the fitted rtt_ns is the
@@ -89,6 +98,7 @@ MAX_FIT_MAPE_PCT = 25.0       # a best fit worse than this is rejected: the mode
 RANDOM_REGION_MIN_B = 1 << 20  # smaller regions crowd the grid's reads on a few lines
 DEFAULT_MAX_REQUESTS = 1 << 17
 MEMCPY_PLATEAU_MIN_B = 16 << 20
+DEVICE_L2_CHAIN_MAX_B = 2 << 20   # device chains every GPU's L2 holds (V100: 6 MiB)
 
 
 class CalibrationError(HostlinkError):
@@ -122,6 +132,26 @@ class Step:
 
 def _is_host_chase(p: dict) -> bool:
     return p.get("memory_mode", "zerocopy") in ("zerocopy", "registered")
+
+
+def _is_l2_device_chase(p: dict) -> bool:
+    """Device chases that hit the L2: past the L1 (cache cg or cv) and small enough
+    for any L2 (``DEVICE_L2_CHAIN_MAX_B``); the twins model no device cache, so these
+    give the latency of a device load that misses the L1, what the traversals' device
+    arrays see while the L2 holds them."""
+    return (p.get("cache", "default") in ("cg", "cv")
+            and int(p.get("footprint_B", 0) or 0) <= DEVICE_L2_CHAIN_MAX_B)
+
+
+def _guess_launch(prob, system, base):
+    """Empty launches take ``launch_ns + ctas x cta_dispatch_ns``: a line through the
+    measured times (least squares, both coefficients kept positive)."""
+    ctas = np.asarray([float(t.extra["ctas"]) for t in prob.twins])
+    y = prob.measured_arr * 1e3                                   # us -> ns
+    a = np.stack([np.ones_like(ctas), ctas], axis=1) / y[:, None]  # relative errors
+    from scipy.optimize import nnls
+    x, _ = nnls(a, np.ones_like(y))
+    return {"gpu.launch_ns": max(1.0, float(x[0])), "gpu.cta_dispatch_ns": max(1e-3, float(x[1]))}
 
 
 def _guess_additive(key: str):
@@ -221,9 +251,14 @@ def _guess_uvm_costs(prob, system, base):
 
 
 STEPS: tuple[Step, ...] = (
+    Step("launch", (Param("gpu.launch_ns", 1.0, 1e6), Param("gpu.cta_dispatch_ns", 1e-3, 1e3)),
+         ("micro/launch/empty",), guess=_guess_launch,
+         explain="empty kernels against their grid: a fixed time per launch plus a time per "
+                 "CTA dispatched"),
     Step("device_latency", (Param("gpu.device_lat_ns", 20.0, 1e5),),
-         ("micro/ptr_chase/device",), explain="device pointer-chase latency",
-         guess=_guess_additive("gpu.device_lat_ns"), prefer=("cache", "cv")),
+         ("micro/ptr_chase/device",), select=_is_l2_device_chase,
+         explain="device pointer chase past the L1, in a chain the L2 holds",
+         guess=_guess_additive("gpu.device_lat_ns")),
     Step("host_round_trip", (Param("link.rtt_ns", 50.0, 1e5),),
          ("micro/ptr_chase/host",), select=_is_host_chase,
          explain="host pointer-chase latency less the model's serialisation, DRAM and walk parts",

@@ -40,7 +40,7 @@ Layout (every key is checked; an unknown key or a bad value raises
     id_bytes = 8
 
     [[micro]]                  # a group of microbenchmark points
-    benchmark = "zc_read"      # memcpy, zc_read, zc_warps, ptr_chase, uvm_touch
+    benchmark = "zc_read"      # memcpy, zc_read, zc_warps, ptr_chase, uvm_touch, launch
     pattern = ["coalesced"]    # each parameter: one value or a list
     offset_B = [0, 32, 64, 96] # sizes: integers (bytes) or strings like "64 MiB"
     reps = 5                   # settings (see MICRO_BENCHMARKS) take one value
@@ -133,6 +133,12 @@ MICRO_BENCHMARKS: dict[str, tuple[str, dict[str, Param]]] = {
         "steps": Param("int", 2000, naming=False, minimum=1),
         "reps": Param("int", 3, naming=False, minimum=1),
         "seed": Param("int", 1, naming=False),
+    }),
+    "launch": ("launch_grid", {
+        "ctas": Param("int", 1, minimum=1),
+        "threads_per_cta": Param("int", 256, minimum=32),
+        "work": Param("choice", "empty", ("empty", "label")),
+        "reps": Param("int", 10, naming=False, minimum=1),
     }),
     "uvm_touch": ("uvm_touch", {
         "size_B": Param("size", 256 << 20, minimum=4096),

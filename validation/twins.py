@@ -91,7 +91,7 @@ MIN_LOADS_PER_WARP = 8
 
 #: The metric each benchmark is judged by (the others are reported too).
 PRIMARY_METRIC = {"memcpy": "bw_GBps", "zc_read": "bw_GBps", "zc_warps": "bw_GBps",
-                  "ptr_chase": "lat_ns", "uvm_touch": "time_ms"}
+                  "ptr_chase": "lat_ns", "uvm_touch": "time_ms", "launch": "time_us"}
 TRAVERSAL_PRIMARY = "kernel_time_ms"
 
 #: Harness memory mode -> the model's prediction mode.
@@ -210,6 +210,8 @@ def micro_group(params: dict) -> str:
         return f"micro/ptr_chase/{where}"
     if b == "uvm_touch":
         return f"micro/uvm_touch/{params.get('advice', 'none')}/{params.get('pattern', 'seq')}"
+    if b == "launch":
+        return f"micro/launch/{params.get('work', 'empty')}"
     return f"micro/{b}"
 
 
@@ -593,9 +595,19 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
                      extra={"warps": warps, "cached": cache is not None})
 
 
+def without_launch(system):
+    """``system`` without the launch's own costs (``gpu.launch_ns``,
+    ``gpu.cta_dispatch_ns``): for twins that time the steady state of a prefix of
+    the traffic or time inside the kernel (the pointer chase's %globaltimer)."""
+    from hostlink.model.config import system_with
+    if system.gpu.launch_ns == 0 and system.gpu.cta_dispatch_ns == 0:
+        return system
+    return system_with(system, {"gpu.launch_ns": 0.0, "gpu.cta_dispatch_ns": 0.0})
+
+
 def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str,
                            options: dict | None = None) -> dict[str, float]:
-    run = run_model(twin.stream, system, twin.mode, fidelity, options)
+    run = run_model(twin.stream, without_launch(system), twin.mode, fidelity, options)
     kernel_ns = float(np.sum(run.kernel_ns))
     if kernel_ns <= 0:
         raise TwinError(f"case '{twin.case}': the model predicted no time")
@@ -654,7 +666,7 @@ def build_ptr_chase(case: str, params: dict, system, *,
 
 def _predict_ptr_chase(twin: MicroTwin, system, fidelity: str,
                        options: dict | None = None) -> dict[str, float]:
-    run = run_model(twin.stream, system, twin.mode, fidelity, options)
+    run = run_model(twin.stream, without_launch(system), twin.mode, fidelity, options)
     if len(run.kernel_ns) < 2:
         raise TwinError(f"case '{twin.case}': the model returned no per-launch times")
     timed_ns = float(run.kernel_ns[1])
@@ -741,7 +753,54 @@ def _predict_uvm_touch(twin: MicroTwin, system, fidelity: str,
     return out
 
 
+def build_launch(case: str, params: dict, system, *,
+                 max_requests: int = DEFAULT_MAX_REQUESTS) -> MicroTwin:
+    """Twin of a launch-time point: ``ctas`` CTAs of ``threads_per_cta`` threads;
+    work ``label``: each warp loads the 4 B word of its global warp id (all lanes one
+    address: one 32 B device read per warp), ``empty``: no memory traffic. The
+    label loads of at most ``max_requests`` warps (whole CTAs) are simulated and
+    their time scaled to the grid."""
+    ctas = int(params.get("ctas", 1))
+    threads = int(params.get("threads_per_cta", 256))
+    work = params.get("work", "empty")
+    if ctas < 1 or threads < 32 or threads % 32:
+        raise TwinError(f"case '{case}': ctas must be >= 1 and threads_per_cta a multiple of 32")
+    if work not in ("empty", "label"):
+        raise TwinError(f"case '{case}': unknown work '{work}'")
+    wpc = threads // 32
+    stream = None
+    sim_ctas = ctas
+    if work == "label":
+        sim_ctas = max(1, min(ctas, max_requests // wpc))
+        warps = sim_ctas * wpc
+        warp = np.arange(warps, dtype=np.int64)
+        lo = MICRO_BASE + (warp * 4) // SECTOR_B * SECTOR_B
+        stream = _ranges_stream(warp, np.zeros(warps, dtype=np.int64), lo, lo + SECTOR_B,
+                                np.arange(warps), space=SPACE_DEVICE,
+                                launches=(LaunchInfo("launch_grid", sim_ctas, wpc, threads),))
+    return MicroTwin(case, "launch", params, "device", stream, float(ctas), float(sim_ctas),
+                     extra={"ctas": ctas})
+
+
+def _predict_launch(twin: MicroTwin, system, fidelity: str,
+                    options: dict | None = None) -> dict[str, float]:
+    """``launch_ns + max(work, ctas x cta_dispatch_ns)`` (:func:`hostlink.model.predict.launch_floor`),
+    the work the label loads' device time scaled from the simulated CTAs."""
+    work_ns = 0.0
+    if twin.stream is not None:
+        run = run_model(twin.stream, without_launch(system), "device", fidelity, options)
+        work_ns = float(np.sum(run.kernel_ns)) * twin.scale
+    ctas = int(twin.extra["ctas"])
+    gpu = system.gpu
+    time_ns = max(work_ns, ctas * gpu.cta_dispatch_ns) + gpu.launch_ns
+    if time_ns <= 0:
+        raise TwinError(f"case '{twin.case}': the model predicted no time (gpu.launch_ns and "
+                        "gpu.cta_dispatch_ns are 0: the launch is not modelled)")
+    return {"time_us": time_ns * 1e-3, "time_ms": time_ns * 1e-6, "ns_per_cta": time_ns / ctas}
+
+
 _PREDICTORS: dict[str, Callable] = {
+    "launch": _predict_launch,
     "zc_read": _predict_bandwidth_run, "zc_warps": _predict_bandwidth_run,
     "ptr_chase": _predict_ptr_chase, "memcpy": _predict_memcpy, "uvm_touch": _predict_uvm_touch,
 }
@@ -762,6 +821,8 @@ def build_micro(case: str, params: dict, system, *, hints: Callable[[str], float
         return build_memcpy(case, params, system)
     if bench == "uvm_touch":
         return build_uvm_touch(case, params, system, warps_hint=warps_hint, max_uvm_B=max_uvm_B)
+    if bench == "launch":
+        return build_launch(case, params, system, max_requests=max_requests)
     raise TwinError(f"case '{case}': no twin for benchmark '{bench}'")
 
 
@@ -874,24 +935,27 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     if kernel == "pagerank":
         kw["iterations"] = int(params.get("iterations", 10))
     elem_B = id_bytes + (4 if kernel == "sssp" else 0)
-    from hostlink.traces.cache import host_read_cache
-    cache = host_read_cache(system.gpu)
+    from hostlink.traces.cache import CacheConfig, host_read_cache
+    from hostlink.traces.coalescer import coalesce
+    host_cache = host_read_cache(system.gpu)
+    cache = host_cache if host_cache is not None else CacheConfig.from_gpu(system.gpu, l2=False)
     ahead = int(params.get("load_ahead", 1) or 1)
     if ahead != system.gpu.loads_in_flight_per_warp:
         system = system_with(system, {"gpu.loads_in_flight_per_warp": ahead})
     rows: list[tuple[str, float, int]] = []
     for si, source in enumerate(sources):
-        # the emulator lays the edge list out in host memory; in device mode the
-        # predictor serves the same requests from device memory
+        # the emulator lays the edge list out in host memory and the other arrays in
+        # device memory; in device mode the predictor serves the edge list's requests
+        # from device memory too
         def make(source=source):
             em = emulate(csr, kernel, variant, source=source, id_bytes=id_bytes,
-                         memory="zerocopy", **kw)
+                         memory="zerocopy", include_device=True, **kw)
             edges = int(sum(int((csr.offsets[a + 1] - csr.offsets[a]).sum()) for a in em.active))
-            stream = (em.requests() if cache is None
-                      else em.requests(cache=cache, cache_host=True))
+            stream = coalesce(em.trace(), cache=cache, cache_host=host_cache is not None,
+                              include_device=True)
             return stream, edges, len(em.active)
         config = (params["graph"], kernel, variant, id_bytes, kw.get("iterations"),
-                  cache is not None)
+                  host_cache is not None, "device-arrays")
         t0 = time.perf_counter()
         stream, edges, iterations = graphs.emulated(config, source, make)
         t1 = time.perf_counter()

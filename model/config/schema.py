@@ -118,6 +118,12 @@ class GpuConfig:
                                           ge=1, le=64, provenance="assumption")
     max_request_B: int = param(128, doc="largest read request an SM issues over PCIe",
                                choices=(32, 64, 128, 256), provenance="seed")
+    launch_ns: float = param(0.0, doc="GPU time of a launch beyond its CTAs' work, as a pair "
+                             "of CUDA events around it measures it (0: not modelled)", ge=0,
+                             provenance="assumption")
+    cta_dispatch_ns: float = param(0.0, doc="time between CTA dispatches: a launch of n CTAs "
+                                   "takes at least n times this (0: not modelled)", ge=0,
+                                   provenance="assumption")
     caches_host_reads: bool = param(True, doc="zero-copy loads allocate in L1/L2, so a thread "
                                     "walking a list sends a new 32 B request only when it "
                                     "crosses a 32 B boundary (EMOGI §3.3); false: every load "

@@ -56,6 +56,15 @@ def test_zc_read_patterns(bin_dir):
     assert len(m) == 4 and all(x["metrics"]["bw_GBps"] > 0 for x in m)
 
 
+def test_launch_grid(bin_dir):
+    m = measurements(run(bin_dir, "launch_grid", "--ctas", "1,65536", "--work", "empty,label", "--reps", 2))
+    assert len(m) == 8
+    t = {(x["params"]["work"], x["params"]["ctas"]): x["metrics"]["time_us"] for x in m if x["rep"] == 1}
+    # dispatching 65536 CTAs takes longer than one (about 40 us against 6 us on an H200)
+    assert t[("empty", 65536)] > t[("empty", 1)] > 0
+    assert t[("label", 65536)] > 0
+
+
 def test_ptr_chase_and_warps(bin_dir):
     m = measurements(run(bin_dir, "ptr_chase", "--memory-mode", "zerocopy,device", "--stride-B", "4096",
                          "--footprint-B", "4MiB", "--steps", 200, "--reps", 1))

@@ -52,7 +52,9 @@ def link_points():
     pts = []
     for mode in ("device", "zerocopy"):
         for stride in (128, 4096, 65536):
-            pts.append(("ptr_chase", dict(memory_mode=mode, stride_B=stride, footprint_B=64 * MiB,
+            # device chains the L2 holds (what the device latency is fitted to)
+            footprint = 1 * MiB if mode == "device" else 64 * MiB
+            pts.append(("ptr_chase", dict(memory_mode=mode, stride_B=stride, footprint_B=footprint,
                                           order="random", cache="cv"),
                         dict(steps=500, seed=1)))
     for d in ("h2d", "d2h"):
@@ -256,3 +258,21 @@ def test_recovers_the_loaded_round_trip(tmp_path):
     assert fit.values["options.link.rtt_at_full_link_ns"] == pytest.approx(400.0, rel=0.1)
     assert cal.options["link"]["rtt_at_full_link_ns"] == pytest.approx(400.0, rel=0.1)
     assert not fit.identifiable["link.cpl_buffer_B"]               # no limit was needed
+
+
+def test_recovers_launch_time_and_dispatch_interval(tmp_path):
+    truth = {"gpu.launch_ns": 5000.0, "gpu.cta_dispatch_ns": 0.5}
+    cases = {}
+    for ctas in (1, 132, 4096, 65536, 1 << 20):
+        for work in ("empty", "label"):
+            naming = dict(ctas=ctas, threads_per_cta=256, work=work)
+            cases[micro_case_name("launch", naming)] = {"kind": "micro", "benchmark": "launch",
+                                                        **naming}
+    write_results(synthesize(cases, load_system("h100-pcie5", truth), fidelity="des",
+                             noise_pct=0.5, seed=3, max_requests=1 << 12), tmp_path)
+    (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
+    cal = calibrate(tmp_path, "h100-pcie5", fidelity="des", max_requests=1 << 12, only=["launch"])
+    v = _values(cal)
+    assert v["gpu.launch_ns"] == pytest.approx(5000.0, rel=0.03)
+    assert v["gpu.cta_dispatch_ns"] == pytest.approx(0.5, rel=0.03)
+    assert "micro/launch/label" in cal.held_out_groups

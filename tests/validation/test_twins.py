@@ -266,3 +266,64 @@ def test_cache_operators_pick_the_levels(h100):
     assert twins.host_cache_for({"cache": "cv"}, h100) is None
     cg = twins.host_cache_for({"cache": "cg"}, h100)
     assert cg is None or cg.l1_size_B == 0
+
+
+def launch_case(ctas, work, threads=256):
+    return dict(kind="micro", benchmark="launch", ctas=ctas, threads_per_cta=threads, work=work)
+
+
+def test_launch_twin_is_fixed_time_plus_dispatch_or_the_loads(h100):
+    # values of the H200 fit (validation/results/h200/launch_latency)
+    from hostlink.model.config import system_with
+    sysc = system_with(h100, {"gpu.launch_ns": 6392.0, "gpu.cta_dispatch_ns": 0.615,
+                              "gpu.device_lat_ns": 184.0})
+    for ctas in (1, 4096, 1 << 21):
+        t = twins.build_micro("c", launch_case(ctas, "empty"), sysc).predict(sysc, "des")
+        assert t["time_us"] == pytest.approx((6392.0 + ctas * 0.615) * 1e-3)
+    # one device load per warp: a lone CTA waits for it; a huge grid is dispatch-bound
+    one = twins.build_micro("c", launch_case(1, "label"), sysc).predict(sysc, "des")
+    assert one["time_us"] * 1e3 >= 6392.0 + 184.0
+    big = twins.build_micro("c", launch_case(1 << 21, "label"), sysc,
+                            max_requests=1 << 14).predict(sysc, "des")
+    assert big["time_us"] == pytest.approx((6392.0 + (1 << 21) * 0.615) * 1e-3, rel=0.02)
+    assert twins.micro_group(launch_case(8, "label")) == "micro/launch/label"
+
+
+def test_launch_twin_without_launch_costs_is_an_error(h100):
+    with pytest.raises(twins.TwinError, match="not modelled"):
+        twins.build_micro("c", launch_case(8, "empty"), h100).predict(h100, "des")
+
+
+def test_traversal_twins_carry_the_device_arrays_and_the_launches(tmp_path):
+    # the kernels' own device loads (labels, offsets) are in the twin: a slower device
+    # memory slows the device-mode prediction, and a slower CTA dispatch every mode's
+    import json
+
+    from hostlink.model.config import system_with
+    from hostlink.traces.graphs.generators import generate
+    from hostlink.validation.results_io import make_table, write_results
+    csr = generate("kron", 10, 16, 27491095, weighted=True, id_bytes=8, name="kron10")
+    source = int(np.argmax(np.diff(csr.offsets)))
+    base = dict(kind="traversal", kernel="bfs", graph="kron10", variant="merged",
+                memory_mode="device", id_bytes=8, reps=1, sources=[source])
+    cases = {"bfs/kron10/merged/device/8B": base}
+    write_results(make_table([("r", "e", c, "measured", "kernel_time_ms", 1.0, "ms", 0)
+                              for c in cases]), tmp_path)
+    (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases, "graphs": {
+        "kron10": {"kind": "kron", "scale": 10, "degree": 16, "seed": 27491095}}}))
+    graphs = twins.GraphSource(twins.load_run(tmp_path))
+    h200 = load_system("h200-pcie5")
+
+    def kernel_ms(system, mode="device"):
+        rows = twins.predict_traversal("c", dict(base, memory_mode=mode), system, graphs,
+                                       fidelity="des")
+        return dict((m, v) for m, v, _ in rows)["kernel_time_ms"]
+
+    t = kernel_ms(h200)
+    assert kernel_ms(system_with(h200, {"gpu.device_lat_ns": 2 * h200.gpu.device_lat_ns})) > 1.3 * t
+    launches = dict((m, v) for m, v, _ in twins.predict_traversal(
+        "c", base, h200, graphs, fidelity="des"))["iterations"]
+    slow = system_with(h200, {"gpu.cta_dispatch_ns": 1000.0, "gpu.launch_ns": 1000.0})
+    ctas = -(-32 * csr.num_vertices // 256)                 # merged: a warp per vertex
+    for mode in ("device", "zerocopy", "uvm"):
+        assert kernel_ms(slow, mode) >= launches * (ctas * 1000.0 + 1000.0) * 1e-6

@@ -1,0 +1,79 @@
+"""The launch itself in every mode's kernel time: a fixed time per launch and one
+dispatch interval per CTA (``gpu.launch_ns``, ``gpu.cta_dispatch_ns``), and the UVM
+mode's kernel run added to its fault service."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hostlink.model.config import system_with
+from hostlink.model.predict import MODES, launch_ctas, launch_floor, predict
+from hostlink.model.workload import LaunchInfo, RequestStream
+
+from test_predict import lists_stream, quiet
+
+# the H200's fit in validation/results/h200/launch_latency (micro/launch/empty)
+LAUNCH_NS = 6392.0
+DISPATCH_NS = 0.615
+
+
+@pytest.fixture(scope="module")
+def s():
+    return lists_stream(device_every=1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("fidelity", ["analytic", "des"])
+def test_a_launch_costs_at_least_its_fixed_time_and_its_dispatch(s, mode, fidelity):
+    base = quiet()
+    plain = predict(s, base, mode=mode, fidelity=fidelity)
+    # dispatch far slower than the work: every launch takes ctas x dispatch + launch_ns
+    slow = system_with(base, {"gpu.launch_ns": LAUNCH_NS, "gpu.cta_dispatch_ns": 1e5})
+    p = predict(s, slow, mode=mode, fidelity=fidelity)
+    ctas = np.array([i.ctas for i in s.launches], dtype=float)
+    assert np.allclose(np.array(p.per_launch_kernel_s) * 1e9, ctas * 1e5 + LAUNCH_NS)
+    assert p.bound == "cta_dispatch"
+    # the measured H200 costs: the fixed time is added, the dispatch hides under the work
+    h200 = system_with(base, {"gpu.launch_ns": LAUNCH_NS, "gpu.cta_dispatch_ns": DISPATCH_NS})
+    q = predict(s, h200, mode=mode, fidelity=fidelity)
+    work = np.array(plain.per_launch_kernel_s) * 1e9
+    expect = np.maximum(work, ctas * DISPATCH_NS) + LAUNCH_NS
+    assert np.allclose(np.array(q.per_launch_kernel_s) * 1e9, expect, rtol=1e-9)
+
+
+def test_without_launch_costs_nothing_changes(s):
+    k = np.array([1.0, 2.0, 3.0])
+    out, bound = launch_floor(k, s, quiet())
+    assert out is k and not bound
+
+
+def test_ctas_come_from_the_launch_records_else_the_requests():
+    n = 64
+    warp = np.arange(n)
+    stream = RequestStream(launch=np.zeros(n, int), warp=warp, inst=np.zeros(n, int),
+                           addr=(warp * 128).astype(np.uint64), size_B=np.full(n, 128),
+                           useful_B=np.full(n, 128), space=np.zeros(n, np.uint8),
+                           is_write=np.zeros(n, bool), launches=())
+    assert launch_ctas(stream, 1).tolist() == [64.0]       # one warp per CTA without records
+    with_info = RequestStream(**{k: getattr(stream, k) for k in
+                                 ("launch", "warp", "inst", "addr", "size_B", "useful_B",
+                                  "space", "is_write")},
+                              launches=(LaunchInfo("k", 1000, 8, 256),))
+    assert launch_ctas(with_info, 1).tolist() == [1000.0]  # idle CTAs count too
+
+
+@pytest.mark.parametrize("fidelity", ["analytic", "des"])
+def test_uvm_adds_the_kernels_own_run_to_the_fault_service(s, fidelity):
+    sysc = quiet()
+    uvm = predict(s, sysc, mode="uvm", fidelity=fidelity)
+    dev = predict(s, sysc, mode="device", fidelity=fidelity)
+    service = np.zeros(len(s.launches))
+    for row in uvm.extra["uvm"]["per_launch"]:
+        service[row["launch"]] += row["service_time_s"]
+    assert service.sum() > 0
+    assert np.allclose(uvm.per_launch_kernel_s, service + np.array(dev.per_launch_kernel_s))
+    # a slower device memory slows the UVM run by as much as the device run
+    slow = system_with(sysc, {"gpu.device_lat_ns": 4 * sysc.gpu.device_lat_ns})
+    du = predict(s, slow, mode="uvm", fidelity=fidelity).time_s - uvm.time_s
+    dd = predict(s, slow, mode="device", fidelity=fidelity).time_s - dev.time_s
+    assert du == pytest.approx(dd, rel=1e-6) and dd > 0
