@@ -25,11 +25,19 @@ def _cmd_calibrate(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from hostlink.validation.report import build_report
+    from hostlink.validation.report import ReportError, build_report
 
+    if args.max_sources is not None and args.max_sources < 1:
+        raise ReportError(f"--max-sources must be at least 1, not {args.max_sources}")
+    if args.max_requests is not None and args.max_requests < 1:
+        raise ReportError(f"--max-requests must be at least 1, not {args.max_requests}")
     res = build_report(args.results_dir, args.system, fidelity=args.fidelity, out_dir=args.out,
                        calibration_path=args.calibration, graph_dir=args.graph_dir, only=args.only,
-                       max_requests=args.max_requests, progress=not args.quiet)
+                       max_requests=args.max_requests, max_sources=args.max_sources,
+                       fresh=args.fresh, progress=not args.quiet)
+    if res["resumed"]:
+        print(f"  {res['resumed']} cases taken from {res['predictions']}, "
+              f"{res['predicted']} predicted now")
     for s in res["groups"]:
         verdict = ("fit" if s.role == "calibration" else
                    "-" if s.passed is None else "meets" if s.passed else "MISSES")
@@ -73,5 +81,11 @@ def register_report(sub) -> None:
     p.add_argument("--only", default=None, help="only cases whose name contains one of these comma-separated strings")
     p.add_argument("--max-requests", type=int, default=None,
                    help="requests per microbenchmark twin (default 1048576)")
+    p.add_argument("--max-sources", type=int, default=None,
+                   help="predict each BFS and SSSP case for its first N sources only, compared "
+                        "with those sources' measurements (default all)")
+    p.add_argument("--fresh", action="store_true",
+                   help="predict every case again (default: reuse OUT/predictions.parquet where "
+                        "it was made with the same settings)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=_cmd_report)

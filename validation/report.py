@@ -23,11 +23,28 @@ For a measured run and a (calibrated) system, every case's twin is predicted
   closely (rank correlation), with the candidate effects of that group;
 - plots (matplotlib, Agg): predicted against measured with y = x, error by
   group, MAPE per group with its target.
+
+A full report predicts hundreds of twins (tens of minutes on a small machine),
+so predictions are kept as each case finishes (:class:`PredictionStore`:
+``OUT/predictions.parquet`` with the tidy rows, ``OUT/predictions.json`` with what
+they were made with): a report interrupted by an exception, Ctrl-C or a kill
+resumes where it stopped when started again with the same system values, model
+options, fidelity, request and source limits and twin version
+(:data:`TWIN_VERSION`); anything else starts afresh and keeps the old
+predictions as ``predictions.stale.*``. Reuse assumes that the model code behind
+the twins is unchanged while the twin version stands (``--fresh`` when it is
+not). The report's header names the ``hostlink validate report`` command that
+makes it (:func:`report_command`).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
+import shlex
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from hostlink.model.errors import HostlinkError
+from hostlink.validation import twins as _twins
 from hostlink.validation.twins import (PRIMARY_METRIC, TRAVERSAL_PRIMARY, case_group,
                                        params_from_name, primary_metric)
 
@@ -502,19 +520,372 @@ def load_calibration(path: str | Path | None, system_path: str | Path | None) ->
     return None
 
 
+# ----------------------------------------------------------------------------
+# Predictions kept as they finish
+
+
+#: Version of the twins' predictions: bumped when a change of the twins changes
+#: what they predict (``hostlink.validation.twins.TWINS_VERSION`` where the twins
+#: define it). Stored predictions of another version are recomputed.
+_OWN_TWIN_VERSION = "1"
+TWIN_VERSION = str(getattr(_twins, "TWINS_VERSION", _OWN_TWIN_VERSION))
+
+PREDICTIONS_PARQUET = "predictions.parquet"
+PREDICTIONS_JSON = "predictions.json"
+STALE_PARQUET = "predictions.stale.parquet"
+STALE_JSON = "predictions.stale.json"
+STORE_FORMAT = 1
+#: The store is rewritten when this many cases finished since the last write, or
+#: this many seconds passed, and at the end (a choice: a crash loses at most that much).
+FLUSH_EVERY_CASES = 20
+FLUSH_EVERY_S = 5.0
+_SYSTEM_LABELS = ("name", "description", "provenance")   # no effect on predictions
+
+
+def _sha256(obj) -> str:
+    blob = json.dumps(obj, sort_keys=True, default=repr, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _plain(obj):
+    """``obj`` as it reads back from JSON (tuples as lists, keys as strings)."""
+    return json.loads(json.dumps(obj, sort_keys=True, default=repr))
+
+
+def system_hash(system) -> str:
+    """SHA-256 of the resolved system config's values (its name, description and
+    provenance left out: they do not change a prediction)."""
+    from hostlink.model.config import system_to_dict
+    d = system_to_dict(system)
+    for k in _SYSTEM_LABELS:
+        d.pop(k, None)
+    return _sha256(d)
+
+
+def prediction_key(system, *, options: dict | None, fidelity: str, max_requests: int | None,
+                   max_sources: int | None) -> dict:
+    """What stored predictions were made with; predictions are reused only under an equal key."""
+    return _plain({
+        "system_sha256": system_hash(system),
+        "model_options": dict(options or {}),
+        "fidelity": fidelity,
+        "max_requests": int(_twins.DEFAULT_MAX_REQUESTS if max_requests is None else max_requests),
+        "max_sources": None if max_sources is None else max(1, int(max_sources)),
+        "twin_version": TWIN_VERSION,
+    })
+
+
+def case_inputs_hash(run, case: str) -> str:
+    """SHA-256 of what a case's twin is built from in the measured run: its parameters,
+    the measured launch facts a microbenchmark twin reads, a traversal's graph."""
+    params = run.cases.get(case) or {}
+    extra: dict = {}
+    if params.get("kind") == "micro":
+        extra = {m: run.hint(case, m) for m in ("warps_launched", "revisits")}
+    elif params.get("kind") == "traversal":
+        info = (run.metadata.get("graphs") or {}).get(params.get("graph")) or {}
+        extra = {"graph": {k: v for k, v in info.items() if k not in ("prefix", "path")}}
+    return _sha256({"params": params, "hints": extra})
+
+
+class PredictionStore:
+    """A report's predictions kept as each case finishes.
+
+    ``OUT/predictions.parquet`` holds the tidy predicted rows (results_io columns)
+    and ``OUT/predictions.json`` the key they were made with (:func:`prediction_key`)
+    and, per finished case, the hash of its inputs (:func:`case_inputs_hash`), its
+    row count, its failure message or null, and its run time (traversal twins).
+    Both are written to a temporary file and moved into place (the Parquet file
+    first: the JSON never names a case the Parquet file lacks). A case counts as
+    done only when the JSON names it with the same inputs and the Parquet file
+    holds its rows; stored predictions made under another key are moved to
+    ``predictions.stale.*``, never mixed with new ones."""
+
+    def __init__(self, out: str | Path, key: dict, *, flush_every_cases: int | None = None,
+                 flush_every_s: float | None = None):
+        self.out = Path(out)
+        self.key = _plain(key)
+        self.parquet = self.out / PREDICTIONS_PARQUET
+        self.json = self.out / PREDICTIONS_JSON
+        self.flush_every_cases = FLUSH_EVERY_CASES if flush_every_cases is None else flush_every_cases
+        self.flush_every_s = FLUSH_EVERY_S if flush_every_s is None else flush_every_s
+        self.cases: dict[str, dict] = {}
+        self._frames: list[pd.DataFrame] = []
+        self._pending = 0
+        self._last_flush = time.monotonic()
+        self.messages: list[str] = []
+
+    # -- reading
+
+    def open(self, run, *, fresh: bool = False) -> set[str]:
+        """Load what is stored for ``run``; returns the cases already done."""
+        from hostlink.validation.results_io import read_results
+
+        if not self.parquet.exists() and not self.json.exists():
+            return set()
+        if fresh:
+            self._retire("--fresh")
+            return set()
+        if not self.json.is_file():
+            self._retire(f"{self.parquet} has no {PREDICTIONS_JSON} naming what it was made with")
+            return set()
+        try:
+            meta = json.loads(self.json.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            self._retire(f"{self.json} cannot be read ({exc})")
+            return set()
+        if not isinstance(meta, dict) or meta.get("format") != STORE_FORMAT:
+            self._retire(f"{self.json} is not a format-{STORE_FORMAT} prediction record")
+            return set()
+        old = meta.get("key") if isinstance(meta.get("key"), dict) else {}
+        if old != self.key:
+            diff = sorted(k for k in set(old) | set(self.key) if old.get(k) != self.key.get(k))
+            self._retire(f"made with another {', '.join(diff)}")
+            return set()
+        entries = meta.get("cases") if isinstance(meta.get("cases"), dict) else {}
+        table = None
+        if self.parquet.is_file():
+            try:
+                table = read_results(self.parquet)
+            except HostlinkError as exc:
+                self._retire(str(exc))
+                return set()
+        counts = table["case"].value_counts().to_dict() if table is not None else {}
+        keep, changed = {}, []
+        for case, entry in entries.items():
+            ok = (isinstance(entry, dict) and case in run.cases
+                  and entry.get("inputs") == case_inputs_hash(run, case)
+                  and int(counts.get(case, 0)) == int(entry.get("rows", -1)))
+            if ok:
+                keep[case] = entry
+            else:
+                changed.append(case)
+        if changed:
+            self.messages.append(f"{len(changed)} stored case(s) whose inputs changed or whose "
+                                 "rows are incomplete are predicted again")
+            self._pending += 1                      # the next write leaves them out
+        self.cases = keep
+        if table is not None and len(table):
+            self._frames = [table[table["case"].isin(set(keep))].reset_index(drop=True)]
+        return set(keep)
+
+    def _retire(self, why: str) -> None:
+        moved = []
+        for src, dst in ((self.parquet, STALE_PARQUET), (self.json, STALE_JSON)):
+            if src.exists():
+                os.replace(src, self.out / dst)
+                moved.append(dst)
+        self.messages.append(f"stored predictions not reused ({why}); kept as "
+                             f"{' and '.join(moved)}, predicting afresh")
+
+    # -- writing
+
+    def add(self, case: str, rows: pd.DataFrame, failure: str | None, inputs: str,
+            timing: dict | None = None) -> None:
+        """Keep a finished case (its rows, failure or None, inputs hash, run time)."""
+        self.cases[case] = {"inputs": inputs, "rows": int(len(rows)), "failure": failure,
+                            "timing": _plain(timing) if timing else None}
+        if len(rows):
+            self._frames.append(rows)
+        self._pending += 1
+        if (self._pending >= self.flush_every_cases
+                or time.monotonic() - self._last_flush >= self.flush_every_s):
+            self.flush()
+
+    def table(self) -> pd.DataFrame:
+        from hostlink.validation.results_io import make_table
+        frames = [f for f in self._frames if len(f)]
+        if not frames:
+            return make_table([])
+        if len(frames) > 1:
+            self._frames = [pd.concat(frames, ignore_index=True)]
+        return self._frames[0]
+
+    def failures(self) -> dict[str, str]:
+        return {c: e["failure"] for c, e in self.cases.items() if e.get("failure")}
+
+    def timings(self) -> dict[str, dict]:
+        return {c: dict(e["timing"]) for c, e in self.cases.items() if e.get("timing")}
+
+    def flush(self, force: bool = False) -> None:
+        """Write both files (temporary file, then os.replace) if anything changed."""
+        if not self._pending and not force:
+            return
+        self.out.mkdir(parents=True, exist_ok=True)
+        table = self.table()
+        tmp = self.out / f".{PREDICTIONS_PARQUET}.{os.getpid()}.tmp"
+        table.to_parquet(tmp, index=False)
+        os.replace(tmp, self.parquet)
+        meta = {"format": STORE_FORMAT, "key": self.key, "cases": self.cases}
+        tmp = self.out / f".{PREDICTIONS_JSON}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(meta, indent=1, sort_keys=True, default=repr) + "\n")
+        os.replace(tmp, self.json)
+        self._pending = 0
+        self._last_flush = time.monotonic()
+
+
+# ----------------------------------------------------------------------------
+# Progress
+
+
+def _clock(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+class CaseProgress:
+    """Cases done of the total (resumed cases count as done) and the time left.
+
+    The time left is the sum over the classes of the remaining cases (``classes``:
+    case -> class, e.g. microbenchmark and traversal, whose twins differ in cost by
+    orders of magnitude) of the mean time of the cases of that class that finished
+    in this session times the number left; failed cases do not count in the means.
+    Where a class has no timed case yet, the time is a lower bound (shown with a
+    "+"). A rich progress bar on a terminal, else one plain line per case on
+    ``stream`` (stderr)."""
+
+    def __init__(self, total: int, done: int = 0, *, enabled: bool = True, stream=None,
+                 classes: dict[str, str] | None = None):
+        self.total, self.done, self.new = int(total), int(done), 0
+        self.enabled = enabled
+        self.stream = stream if stream is not None else sys.stderr
+        self.classes = dict(classes or {})
+        self.left_by_class: dict[str, int] = {}
+        for c in self.classes.values():
+            self.left_by_class[c] = self.left_by_class.get(c, 0) + 1
+        unclassed = max(0, self.total - self.done - len(self.classes))
+        if unclassed:
+            self.left_by_class[""] = unclassed
+        self.spent_s: dict[str, float] = {}
+        self.timed: dict[str, int] = {}
+        self.t0 = self._last = time.monotonic()
+        self._rich = None
+        if not enabled:
+            return
+        if done:
+            self.stream.write(f"{done}/{total} cases already predicted (resumed)\n")
+            self.stream.flush()
+        isatty = getattr(self.stream, "isatty", None)
+        if isatty is not None and isatty():
+            try:
+                from rich.console import Console
+                from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                           TimeElapsedColumn)
+                from rich.table import Column
+            except ImportError:
+                return
+            fixed = dict(no_wrap=True)
+            self._rich = Progress(
+                TextColumn("predicting", table_column=Column(**fixed)), BarColumn(bar_width=20),
+                MofNCompleteColumn(table_column=Column(**fixed)),
+                TimeElapsedColumn(table_column=Column(**fixed)),
+                TextColumn("{task.fields[left]}", table_column=Column(min_width=12, **fixed)),
+                TextColumn("{task.fields[case]}",
+                           table_column=Column(ratio=1, overflow="ellipsis", **fixed)),
+                console=Console(file=self.stream), transient=False, expand=True)
+            self._task = self._rich.add_task("predict", total=total, completed=done,
+                                             left="", case="")
+            self._rich.start()
+
+    def time_left(self) -> tuple[float, bool] | None:
+        """(seconds left, whether that is exact for every class left), None before any timing."""
+        if not self.timed:
+            return None
+        left, whole = 0.0, True
+        for cls, n in self.left_by_class.items():
+            if n <= 0:
+                continue
+            if self.timed.get(cls):
+                left += self.spent_s[cls] / self.timed[cls] * n
+            else:
+                whole = False
+        return left, whole
+
+    def _left_text(self) -> str:
+        t = self.time_left()
+        if t is None:
+            return "?"
+        return f"{_clock(t[0])}{'' if t[1] else '+'} left"
+
+    def line(self, case: str, failure: str | None = None) -> str:
+        pct = 100.0 * self.done / self.total if self.total else 100.0
+        tail = " (failed)" if failure else ""
+        return f"[{self.done}/{self.total}] {pct:3.0f}%  {self._left_text()}  {case}{tail}"
+
+    def step(self, case: str, failure: str | None = None) -> None:
+        now = time.monotonic()
+        cls = self.classes.get(case, "")
+        self.left_by_class[cls] = self.left_by_class.get(cls, 0) - 1
+        if failure is None:
+            self.spent_s[cls] = self.spent_s.get(cls, 0.0) + (now - self._last)
+            self.timed[cls] = self.timed.get(cls, 0) + 1
+        self._last = now
+        self.done += 1
+        self.new += 1
+        if not self.enabled:
+            return
+        if self._rich is not None:
+            self._rich.update(self._task, completed=self.done, case=case,
+                              left=self._left_text())
+        else:
+            self.stream.write(self.line(case, failure) + "\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self._rich is not None:
+            self._rich.stop()
+            self._rich = None
+
+
+# ----------------------------------------------------------------------------
+# The report
+
+
+DEFAULT_FIDELITY = "des"
+
+
+def report_command(results_dir, system_spec, *, fidelity: str = DEFAULT_FIDELITY,
+                   out_dir=None, calibration_path=None, graph_dir=None, only: str | None = None,
+                   max_requests: int | None = None, max_sources: int | None = None) -> str:
+    """The ``hostlink validate report`` command line that makes this report."""
+    args = ["hostlink", "validate", "report", str(results_dir), "--system", str(system_spec)]
+    if fidelity != DEFAULT_FIDELITY:
+        args += ["--fidelity", fidelity]
+    for flag, value in (("--calibration", calibration_path), ("--graph-dir", graph_dir),
+                        ("--only", only), ("--max-requests", max_requests),
+                        ("--max-sources", max_sources), ("--out", out_dir)):
+        if value is not None:
+            args += [flag, str(value)]
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def _case_order(run, case: str) -> tuple:
+    """The order in which :func:`hostlink.validation.twins.predict_run` predicts cases."""
+    p = run.cases.get(case) or {}
+    return (p.get("kind") != "micro", str(p.get("graph", "")), str(p.get("kernel", "")),
+            str(p.get("variant", "")), int(p.get("id_bytes", 0) or 0), case)
+
+
 def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: str = "des",
                  out_dir: str | Path | None = None, calibration_path: str | Path | None = None,
                  graph_dir: str | Path | None = None, only: str | None = None,
                  max_requests: int | None = None, progress: bool = False,
-                 notes: list[str] | None = None, max_sources: int | None = None) -> dict:
+                 notes: list[str] | None = None, max_sources: int | None = None,
+                 fresh: bool = False) -> dict:
     """Predict every case of a run, write summary.csv, report.md and plots/; return the stats.
 
     The model options of the calibration record (``model_options``) are used; ``notes``
-    are added to the report's header (how it was made). ``max_sources`` samples the
+    are added to the report's header after the command that makes the report
+    (:func:`report_command`). ``max_sources`` samples the
     traversal cases: each is predicted for its first sources only and compared with
-    the measurements of those sources (the header says so)."""
+    the measurements of those sources (the header says so).
+
+    Predictions are kept in OUT as they finish (:class:`PredictionStore`); a report
+    started again in the same OUT with the same key predicts only the cases not yet
+    done. ``fresh`` predicts every case again (the old files are kept as
+    ``predictions.stale.*``). ``progress`` shows cases done and the time left on stderr."""
     from hostlink.model.config import load_any_system
-    from hostlink.validation.twins import load_run, predict_run
+    from hostlink.validation.twins import load_run, predict_run, sampled_measurements, selected
 
     run = load_run(results_dir)
     system = load_any_system(str(system_spec))
@@ -522,14 +893,47 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     cal_groups = set(calibration.get("calibration_groups", [])) if calibration else set()
     kw = {} if max_requests is None else {"max_requests": max_requests}
     options = dict((calibration or {}).get("model_options") or {})
-    timings: dict[str, dict] = {}
-    predicted, failures = predict_run(run, system, fidelity=fidelity, graph_dir=graph_dir,
-                                      only=only, progress=progress, options=options,
-                                      timings=timings, max_sources=max_sources, **kw)
-    from hostlink.validation.twins import sampled_measurements, selected
+    out = Path(out_dir) if out_dir is not None else Path(results_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    store = PredictionStore(out, prediction_key(system, options=options, fidelity=fidelity,
+                                                max_requests=max_requests,
+                                                max_sources=max_sources))
+    done = store.open(run, fresh=fresh)
+    if progress:
+        for m in store.messages:
+            sys.stderr.write(f"{out / PREDICTIONS_PARQUET}: {m}\n")
+    wanted = [c for c in run.measured["case"].unique() if selected(c, only)]
+    resumed = sum(c in done for c in wanted)
+    bar = CaseProgress(len(wanted), resumed, enabled=progress,
+                       classes={c: str(run.cases[c].get("kind", "")) for c in wanted
+                                if c not in done})
+    new_timings: dict[str, dict] = {}
+
+    def on_case(case: str, rows: pd.DataFrame, failure: str | None) -> None:
+        store.add(case, rows, failure, case_inputs_hash(run, case), new_timings.get(case))
+        bar.step(case, failure)
+
+    try:
+        predict_run(run, system, fidelity=fidelity, graph_dir=graph_dir, only=only,
+                    progress=False, options=options, timings=new_timings,
+                    max_sources=max_sources, skip_cases=done, on_case=on_case, **kw)
+    finally:
+        bar.close()
+        store.flush(force=True)
+    wanted_set = set(wanted)
+    predicted = store.table()
+    failures = {c: f for c, f in store.failures().items() if c in wanted_set}
+    stored_timings = store.timings()
+    timings = {c: stored_timings[c] for c in sorted(stored_timings, key=lambda c: _case_order(run, c))
+               if c in wanted_set}
+
     measured = sampled_measurements(run, max_sources)
     measured = measured[[selected(c, only) for c in measured["case"]]]
-    notes = list(notes or [])
+    notes = ["made with `" + report_command(
+        results_dir, system_spec, fidelity=fidelity, out_dir=out_dir,
+        calibration_path=calibration_path, graph_dir=graph_dir, only=only,
+        max_requests=max_requests, max_sources=max_sources) + "`"] + list(notes or [])
     if max_sources is not None:
         notes.append(f"traversal cases sampled: the first {max_sources} source(s) of each BFS "
                      "and SSSP case, predicted and compared with the measurements of those "
@@ -541,8 +945,6 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     if summary.empty:
         raise ReportError(f"{results_dir}: no case could be compared "
                           f"({len(failures)} twins failed)")
-    out = Path(out_dir) if out_dir is not None else Path(results_dir)
-    out.mkdir(parents=True, exist_ok=True)
     write_summary(summary, out / "summary.csv")
     ann = annotate(summary, run.cases)
     stats = group_stats(ann, cal_groups)
@@ -556,7 +958,9 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
                   timings=timings, notes=notes)
     (out / "report.md").write_text(md)
     return {"summary": summary, "groups": stats, "unpredicted": unpredicted, "out": out,
-            "timings": timing_table(timings, ann)}
+            "timings": timing_table(timings, ann), "resumed": resumed,
+            "predicted": len(wanted) - resumed, "predictions": store.parquet,
+            "store_messages": list(store.messages)}
 
 
 def register_validate_commands(sub) -> None:

@@ -1,0 +1,328 @@
+"""A report keeps its predictions as they finish and resumes after a crash.
+
+The measured run is made by the model itself (twins.synthesize on the h100-pcie5
+preset, analytic fidelity, ld.cv host loads: no cache model) with one traversal
+case whose twin cannot be built (the balanced variant runs on the GPU only), so
+that a failure is stored too. Crashes are forced by wrapping the twin builder.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from hostlink.model.cli.main import main
+from hostlink.validation import report, twins
+from hostlink.validation.results_io import make_table, read_results, write_results
+
+MAXREQ = 8192
+REAL_BUILD_MICRO = twins.build_micro
+BALANCED = "bfs/kron8/balanced/zerocopy/8B"
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    from hostlink.model.config import load_system
+    from hostlink.validation.manifest import micro_case_name
+    truth = load_system("h100-pcie5", {"link.rtt_ns": 1300.0})
+    cases = {}
+    for stride in (128, 4096):
+        naming = dict(memory_mode="zerocopy", stride_B=stride, footprint_B=64 << 20,
+                      order="random", cache="cv")
+        cases[micro_case_name("ptr_chase", naming)] = dict(kind="micro", benchmark="ptr_chase",
+                                                           **naming, steps=300)
+    for w in (1, 66, 264):
+        naming = dict(pattern="coalesced", offset_B=0, bytes_per_lane=4, memory_mode="zerocopy",
+                      warps=w, unroll=1, cache="cv")
+        cases[micro_case_name("zc_warps", naming)] = dict(kind="micro", benchmark="zc_warps",
+                                                          **naming, total_B=64 << 20,
+                                                          max_per_warp_B=1 << 20)
+    measured = twins.synthesize(cases, truth, fidelity="analytic", noise_pct=2.0, seed=3,
+                                max_requests=MAXREQ)
+    cases[BALANCED] = dict(kind="traversal", kernel="bfs", graph="kron8", variant="balanced",
+                           memory_mode="zerocopy", id_bytes=8, reps=1, sources=[0])
+    extra = make_table([("r", "synthetic", BALANCED, "measured", "kernel_time_ms", 0.05, "ms", 0)])
+    path = tmp_path_factory.mktemp("run")
+    write_results(pd.concat([measured, extra], ignore_index=True), path)
+    (path / "metadata.json").write_text(json.dumps({"cases": cases}))
+    return path
+
+
+N_CASES = 6          # five microbenchmarks and the balanced traversal
+N_MICRO = 5
+
+
+class Counting:
+    """Wraps twins.build_micro: counts calls, raises or kills the process after ``limit``."""
+
+    def __init__(self, limit: int | None = None):
+        self.real = REAL_BUILD_MICRO
+        self.calls = 0
+        self.limit = limit
+
+    def __call__(self, *a, **kw):
+        self.calls += 1
+        if self.limit is not None and self.calls > self.limit:
+            raise RuntimeError("crash forced by the test")
+        return self.real(*a, **kw)
+
+
+def _build(run_dir, out, **kw):
+    kw.setdefault("fidelity", "analytic")
+    kw.setdefault("max_requests", MAXREQ)
+    return report.build_report(run_dir, "h100-pcie5", out_dir=out, **kw)
+
+
+def _stored(out: Path) -> dict:
+    return json.loads((out / report.PREDICTIONS_JSON).read_text())
+
+
+def _same_report(a: Path, b: Path) -> None:
+    pd.testing.assert_frame_equal(pd.read_csv(a / "summary.csv"), pd.read_csv(b / "summary.csv"))
+    md_a = (a / "report.md").read_text().replace(str(a), "OUT")
+    md_b = (b / "report.md").read_text().replace(str(b), "OUT")
+    assert md_a == md_b
+    for name in ("predicted_vs_measured", "error_by_group", "mape_by_group"):
+        assert (a / "plots" / f"{name}.png").read_bytes() == (b / "plots" / f"{name}.png").read_bytes()
+
+
+def test_exception_midway_resumes_without_recomputing(tmp_path, monkeypatch, run_dir):
+    out = tmp_path / "out"
+    crash = Counting(limit=3)
+    monkeypatch.setattr(twins, "build_micro", crash)
+    with pytest.raises(RuntimeError, match="crash forced"):
+        _build(run_dir, out)
+    stored = _stored(out)
+    assert len(stored["cases"]) == 3                       # the finished ones, written on the way out
+    assert len(read_results(out / report.PREDICTIONS_PARQUET)["case"].unique()) == 3
+    assert not (out / "report.md").exists()
+
+    again = Counting()
+    monkeypatch.setattr(twins, "build_micro", again)
+    res = _build(run_dir, out)
+    assert again.calls == N_MICRO - 3                      # only the cases not yet done
+    assert res["resumed"] == 3 and res["predicted"] == N_CASES - 3
+    stored = _stored(out)
+    assert len(stored["cases"]) == N_CASES
+    assert stored["cases"][BALANCED]["failure"] and stored["cases"][BALANCED]["rows"] == 0
+    assert stored["key"]["fidelity"] == "analytic" and stored["key"]["max_requests"] == MAXREQ
+
+    fresh = tmp_path / "fresh"
+    monkeypatch.setattr(twins, "build_micro", Counting())
+    _build(run_dir, fresh)
+    _same_report(out, fresh)                                # resumed == made in one go
+
+    # a third run predicts nothing; the stored failure stays in the report
+    none = Counting()
+    monkeypatch.setattr(twins, "build_micro", none)
+    calls = []
+    real_traversal = twins.predict_traversal
+    monkeypatch.setattr(twins, "predict_traversal",
+                        lambda *a, **kw: calls.append(a[0]) or real_traversal(*a, **kw))
+    res = _build(run_dir, out)
+    assert none.calls == 0 and calls == [] and res["resumed"] == N_CASES
+    assert any(u.startswith(BALANCED + ": ") and "balanced" in u for u in res["unpredicted"])
+
+
+@pytest.mark.parametrize("change", ["max_requests", "fidelity", "options", "twin_version",
+                                    "system"])
+def test_other_settings_start_afresh_and_keep_the_old_file(tmp_path, monkeypatch, run_dir, change):
+    out = tmp_path / "out"
+    _build(run_dir, out)
+    before = (out / report.PREDICTIONS_PARQUET).read_bytes()
+    kw: dict = {}
+    system = "h100-pcie5"
+    if change == "max_requests":
+        kw["max_requests"] = MAXREQ // 2
+    elif change == "fidelity":
+        kw["fidelity"] = "des"
+        kw["only"] = "ptr_chase"
+    elif change == "options":
+        rec = tmp_path / "cal.json"
+        rec.write_text(json.dumps({"calibration_groups": [],
+                                   "model_options": {"link": {"rtt_at_full_link_ns": 100.0}}}))
+        kw["calibration_path"] = rec
+    elif change == "twin_version":
+        monkeypatch.setattr(report, "TWIN_VERSION", report.TWIN_VERSION + "-next")
+    else:
+        system = "h100-pcie5"
+        from hostlink.model.config import load_system, write_resolved
+        system = write_resolved(load_system("h100-pcie5", {"link.rtt_ns": 900.0}),
+                                tmp_path / "sys.toml")
+    counter = Counting()
+    monkeypatch.setattr(twins, "build_micro", counter)
+    kw.setdefault("fidelity", "analytic")
+    kw.setdefault("max_requests", MAXREQ)
+    res = report.build_report(run_dir, system, out_dir=out, **kw)
+    assert res["resumed"] == 0
+    assert counter.calls == (2 if change == "fidelity" else N_MICRO)
+    assert (out / report.STALE_PARQUET).read_bytes() == before
+    assert (out / report.STALE_JSON).is_file()
+    key_name = {"options": "model_options", "twin_version": "twin_version",
+                "system": "system_sha256"}.get(change, change)
+    assert any(key_name in m for m in res["store_messages"])
+
+
+def test_system_hash_ignores_labels_but_not_values():
+    from hostlink.model.config import load_system, system_with
+    base = load_system("h100-pcie5")
+    renamed = system_with(base, {"name": "another-name"})
+    assert report.system_hash(renamed) == report.system_hash(base)
+    assert report.system_hash(system_with(base, {"link.rtt_ns": 999.0})) != report.system_hash(base)
+
+
+def test_changed_case_inputs_are_predicted_again(tmp_path, monkeypatch, run_dir):
+    # the same OUT serves a run whose one case has other parameters
+    other = tmp_path / "run2"
+    other.mkdir()
+    for name in ("results.csv", "results.parquet"):
+        (other / name).write_bytes((run_dir / name).read_bytes())
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    case = next(c for c in meta["cases"] if "ptr_chase" in c)
+    meta["cases"][case]["steps"] = 200
+    (other / "metadata.json").write_text(json.dumps(meta))
+    out = tmp_path / "out"
+    _build(run_dir, out)
+    counter = Counting()
+    monkeypatch.setattr(twins, "build_micro", counter)
+    res = report.build_report(other, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ,
+                              out_dir=out)
+    assert counter.calls == 1 and res["resumed"] == N_CASES - 1
+    assert not (out / report.STALE_PARQUET).exists()
+
+
+def test_cases_listed_without_their_rows_are_predicted_again(tmp_path, monkeypatch, run_dir):
+    out = tmp_path / "out"
+    _build(run_dir, out)
+    (out / report.PREDICTIONS_PARQUET).unlink()            # the JSON lists rows no longer there
+    counter = Counting()
+    monkeypatch.setattr(twins, "build_micro", counter)
+    res = _build(run_dir, out)
+    assert counter.calls == N_MICRO and res["resumed"] == 1          # the failure needs no rows
+
+    (out / report.PREDICTIONS_JSON).write_text("{not json")
+    res = _build(run_dir, out)
+    assert res["resumed"] == 0 and (out / report.STALE_JSON).read_text() == "{not json"
+
+
+def test_flushes_while_running(tmp_path, monkeypatch, run_dir):
+    out = tmp_path / "out"
+    monkeypatch.setattr(report, "FLUSH_EVERY_CASES", 2)
+    monkeypatch.setattr(report, "FLUSH_EVERY_S", 3600.0)    # by count only, however slow
+    seen = []
+    real = REAL_BUILD_MICRO
+
+    def watch(*a, **kw):
+        p = out / report.PREDICTIONS_JSON
+        seen.append(len(json.loads(p.read_text())["cases"]) if p.exists() else 0)
+        return real(*a, **kw)
+    monkeypatch.setattr(twins, "build_micro", watch)
+    _build(run_dir, out)
+    assert seen == [0, 0, 2, 2, 4]                          # written every second case
+    assert not list(out.glob(".*.tmp"))
+
+
+def test_progress_counts_resumed_cases_as_done(tmp_path, monkeypatch, capsys, run_dir):
+    out = tmp_path / "out"
+    monkeypatch.setattr(twins, "build_micro", Counting(limit=2))
+    with pytest.raises(RuntimeError):
+        _build(run_dir, out)
+    monkeypatch.setattr(twins, "build_micro", Counting())
+    capsys.readouterr()
+    _build(run_dir, out, progress=True)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"2/{N_CASES} cases already predicted (resumed)"
+    steps = [line for line in err if line.startswith("[")]
+    assert [s.split("]")[0] for s in steps] == [f"[{k}/{N_CASES}" for k in range(3, N_CASES + 1)]
+    assert all(" left " in s for s in steps)
+    assert steps[-1].startswith(f"[{N_CASES}/{N_CASES}] 100%  0:00:00 left  ")
+    assert "+ left" in steps[-2]           # the traversal, never timed, is still to come
+    assert steps[-1].endswith("(failed)")                  # the balanced traversal's twin
+
+
+def test_progress_time_left_by_class():
+    import io
+    classes = {"m1": "micro", "m2": "micro", "m3": "micro", "t1": "traversal", "t2": "traversal",
+               "t3": "traversal"}
+    bar = report.CaseProgress(10, 4, enabled=True, stream=io.StringIO(), classes=classes)
+    assert bar.time_left() is None                         # nothing timed yet
+    bar._last -= 2.0                                       # m1 took 2 s
+    bar.step("m1")
+    left, whole = bar.time_left()
+    assert left == pytest.approx(2 * 2.0, rel=0.01) and not whole   # traversals not timed yet
+    assert bar.line("x").startswith("[5/10]  50%  0:00:04+ left  x")
+    bar._last -= 1.0                                       # a failure is not timed
+    bar.step("t1", failure="no twin")
+    bar._last -= 60.0                                      # t2 took 60 s
+    bar.step("t2")
+    left, whole = bar.time_left()
+    assert whole and left == pytest.approx(2 * 2.0 + 1 * 60.0, rel=0.01)
+    assert bar.line("x").startswith("[7/10]  70%  0:01:04 left  x")
+
+
+def test_cli_note_reproduces_the_report_and_fresh_recomputes(tmp_path, capsys, monkeypatch,
+                                                             run_dir):
+    out = tmp_path / "a"
+    argv = ["validate", "report", str(run_dir), "--system", "h100-pcie5", "--fidelity",
+            "analytic", "--only", "ptr_chase,zc_warps", "--max-requests", str(MAXREQ),
+            "--max-sources", "1", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    md = (out / "report.md").read_text()
+    made = [line for line in md.splitlines() if line.startswith("- made with `hostlink validate")]
+    assert len(made) == 1
+    cmd = made[0].split("`")[1]
+    assert shlex.split(cmd) == ["hostlink"] + argv[:-1]     # the command, less --quiet
+
+    again = shlex.split(cmd)[1:]
+    again[again.index("--out") + 1] = str(tmp_path / "b")
+    assert main(again + ["--quiet"]) == 0
+    _same_report(out, tmp_path / "b")
+
+    counter = Counting()
+    monkeypatch.setattr(twins, "build_micro", counter)
+    assert main(argv) == 0
+    assert counter.calls == 0 and f"{N_MICRO} cases taken from" in capsys.readouterr().out
+    assert main(argv + ["--fresh"]) == 0
+    assert counter.calls == N_MICRO and (out / report.STALE_PARQUET).is_file()
+    assert main(argv[:-3] + ["--max-sources", "0", "--quiet"]) == 2
+    assert "--max-sources must be at least 1" in capsys.readouterr().err
+
+
+KILLER = textwrap.dedent("""
+    import os, signal, sys
+    from hostlink.validation import report, twins
+    report.FLUSH_EVERY_CASES = 1
+    real, calls = twins.build_micro, [0]
+    def build(*a, **kw):
+        calls[0] += 1
+        if calls[0] > int(sys.argv[1]):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*a, **kw)
+    twins.build_micro = build
+    from hostlink.model.cli.main import main
+    main(sys.argv[2:])
+""")
+
+
+def test_sigkill_midway_resumes(tmp_path, monkeypatch, run_dir):
+    out = tmp_path / "out"
+    argv = ["validate", "report", str(run_dir), "--system", "h100-pcie5", "--fidelity",
+            "analytic", "--max-requests", str(MAXREQ), "--out", str(out), "--quiet"]
+    env = dict(os.environ, MPLBACKEND="Agg")
+    proc = subprocess.run([sys.executable, "-c", KILLER, "3", *argv], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert len(_stored(out)["cases"]) == 3
+    counter = Counting()
+    monkeypatch.setattr(twins, "build_micro", counter)
+    assert main(argv) == 0
+    assert counter.calls == N_MICRO - 3
+    assert len(_stored(out)["cases"]) == N_CASES
