@@ -942,6 +942,9 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     ahead = int(params.get("load_ahead", 1) or 1)
     if ahead != system.gpu.loads_in_flight_per_warp:
         system = system_with(system, {"gpu.loads_in_flight_per_warp": ahead})
+    # SSSP and CC launches run in waves of the resident warps (later waves see the
+    # earlier waves' updates: :mod:`hostlink.traces.emulator.algorithms`)
+    resident = system.gpu.sm_count * system.gpu.max_warps_per_sm
     rows: list[tuple[str, float, int]] = []
     for si, source in enumerate(sources):
         # the emulator lays the edge list out in host memory and the other arrays in
@@ -949,13 +952,13 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
         # from device memory too
         def make(source=source):
             em = emulate(csr, kernel, variant, source=source, id_bytes=id_bytes,
-                         memory="zerocopy", include_device=True, **kw)
+                         memory="zerocopy", include_device=True, resident_warps=resident, **kw)
             edges = int(sum(int((csr.offsets[a + 1] - csr.offsets[a]).sum()) for a in em.active))
             stream = coalesce(em.trace(), cache=cache, cache_host=host_cache is not None,
                               include_device=True)
             return stream, edges, len(em.active)
         config = (params["graph"], kernel, variant, id_bytes, kw.get("iterations"),
-                  host_cache is not None, "device-arrays")
+                  host_cache is not None, "device-arrays", resident)
         t0 = time.perf_counter()
         stream, edges, iterations = graphs.emulated(config, source, make)
         t1 = time.perf_counter()

@@ -15,6 +15,21 @@ cannot change it); SSSP's and CC's next active set is the vertices whose value
 the launch lowered, i.e. those whose smallest candidate beats the value at
 the start of the launch (a Bellman-Ford / Jacobi step).
 
+With ``wave_vertices`` (SSSP and CC; BFS and PageRank are unaffected) the
+launch instead runs in waves of that many vertex ids, in id order, as the
+GPU starts CTAs in id order and holds only so many at once: a vertex's warp
+reads its own value when its wave starts, so it sees every update the waves
+before it made (a vertex lowered by an earlier wave of the same launch
+propagates the lower value at once, as the GPU's label propagation does; the
+measured CC and SSSP converge in fewer launches than the Jacobi step).
+Within a wave the schedule above holds. The next active set is the vertices
+the launch lowered, as before. The wave of a vertex is ``v // wave_vertices``
+(the resident warps times the vertices a warp handles: see
+:func:`wave_vertices_of`); in the chunked variant a warp's 8 vertices are
+visited one after another, so a wave runs in 8 steps, step j the vertices
+with ``v % 8 == j``. Warps of inactive vertices exit at once, which this
+ignores.
+
 PageRank follows KERNELS.md: ``rank = 1/V``; each of ``iterations`` launches
 has every vertex with degree > 0 active and adds ``0.85 * rank[v] / deg(v)``
 (float32) to ``next[u]`` of each neighbour; then ``rank = 0.15 / V + next``
@@ -37,10 +52,13 @@ PR_DEFAULT_ITERATIONS = 10
 
 @dataclass
 class AlgorithmRun:
-    """Active vertices of each launch (sorted int64 arrays) and the final result."""
+    """Active vertices of each launch (sorted int64 arrays) and the final result;
+    ``read``: per launch, the value each active vertex's warp read (SSSP and CC in
+    waves; None: the value at the start of the launch)."""
     kernel: str
     active: list[np.ndarray]
     result: np.ndarray
+    read: list[np.ndarray] | None = None
 
     @property
     def launches(self) -> int:
@@ -100,8 +118,56 @@ def bfs(csr: CSR, source: int) -> AlgorithmRun:
     return AlgorithmRun("bfs", active, label)
 
 
+CHUNK_VERTICES = 8          # vertices a chunked warp visits one after another (KERNELS.md)
+
+
+def wave_vertices_of(variant: str, resident_warps: int) -> int:
+    """Vertex ids a wave of ``resident_warps`` warps covers: a warp handles 32
+    vertices in the naive variant (a thread each, at once), 8 in chunked (one
+    after another), 1 in the warp-per-vertex variants (gpu_kernels/KERNELS.md)."""
+    per_warp = {"naive": 32, "chunked": CHUNK_VERTICES}.get(variant, 1)
+    return max(1, int(resident_warps) * per_warp)
+
+
+def serial_steps_of(variant: str) -> int:
+    """Vertices a warp visits one after another within a wave."""
+    return CHUNK_VERTICES if variant == "chunked" else 1
+
+
+def _relax_waves(csr: CSR, value: np.ndarray, first_active: np.ndarray, kernel: str,
+                 weighted: bool, wave: int, serial: int = 1) -> AlgorithmRun:
+    active, reads = [], []
+    frontier = first_active
+    w = csr.weights
+    while len(frontier):
+        active.append(frontier)
+        start = value.copy()
+        read = np.empty(len(frontier), dtype=value.dtype)
+        step = (frontier // wave) * serial + frontier % serial
+        order = np.argsort(step, kind="stable")
+        ordered = frontier[order]
+        step = step[order]
+        cuts = np.concatenate(([0], np.flatnonzero(np.diff(step)) + 1, [len(frontier)]))
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            fv = ordered[a:b]
+            read[order[a:b]] = value[fv]
+            idx, owner = gather_edges(csr.offsets, fv)
+            u = csr.dst[idx].astype(np.int64)
+            cand = value[fv][owner].astype(np.int64)
+            if weighted:
+                cand = cand + w[idx]
+            np.minimum.at(value, u, np.minimum(cand, int(INF_U32)).astype(value.dtype))
+        reads.append(read)
+        frontier = np.flatnonzero(value < start).astype(np.int64)
+    return AlgorithmRun(kernel, active, value, reads)
+
+
 def _relax_loop(csr: CSR, value: np.ndarray, first_active: np.ndarray, kernel: str,
-                weighted: bool) -> AlgorithmRun:
+                weighted: bool, wave: int | None = None, serial: int = 1) -> AlgorithmRun:
+    if wave is not None:
+        if int(wave) < 1:
+            raise GraphError(f"wave_vertices must be >= 1, not {wave!r}")
+        return _relax_waves(csr, value, first_active, kernel, weighted, int(wave), int(serial))
     active = []
     frontier = first_active
     w = csr.weights
@@ -120,21 +186,24 @@ def _relax_loop(csr: CSR, value: np.ndarray, first_active: np.ndarray, kernel: s
     return AlgorithmRun(kernel, active, value)
 
 
-def sssp(csr: CSR, source: int) -> AlgorithmRun:
+def sssp(csr: CSR, source: int, wave_vertices: int | None = None,
+         serial_steps: int = 1) -> AlgorithmRun:
     """Bellman-Ford style SSSP with active flags: ``dist`` (u32, INF = 0xFFFFFFFF)."""
     source = _check_source(csr, source)
     if csr.weights is None:
         raise GraphError(f"SSSP needs edge weights; graph '{csr.name}' has none")
     dist = np.full(csr.num_vertices, INF_U32, dtype=np.uint32)
     dist[source] = 0
-    return _relax_loop(csr, dist, np.array([source], dtype=np.int64), "sssp", True)
+    return _relax_loop(csr, dist, np.array([source], dtype=np.int64), "sssp", True,
+                       wave_vertices, serial_steps)
 
 
-def cc(csr: CSR) -> AlgorithmRun:
+def cc(csr: CSR, wave_vertices: int | None = None, serial_steps: int = 1) -> AlgorithmRun:
     """Label propagation: ``comp[v] = v``; the result is the smallest id reachable."""
     V = csr.num_vertices
     comp = np.arange(V, dtype=np.uint32)
-    return _relax_loop(csr, comp, np.arange(V, dtype=np.int64), "cc", False)
+    return _relax_loop(csr, comp, np.arange(V, dtype=np.int64), "cc", False, wave_vertices,
+                       serial_steps)
 
 
 def pagerank(csr: CSR, iterations: int = PR_DEFAULT_ITERATIONS) -> AlgorithmRun:
@@ -161,13 +230,14 @@ def pagerank(csr: CSR, iterations: int = PR_DEFAULT_ITERATIONS) -> AlgorithmRun:
 
 
 def run(csr: CSR, kernel: str, *, source: int = 0,
-        iterations: int = PR_DEFAULT_ITERATIONS) -> AlgorithmRun:
+        iterations: int = PR_DEFAULT_ITERATIONS, wave_vertices: int | None = None,
+        serial_steps: int = 1) -> AlgorithmRun:
     if kernel == "bfs":
         return bfs(csr, source)
     if kernel == "sssp":
-        return sssp(csr, source)
+        return sssp(csr, source, wave_vertices, serial_steps)
     if kernel == "cc":
-        return cc(csr)
+        return cc(csr, wave_vertices, serial_steps)
     if kernel == "pagerank":
         return pagerank(csr, iterations)
     raise GraphError(f"unknown kernel '{kernel}' (expected bfs, sssp, cc or pagerank)")

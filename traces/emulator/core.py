@@ -9,6 +9,11 @@ computes the host read requests (:meth:`Emulation.requests`: directly, the
 fast path, or through the coalescer with caches) and holds the algorithm's
 result.
 
+``resident_warps`` (None: every launch a Jacobi step) runs SSSP and CC
+launches in waves of the vertices that many resident warps handle
+(:func:`.algorithms.wave_vertices_of`): later waves see the earlier waves'
+updates, as on the GPU.
+
 Launch geometry (KERNELS.md): 256 threads (8 warps) per CTA, a 1-D grid of
 ceil(threads / 256) CTAs, threads = V (naive), 32 V (merged,
 merged_aligned), 32 ceil(V / 8) (chunked); a row's ``cta`` is the global
@@ -62,6 +67,7 @@ class Emulation:
     iterations: int = algorithms.PR_DEFAULT_ITERATIONS
     chunk_rows: int = DEFAULT_CHUNK_ROWS
     align_B: int = DEFAULT_ALIGN_B
+    resident_warps: int | None = None
     run: algorithms.AlgorithmRun = field(init=False, repr=False)
     address_map: AddressMap = field(init=False, repr=False)
 
@@ -79,8 +85,15 @@ class Emulation:
             raise ConfigError(f"chunk_rows must be an integer >= {MIN_CHUNK_ROWS}, "
                               f"not {self.chunk_rows!r}")
         self.csr = self.csr.with_id_bytes(self.id_bytes)
+        if self.resident_warps is not None and (
+                not isinstance(self.resident_warps, (int, np.integer)) or self.resident_warps < 1):
+            raise ConfigError(f"resident_warps must be a positive integer or None, "
+                              f"not {self.resident_warps!r}")
+        wave = (None if self.resident_warps is None
+                else algorithms.wave_vertices_of(self.variant, int(self.resident_warps)))
         self.run = algorithms.run(self.csr, self.kernel, source=self.source,
-                                  iterations=self.iterations)
+                                  iterations=self.iterations, wave_vertices=wave,
+                                  serial_steps=algorithms.serial_steps_of(self.variant))
         self.address_map = address_map(self.csr.num_vertices, self.csr.num_edges, self.kernel,
                                        id_bytes=self.id_bytes, memory=self.memory,
                                        align_B=self.align_B)

@@ -175,10 +175,17 @@ class DeviceState:
         else:
             self.value = None
         self.start = None
+        self.read = None
 
-    def begin(self) -> None:
+    def begin(self, active: np.ndarray | None = None, read: np.ndarray | None = None) -> None:
+        """A launch starts; ``read``: the value each of the ``active`` vertices' warps
+        reads (waves, see :mod:`.algorithms`), else the value at the start."""
         if self.value is not None:
             self.start = self.value.copy()
+            self.read = self.start
+            if read is not None and active is not None:
+                self.read = self.start.copy()
+                self.read[active] = read
 
     def flags(self, level: int, u: np.ndarray, cand: np.ndarray, row: np.ndarray,
               lane: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -351,9 +358,9 @@ class Materialiser:
         uu = self.csr.dst[ii].astype(np.int64)
         vv = vl[heads][r, l]
         if self.kernel == "sssp":
-            cand = np.minimum(st.start[vv].astype(np.int64) + self.csr.weights[ii], int(INF_U32))
+            cand = np.minimum(st.read[vv].astype(np.int64) + self.csr.weights[ii], int(INF_U32))
         elif self.kernel == "cc":
-            cand = st.start[vv].astype(np.int64)
+            cand = st.read[vv].astype(np.int64)
         else:
             cand = np.zeros(len(uu), dtype=np.int64)
         att, tk = st.flags(plan.level, uu, cand, r.astype(np.int64), l.astype(np.int64))
@@ -378,7 +385,7 @@ def launch_chunks(csr: CSR, kernel: str, variant: str, prog: Program, amap: Addr
     for launch, active in enumerate(run.active):
         plan = plan_launch(csr, variant, prog, active, launch, include_device, id_bytes)
         if state is not None:
-            state.begin()
+            state.begin(active, run.read[launch] if run.read is not None else None)
         for r0, r1 in chunk_bounds(plan, P, chunk_rows):
             table = mat.rows(plan, r0, r1)
             if len(table):
