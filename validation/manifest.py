@@ -142,7 +142,8 @@ MICRO_BENCHMARKS: dict[str, tuple[str, dict[str, Param]]] = {
     }),
     "uvm_touch": ("uvm_touch", {
         "size_B": Param("size", 256 << 20, minimum=4096),
-        "pattern": Param("choice", "seq", ("seq", "random")),
+        "pattern": Param("choice", "seq", ("seq", "random", "sparse")),
+        "stride_B": Param("size", 2 << 20, minimum=128),
         "advice": Param("choice", "none", ("none", "readmostly", "prefetch", "accessedby")),
         "warps": Param("int", 0, naming=False),
         "reps": Param("int", 3, naming=False, minimum=1),
@@ -290,7 +291,8 @@ def expand_micro(benchmark: str, lists: dict) -> list[dict]:
     """The points of a micro group: the product of its naming lists.
 
     For zc_read and zc_warps only the knob of each point's pattern is kept
-    (offset_B, chunk_B or region_B), as the programs do.
+    (offset_B, chunk_B or region_B), as the programs do; uvm_touch keeps
+    stride_B for its sparse pattern only.
     """
     spec = MICRO_BENCHMARKS[benchmark][1]
     keys = [k for k, p in spec.items() if p.naming]
@@ -302,6 +304,8 @@ def expand_micro(benchmark: str, lists: dict) -> list[dict]:
             for pat, knob in _ZC_PATTERN_KEY.items():
                 if point["pattern"] != pat:
                     point.pop(knob, None)
+        if benchmark == "uvm_touch" and point["pattern"] != "sparse":
+            point.pop("stride_B", None)
         name = micro_case_name(benchmark, point)
         if name not in seen:
             seen.add(name)

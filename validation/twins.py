@@ -27,7 +27,8 @@ that issues the same memory traffic in the model:
   an untimed pass then a timed pass (the twin times the second): over the next
   links of the cycle where the program reports ``revisits`` (fresh nodes), else
   over the same nodes (the first H200 run's program). ``uvm_touch``: 4 B per lane, one 128 B line per warp load,
-  sequential or the program's permutation ``j * 2654435761 mod n``, in the UVM
+  sequential, the program's permutation ``j * 2654435761 mod n`` or one line
+  every ``stride_B`` (sparse), in the UVM
   model by advice; ``prefetch`` is :func:`hostlink.model.uvm.prefetch_time_s`
   followed by the kernel on device memory. ``memcpy``: the copy engine's stream
   of 256 B reads (H2D) or posted 256 B writes (D2H) at the analytic model's
@@ -714,6 +715,13 @@ def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None
         counts = _per_warp_counts(nblocks, warps)
         warp, j = _expand(counts)
         block = warp + j * warps
+    elif pattern == "sparse":
+        stride = int(params.get("stride_B", 2 << 20))
+        if stride < LINE_B or stride % LINE_B:
+            raise TwinError(f"case '{case}': stride_B must be a multiple of {LINE_B}")
+        counts = _per_warp_counts(twin_size // stride, warps)
+        warp, j = _expand(counts)
+        block = (warp + j * warps) * (stride // LINE_B)
     elif pattern == "random":
         per = -(-nblocks // warps)
         first = np.arange(warps, dtype=np.int64) * per

@@ -16,11 +16,13 @@
 //   advice accessedby  preferred location host + cudaMemAdviseSetAccessedBy
 //                      for the GPU: the pages stay on the host and the SMs
 //                      read them remotely
-// Patterns: seq (warp w's j-th load covers 128 B block w + j*W) and random
+// Patterns: seq (warp w's j-th load covers 128 B block w + j*W), random
 // (the 128 B blocks in the order b_j = j * 2654435761 mod n, a permutation
 // of all n blocks as the multiplier is a prime above n; each warp takes a
-// contiguous run of j). Each lane loads 4 B, so one warp load is one 128 B
-// line.
+// contiguous run of j) and sparse (one 128 B line every stride_B bytes,
+// warp w's j-th load the line at (w + j*W) * stride_B: with a stride of
+// 2 MiB, one fault per VA block). Each lane loads 4 B, so one warp load is
+// one 128 B line.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -34,13 +36,13 @@
 constexpr uint64_t kPermMultiplier = 2654435761ull;  // a prime
 
 template <bool RANDOM>
-__global__ void touch(const unsigned* buf, uint64_t nblocks, unsigned* sink) {
+__global__ void touch(const unsigned* buf, uint64_t nblocks, unsigned* sink, uint64_t stride_words = 32) {
   const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   const uint64_t warp = tid / 32, nwarps = (static_cast<uint64_t>(gridDim.x) * blockDim.x) / 32;
   const unsigned lane = threadIdx.x % 32;
   unsigned acc = 0;
   if (!RANDOM) {
-    for (uint64_t b = warp; b < nblocks; b += nwarps) acc += buf[b * 32 + lane];
+    for (uint64_t b = warp; b < nblocks; b += nwarps) acc += buf[b * stride_words + lane];
   } else {
     const uint64_t per = (nblocks + nwarps - 1) / nwarps;
     const uint64_t last = min(nblocks, (warp + 1) * per);
@@ -52,7 +54,8 @@ __global__ void touch(const unsigned* buf, uint64_t nblocks, unsigned* sink) {
 int main(int argc, char** argv) {
   hl::Args args("uvm_touch", "UVM first-touch bandwidth by pattern and advice");
   args.flag("size-B", "64MiB,256MiB,1GiB", "managed buffer sizes (list)");
-  args.flag("pattern", "seq,random", "access pattern: seq, random (list)");
+  args.flag("pattern", "seq,random", "access pattern: seq, random, sparse (list)");
+  args.flag("stride-B", "2MiB", "sparse pattern: bytes between the lines touched (list)");
   args.flag("advice", "none,readmostly,prefetch,accessedby", "advice: none, readmostly, prefetch, accessedby (list)");
   args.flag("warps", "0", "warps in the grid, 0 = as many as fit on the GPU at once");
   args.flag("reps", "3", "timed repetitions per point");
@@ -60,13 +63,16 @@ int main(int argc, char** argv) {
   args.parse(argc, argv);
 
   auto sizes = args.sizes("size-B");
-  auto patterns = args.choices("pattern", {"seq", "random"});
+  auto patterns = args.choices("pattern", {"seq", "random", "sparse"});
+  auto strides = args.sizes("stride-B");
   auto advices = args.choices("advice", {"none", "readmostly", "prefetch", "accessedby"});
   int64_t warps_req = args.integer("warps");
   int reps = static_cast<int>(args.integer("reps"));
   if (reps < 1 || warps_req < 0) hl::fail(hl::kExitUsage, "usage", "--reps >= 1 and --warps >= 0");
   for (auto s : sizes)
     if (s < 4096 || s % 128) hl::fail(hl::kExitUsage, "usage", "--size-B: %llu must be >= 4 KiB and a multiple of 128", (unsigned long long)s);
+  for (auto s : strides)
+    if (s < 128 || s % 128) hl::fail(hl::kExitUsage, "usage", "--stride-B: %llu must be >= 128 and a multiple of 128", (unsigned long long)s);
 
   hl::DeviceInfo dev = hl::query_device(static_cast<int>(args.integer("device")));
   hl::print_device(dev);
@@ -96,6 +102,7 @@ int main(int argc, char** argv) {
 
   for (uint64_t size : sizes)
     for (const auto& pattern : patterns)
+     for (uint64_t stride : (pattern == "sparse" ? strides : std::vector<uint64_t>{128}))
       for (const auto& advice : advices)
         for (int rep = 0; rep < reps; ++rep) {
           hl::MemMode mode = advice == "readmostly"   ? hl::MemMode::UvmReadMostly
@@ -107,18 +114,20 @@ int main(int argc, char** argv) {
           flusher.flush(stream);
           auto kernel = pattern == "random" ? touch<true> : touch<false>;
           const unsigned* p = static_cast<const unsigned*>(b.dev);
-          uint64_t nblocks = size / 128;
+          const bool sparse = pattern == "sparse";
+          uint64_t nblocks = size / stride;
+          const uint64_t stride_words = stride / 4;
           total_timer.start(stream);
           prefetch_timer.start(stream);
           if (advice == "prefetch") CUDA_CHECK(hl::mem_prefetch(b.dev, size, hl::device_location(dev.device), stream));
           prefetch_timer.stop(stream);
-          kernel<<<grid, 256, 0, stream>>>(p, nblocks, sink);
+          kernel<<<grid, 256, 0, stream>>>(p, nblocks, sink, stride_words);
           LAUNCH_CHECK("touch");
           total_timer.stop(stream);
           double total_ms = total_timer.ms();
           double prefetch_ms = prefetch_timer.ms();
           second_timer.start(stream);
-          kernel<<<grid, 256, 0, stream>>>(p, nblocks, sink);
+          kernel<<<grid, 256, 0, stream>>>(p, nblocks, sink, stride_words);
           LAUNCH_CHECK("touch");
           second_timer.stop(stream);
           double second_ms = second_timer.ms();
@@ -126,7 +135,9 @@ int main(int argc, char** argv) {
 
           hl::Json j;
           j.str("type", "measurement").str("benchmark", "uvm_touch");
-          j.begin("params").uinteger("size_B", size).str("pattern", pattern).str("advice", advice).end();
+          j.begin("params").uinteger("size_B", size).str("pattern", pattern);
+          if (sparse) j.uinteger("stride_B", stride);
+          j.str("advice", advice).end();
           j.integer("rep", rep);
           j.begin("metrics")
               .num("time_ms", total_ms)
@@ -136,6 +147,7 @@ int main(int argc, char** argv) {
               .num("second_time_ms", second_ms)
               .num("second_bw_GBps", size / (second_ms * 1e-3) / 1e9)
               .uinteger("warps_launched", warps)
+              .uinteger("lines_touched", nblocks)
               .end();
           j.print();
         }

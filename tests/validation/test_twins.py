@@ -327,3 +327,15 @@ def test_traversal_twins_carry_the_device_arrays_and_the_launches(tmp_path):
     ctas = -(-32 * csr.num_vertices // 256)                 # merged: a warp per vertex
     for mode in ("device", "zerocopy", "uvm"):
         assert kernel_ms(slow, mode) >= launches * (ctas * 1000.0 + 1000.0) * 1e-6
+
+
+def test_sparse_uvm_touch_touches_one_line_per_stride(h100):
+    p = dict(kind="micro", benchmark="uvm_touch", size_B=64 << 20, pattern="sparse",
+             stride_B=2 << 20, advice="none", warps=64)
+    t = twins.build_micro("c", p, h100)
+    assert len(t.stream) == 32
+    assert np.all(np.diff(np.sort(t.stream.addr.astype(np.int64))) == 2 << 20)
+    assert twins.micro_group(p) == "micro/uvm_touch/none/sparse"
+    from hostlink.validation.manifest import expand_micro
+    pts = expand_micro("uvm_touch", {"pattern": ["seq", "sparse"], "stride_B": [65536]})
+    assert [("stride_B" in q) for q in pts] == [False, True]
