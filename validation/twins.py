@@ -45,6 +45,13 @@ group back to back); a load that hits sends no request and costs the model no
 time. The traversal twins' edge-list loads take the same caches.
 
 Assumptions of the twins (not of the model):
+- a traversal twin carries the kernel's device-array accesses only on graphs of
+  at most ``DEFAULT_MAX_DEVICE_EDGES`` edges (2^24: the scale-14 graphs, not the
+  scale-21 and -24 ones, whose device accesses would not fit in memory); above
+  it, a launch's device-side time is its CTA dispatch and launch time only.
+- SSSP and CC launches run in waves of the GPU's resident warps
+  (:mod:`hostlink.traces.emulator.algorithms`), an approximation of how far
+  updates spread within a launch.
 - a large run is predicted on a prefix of its traffic: every warp of the real
   grid is kept, each issues at most enough loads that the twin holds about
   ``max_requests`` requests; the steady-state bandwidth of the prefix (the
@@ -88,6 +95,7 @@ COPY_ENGINE_REQUEST_B = 256            # REFERENCE.md (NVIDIA/nccl-tests #149)
 PERM_MULTIPLIER = 2654435761           # gpu_kernels/micro/uvm_touch.cu
 DEFAULT_MAX_REQUESTS = 1 << 20
 DEFAULT_MAX_UVM_B = 1 << 30
+DEFAULT_MAX_DEVICE_EDGES = 1 << 24     # graphs up to this many edges carry their device arrays
 MIN_LOADS_PER_WARP = 8
 
 #: The metric each benchmark is judged by (the others are reported too).
@@ -903,7 +911,8 @@ class GraphSource:
 def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
                       fidelity: str = "des", options: dict | None = None,
                       timing: dict | None = None,
-                      max_sources: int | None = None) -> list[tuple[str, float, int]]:
+                      max_sources: int | None = None,
+                      max_device_edges: int = DEFAULT_MAX_DEVICE_EDGES) -> list[tuple[str, float, int]]:
     """(metric, value, rep) rows of a traversal case's twin, one set per source.
 
     The kernel's load-ahead (``load_ahead`` trips of loads issued before their
@@ -915,7 +924,12 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     (``emulate_s``; a stream shared by memory modes counts once) and predicting
     (``model_s``), the sources and the requests predicted. ``max_sources``: predict
     only the first sources (a sample; rep numbers stay those of the measured run,
-    ``source_index * reps + repetition``)."""
+    ``source_index * reps + repetition``). The twin holds the kernel's device-array
+    accesses too (vertex labels, offsets, atomics: :mod:`hostlink.traces.emulator.program`)
+    on graphs of at most ``max_device_edges`` edges; larger graphs (scale 21 and up
+    at degree 16) keep only the edge list's requests, as those accesses alone would
+    need about 14 times the requests (9 GiB for a kron-21 BFS), and their device-side
+    time is then the launches' dispatch and latency floor only."""
     import time
 
     from hostlink.model.config import system_with
@@ -953,6 +967,9 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     # SSSP and CC launches run in waves of the resident warps (later waves see the
     # earlier waves' updates: :mod:`hostlink.traces.emulator.algorithms`)
     resident = system.gpu.sm_count * system.gpu.max_warps_per_sm
+    # the device arrays' accesses (labels, offsets, atomics) are about 14x the edge
+    # list's requests: kept for graphs whose twin fits in memory
+    with_device = csr.num_edges <= max_device_edges
     rows: list[tuple[str, float, int]] = []
     for si, source in enumerate(sources):
         # the emulator lays the edge list out in host memory and the other arrays in
@@ -960,13 +977,14 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
         # from device memory too
         def make(source=source):
             em = emulate(csr, kernel, variant, source=source, id_bytes=id_bytes,
-                         memory="zerocopy", include_device=True, resident_warps=resident, **kw)
+                         memory="zerocopy", include_device=with_device, resident_warps=resident,
+                         **kw)
             edges = int(sum(int((csr.offsets[a + 1] - csr.offsets[a]).sum()) for a in em.active))
             stream = coalesce(em.trace(), cache=cache, cache_host=host_cache is not None,
-                              include_device=True)
+                              include_device=with_device)
             return stream, edges, len(em.active)
         config = (params["graph"], kernel, variant, id_bytes, kw.get("iterations"),
-                  host_cache is not None, "device-arrays", resident)
+                  host_cache is not None, with_device, resident)
         t0 = time.perf_counter()
         stream, edges, iterations = graphs.emulated(config, source, make)
         t1 = time.perf_counter()
