@@ -7,8 +7,31 @@ Model (used by :mod:`hostlink.traces.coalescer`):
 - A load's sector hits if its line is present and the sector valid;
   otherwise it misses, the line is allocated if absent (evicting the set's
   least recently used line) and the sector becomes valid.
-- Assumption: the set index is the line address modulo the number of sets
-  (real GPUs hash it; the modulo keeps the model simple and deterministic).
+- Set index (``CacheConfig.set_index``): ``"line"``, the line address modulo
+  the number of sets (the default of a config built by hand), or ``"xor"``,
+  the line address XORed with its copies shifted right by b, 2b, ... bits
+  (b = bits of the set count), modulo the sets, which
+  :meth:`CacheConfig.from_gpu` and so :func:`host_read_cache` use. With a
+  power-of-two number of sets that is the XOR of the address's b-bit groups,
+  which maps each aligned block of ``sets`` lines onto every set once, so
+  contiguous and power-of-two-strided lines alike spread evenly. Assumption:
+  NVIDIA publishes no L1 set function and none was found reverse engineered
+  (Accel-Sim's microbenchmarks count 4 L1 sets since Kepler,
+  accel-sim-framework util/tuner/GPU_Microbenchmark/ubench/l1_cache/
+  l1_config/l1_config.cu, and its H100 configuration, gpgpu-sim_distribution
+  configs/tested-cfgs/SM90_H100, indexes them linearly, which would put the
+  4 KiB-strided lines below into one set; GPGPU-Sim offers XOR set
+  functions, ``BITWISE_XORING_FUNCTION`` in gpu-cache.cc). The fold is taken
+  because it reproduces the H200's measurements below and the modulo does
+  not.
+- Geometry of a GPU's L1 (:meth:`CacheConfig.from_gpu`): ``gpu.l1_B`` (L1 and
+  shared memory together) less the shared-memory carve-out the driver gives a
+  kernel that uses no shared memory (:data:`NO_SHARED_CARVEOUT_B`, measured on
+  Hopper; other architectures keep the upper bound ``gpu.l1_B``; the
+  project's kernels use no shared memory), in :data:`GPU_L1_SETS` sets
+  (assumption: a power of two, so the fold is even; the ways follow the
+  size, as the carve-out takes whole ways: the H200's 224 KiB are 7 ways).
+
 - Assumption: stores and atomics neither look up nor allocate (write-through,
   no write-allocate; atomics are performed beyond the L1) and leave cached
   copies valid (the store updates them).
@@ -17,8 +40,56 @@ Model (used by :mod:`hostlink.traces.coalescer`):
   coherent), the L2 keeps its contents across launches.
 - Assumption: accesses reach the caches in trace row order (the order the
   trace source emitted them), not in a simulated warp interleaving.
-- Ways: 4 for the L1 and 16 for the L2 unless given (assumptions; NVIDIA
-  does not publish them).
+- Ways of a config built by hand: 4 for the L1 and 16 for the L2 unless
+  given; :meth:`CacheConfig.from_gpu`: the L2's 16, the L1's its size over
+  :data:`GPU_L1_SETS` sets (assumptions; NVIDIA does not publish them).
+
+Measured on an NVIDIA H200 (PCIe 5.0 x16, driver 580.159.04, 2026-11-22),
+gpu_kernels/micro/zc_read (default cache operator, unroll 4, 256 MiB per
+point) under Nsight Compute with ``--clock-control none``:
+- ``launch__shared_mem_config_size`` = 32 KiB for every point (1 KiB reserved
+  per CTA, up to 32 CTAs per SM): the L1 data cache holds 256 - 32 = 224 KiB.
+- Host bytes fetched per byte read (``lts__t_sectors_srcunit_tex_aperture_
+  sysmem_op_read`` x 32 B over the bytes the program reads; every host
+  request of the strided pattern was one sector), strided pattern, by warps
+  in the grid (132 SMs):
+
+  ======================  ======  ======  ======  ======  ======
+  bytes_per_lane, chunk   2112    4224    5280    6336    8448
+  ======================  ======  ======  ======  ======  ======
+  4 B, 128 B              1.007   1.124                   1.945
+  4 B, 512 B              1.003   1.227                   2.192
+  4 B, 4096 B             1.001   1.019                   1.048
+  8 B, 128 B              1.005   1.093           1.222
+  8 B, 512 B              1.003   1.146           1.441
+  8 B, 4096 B             1.000   1.009           1.028
+  16 B, 128 / 512 / 4096                  1.046 / 1.087 / 1.009
+  ======================  ======  ======  ======  ======  ======
+
+  With 4 B per lane a thread reads each sector in two unrolled groups of
+  four loads, so 2.0 means no sector survived from one group to the next.
+  At 64 warps per SM the 2048 lines the SM's threads read at once
+  (256 KiB) exceed the 224 KiB and nearly all reuse is lost; with 4 KiB
+  chunks only 65 536 threads (about 500 per SM) have a chunk, their lines
+  fit, and nothing is lost, although they are 32 lines apart, which under
+  the modulo index share 1/32 of the sets.
+  L1 hit share of the sectors of random 128 B blocks (4 B per lane, 8448
+  warps): 96.8 % over 64 KiB, 77.4 % over 256 KiB, 19.8 % over 1 MiB.
+- One SM's loads replayed in the twins' issue order (validation/twins.py:
+  warps in turn, a warp's unrolled group back to back) through this L1
+  (tests/traces/test_cache_set_index.py): refetch 1.00 at 16 warps per SM
+  and 2.00 at 64 for 128 B and 512 B chunks, 1.00 for 4 KiB chunks; hit
+  shares 96.8 / 79.1 / 20.4 % for the random blocks. The modulo index
+  refetches 2.0 for 4 KiB chunks. A pseudo-random hash (SplitMix64) of the
+  line with 7 ways was tried as well: 1.7 at 64 warps per SM and 72 % over
+  256 KiB, as its sets fill unevenly.
+- Not modelled: the partial losses between these extremes (1.09-1.23 at
+  32 warps per SM, where the model refetches 1.00) and the loss with 8 B and
+  16 B per lane over 128 B or 512 B chunks (1.05-1.44 at 40-48 warps per
+  SM), where a thread reads each sector in one group only: sectors are lost
+  between the loads of one group, which the LRU never evicts in trace order.
+  Both depend on when the loads reach the L1 and their data returns, which
+  the trace order does not hold.
 
 Which request a cached sector came from (for the coalescer's useful bytes):
 every cached sector copy points to a *fill record* of the request that
@@ -53,6 +124,15 @@ SECTOR_B = 32
 SECTORS_PER_LINE = LINE_B // SECTOR_B
 DEFAULT_L1_WAYS = 4    # assumption
 DEFAULT_L2_WAYS = 16   # assumption
+#: set index functions: "line" = line address mod sets; "xor" = the line address
+#: XOR-folded onto the set bits, mod sets (assumption, see above)
+SET_FUNCTIONS = ("line", "xor")
+SET_LINE, SET_XOR = 0, 1
+#: sets of a GPU's L1 (:meth:`CacheConfig.from_gpu`; assumption, see above)
+GPU_L1_SETS = 256
+#: shared memory the driver carves out of ``gpu.l1_B`` for a kernel that uses none, by
+#: architecture: Hopper measured (above); others not measured (no carve-out: upper bound)
+NO_SHARED_CARVEOUT_B = {"hopper": 32 * 1024}
 
 
 @dataclass(frozen=True)
@@ -63,8 +143,12 @@ class CacheConfig:
     l1_ways: int = DEFAULT_L1_WAYS
     l2_ways: int = DEFAULT_L2_WAYS
     sm_count: int = 1
+    set_index: str = "line"
 
     def __post_init__(self) -> None:
+        if self.set_index not in SET_FUNCTIONS:
+            raise ConfigError(f"cache: set_index must be one of {', '.join(SET_FUNCTIONS)}, "
+                              f"got '{self.set_index}'")
         for level in ("l1", "l2"):
             size = getattr(self, f"{level}_size_B")
             ways = getattr(self, f"{level}_ways")
@@ -86,19 +170,25 @@ class CacheConfig:
 
     @classmethod
     def from_gpu(cls, gpu, *, l1: bool = True, l2: bool = True, **overrides) -> "CacheConfig":
-        """From a GPU config with ``sm_count``, ``l1_B`` and ``l2_B`` (sizes rounded
-        down to a whole number of sets). ``l1_B`` is the L1 and shared memory
-        together; the data cache gets what shared memory leaves, so this is
-        an upper bound: override ``l1_size_B`` for a kernel's actual split."""
-        l1_ways = overrides.pop("l1_ways", DEFAULT_L1_WAYS)
+        """From a GPU config with ``sm_count``, ``l1_B``, ``l2_B`` and optionally
+        ``arch`` (sizes rounded down to a whole number of sets), XOR-folded set
+        index. ``l1_B`` is the L1 and shared memory together; the data cache
+        gets what shared memory leaves: ``l1_B`` less the carve-out of a kernel
+        without shared memory (:data:`NO_SHARED_CARVEOUT_B`; none for an
+        architecture not measured, an upper bound), in :data:`GPU_L1_SETS` sets
+        unless ``l1_ways`` is given. Override ``l1_size_B`` for a kernel that
+        uses shared memory, ``set_index`` for the modulo index."""
+        l1_B = max(0, gpu.l1_B - NO_SHARED_CARVEOUT_B.get(getattr(gpu, "arch", None), 0))
+        l1_ways = overrides.pop("l1_ways", max(1, l1_B // (GPU_L1_SETS * LINE_B)))
         l2_ways = overrides.pop("l2_ways", DEFAULT_L2_WAYS)
 
         def whole_sets(size_B: int, ways: int) -> int:
             return size_B // (LINE_B * ways) * LINE_B * ways
 
-        fields = {"l1_size_B": whole_sets(gpu.l1_B, l1_ways) if l1 else 0,
+        fields = {"l1_size_B": whole_sets(l1_B, l1_ways) if l1 else 0,
                   "l2_size_B": whole_sets(gpu.l2_B, l2_ways) if l2 else 0,
-                  "l1_ways": l1_ways, "l2_ways": l2_ways, "sm_count": gpu.sm_count}
+                  "l1_ways": l1_ways, "l2_ways": l2_ways, "sm_count": gpu.sm_count,
+                  "set_index": "xor"}
         fields.update(overrides)
         return cls(**fields)
 
@@ -106,15 +196,17 @@ class CacheConfig:
 def host_read_cache(gpu) -> CacheConfig | None:
     """The caches zero-copy host reads go through on ``gpu`` (a GpuConfig), or None.
 
-    The per-SM L1 at its full size, and no L2, when ``gpu.caches_host_reads``;
-    else None: the one rule every caller that coalesces host reads for a GPU
-    applies (use it with ``cache_host=True``). Measured on an H200
-    (validation/results/h200/first_run/results.csv, README.md there): random
-    4 B zero-copy loads over a 4 KiB host region run at 628 GB/s with the
-    default cache operator and 2.6 GB/s with ``ld.cv``, so default loads of
-    host memory are cached; over 64 KiB still 502 GB/s (the L1), but over
-    1 MiB, far inside the 60 MiB L2, only 63 GB/s (the link): the L2 does not
-    keep host lines, and the L1 is empty at each launch. The seed saw the
+    The per-SM L1 of :meth:`CacheConfig.from_gpu` (what shared memory leaves
+    of it, XOR-folded set index; see the module notes), and no L2, when
+    ``gpu.caches_host_reads``; else None: the one rule every caller that
+    coalesces host reads for a GPU applies (use it with ``cache_host=True``).
+    Measured on an H200 (validation/results/h200/first_run/results.csv,
+    README.md there): random 4 B zero-copy loads over a 4 KiB host region run
+    at 628 GB/s with the default cache operator and 2.6 GB/s with ``ld.cv``,
+    so default loads of host memory are cached; over 64 KiB still 502 GB/s
+    (the L1), but over 1 MiB, far inside the 60 MiB L2, only 63 GB/s (the
+    link): the L2 does not keep host lines, and the L1 is empty at each
+    launch. The seed saw the
     naive kernel send a new 32 B request only when a thread crossed a 32 B
     boundary (emogi_vldb2020 §3.3), which the L1 alone gives. Device sectors
     of a trace coalesced with this config see the L1 only as well.
@@ -150,6 +242,7 @@ class CacheState:
 
     def __init__(self, config: CacheConfig):
         self.config = config
+        self.set_fn = SET_FUNCTIONS.index(config.set_index)
         self.use_l1 = config.l1_size_B > 0
         self.use_l2 = config.l2_size_B > 0
         l1_shape = (config.sm_count if self.use_l1 else 1, max(config.l1_sets, 1),
@@ -183,9 +276,9 @@ class CacheState:
 
     def load(self, sm: int, sector: int) -> str:
         """Look one sector up as a load: 'l1', 'l2' (where it hit) or 'miss'."""
-        if self.use_l1 and lookup_fill(self.l1_lines, self.clock, sm, sector) >= 0:
+        if self.use_l1 and lookup_fill(self.l1_lines, self.clock, sm, sector, self.set_fn) >= 0:
             return "l1"
-        if self.use_l2 and lookup_fill(self.l2_lines, self.clock, 0, sector) >= 0:
+        if self.use_l2 and lookup_fill(self.l2_lines, self.clock, 0, sector, self.set_fn) >= 0:
             return "l2"
         return "miss"
 
@@ -213,16 +306,34 @@ def set_sector_state(lines, unit, s, way, sub, value):
 
 
 @njit(cache=True, nogil=True)
-def lookup_fill(lines, clock, unit, sector):
+def set_index(line, sets, set_fn):
+    """The set of ``line`` (address >> 7) in a cache of ``sets`` sets under ``set_fn``
+    (:data:`SET_LINE` or :data:`SET_XOR`)."""
+    if set_fn == SET_XOR and sets > 1:
+        bits = 1
+        while (1 << bits) < sets:
+            bits += 1
+        h = line
+        rest = line >> bits
+        while rest > 0:
+            h ^= rest
+            rest >>= bits
+        return h % sets
+    return line % sets
+
+
+@njit(cache=True, nogil=True)
+def lookup_fill(lines, clock, unit, sector, set_fn):
     """Look up ``sector`` (address >> 5) in cache ``unit``; fill it on a miss.
 
-    Set = line mod sets. Returns the way on a hit; on a miss ``-(way + 1)``,
-    the way now holding the line with the sector valid and no record (a line
-    allocated in place of another starts with its other sectors invalid).
+    Set: :func:`set_index` of the line under ``set_fn``. Returns the way on a
+    hit; on a miss ``-(way + 1)``, the way now holding the line with the sector
+    valid and no record (a line allocated in place of another starts with its
+    other sectors invalid).
     """
     line = sector >> 2
     sub = sector & 3
-    s = line % lines.shape[1]
+    s = set_index(line, lines.shape[1], set_fn)
     clock[0] += 1
     now = clock[0]
     ways = lines.shape[2]

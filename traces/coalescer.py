@@ -77,7 +77,7 @@ from hostlink.model.workload import (REQUEST_DTYPES, SPACE_DEVICE, SPACE_HOST, L
                                      RequestStream)
 from hostlink.traces.cache import (REC_LINE, REC_MASK01, REC_MASK23, REC_OWNER, TAG,
                                    CacheConfig, CacheState, compact_records, lookup_fill,
-                                   sector_state, set_sector_state)
+                                   sector_state, set_index, set_sector_state)
 from hostlink.traces.schema import (LOCATION_HOST, OP_ATOMIC, OP_LOAD, OP_STORE, SPACE_GLOBAL,
                                     SPACE_LOCAL, WARP_SIZE, InstTable, KernelLaunch, Region,
                                     WarpTrace)
@@ -154,12 +154,12 @@ def _credit(rid, sub, bits, recs, base_id, out_useful, late_id, late_B, late_spa
 
 
 @njit(cache=True, nogil=True)
-def _attach(lines, unit, sector, way, rid):
+def _attach(lines, unit, sector, way, rid, set_fn):
     """Point the sector filled at ``way`` to record ``rid`` if its line is still there."""
     if way < 0:
         return
     line = sector >> 2
-    s = line % lines.shape[1]
+    s = set_index(line, lines.shape[1], set_fn)
     if lines[unit, s, way, TAG] != line:
         return  # evicted by a later sector of the same instruction
     set_sector_state(lines, unit, s, way, sector & 3, rid)
@@ -168,7 +168,7 @@ def _attach(lines, unit, sector, way, rid):
 @njit(cache=True, nogil=True)
 def _coalesce_rows(addrs, mask, width, kind, local, sm, row_launch, row_warp, row_inst,
                    host_start, host_end, include_device, cache_host, use_l1, use_l2,
-                   l1_lines, l2_lines, clock, recs, rec_used, base_id, r0, k0, nl0,
+                   l1_lines, l2_lines, set_fn, clock, recs, rec_used, base_id, r0, k0, nl0,
                    out_launch, out_warp, out_inst, out_addr, out_size, out_useful, out_space,
                    out_write, sec_host, sec_device, late_id, late_B, late_space):
     """Coalesce rows r0.. ; write requests to the out_* arrays from ``k0``.
@@ -277,23 +277,26 @@ def _coalesce_rows(addrs, mask, width, kind, local, sm, row_launch, row_warp, ro
             if kd == KIND_LOAD and (use_l1 or use_l2) and (cache_host or not hq):
                 sec = p_sec[q]
                 sub = sec & 3
+                set1 = 0
                 hit = False
                 rid = -1
                 if use_l1:
-                    got = lookup_fill(l1_lines, clock, unit1, sec)
+                    set1 = set_index(sec >> 2, l1_sets, set_fn)
+                    got = lookup_fill(l1_lines, clock, unit1, sec, set_fn)
                     if got >= 0:
                         hit = True
-                        rid = sector_state(l1_lines, unit1, (sec >> 2) % l1_sets, got, sub)
+                        rid = sector_state(l1_lines, unit1, set1, got, sub)
                     else:
                         w1 = -got - 1
                 if not hit and use_l2:
-                    got = lookup_fill(l2_lines, clock, 0, sec)
+                    got = lookup_fill(l2_lines, clock, 0, sec, set_fn)
                     if got >= 0:
                         hit = True
-                        rid = sector_state(l2_lines, 0, (sec >> 2) % l2_sets, got, sub)
+                        rid = sector_state(l2_lines, 0, set_index(sec >> 2, l2_sets, set_fn), got,
+                                           sub)
                         if w1 >= 0 and rid >= 0:
                             # the L1 copy comes from the L2 copy: same fill
-                            set_sector_state(l1_lines, unit1, (sec >> 2) % l1_sets, w1, sub, rid)
+                            set_sector_state(l1_lines, unit1, set1, w1, sub, rid)
                     else:
                         w2 = -got - 1
                 if hit:
@@ -339,8 +342,8 @@ def _coalesce_rows(addrs, mask, width, kind, local, sm, row_launch, row_warp, ro
                     sub = p_sec[j] & 3
                     recs[rid, REC_MASK01 + (sub >> 1)] |= (np.int64(p_bits[j])
                                                           << np.int64(32 * (sub & 1)))
-                    _attach(l1_lines, unit1, p_sec[j], fill1[j], rid)
-                    _attach(l2_lines, 0, p_sec[j], fill2[j], rid)
+                    _attach(l1_lines, unit1, p_sec[j], fill1[j], rid, set_fn)
+                    _attach(l2_lines, 0, p_sec[j], fill2[j], rid, set_fn)
             out_launch[k] = row_launch[r]
             out_warp[k] = row_warp[r]
             out_inst[k] = row_inst[r]
@@ -554,7 +557,8 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
                     addrs[b], mask[b], width[b], kind[b], local[b], sm[b],
                     row_launch[b], row_warp[b], row_inst[b], host_start, host_end,
                     include_device, cache_host, state.use_l1, state.use_l2,
-                    state.l1_lines, state.l2_lines, state.clock, state.recs, state.rec_used,
+                    state.l1_lines, state.l2_lines, state.set_fn, state.clock, state.recs,
+                    state.rec_used,
                     emitted, done, k, nl,
                     out["launch"], out["warp"], out["inst"], out["addr"], out["size_B"],
                     out["useful_B"], out["space"], out["is_write"], sec_host[b], sec_dev[b],
