@@ -25,8 +25,9 @@ capacity_B=None, **options) -> UvmResult``
 - ``options`` (all keyword, documented in :func:`simulate_uvm`): the batch
   service model, the duplicate-fault model, the LRU update rule, the resident
   warp count, a seed that shuffles the warps' run order (default: none), the
-  per-VA-block and per-moved-page service costs ``block_us`` and
-  ``move_page_us`` (default 0).
+  order in which faults reach the buffer ``fault_order`` (default
+  "sm_interleaved"), the per-VA-block, per-moved-run and per-moved-page
+  service costs ``block_us``, ``move_run_us`` and ``move_page_us`` (default 0).
 
 ``UvmResult`` (see :mod:`hostlink.model.uvm.result`): ``time_s``
 (``service_time_s + device_time_s``; kernel launch overhead and inter-level
@@ -36,8 +37,9 @@ synchronisation are not included, the caller adds them), fault counts
 prefetcher), ``d2h_B`` (write-backs on eviction), ``evictions`` (2 MB chunks),
 ``thrashing_events``, ``thrashing_chunks``, ``write_upgrades``, ``unique_B`` (distinct bytes the requests asked for),
 ``block_services`` (VA blocks serviced, over batches), ``migration_runs``
-(contiguous transfers), ``driver_time_s`` (the per-block and per-page part of
-the service time),
+(contiguous transfers), ``move_runs`` (contiguous runs moved off the host),
+``driver_time_s`` (the per-block, per-run and per-page part of the service
+time),
 ``read_amplification = h2d_B / unique_B``, ``oversubscription``
 (touched pages' bytes over capacity), ``remote`` (a RequestStream or None)
 and ``per_launch`` (a tuple of :class:`UvmLaunch`). ``to_dict()`` gives a
@@ -53,9 +55,9 @@ The assumptions and references are in :mod:`hostlink.model.uvm.model`.
 """
 from hostlink.model.uvm.model import (curve_peak_GBps, link_raw_GBps, prefetch_pages,
                                      prefetch_time_s, remote_requests, simulate_uvm,
-                                     transfer_bw_GBps, unique_bytes)
+                                     sm_interleaved_warps, transfer_bw_GBps, unique_bytes)
 from hostlink.model.uvm.result import UvmLaunch, UvmResult
 
 __all__ = ["UvmLaunch", "UvmResult", "curve_peak_GBps", "link_raw_GBps", "prefetch_pages",
-           "prefetch_time_s", "remote_requests", "simulate_uvm", "transfer_bw_GBps",
-           "unique_bytes"]
+           "prefetch_time_s", "remote_requests", "simulate_uvm", "sm_interleaved_warps",
+           "transfer_bw_GBps", "unique_bytes"]

@@ -28,9 +28,10 @@ ST_D2H_US = 11         # of which write-back transfer time
 ST_UPGRADES = 12       # write faults on read-duplicated pages (no data moves)
 ST_THRASH_CHUNKS = 13  # chunks newly marked thrashing
 ST_BLOCK_SVC = 14      # VA-block services (a block with faulted pages, once per batch)
-ST_DRIVER_US = 15      # of the service time: per-block and per-moved-page driver work
+ST_DRIVER_US = 15      # of the service time: per-block, per-moved-page and per-moved-run work
 ST_RUNS = 16           # contiguous runs of pages migrated (one transfer each)
-N_STATS = 17
+ST_MOVE_RUNS = 17      # contiguous runs of pages moved off the host (unmapped there)
+N_STATS = 18
 
 
 @numba.njit(cache=True, inline="always")
@@ -179,12 +180,13 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                     prefetch, threshold, read_mostly, lru_on_migrate,
                     linear, base_us, per_KB_us, page_B, a_GBps, k_per_KB,
                     thrash_events, thrash_window_us, resident_warps, shuffle_seed,
-                    block_us=0.0, move_page_us=0.0):
+                    block_us=0.0, move_page_us=0.0, move_run_us=0.0):
     """Replay the accesses warp by warp, servicing faults in batches.
 
     A batch's service time is ``base_us``, plus ``block_us`` per VA block it
-    services, plus ``move_page_us`` per page it moves off the host (migrated,
-    not read-duplicated), plus the transfers.
+    services, plus ``move_page_us`` per page and ``move_run_us`` per contiguous
+    run of pages it moves off the host (migrated, not read-duplicated), plus
+    the transfers.
 
     Returns ``(stats, touched)``: per-launch statistics (columns ``ST_*``) and
     a per-page flag of the pages any access touched.
@@ -434,25 +436,34 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                 # ---- migrate: contiguous runs move as one transfer each
                 n_mig = 0
                 n_move = 0
+                n_move_runs = 0
                 run = 0
+                moving = False      # the previous page is a moved one (one unmapped run)
                 for k in range(block_pages):
-                    if mig[k] == 1:
-                        p = base + k
-                        resident[p] = 1
-                        wb[p] = 1 if (not read_mostly or pwrite[p] == 1) else 0
-                        n_move += wb[p]
-                        n_mig += 1
-                        run += 1
-                    elif run > 0:
-                        h2d_us += _transfer_us(run, page_B, linear, per_KB_us, a_GBps, k_per_KB)
-                        stats[l, ST_RUNS] += 1
-                        run = 0
+                    if mig[k] == 0:
+                        moving = False
+                        if run > 0:
+                            h2d_us += _transfer_us(run, page_B, linear, per_KB_us, a_GBps,
+                                                   k_per_KB)
+                            stats[l, ST_RUNS] += 1
+                            run = 0
+                        continue
+                    p = base + k
+                    resident[p] = 1
+                    wb[p] = 1 if (not read_mostly or pwrite[p] == 1) else 0
+                    n_move += wb[p]
+                    if wb[p] == 1 and not moving:
+                        n_move_runs += 1
+                    moving = wb[p] == 1
+                    n_mig += 1
+                    run += 1
                 if run > 0:
                     h2d_us += _transfer_us(run, page_B, linear, per_KB_us, a_GBps, k_per_KB)
                     stats[l, ST_RUNS] += 1
                 stats[l, ST_H2D_PAGES] += n_mig
                 stats[l, ST_PREF_PAGES] += n_mig - nfo
-                drv += move_page_us * n_move
+                stats[l, ST_MOVE_RUNS] += n_move_runs
+                drv += move_page_us * n_move + move_run_us * n_move_runs
                 t_us += drv
                 stats[l, ST_DRIVER_US] += drv
                 for e in range(g, g_end):

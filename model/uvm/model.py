@@ -21,6 +21,22 @@ one after another by one CPU thread and are not overlapped with the kernel
 (UVMSmart's default, and the seeds: "the entire management process is
 single-threaded", emogi_vldb2020 §2.2).
 
+Fault order (``fault_order="sm_interleaved"``, default). The SMs run at once,
+so the fault buffer fills in time order, SM by SM, not warp by warp: the
+runnable warps are taken (and their faults queued) as the k-th warp of every
+SM before the (k+1)-th of any, CTAs dealt to the SMs round robin (CTA c on SM
+c mod ``gpu.sm_count``, the CTA size from the stream's launch records) and a
+CTA's warps in order. An assumption about the hardware's scheduling; it
+decides which pages share the oldest 256 entries: a random first touch of
+64 MiB on an H200 then moves its prefetched pages in about 560 separate runs
+rather than 140, and a BFS batch spans more neighbour lists. With it, the
+costs below fitted on the H200's first touch without advice predict its
+ReadMostly first touch within 10% (tests/model/test_uvm_readmostly.py); taken
+warp by warp, the best non-negative batch, block and run costs miss the
+64 MiB random point without advice by 46%.
+``fault_order="warp"`` takes the warps in index order (the model before this
+option).
+
 Duplicate faults. A batch's entries for a page already in that batch are
 duplicates: several warps fault on a page before it arrives. With
 ``duplicates="derived"`` (default) they come from the warps themselves and
@@ -49,25 +65,38 @@ Service time of a batch (``service="curve"``, default):
 ``batch_base_us`` (fetch, sort, replay), plus ``block_us`` for every VA
 block the batch services (the driver services a batch block by block:
 locking, residency and prefetch masks, chunk allocation, the copy push, the
-GPU page-table update), plus ``move_page_us`` for every page it moves off the
-host (migrated; a read-duplicated page keeps its host copy and does not pay
-it), plus, for every contiguous run of pages migrated within a VA block,
+GPU page-table update), plus ``move_run_us`` for every contiguous run of
+pages within a VA block that it moves off the host and ``move_page_us`` for
+every such page (the CPU unmapping below; a read-duplicated page pays
+neither), plus, for every contiguous run of pages migrated within a VA block,
 ``size / BW(size)`` with the transfer-rate curve ``BW(s) = (2a/pi) atan(k
 s_KB)`` (UVMSmart, a = ``transfer_peak_GBps``, k = ``transfer_shape_per_KB``,
 s in units of 1024 B: the source counts in 4 KB pages of 4096 B). UVMSmart
 fitted ``a = 12`` to a 16 GB/s (PCIe 3.0 x16) link; a is scaled by the link's
 raw rate over PCIe 3.0 x16's 15.75 GB/s (``scale_to_link=True``; an
 assumption) so that faster links migrate faster while the per-batch cost
-stays. ``block_us`` and ``move_page_us`` are keyword options (default 0, the
-model before they were added); ``hostlink validate calibrate`` fits them with
-``batch_base_us`` from first-touch measurements. On an H200 (PCIe 5.0,
-driver 580) sequential and random first touch separate the costs: a
-sequential front faults on a few pages of one block per batch, a random one
-on many blocks per batch, and ReadMostly (no move) shows what the per-page
-move costs. The per-page move cost is a fitted quantity: its driver cause
-(CPU-side unmapping and release of each moved page is the candidate) is not
-identified, and explicit prefetching (:func:`prefetch_time_s`), which moves
-the same pages without faults, does not pay it. ``service="linear"`` uses
+stays. ``block_us``, ``move_run_us`` and ``move_page_us`` are keyword options
+(default 0, the model before they were added); ``hostlink validate calibrate``
+fits ``block_us`` and ``move_run_us`` with ``batch_base_us`` from first touch
+without advice, sequential and random: a sequential front faults on a few
+pages of one block per batch, in many batches of duplicate entries, a random
+one on many blocks in few batches, and its prefetched pages move in many
+runs. On an H200 (PCIe 5.0, driver 580) that gives about 13 us a batch, 12 us
+a block and 10 us a moved run; left free as well, the per-page cost fits to
+zero there.
+
+Moving a page off the host unmaps it from the CPU. A migrating service
+(``uvm_va_block_make_resident_copy`` in the open driver's ``uvm_va_block.c``)
+first unmaps every processor's mapping of the pages it moves
+(``uvm_va_block_unmap_mask``); for the CPU, ``block_unmap_cpu`` calls the
+kernel's ``unmap_mapping_range`` once per contiguous subregion of them, and
+each call zaps the PTEs and shoots down the CPU TLBs (inter-processor
+interrupts, costly in a virtual machine): a cost per contiguous run moved,
+which random first touch, its prefetched pages scattered over many runs,
+pays far more often than a sequential front. Explicit prefetching
+(:func:`prefetch_time_s`) unmaps whole ranges before it copies
+(``uvm_migrate.c``, ``uvm_perf_migrate_cpu_preunmap_enable``) and pays
+neither cost. ``service="linear"`` uses
 Allen & Ge's fit instead: ``batch_base_us + migrate_per_KB_us * KB`` over
 all pages moved in the batch, both directions. The two are alternatives, not
 added: the linear fit (0.7-1.3 us/KB on Titan V) caps migration near 1 GB/s,
@@ -113,7 +142,21 @@ The clock for the window is the accumulated service time.
 ReadMostly (``cudaMemAdviseSetReadMostly``): read faults duplicate pages; the
 host keeps its copy, so evicting a read-only copy costs no write-back. A
 write to a duplicated page faults again (counted as ``write_upgrades``; no
-data moves) and the GPU copy becomes the only one. SetAccessedBy on
+data moves) and the GPU copy becomes the only one. Duplicating pays the
+batch, block and transfer costs but no move cost: the CPU's mappings were
+already downgraded when the advice was applied. Setting read duplication on a
+range calls ``uvm_va_block_make_resident_read_duplicate`` for the pages
+already resident (``uvm_policy.c``), which revokes the CPU's write access
+(``block_prep_read_duplicate_mapping``; the CPU's write revocation is an
+unmap and a read-only remap, ``block_revoke_cpu_write``); a fault then finds
+the pages read-only on the CPU and leaves the CPU's page tables alone. On an
+H200 (driver 580), ``cudaMemAdvise(SetReadMostly)`` on 256 MiB the CPU had
+written took 23 ms (0.35 us a page) and 0.001 ms on untouched memory. With
+the costs fitted on migrating first touch, ReadMostly's sequential front
+keeps the per-batch and per-block costs of its many batches, while its random
+first touch (few batches) loses most of its cost, the per-run unmapping, as
+the H200 measured (sequential 48 ms, random 40 ms for 512 MiB, against 65
+and 89 ms without advice). SetAccessedBy on
 CPU-resident data, on x86 without ATS (access-counter migration off): no
 faults, no migration; every host request is a remote zero-copy read or write,
 returned in ``remote`` for the zero-copy model. ReadMostly wins if both are
@@ -130,22 +173,30 @@ device-space) read at ``gpu.device_bw_GBps``; a lower bound that ignores
 latency. ``time_s = service_time_s + device_time_s``; launch overhead and
 level synchronisation belong to the caller.
 
+Not modelled: the copy engine splits a run where fault-driven and prefetched
+pages meet (``block_copy_resident_pages_between`` starts a new copy when the
+cause changes; CUPTI shows mostly 4-64 KiB copies), and it copies while the
+driver services the batch's next block; both are folded into the fitted
+costs.
+
 Other assumptions: the allocation is 2 MB aligned, so VA blocks are whole
 (prefetch may reach pages of a touched block that the kernel never asks for,
 as the driver's does inside a block); a request crossing a page boundary
 faults on both pages; requests are reads unless ``is_write``; the simulation is
-deterministic; ``seed`` (optional) only shuffles the order in which runnable
+deterministic; ``seed`` (optional) also shuffles the order in which runnable
 warps run between batches, to test sensitivity to the GPU's scheduling.
 
 References: shared/design/REFERENCE.md "UVM"; the open NVIDIA kernel modules
 (kernel-open/nvidia-uvm: uvm_perf_prefetch.c, uvm_pmm_gpu.c,
-uvm_perf_thrashing.c, uvm_gpu_replayable_faults.c); Allen & Ge, "In-Depth
+uvm_perf_thrashing.c, uvm_gpu_replayable_faults.c, uvm_va_block.c,
+uvm_policy.c, uvm_migrate.c); Allen & Ge, "In-Depth
 Analyses of Unified Virtual Memory System for GPU Accelerated Computing",
 SC'21 (tallendev/uvm-eval); Ganguly et al., UVMSmart
 (DebashisGanguly/gpgpu-sim_UVMSmart); the seeds emogi_vldb2020 §2.2, §5.3.4.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -159,6 +210,7 @@ from hostlink.model.uvm.result import UvmLaunch, UvmResult
 from hostlink.model.workload import SPACE_HOST, RequestStream
 
 SERVICE_MODELS = ("curve", "linear")
+FAULT_ORDERS = ("sm_interleaved", "warp")
 DUPLICATE_MODELS = ("derived", "published")
 LRU_RULES = ("populate", "migrate")
 
@@ -251,6 +303,46 @@ def unique_bytes(addr: np.ndarray, size_B: np.ndarray) -> int:
     return int(core.covered_bytes(s.view(np.int64), e.view(np.int64)))
 
 
+def sm_interleaved_warps(host: RequestStream, sm_count: int) -> np.ndarray:
+    """Warp labels that sort each launch's warps in the order their faults reach the
+    fault buffer: the k-th warp of every SM before the (k+1)-th warp of any SM, CTAs
+    dealt to the SMs round robin (CTA c on SM c mod ``sm_count``), a CTA's warps in
+    order. Without launch records every warp is its own CTA and the order is the
+    warps' own."""
+    wpc = np.array([max(1, i.warps_per_cta) for i in host.launches] or [1], dtype=np.int64)
+    per = wpc[np.minimum(host.launch.astype(np.int64), len(wpc) - 1)]
+    w = host.warp.astype(np.int64)
+    cta = w // per
+    rank = (cta // sm_count) * per + w % per
+    return rank * sm_count + cta % sm_count
+
+
+def _in_fault_order(host: RequestStream, sm_count: int) -> RequestStream:
+    """``host`` with its warps relabelled by :func:`sm_interleaved_warps` and its rows in
+    (launch, new label, instruction) order. Rows already grouped by warp move as whole
+    runs (one gather, no sort of the rows)."""
+    key = sm_interleaved_warps(host, sm_count)
+    if int(key.max()) >= 1 << 32:
+        raise ConfigError(f"simulate_uvm: warp label {int(key.max())} does not fit the "
+                          "request stream's 32-bit warp column")
+    n = len(host)
+    launch = host.launch.astype(np.int64)
+    new = np.ones(n, dtype=bool)
+    new[1:] = (host.launch[1:] != host.launch[:-1]) | (host.warp[1:] != host.warp[:-1])
+    starts = np.flatnonzero(new)
+    lens = np.diff(np.append(starts, n))
+    order = np.lexsort((key[starts], launch[starts]))
+    sl, sk = launch[starts][order], key[starts][order]
+    grouped = not np.any((sl[1:] == sl[:-1]) & (sk[1:] == sk[:-1]))
+    if grouped:
+        s, ln = starts[order], lens[order]
+        idx = np.repeat(s - (np.cumsum(ln) - ln), ln) + np.arange(n)
+    else:
+        idx = np.lexsort((host.inst, key, launch))
+    out = host.select(idx)
+    return dataclasses.replace(out, warp=key[idx].astype(host.warp.dtype))
+
+
 def _log2_exact(value: int, what: str) -> int:
     if value < 1 or value & (value - 1):
         raise ConfigError(f"{what} must be a power of two, not {value}")
@@ -307,7 +399,8 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
                  service: str = "curve", duplicates: str = "derived", lru: str = "populate",
                  scale_to_link: bool = True, resident_warps: int | None = None,
                  seed: int | None = None, block_us: float = 0.0,
-                 move_page_us: float = 0.0) -> UvmResult:
+                 move_page_us: float = 0.0, move_run_us: float = 0.0,
+                 fault_order: str = "sm_interleaved") -> UvmResult:
     """Simulate a request stream on managed memory (see the module docstring).
 
     Keyword options: ``service`` ("curve" | "linear") picks the batch service
@@ -315,12 +408,16 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
     ``lru`` ("populate" | "migrate") when a chunk becomes most recently used,
     ``scale_to_link`` scales the transfer curve to the link's raw rate,
     ``resident_warps`` overrides the concurrent warp count, ``seed`` shuffles
-    the run order of runnable warps (None: in warp order), ``block_us`` the
-    driver time per VA block a batch services and ``move_page_us`` per page it
-    moves off the host (see the module docstring; both default 0).
+    the run order of runnable warps between batches (None: no shuffle),
+    ``fault_order`` ("sm_interleaved" | "warp") the order in which the
+    warps' faults reach the fault buffer, ``block_us`` the driver time per VA
+    block a batch services, ``move_page_us`` per page and ``move_run_us`` per
+    contiguous run of pages it moves off the host (see the module docstring;
+    the costs default to 0).
     """
     uvm, gpu = system.uvm, system.gpu
-    for name, value in (("block_us", block_us), ("move_page_us", move_page_us)):
+    for name, value in (("block_us", block_us), ("move_page_us", move_page_us),
+                        ("move_run_us", move_run_us)):
         try:
             ok = math.isfinite(float(value)) and float(value) >= 0
         except (TypeError, ValueError):
@@ -329,7 +426,8 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
             raise ConfigError(f"simulate_uvm: {name} must be a number >= 0, not {value!r}")
     for name, value, allowed in (("service", service, SERVICE_MODELS),
                                  ("duplicates", duplicates, DUPLICATE_MODELS),
-                                 ("lru", lru, LRU_RULES)):
+                                 ("lru", lru, LRU_RULES),
+                                 ("fault_order", fault_order, FAULT_ORDERS)):
         if value not in allowed:
             raise ConfigError(f"simulate_uvm: {name}='{value}' is not one of {', '.join(allowed)}")
     if capacity_B is None:
@@ -380,6 +478,8 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
                          host_requests=len(host), remote=remote_requests(stream),
                          per_launch=tuple(per))
 
+    if len(host) and fault_order == "sm_interleaved":
+        host = _in_fault_order(host, gpu.sm_count)
     if len(host):
         (dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids, n_pages,
          uniq_B) = _prepare(host, page_shift, block_shift)
@@ -403,7 +503,8 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
         service == "linear", float(uvm.batch_base_us), float(uvm.migrate_per_KB_us),
         float(uvm.page_B), float(peak), float(uvm.transfer_shape_per_KB),
         uvm.thrash_events, float(uvm.thrash_window_us), int(resident_warps),
-        -1 if seed is None else int(seed), float(block_us), float(move_page_us))
+        -1 if seed is None else int(seed), float(block_us), float(move_page_us),
+        float(move_run_us))
 
     # device time per launch: all of the launch's request bytes at device bandwidth
     launch_bytes = np.bincount(stream.launch, weights=stream.size_B)
@@ -439,5 +540,6 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
         thrashing_events=int(tot[core.ST_THRASH]), thrashing_chunks=int(tot[core.ST_THRASH_CHUNKS]),
         unique_B=uniq_B, touched_B=int(touched.sum()) * page_B, capacity_B=int(capacity_B),
         host_requests=len(host), block_services=int(tot[core.ST_BLOCK_SVC]),
-        migration_runs=int(tot[core.ST_RUNS]), driver_time_s=float(tot[core.ST_DRIVER_US]) * 1e-6,
+        migration_runs=int(tot[core.ST_RUNS]), move_runs=int(tot[core.ST_MOVE_RUNS]),
+        driver_time_s=float(tot[core.ST_DRIVER_US]) * 1e-6,
         remote=None, per_launch=tuple(per))

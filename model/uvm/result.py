@@ -53,7 +53,8 @@ class UvmResult:
     host_requests: int
     block_services: int = 0     # VA blocks serviced, summed over batches
     migration_runs: int = 0     # contiguous runs of pages migrated (one copy each)
-    driver_time_s: float = 0.0  # part of service_time_s spent on per-block and per-run driver work
+    move_runs: int = 0          # contiguous runs of pages moved off the host (unmapped there)
+    driver_time_s: float = 0.0  # part of service_time_s: per-block, per-moved-page and per-moved-run work
     remote: RequestStream | None = field(default=None, repr=False, compare=False)
     per_launch: tuple[UvmLaunch, ...] = field(default=(), repr=False)
 
