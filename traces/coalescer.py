@@ -14,6 +14,9 @@ never leaves the SM):
   of a line make two 32 B requests);
 - device memory sectors become 32 B requests (SPACE_DEVICE) when
   ``include_device``;
+- stores, and reductions (atomics whose opcode is ``RED...``: no thread waits
+  for their result), are writes (``is_write``); other atomics return a value
+  and are reads for timing;
 - ``useful_B`` counts the bytes of the request that some lane asked for, each
   byte once however many lanes asked for it; with caches, also the bytes
   later lanes read from the sectors it brought into a cache (below).
@@ -441,6 +444,17 @@ def _launch_infos(launches: list[KernelLaunch]) -> tuple[LaunchInfo, ...]:
                             threads_per_cta=l.threads_per_cta) for l in launches)
 
 
+REDUCTION_PREFIX = "RED"    # SASS reductions: atomics whose result no thread waits for
+
+
+def posted_opcodes(opcodes: list[str] | None) -> np.ndarray | None:
+    """Per opcode index of a trace: whether its atomics are reductions (``RED...``:
+    fire and forget, the warp does not wait; ``ATOM...`` returns the old value)."""
+    if not opcodes:
+        return None
+    return np.array([str(o).upper().startswith(REDUCTION_PREFIX) for o in opcodes], dtype=bool)
+
+
 def _resolve(trace_or_chunks, regions, launches):
     if isinstance(trace_or_chunks, WarpTrace):
         chunks = trace_or_chunks.iter_chunks()
@@ -460,8 +474,12 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
                    regions: list[Region] | None = None, *,
                    launches: list[KernelLaunch] | None = None,
                    cache: CacheConfig | None = None, cache_host: bool = False,
-                   include_device: bool = False) -> Iterator[CoalescedChunk]:
+                   include_device: bool = False,
+                   posted: np.ndarray | None = None) -> Iterator[CoalescedChunk]:
     """Coalesce chunk by chunk (bounded memory); see :func:`coalesce` for the arguments.
+    ``posted`` (bool per opcode index, :func:`posted_opcodes`): atomics of those
+    opcodes are reductions, emitted as writes (the warp does not wait for them);
+    taken from a WarpTrace's opcodes when not given.
 
     Each yielded chunk's requests follow its rows' order; the caches and the
     per-warp instruction counters carry over from chunk to chunk. A chunk's
@@ -469,6 +487,8 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
     later chunks credit it through their ``late_*`` arrays (see
     :class:`CoalescedChunk`).
     """
+    if posted is None and isinstance(trace_or_chunks, WarpTrace):
+        posted = posted_opcodes(trace_or_chunks.opcodes)
     chunks, regions, launches = _resolve(trace_or_chunks, regions, launches)
     host_start, host_end = _host_ranges(regions)
     state = CacheState(cache if cache is not None else CacheConfig())
@@ -519,6 +539,11 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
         op = chunk.op[rows]
         kind = np.where(op == OP_STORE, KIND_STORE,
                         np.where(op == OP_ATOMIC, KIND_ATOMIC, KIND_LOAD)).astype(np.uint8)
+        if posted is not None and len(posted):
+            code = chunk.opcode[rows].astype(np.int64)
+            red = (op == OP_ATOMIC) & (code >= 0) & (code < len(posted))
+            red[red] = posted[code[red]]
+            kind[red] = KIND_STORE
         local = chunk.space[rows] == SPACE_LOCAL
         sm = (cta % state.config.sm_count).astype(np.int64)
         bound = _pieces_bound(mask, width)
@@ -604,11 +629,13 @@ def coalesce(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
     ``cache_host``: host sectors go through the caches too. ``include_device``:
     emit device sector requests as well.
     """
+    posted = (posted_opcodes(trace_or_chunks.opcodes) if isinstance(trace_or_chunks, WarpTrace)
+              else None)
     chunks, regions, launches = _resolve(trace_or_chunks, regions, launches)
     parts = []
     late_index, late_B = [], []
     for c in iter_coalesced(chunks, regions, launches=launches, cache=cache,
-                            cache_host=cache_host, include_device=include_device):
+                            cache_host=cache_host, include_device=include_device, posted=posted):
         parts.append(c.requests)
         if len(c.late_index):
             late_index.append(c.late_index)

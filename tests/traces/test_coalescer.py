@@ -307,3 +307,23 @@ def test_chunked_equals_whole():
 def test_address_beyond_range_is_an_error():
     with pytest.raises(TraceError, match="2\\*\\*62"):
         coalesce(make_rows([{"lanes": {0: 1 << 63}}]), HOST)
+
+
+def test_reductions_are_writes_other_atomics_reads():
+    # RED (PageRank's atomicAdd, result unused) is fire and forget; ATOMG returns a value
+    from hostlink.traces.coalescer import posted_opcodes
+    from hostlink.traces.emulator import emulate
+    from hostlink.traces.graphs import kron
+    g = kron(8, 8, seed=3)
+    tr = emulate(g, "pagerank", "merged", include_device=True, iterations=1).trace()
+    pr = coalesce(tr, include_device=True)
+    dev = pr.space == SPACE_DEVICE
+    # PageRank's only device writes are its reductions on next_rank
+    assert pr.is_write[dev].sum() > 0 and not pr.is_write[~dev].any()
+    # without the opcode names (bare chunks) an atomic is a read, as before
+    bare = coalesce(list(tr.iter_chunks()), tr.regions, launches=tr.launches, include_device=True)
+    assert not bare.is_write.any()
+    assert np.array_equal(bare.addr, pr.addr) and np.array_equal(bare.size_B, pr.size_B)
+    assert posted_opcodes(["LDG.E", "RED.E.ADD.F32.FTZ.RN.STRONG.GPU",
+                           "ATOMG.E.MIN.STRONG.GPU"]).tolist() == [False, True, False]
+    assert posted_opcodes(None) is None
