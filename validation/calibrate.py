@@ -28,6 +28,8 @@ the fit), after a coarse scan of the parameter range:
 3. ``link.dllp_overhead`` from the copy-engine plateau (``micro/memcpy/*``,
    copies of 16 MiB and more; smaller copies carry a setup cost the model
    lacks): the share of link time lost beyond what the packetiser counts;
+   Then ``gpu.copy_setup_ns`` from the copies of every size: what each copy
+   takes beyond its transfer (small copies are dominated by it);
 4. ``link.cpl_buffer_B`` from the bandwidth against warps in flight
    (``micro/zc_warps``): Little's law, the plateau times the round trip, where
    the plateau lies below the link bound. The GPU's limit on reads in flight is
@@ -170,6 +172,14 @@ def _guess_additive(key: str):
     return guess
 
 
+def _guess_copy_setup(prob, system, base):
+    """A copy's time is its setup plus its transfer: the median of measured less
+    predicted time (size over bandwidth) moves the setup one for one."""
+    size = np.asarray([float(t.size_B) for t in prob.twins])
+    extra = size / prob.measured_arr - size / prob.predict(system, {})      # B / (B/ns) = ns
+    return {"gpu.copy_setup_ns": max(1.0, base["gpu.copy_setup_ns"] + float(np.median(extra)))}
+
+
 def _guess_dllp(prob, system, base):
     """Bandwidth scales with the link time left, 1 - dllp - skp."""
     from hostlink.model.pcie import spec
@@ -276,6 +286,10 @@ STEPS: tuple[Step, ...] = (
          select=lambda p: int(p.get("size_B", 0)) >= MEMCPY_PLATEAU_MIN_B, fidelity="analytic",
          explain="copy-engine plateau (copies >= 16 MiB) against the link's TLP capacity",
          guess=_guess_dllp),
+    Step("copy_setup", (Param("gpu.copy_setup_ns", 1.0, 1e6),),
+         ("micro/memcpy/h2d", "micro/memcpy/d2h"), fidelity="analytic",
+         explain="copies of every size: the time each takes beyond its transfer",
+         guess=_guess_copy_setup),
     Step("requester_limit", (Param("link.cpl_buffer_B", 256, 1 << 24, integer=True,
                                    zero_neutral=True),
                              Param("options.link.rtt_at_full_link_ns", 0.0, 1e4, log=False,

@@ -69,9 +69,9 @@ Assumptions of the twins (not of the model):
 - the pointer chase's random cycle is drawn with NumPy (the program uses
   std::mt19937_64): the same number of distinct random nodes, not the same
   nodes.
-- ``memcpy`` pays one round trip before its first byte and no driver or
-  copy-engine setup cost (not in the model), so small copies are predicted
-  too fast.
+- ``memcpy`` pays ``gpu.copy_setup_ns`` per copy (the program times copies
+  back to back in a stream) and, host to device, one round trip before its
+  first byte.
 """
 from __future__ import annotations
 
@@ -704,7 +704,8 @@ def _predict_memcpy(twin: MicroTwin, system, fidelity: str,
         system = system_with(system, {"link.cpl_buffer_B": 0})
     res = predict_system(system, hist, requester_limit=0)
     bw = float(res.bw_GBps)
-    time_ns = twin.size_B / bw + (0.0 if write else system.link.rtt_ns)
+    time_ns = (system.gpu.copy_setup_ns + twin.size_B / bw
+               + (0.0 if write else system.link.rtt_ns))
     return {"time_ms": time_ns * 1e-6, "bw_GBps": twin.size_B / time_ns}
 
 

@@ -121,6 +121,10 @@ class GpuConfig:
     launch_ns: float = param(0.0, doc="GPU time of a launch beyond its CTAs' work, as a pair "
                              "of CUDA events around it measures it (0: not modelled)", ge=0,
                              provenance="assumption")
+    copy_setup_ns: float = param(0.0, doc="time a cudaMemcpy between pinned host and device "
+                                 "memory takes beyond its transfer, back to back in a stream (the "
+                                 "copy engine's and driver's per-copy cost; 0: not modelled)", ge=0,
+                                 provenance="assumption")
     cta_dispatch_ns: float = param(0.0, doc="time between CTA dispatches: a launch of n CTAs "
                                    "takes at least n times this (0: not modelled)", ge=0,
                                    provenance="assumption")

@@ -276,3 +276,15 @@ def test_recovers_launch_time_and_dispatch_interval(tmp_path):
     assert v["gpu.launch_ns"] == pytest.approx(5000.0, rel=0.03)
     assert v["gpu.cta_dispatch_ns"] == pytest.approx(0.5, rel=0.03)
     assert "micro/launch/label" in cal.held_out_groups
+
+
+def test_recovers_the_copy_setup_time(tmp_path):
+    truth = {"gpu.copy_setup_ns": 2000.0}
+    pts = [("memcpy", dict(direction=d, size_B=s), {})
+           for d in ("h2d", "d2h") for s in (4096, 64 << 10, 1 * MiB, 16 * MiB)]
+    cases = micro_cases(pts)
+    write_results(synthesize(cases, load_system("h100-pcie5", truth), fidelity="analytic",
+                             noise_pct=0.5, seed=5), tmp_path)
+    (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
+    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["copy_setup"])
+    assert _values(cal)["gpu.copy_setup_ns"] == pytest.approx(2000.0, rel=0.03)
