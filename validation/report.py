@@ -29,11 +29,10 @@ so predictions are kept as each case finishes (:class:`PredictionStore`:
 ``OUT/predictions.parquet`` with the tidy rows, ``OUT/predictions.json`` with what
 they were made with): a report interrupted by an exception, Ctrl-C or a kill
 resumes where it stopped when started again with the same system values, model
-options, fidelity, request and source limits and twin version
-(:data:`TWIN_VERSION`); anything else starts afresh and keeps the old
-predictions as ``predictions.stale.*``. Reuse assumes that the model code behind
-the twins is unchanged while the twin version stands (``--fresh`` when it is
-not). The report's header names the ``hostlink validate report`` command that
+options, fidelity, request and source limits, twin version
+(:data:`TWIN_VERSION`) and source code of the model, traces and twins
+(:func:`code_hash`); anything else starts afresh and keeps the old
+predictions as ``predictions.stale.*``. The report's header names the ``hostlink validate report`` command that
 makes it (:func:`report_command`).
 """
 from __future__ import annotations
@@ -562,10 +561,37 @@ def system_hash(system) -> str:
     return _sha256(d)
 
 
+#: The code whose edits can change a prediction: every Python file of these packages
+#: (or the module's own file).
+PREDICTION_CODE = ("hostlink.model", "hostlink.traces", "hostlink.validation.twins")
+
+
+def code_hash(modules: tuple[str, ...] = PREDICTION_CODE) -> str:
+    """SHA-256 of the source of the code behind the predictions (file names and bytes).
+
+    Any edit of the model, the traces or the twins makes stored predictions stale,
+    whether or not it changes a number: reuse never mixes predictions of two
+    versions of the code (the twin version alone would miss edits of the model)."""
+    import importlib
+    h = hashlib.sha256()
+    for name in modules:
+        mod = importlib.import_module(name)
+        roots = list(getattr(mod, "__path__", []) or [])
+        files = ([(f, f.relative_to(r)) for r in map(Path, roots) for f in sorted(r.rglob("*.py"))
+                  if "__pycache__" not in f.parts]
+                 if roots else [(Path(mod.__file__), Path(Path(mod.__file__).name))])
+        for f, rel in files:
+            h.update(f"{name}/{rel.as_posix()}\0".encode())
+            h.update(f.read_bytes())
+            h.update(b"\0")
+    return h.hexdigest()
+
+
 def prediction_key(system, *, options: dict | None, fidelity: str, max_requests: int | None,
                    max_sources: int | None) -> dict:
     """What stored predictions were made with; predictions are reused only under an equal key."""
     return _plain({
+        "code_sha256": code_hash(),
         "system_sha256": system_hash(system),
         "model_options": dict(options or {}),
         "fidelity": fidelity,

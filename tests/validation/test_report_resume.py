@@ -133,7 +133,7 @@ def test_exception_midway_resumes_without_recomputing(tmp_path, monkeypatch, run
 
 
 @pytest.mark.parametrize("change", ["max_requests", "fidelity", "options", "twin_version",
-                                    "system"])
+                                    "system", "code"])
 def test_other_settings_start_afresh_and_keep_the_old_file(tmp_path, monkeypatch, run_dir, change):
     out = tmp_path / "out"
     _build(run_dir, out)
@@ -152,6 +152,9 @@ def test_other_settings_start_afresh_and_keep_the_old_file(tmp_path, monkeypatch
         kw["calibration_path"] = rec
     elif change == "twin_version":
         monkeypatch.setattr(report, "TWIN_VERSION", report.TWIN_VERSION + "-next")
+    elif change == "code":
+        real_hash = report.code_hash()
+        monkeypatch.setattr(report, "code_hash", lambda: real_hash[::-1])
     else:
         system = "h100-pcie5"
         from hostlink.model.config import load_system, write_resolved
@@ -167,7 +170,7 @@ def test_other_settings_start_afresh_and_keep_the_old_file(tmp_path, monkeypatch
     assert (out / report.STALE_PARQUET).read_bytes() == before
     assert (out / report.STALE_JSON).is_file()
     key_name = {"options": "model_options", "twin_version": "twin_version",
-                "system": "system_sha256"}.get(change, change)
+                "system": "system_sha256", "code": "code_sha256"}.get(change, change)
     assert any(key_name in m for m in res["store_messages"])
 
 
@@ -177,6 +180,23 @@ def test_system_hash_ignores_labels_but_not_values():
     renamed = system_with(base, {"name": "another-name"})
     assert report.system_hash(renamed) == report.system_hash(base)
     assert report.system_hash(system_with(base, {"link.rtt_ns": 999.0})) != report.system_hash(base)
+
+
+def test_code_hash_follows_every_source_file(tmp_path, monkeypatch):
+    pkg = tmp_path / "fakepkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "engine.py").write_text("RATE = 1.0\n")
+    (pkg / "notes.txt").write_text("not code")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    first = report.code_hash(("fakepkg",))
+    (pkg / "notes.txt").write_text("still not code")
+    assert report.code_hash(("fakepkg",)) == first
+    (pkg / "sub" / "engine.py").write_text("RATE = 2.0\n")
+    assert report.code_hash(("fakepkg",)) != first
+    assert report.code_hash() == report.code_hash()
+    assert report.code_hash() != report.code_hash(("hostlink.model",))
 
 
 def test_changed_case_inputs_are_predicted_again(tmp_path, monkeypatch, run_dir):
