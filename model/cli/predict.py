@@ -61,13 +61,9 @@ def _cache_config(system, args):
         if args.cache_host:
             raise argparse.ArgumentTypeError("--cache-host needs --caches")
         return None
-    from hostlink.traces.cache import CacheConfig, DEFAULT_L1_WAYS, DEFAULT_L2_WAYS
-    gpu = system.gpu
-
-    def fit(size, ways):  # round down to whole sets
-        return size // (128 * ways) * (128 * ways)
-    return CacheConfig(l1_size_B=fit(gpu.l1_B, DEFAULT_L1_WAYS),
-                       l2_size_B=fit(gpu.l2_B, DEFAULT_L2_WAYS), sm_count=gpu.sm_count)
+    from hostlink.traces.cache import CacheConfig
+    # the GPU's own L1 (what the shared-memory carve-out leaves, hashed sets) and L2
+    return CacheConfig.from_gpu(system.gpu)
 
 
 def _predict(args) -> int:
