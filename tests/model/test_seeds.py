@@ -359,10 +359,6 @@ def test_emogi_beats_uvm_on_sssp_and_cc_too():
             < uvm("kron", kernel="sssp").read_amplification)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "the UVM model's migration bandwidth is below the seed's (7 vs 9 GB/s for BFS; see "
-    "test_merged_speedup_over_uvm), so EMOGI's mean speedup over UVM comes out near 4x "
-    "instead of 2.92x"))
 def test_emogi_mean_speedup_over_uvm():
     within("emogi_speedup_over_uvm_mean", np.mean([speedup_over_uvm(k) for k in KERNELS]))
 
