@@ -167,8 +167,10 @@ EFFECTS = {
     "micro/zc_read/strided": (
         "cache hits the GPU does not get (sectors evicted between a lane's loads) or hits that "
         "cost nothing in the model",
-        "L1 hits the cache model misses: its sets are indexed by address modulo the set count, "
-        "so chunk strides of 512 B and 4 KiB fall in a few sets, and warps reach it in lockstep"),
+        "32 B reads held to their tags for the whole load-to-use round trip: the H200 sustains "
+        "about 23.8 GB/s of 32 B reads at every refetch rate (validation/results/h200/l1_probe), "
+        "the discrete-event model about 17 GB/s, as it holds a tag through the GPU-internal part "
+        "of the round trip too"),
     "micro/zc_read/random": (
         "translation misses beyond the TLB reach (large regions), or L1 hits that cost the "
         "model no time (4 KiB regions run at the L1's 628 GB/s, not infinitely fast)",
@@ -180,35 +182,38 @@ EFFECTS = {
         "twins' mean-field loaded round trip)",
         "more requests in flight per warp than the unroll (the hardware runs ahead)"),
     "micro/memcpy": (
-        "the copy engine's per-copy setup cost (driver and engine start-up), which the model "
-        "does not have",
+        "a per-copy setup cost above the fitted one for this size and direction",
         "larger copy-engine requests than 256 B"),
     "micro/ptr_chase": (
         "a latency shorter than the calibrated round trip for this stride (cache or TLB hits)",
         "TLB misses of the chase (translation miss cost or reach)"),
     "micro/uvm_touch": (
-        "fault-service costs lower than the calibrated per-block and per-moved-page costs for "
-        "this pattern (a read-duplicated sequential front costs the H200 about 24 us per "
-        "batch, a migrating one 34 us: the split between the per-block and per-page costs "
-        "fitted on migration does not carry over exactly)",
+        "fault-service costs the dense first-touch calibration cannot separate: a one-off "
+        "cost of a buffer's first faults (about 0.18 ms without advice, 0.14 ms with "
+        "ReadMostly on the H200) and a cost per VA block that only sparse touch shows (about "
+        "20 us per block touched once; validation/results/h200/uvm_sparse)",
         "fault batches that the driver overlaps or that serve more faults than modelled"),
     "traversal/zerocopy": (
-        "work of the warps beside their host loads: the visits' device-memory reads and "
-        "atomics (the twins emit host loads only) and the issue cost of back-to-back loads "
-        "(see micro/zc_warps); or a loaded round trip above the run's mean for launches "
-        "busier than the average (one mean-field round trip serves every launch)",
-        "host-memory sectors served by the GPU's caches that the cache model misses, more "
-        "loads in flight per warp than the kernel's load-ahead, or a loaded round trip below "
-        "the run's mean for its many quiet launches (one mean-field round trip serves every "
-        "launch)"),
+        "work of the warps beside their host loads on graphs above 2^24 edges, whose twins "
+        "carry the edge list only (their device arrays would not fit in memory), the issue "
+        "cost of back-to-back loads (see micro/zc_warps), a loaded round trip above the "
+        "run's mean for launches busier than the average, or SSSP/CC launches that converge "
+        "later on the GPU than in the model's waves",
+        "host-memory sectors served by the GPU's caches that the cache model misses, 32 B "
+        "reads held to their tags for the whole round trip (see micro/zc_read/strided), a "
+        "loaded round trip below the run's mean for its many quiet launches, or SSSP/CC "
+        "launches that converge sooner on the GPU than in the model's waves"),
     "traversal/uvm": (
-        "fault-service costs and thrashing the UVM model does not capture, and the device work "
-        "of the visits",
+        "fault-service costs the dense first-touch calibration cannot see: a one-off cost of "
+        "a run's first faults (about 0.18 ms) and per-VA-block costs of sparse touches "
+        "(validation/results/h200/uvm_sparse), which a level's scattered lists pay; and the "
+        "device work of graphs above 2^24 edges (edge list only in their twins)",
         "prefetching or batching in the driver that the model under-credits"),
     "traversal/device": (
-        "device-memory latency and atomics of the visits: the twins read only the edge list, "
-        "at device bandwidth",
-        "device-memory caching (L2 hits)"),
+        "device work on graphs above 2^24 edges (their twins carry the edge list only) and "
+        "loads that miss the L2 (the twins give every device load the L2 latency, fitted from "
+        "L2-held chains; HBM costs the H200 about 340 ns)",
+        "device-memory caching beyond the L1 that the model does not credit"),
 }
 
 
