@@ -14,9 +14,10 @@ never leaves the SM):
   of a line make two 32 B requests);
 - device memory sectors become 32 B requests (SPACE_DEVICE) when
   ``include_device``;
-- stores, and reductions (atomics whose opcode is ``RED...``: no thread waits
-  for their result), are writes (``is_write``); other atomics return a value
-  and are reads for timing;
+- stores are writes (``is_write``), and so are reductions to device memory
+  (atomics whose opcode is ``RED...``: no thread waits for their result);
+  other atomics, and reductions to host memory (a PCIe AtomicOp is a
+  non-posted request with a completion), are reads;
 - ``useful_B`` counts the bytes of the request that some lane asked for, each
   byte once however many lanes asked for it; with caches, also the bytes
   later lanes read from the sectors it brought into a cache (below).
@@ -91,7 +92,7 @@ SECTOR_SHIFT = 5
 # Output buffer bound per kernel call (requests); rows are batched to stay below it.
 _BATCH_PIECES = 1 << 20
 
-KIND_LOAD, KIND_STORE, KIND_ATOMIC = 0, 1, 2
+KIND_LOAD, KIND_STORE, KIND_ATOMIC, KIND_REDUCTION = 0, 1, 2, 3
 
 
 _NO_LATE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8))
@@ -354,7 +355,7 @@ def _coalesce_rows(addrs, mask, width, kind, local, sm, row_launch, row_warp, ro
             out_size[k] = (q - start + 1) * SECTOR_B
             out_useful[k] = useful
             out_space[k] = SPACE_HOST if p_host[start] else SPACE_DEVICE
-            out_write[k] = kd == KIND_STORE
+            out_write[k] = (kd == KIND_STORE) or (kd == KIND_REDUCTION and not p_host[start])
             k += 1
             q += 1
     return k, nl, n
@@ -478,8 +479,8 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
                    posted: np.ndarray | None = None) -> Iterator[CoalescedChunk]:
     """Coalesce chunk by chunk (bounded memory); see :func:`coalesce` for the arguments.
     ``posted`` (bool per opcode index, :func:`posted_opcodes`): atomics of those
-    opcodes are reductions, emitted as writes (the warp does not wait for them);
-    taken from a WarpTrace's opcodes when not given.
+    opcodes are reductions, emitted as writes to device memory (the warp does not
+    wait for them); taken from a WarpTrace's opcodes when not given.
 
     Each yielded chunk's requests follow its rows' order; the caches and the
     per-warp instruction counters carry over from chunk to chunk. A chunk's
@@ -543,7 +544,7 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
             code = chunk.opcode[rows].astype(np.int64)
             red = (op == OP_ATOMIC) & (code >= 0) & (code < len(posted))
             red[red] = posted[code[red]]
-            kind[red] = KIND_STORE
+            kind[red] = KIND_REDUCTION
         local = chunk.space[rows] == SPACE_LOCAL
         sm = (cta % state.config.sm_count).astype(np.int64)
         bound = _pieces_bound(mask, width)
