@@ -10,16 +10,11 @@ from hostlink.model.config import system_with
 from hostlink.model.predict import MODES, launch_ctas, launch_floor, predict
 from hostlink.model.workload import LaunchInfo, RequestStream
 
-from test_predict import lists_stream, quiet
+from test_predict import quiet, s  # noqa: F401  (s: the shared stream fixture)
 
 # the H200's fit in validation/results/h200/launch_latency (micro/launch/empty)
 LAUNCH_NS = 6392.0
 DISPATCH_NS = 0.615
-
-
-@pytest.fixture(scope="module")
-def s():
-    return lists_stream(device_every=1)
 
 
 @pytest.mark.parametrize("mode", MODES)
