@@ -28,9 +28,11 @@ steady stream of requests cannot exceed, and predicts the least of them:
 Outputs also say which bound binds and how many reads must be in flight to
 reach the link bound (``outstanding_to_saturate``).
 
-Assumptions: the RTT is the loaded-but-unqueued round trip of one read,
-independent of the request size (serialisation on the link is inside the link
-bound, not added to it); every request in the histogram is independent (no
+Assumptions: the RTT is the loaded-but-unqueued round trip of one read while
+it holds its tag, independent of the request size (serialisation on the link
+is inside the link bound, not added to it); the GPU-internal part of a load's
+latency (``gpu.host_path_ns``) holds no tag and so enters no bound here, only
+a warp's chain of dependent loads (:func:`hostlink.model.predict.host_latency_ns`); every request in the histogram is independent (no
 dependence between a warp's loads); the bounds combine as a minimum (a
 roofline: near a knee the real bandwidth is lower). Writes are posted and hold
 no tags; they share the link and the DRAM bounds with the reads.

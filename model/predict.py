@@ -26,9 +26,10 @@ Zero-copy, analytic: the stream's host requests, grouped by size and offset,
 go through the analytic model (:func:`hostlink.model.analytic.predict_system`),
 whose least bound gives the bandwidth. Each launch then takes the longest of
 (its bytes over that bandwidth, its device bytes over device bandwidth, its
-critical path: the warp whose instructions, each one round trip (``rtt_ns``
-for host, ``device_lat_ns`` for device) and at most ``loads_in_flight`` at a
-time, take longest), plus the launch overhead and, after the first launch,
+critical path: the warp whose instructions, each one load-to-use latency
+(:func:`host_latency_ns`, ``gpu.host_path_ns + link.rtt_ns``, for host,
+``device_lat_ns`` for device) and at most ``loads_in_flight`` at a time, take
+longest), plus the launch overhead and, after the first launch,
 the level synchronisation. Zero-copy, des: the discrete-event model
 (:mod:`hostlink.model.des`). UVM: the UVM model's service and device time per
 launch plus the same overheads, at either fidelity (it is itself a
@@ -154,6 +155,14 @@ def size_histogram(stream: RequestStream):
                             (uniq & 1).astype(bool))
 
 
+def host_latency_ns(system: SystemConfig) -> float:
+    """A warp's unloaded load-to-use latency of a host read, less its service times:
+    the GPU-internal path (``gpu.host_path_ns``) plus the link round trip during
+    which the read holds its tag (``link.rtt_ns``). Little's law on tags and
+    completion credits takes ``link.rtt_ns`` alone."""
+    return float(system.gpu.host_path_ns) + float(system.link.rtt_ns)
+
+
 def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
                      loads_in_flight: int, as_device: bool = False) -> np.ndarray:
     """Per launch: the longest warp's dependent chain of instructions.
@@ -215,7 +224,7 @@ def _zerocopy_analytic(stream, system, common) -> dict:
     costs = _host_costs(stream, system)
     dev = ~host
     dev_ns = _per_launch_sum(stream, dev, stream.size_B.astype(np.float64)) / gpu.device_bw_GBps
-    path_ns = critical_path_ns(stream, system.link.rtt_ns, gpu.device_lat_ns,
+    path_ns = critical_path_ns(stream, host_latency_ns(system), gpu.device_lat_ns,
                                gpu.loads_in_flight_per_warp)
     if host.any():
         res = predict_system(system, size_histogram(stream),
@@ -235,7 +244,8 @@ def _zerocopy_analytic(stream, system, common) -> dict:
     kernel_total = kernel_ns.sum()
     reads_ns = link_ns.sum()
     if host.any() and kernel_total > 0:
-        # Little's law over the time the link term runs at its bound
+        # Little's law over the time the link term runs at its bound; reads hold
+        # their tags for the link round trip only, not the GPU-internal path
         busy = min(1.0, reads_ns / kernel_total)
         outstanding = min(limit, res["bw_GBps"] * system.link.rtt_ns / mean_size) * busy
         peak = float(min(limit, common["requests"]))
@@ -318,7 +328,7 @@ def _device_analytic(stream, system, common) -> dict:
     gpu = system.gpu
     size = stream.size_B.astype(np.float64)
     bytes_ns = _per_launch_sum(stream, np.ones(len(stream), dtype=bool), size) / gpu.device_bw_GBps
-    path_ns = critical_path_ns(stream, system.link.rtt_ns, gpu.device_lat_ns,
+    path_ns = critical_path_ns(stream, host_latency_ns(system), gpu.device_lat_ns,
                                gpu.loads_in_flight_per_warp, as_device=True)
     kernel_ns = np.maximum(bytes_ns, path_ns)
     bound = "device" if bytes_ns.sum() >= path_ns.sum() else "latency"

@@ -116,6 +116,12 @@ class GpuConfig:
     loads_in_flight_per_warp: int = param(1, doc="independent loads a warp keeps in flight "
                                           "in the traversal kernels (a dependent loop issues one)",
                                           ge=1, le=64, provenance="assumption")
+    host_path_ns: float = param(0.0, doc="GPU-internal latency of a host read outside the "
+                                "PCIe tag window (SM, L1, crossbar, L2 and hub to the PCIe "
+                                "controller and back): a warp's load-to-use latency of a host "
+                                "read is this plus the link round trip (link.rtt_ns, during "
+                                "which the tag is held); 0: all of it counted in link.rtt_ns",
+                                ge=0, le=1e6, provenance="assumption")
     max_request_B: int = param(128, doc="largest read request an SM issues over PCIe",
                                choices=(32, 64, 128, 256), provenance="seed")
     launch_ns: float = param(0.0, doc="GPU time of a launch beyond its CTAs' work, as a pair "

@@ -25,7 +25,11 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
   ``rtt_ns / 2`` back (plus an IOMMU walk, ``iommu_ns``, where the IOTLB missed);
   then the credits return. All three servers are first come first served, so
   the unloaded round trip of a read is ``rtt_ns`` plus its own serialisation
-  and DRAM service, and everything beyond that is queueing.
+  and DRAM service, and everything beyond that is queueing. The data then
+  takes ``host_path_ns`` (``gpu.host_path_ns``) more to reach the warp, holding
+  no credit: a warp's unloaded load-to-use latency of a host read is
+  ``host_path_ns + rtt_ns`` plus its service times, while tags and completion
+  credits are held for the round trip alone.
 - Host writes are posted: the MWr serialises upstream (in issue order with
   the reads) and its data then reaches DRAM, but the warp waits only until it
   has left the GPU.
@@ -35,6 +39,21 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
 - Warps issue round robin; a request enters its path the moment it is issued.
   Simultaneous events are taken in the order they were scheduled, as SimPy
   does; a launch ends with its last completion.
+
+Where the GPU-internal path sits: a host read also crosses the GPU (SM, L1,
+crossbar, L2 and hub to the PCIe controller) before its MRd takes a tag, and
+back after its completion has returned it. The model puts the whole of that
+path, ``host_path_ns``, after the credits return. For host reads alone this is
+exact: splitting it into a part before the tag and a part after only shifts
+every link event of a launch by the first part (a read joins the credit queue
+``host_path_ns`` after the completion that freed its warp either way), so the
+kernel time, the bandwidth and the tag window are the same. Putting it on one
+side keeps host reads reaching the link in issue order with the posted writes
+and the device requests, which take no GPU-internal delay in the model (a
+write is done for its warp when its MWr leaves the GPU; ``device_lat_ns`` is a
+device read's whole latency). ``sum_lat_ns`` and the bandwidth series count
+the tag window and the link completions; ``done_ns`` is when the warp has the
+data.
 
 Assumptions: compute time between memory instructions is zero (the traversal
 kernels are memory bound); all SMs share one pool of CTA slots (no per-SM
@@ -68,7 +87,7 @@ STAT_NAMES = (
     "busy_down_ns",      # downstream link time spent serialising TLPs
     "busy_dev_ns",       # device memory busy time
     "host_reads",        # host reads completed
-    "sum_lat_ns",        # sum over host reads of (done - granted): time holding a tag
+    "sum_lat_ns",        # sum over host reads of (done - host_path - granted): time holding a tag
     "sum_wait_ns",       # sum over host reads of (granted - ready): waiting for credits
     "peak_outstanding",  # most host reads holding tags at once
     "walks",             # GPU TLB misses (page walks)
@@ -116,6 +135,7 @@ class DesInputs:
     walk_ns: float
     launch_overhead_ns: float
     level_sync_ns: float
+    host_path_ns: float = 0.0  # GPU-internal latency of a host read after its credits return
     extra: dict = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -144,7 +164,8 @@ class DesOutput:
     bin_ns: float                  # width of a bin
     ready_ns: np.ndarray | None = None    # per request: issued by its warp (or walk done)
     granted_ns: np.ndarray | None = None  # per request: credits held / service began
-    done_ns: np.ndarray | None = None     # per request: completed
+    done_ns: np.ndarray | None = None     # per request: completed (a host read: its data at
+    #                                       the warp, host_path_ns after its credits return)
 
     def stat(self, name: str) -> float:
         return float(self.stats[STAT[name]])

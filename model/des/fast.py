@@ -6,8 +6,10 @@ needs no general event heap: every server is first come first served and a
 request's path through the link, DRAM or device memory is fixed once it
 starts, so its completion time is known then, and completions on one path
 come in the order the path accepted them. The pending events therefore sit in
-six sorted queues (host reads, host reads delayed by an IOMMU walk, device
-reads, page walks, host writes, device writes) and the next event is the
+seven sorted queues (host reads, host reads delayed by an IOMMU walk, device
+reads, page walks, host writes, device writes, and host reads whose credits
+have returned on their GPU-internal way back, ``host_path_ns``, which enter
+it in time order at a fixed delay) and the next event is the
 earliest head; among equal times the one scheduled first (earliest
 scheduling time, then sequence), as in SimPy. Each event costs O(1).
 
@@ -19,7 +21,7 @@ its path at once (a read joins the credit queue and is granted if it is at
 its head and the credits are free), so requests reach the link in issue order.
 
 The queues are rings in one flat array, each sized once from a bound it
-cannot exceed (host reads in flight <= tags; requests issued but not done <=
+cannot exceed (host reads holding credits <= tags; requests issued but not done <=
 resident warps x loads in flight x requests per instruction), so the loop
 never allocates.
 """
@@ -39,8 +41,9 @@ _S_WAIT, _S_PEAK = STAT["sum_wait_ns"], STAT["peak_outstanding"]
 _S_WALKS, _S_WALKWAIT = STAT["walks"], STAT["sum_walk_wait_ns"]
 
 # Event queues, then the credit wait queue (same ring storage; time = ready time).
-_Q_HOST, _Q_IOMMU, _Q_DEV, _Q_WALK, _Q_HWRITE, _Q_DWRITE, _Q_WAIT = 0, 1, 2, 3, 4, 5, 6
-_NQ = 6
+# _Q_RETURN: host reads whose credits have returned, on the GPU-internal path to the warp.
+_Q_HOST, _Q_IOMMU, _Q_DEV, _Q_WALK, _Q_HWRITE, _Q_DWRITE, _Q_RETURN, _Q_WAIT = range(8)
+_NQ = 7
 # Float state: current time and the times the servers become free.
 _F_NOW, _F_UP, _F_DRAM, _F_DOWN, _F_DEV = 0, 1, 2, 3, 4
 # Integer state: free credits, reads holding tags, event sequence.
@@ -105,7 +108,7 @@ def _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record
 def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots,
               kind, size_B, ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data,
               walk, iommu_ns, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, lif, walkers, walk_ns,
-              launch_overhead_ns, level_sync_ns, caps, max_ready, nbins, record):
+              launch_overhead_ns, level_sync_ns, host_path, caps, max_ready, nbins, record):
     n = kind.shape[0]
     n_inst = inst_ptr.shape[0] - 1
     n_warp = warp_ptr.shape[0] - 1
@@ -271,8 +274,6 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots,
                     ready_t[r] = now
                 _push(_Q_WAIT, now, now, 0, r, qt, qk, qs, qr, base, mask, head, cnt)
                 continue
-            if record:
-                done_t[r] = now
             if best == _Q_HOST or best == _Q_IOMMU:
                 st[_I_TAGS] += need_tags[r]
                 st[_I_HDRS] += need_hdr[r]
@@ -289,6 +290,13 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots,
                     bin_ns *= 2.0
                     b = int(tg / bin_ns)
                 bins[b] += size_B[r]
+                if host_path > 0.0:  # the data's way back to the warp holds no credit
+                    _push(_Q_RETURN, now + host_path, now, st[_I_SEQ], r,
+                          qt, qk, qs, qr, base, mask, head, cnt)
+                    st[_I_SEQ] += 1
+                    continue
+            if record:
+                done_t[r] = now
             i = inst_of[r]
             inst_rem[i] -= 1
             if inst_rem[i] == 0:
@@ -329,6 +337,7 @@ def queue_capacities(x: DesInputs) -> tuple[np.ndarray, int]:
             min(walks, in_flight),
             min(int(counts[HOST_WRITE]), in_flight),
             min(int(counts[DEVICE_WRITE]), in_flight),
+            min(reads, in_flight),                    # on the GPU-internal path back
             min(reads, in_flight)]                    # waiting for credits
     return (np.array([_pow2_at_least(c) for c in caps], dtype=np.int64),
             max(resident, 1) + 1)
@@ -346,7 +355,7 @@ def run(inputs: DesInputs, *, record: bool = False, nbins: int = 1024) -> DesOut
         x.need_hdr, x.need_data_B, x.walk, x.iommu_ns, int(x.tags), int(x.cpl_hdrs),
         int(x.cpl_data_B), float(x.rtt_ns), float(x.device_lat_ns), int(x.loads_in_flight),
         int(x.walkers), float(x.walk_ns), float(x.launch_overhead_ns), float(x.level_sync_ns),
-        caps, int(max_ready), int(nbins), bool(record))
+        float(x.host_path_ns), caps, int(max_ready), int(nbins), bool(record))
     out = DesOutput(kernel_ns=kernel_ns, stats=stats, bw_bins_B=bins, bin_ns=float(bin_ns))
     if record:
         out.ready_ns, out.granted_ns, out.done_ns = ready, grant, done

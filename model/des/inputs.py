@@ -11,6 +11,8 @@ into service times:
 - DRAM: bytes of the whole bursts a request touches over the sustained
   bandwidth (channels x rate x width x efficiency);
 - device memory: the request's bytes over ``gpu.device_bw_GBps``;
+- GPU-internal path: ``gpu.host_path_ns`` after a read's credits return
+  (see :mod:`hostlink.model.des.events`);
 - credits: a read holds one tag per MRd, one completion header per CplD and
   its completion data credits (16 B units); the tags are the least of
   ``link.tags`` and ``gpu.max_outstanding_host_reads``; completion buffers of
@@ -290,4 +292,5 @@ def build_inputs(stream: RequestStream, system: SystemConfig, *, translation: bo
         walkers=int(cfg.walkers), walk_ns=float(cfg.miss_lat_ns),
         launch_overhead_ns=system.launch_overhead_us * 1e3,
         level_sync_ns=system.level_sync_us * 1e3,
+        host_path_ns=float(system.gpu.host_path_ns),
         extra={"dram_B": costs["dram_B"], "wire_B": costs["wire"]})

@@ -67,10 +67,11 @@ class _Launch:
     so that nothing else happening at the same time can slip in between."""
 
     def __init__(self, x: DesInputs, launch: int, stats: np.ndarray, ready: np.ndarray,
-                 granted: np.ndarray, done: np.ndarray):
+                 granted: np.ndarray, done: np.ndarray, released: np.ndarray):
         self.x = x
         self.env = simpy.Environment()
         self.stats, self.ready, self.granted, self.done = stats, ready, granted, done
+        self.released = released           # per host read: its credits returned
         self.credits = CreditPool(self.env, x.tags, x.cpl_hdrs, x.cpl_data_B)
         self.up = simpy.Resource(self.env, capacity=1)
         self.dram = simpy.Resource(self.env, capacity=1)
@@ -176,7 +177,10 @@ class _Launch:
             yield env.timeout(x.iommu_ns[r])           # IOTLB miss at the root complex
         self.stats[STAT["sum_lat_ns"]] += env.now - self.granted[r]
         self.stats[STAT["host_reads"]] += 1
+        self.released[r] = env.now
         self.credits.put(need)
+        if x.host_path_ns > 0:
+            yield env.timeout(x.host_path_ns)          # GPU-internal way to the warp, no credit
         self.complete(r, i)
 
     def host_write(self, r: int, i: int):
@@ -220,10 +224,11 @@ def run(inputs: DesInputs, *, record: bool = True, nbins: int = 1024) -> DesOutp
     n = len(x)
     stats = np.zeros(len(STAT_NAMES))
     ready, granted, done = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    released = np.full(n, np.nan)
     kernel_ns = np.zeros(x.n_launches)
     peak = 0.0
     for launch in range(x.n_launches):
-        sim = _Launch(x, launch, stats, ready, granted, done)
+        sim = _Launch(x, launch, stats, ready, granted, done, released)
         kernel_ns[launch] = sim.run()
         peak = max(peak, sim.credits.peak)
     stats[STAT["peak_outstanding"]] = peak
@@ -231,7 +236,8 @@ def run(inputs: DesInputs, *, record: bool = True, nbins: int = 1024) -> DesOutp
     starts = out.launch_start_ns(x)
     host = x.kind == HOST_READ
     launch_of = x.launch_of_request()
-    out.bw_bins_B, out.bin_ns = bin_series(starts[launch_of[host]] + done[host], x.size_B[host],
-                                           nbins)
+    # the series counts completions on the link: when the credits return
+    out.bw_bins_B, out.bin_ns = bin_series(starts[launch_of[host]] + released[host],
+                                           x.size_B[host], nbins)
     out.ready_ns, out.granted_ns, out.done_ns = ready, granted, done
     return out

@@ -82,9 +82,10 @@ def assert_same(a, b):
        tags=st.integers(1, 20), lif=st.integers(1, 3), translate=st.booleans(),
        iommu=st.booleans(), walkers=st.integers(1, 3), hdrs=st.sampled_from([0, 4, 9]),
        data=st.sampled_from([0, 256, 1024]), rcb=st.sampled_from([64, 128]),
-       rtt=st.floats(300, 1500), p_write=st.sampled_from([0.0, 0.3]))
+       rtt=st.floats(300, 1500), p_write=st.sampled_from([0.0, 0.3]),
+       host_path=st.one_of(st.just(0.0), st.floats(1.0, 900.0)))
 def test_engines_agree_on_random_streams(seed, sms, warps_per_sm, tags, lif, translate, iommu,
-                                         walkers, hdrs, data, rcb, rtt, p_write):
+                                         walkers, hdrs, data, rcb, rtt, p_write, host_path):
     rng = np.random.default_rng(seed)
     s = random_stream(rng, int(rng.integers(1, 4)), int(rng.integers(1, 30)),
                       int(rng.choice([1, 2])), float(rng.random() * 0.5), p_write,
@@ -95,18 +96,19 @@ def test_engines_agree_on_random_streams(seed, sms, warps_per_sm, tags, lif, tra
         "translation.tlb_entries": 3, "translation.walkers": walkers, "translation.page_B": 4096,
         "translation.iommu": iommu, "translation.iommu_iotlb_entries": 3,
         "translation.iommu_page_B": 4096, "link.rtt_ns": rtt, "link.cpl_buffer_hdrs": hdrs,
-        "link.cpl_buffer_B": data, "link.rcb_B": rcb})
+        "link.cpl_buffer_B": data, "link.rcb_B": rcb, "gpu.host_path_ns": host_path})
     _, fast = simulate(s, sysc, record=True)
     _, ref = simulate(s, sysc, engine="reference")
     assert_same(fast, ref)
 
 
-def test_engines_agree_on_a_busy_launch():
+@pytest.mark.parametrize("host_path", [0.0, 350.0])
+def test_engines_agree_on_a_busy_launch(host_path):
     """Hundreds of warps contending for 32 tags, with device traffic and writes."""
     rng = np.random.default_rng(7)
     s = random_stream(rng, 2, 300, 8, 0.2, 0.1, 200)
     sysc = system(**{"gpu.sm_count": 4, "gpu.max_warps_per_sm": 16, "link.tags": 32,
-                     "gpu.loads_in_flight_per_warp": 2})
+                     "gpu.loads_in_flight_per_warp": 2, "gpu.host_path_ns": host_path})
     _, fast = simulate(s, sysc, record=True)
     _, ref = simulate(s, sysc, engine="reference")
     assert_same(fast, ref)
