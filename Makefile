@@ -14,7 +14,8 @@ help:
 	@echo "make test    install, then run the whole test suite"
 	@echo "make bench   install, then run the benchmarks and record them"
 	@echo "make kernels build the CUDA programs in gpu_kernels/ (needs nvcc)"
-	@echo "make reports recalibrate and re-predict the committed H200 runs (long: see README)"
+	@echo "make reports recalibrate and re-predict the committed H200 runs (long: see README;"
+	@echo "             JOBS=N predicts with N worker processes)"
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -41,17 +42,20 @@ H200     := validation/results/h200
 CAL_BASE := h200-pcie5
 # naive BFS at scale 24 is left out: its twin holds ~10^8 requests per source
 SCALE24_CASES := micro/,/merged/,/merged_aligned/,/chunked/,/balanced/
+# worker processes per report (make reports JOBS=4; 0 = one per CPU): the same numbers;
+# memory up to about JOBS working sets beside one shared graph (scale 24: ~15 GB for one)
+JOBS     ?= 1
 reports: $(STAMP)
 	$(BIN)/hostlink validate calibrate $(H200)/launch_latency --system $(CAL_BASE) --quiet
-	$(BIN)/hostlink validate report $(H200)/launch_latency --system $(H200)/launch_latency/calibrated.toml --quiet
+	$(BIN)/hostlink validate report $(H200)/launch_latency --system $(H200)/launch_latency/calibrated.toml --jobs $(JOBS) --quiet
 	$(BIN)/hostlink validate calibrate $(H200)/uvm_sparse --system $(H200)/launch_latency/calibrated.toml --quiet
-	$(BIN)/hostlink validate report $(H200)/uvm_sparse --system $(H200)/uvm_sparse/calibrated.toml --quiet
+	$(BIN)/hostlink validate report $(H200)/uvm_sparse --system $(H200)/uvm_sparse/calibrated.toml --jobs $(JOBS) --quiet
 	$(BIN)/hostlink validate calibrate $(H200)/first_run --system $(H200)/uvm_sparse/calibrated.toml --quiet
-	$(BIN)/hostlink validate report $(H200)/first_run --system $(H200)/first_run/calibrated.toml --quiet
+	$(BIN)/hostlink validate report $(H200)/first_run --system $(H200)/first_run/calibrated.toml --jobs $(JOBS) --quiet
 	$(BIN)/hostlink validate calibrate $(H200)/scale24 --system $(H200)/first_run/calibrated.toml --quiet
-	$(BIN)/hostlink validate report $(H200)/scale24 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --quiet
+	$(BIN)/hostlink validate report $(H200)/scale24 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
 	$(BIN)/hostlink validate calibrate $(H200)/scale24_load_ahead1 --system $(H200)/first_run/calibrated.toml --quiet
-	$(BIN)/hostlink validate report $(H200)/scale24_load_ahead1 --system $(H200)/scale24_load_ahead1/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --quiet
+	$(BIN)/hostlink validate report $(H200)/scale24_load_ahead1 --system $(H200)/scale24_load_ahead1/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

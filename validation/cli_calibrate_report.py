@@ -34,7 +34,7 @@ def _cmd_report(args) -> int:
     res = build_report(args.results_dir, args.system, fidelity=args.fidelity, out_dir=args.out,
                        calibration_path=args.calibration, graph_dir=args.graph_dir, only=args.only,
                        max_requests=args.max_requests, max_sources=args.max_sources,
-                       fresh=args.fresh, progress=not args.quiet)
+                       fresh=args.fresh, progress=not args.quiet, jobs=args.jobs)
     if res["resumed"]:
         print(f"  {res['resumed']} cases taken from {res['predictions']}, "
               f"{res['predicted']} predicted now")
@@ -87,5 +87,8 @@ def register_report(sub) -> None:
     p.add_argument("--fresh", action="store_true",
                    help="predict every case again (default: reuse OUT/predictions.parquet where "
                         "it was made with the same settings)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="worker processes predicting the cases, same numbers as one "
+                        "(default 1; 0 = one per CPU)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=_cmd_report)

@@ -33,7 +33,9 @@ options, fidelity, request and source limits, twin version
 (:data:`TWIN_VERSION`) and source code of the model, traces and twins
 (:func:`code_hash`); anything else starts afresh and keeps the old
 predictions as ``predictions.stale.*``. The report's header names the ``hostlink validate report`` command that
-makes it (:func:`report_command`).
+makes it (:func:`report_command`). With ``--jobs N`` the twins are predicted in N
+worker processes (:mod:`hostlink.validation.parallel`) with the same numbers; this
+process alone writes the stored predictions, as the cases arrive.
 """
 from __future__ import annotations
 
@@ -902,7 +904,7 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
                  graph_dir: str | Path | None = None, only: str | None = None,
                  max_requests: int | None = None, progress: bool = False,
                  notes: list[str] | None = None, max_sources: int | None = None,
-                 fresh: bool = False) -> dict:
+                 fresh: bool = False, jobs: int = 1) -> dict:
     """Predict every case of a run, write summary.csv, report.md and plots/; return the stats.
 
     The model options of the calibration record (``model_options``) are used; ``notes``
@@ -914,10 +916,16 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     Predictions are kept in OUT as they finish (:class:`PredictionStore`); a report
     started again in the same OUT with the same key predicts only the cases not yet
     done. ``fresh`` predicts every case again (the old files are kept as
-    ``predictions.stale.*``). ``progress`` shows cases done and the time left on stderr."""
+    ``predictions.stale.*``). ``progress`` shows cases done and the time left on stderr.
+
+    ``jobs``: worker processes predicting the cases (:mod:`hostlink.validation.parallel`;
+    0 = one per CPU); the numbers are those of one process (1, the default), the
+    stored predictions are written by this process alone as cases arrive."""
     from hostlink.model.config import load_any_system
+    from hostlink.validation.parallel import resolve_jobs
     from hostlink.validation.twins import load_run, predict_run, sampled_measurements, selected
 
+    n_jobs = resolve_jobs(jobs)
     run = load_run(results_dir)
     system = load_any_system(str(system_spec))
     calibration = load_calibration(calibration_path, system_spec)
@@ -941,14 +949,22 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
                                 if c not in done})
     new_timings: dict[str, dict] = {}
 
-    def on_case(case: str, rows: pd.DataFrame, failure: str | None) -> None:
-        store.add(case, rows, failure, case_inputs_hash(run, case), new_timings.get(case))
+    def on_case(case: str, rows: pd.DataFrame, failure: str | None,
+                timing: dict | None = None) -> None:
+        store.add(case, rows, failure, case_inputs_hash(run, case),
+                  timing if timing is not None else new_timings.get(case))
         bar.step(case, failure)
 
     try:
-        predict_run(run, system, fidelity=fidelity, graph_dir=graph_dir, only=only,
-                    progress=False, options=options, timings=new_timings,
-                    max_sources=max_sources, skip_cases=done, on_case=on_case, **kw)
+        if n_jobs == 1:
+            predict_run(run, system, fidelity=fidelity, graph_dir=graph_dir, only=only,
+                        progress=False, options=options, timings=new_timings,
+                        max_sources=max_sources, skip_cases=done, on_case=on_case, **kw)
+        else:
+            from hostlink.validation.parallel import predict_parallel
+            predict_parallel(run, system, [c for c in wanted if c not in done], jobs=n_jobs,
+                             on_case=on_case, fidelity=fidelity, graph_dir=graph_dir, only=only,
+                             options=options, max_sources=max_sources, **kw)
     finally:
         bar.close()
         store.flush(force=True)
