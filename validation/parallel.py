@@ -25,15 +25,18 @@ Failures: a twin that raises a :class:`~hostlink.model.errors.HostlinkError` is 
 failed case, as in one process. Any other exception in a worker, or a worker that
 dies (a signal, the kernel's out-of-memory killer), stops the report: the other
 workers are terminated and :class:`WorkerError` names the case and the error on
-one line; the cases that arrived before are kept by the caller. Workers ignore
+one line; the cases that arrived before are kept by the caller. Each worker
+answers on a pipe of its own and writes each message before it goes on, so the
+parent reads everything a worker sent, in order, before the end of its pipe: a
+worker that dies is known to have died in the case it last started. Workers ignore
 Ctrl-C (the parent stops them) and die with the parent (Linux ``PR_SET_PDEATHSIG``).
 Needs the ``fork`` start method (Linux, macOS).
 """
 from __future__ import annotations
 
 import multiprocessing as mp
+import multiprocessing.connection as mp_connection
 import os
-import queue as _queue
 import signal
 import sys
 from dataclasses import dataclass
@@ -44,7 +47,7 @@ import pandas as pd
 from hostlink.model.errors import HostlinkError
 from hostlink.validation import twins
 
-#: Seconds the parent waits for a message before it looks for dead workers.
+#: Seconds the parent waits on the workers' pipes at a time.
 POLL_S = 0.25
 
 
@@ -156,13 +159,13 @@ def _one_line(exc: BaseException) -> str:
 
 def _run_unit(index: int, unit: Unit, results) -> None:
     st = _STATE
-    results.put(("start", index, os.getpid()))
+    results.send(("start", index, os.getpid()))
     reported: list[str] = []
     timings: dict[str, dict] = {}
 
     def on_case(case: str, rows: pd.DataFrame, failure: str | None) -> None:
         reported.append(case)
-        results.put(("case", index, case, rows, failure, timings.get(case)))
+        results.send(("case", index, case, rows, failure, timings.get(case)))
 
     try:
         twins.predict_run(st.run, st.system, progress=False, timings=timings,
@@ -170,9 +173,9 @@ def _run_unit(index: int, unit: Unit, results) -> None:
                           **st.kwargs)
     except Exception as exc:                        # noqa: BLE001 - reported to the parent
         left = [c for c in unit.cases if c not in set(reported)]
-        results.put(("error", index, left[0] if left else unit.cases[-1], _one_line(exc)))
+        results.send(("error", index, left[0] if left else unit.cases[-1], _one_line(exc)))
         return
-    results.put(("done", index))
+    results.send(("done", index))
 
 
 def _worker_main(parent_pid: int, tasks, results) -> None:
@@ -185,7 +188,6 @@ def _worker_main(parent_pid: int, tasks, results) -> None:
             break
         _run_unit(*task, results)
     results.close()
-    results.join_thread()
 
 
 # ----------------------------------------------------------------------------
@@ -228,8 +230,13 @@ def predict_parallel(run, system, cases, *, jobs: int, on_case: OnCase, **kwargs
 
 
 def _run_phase(ctx, units: list[Unit], n_procs: int, on_case: OnCase) -> None:
-    tasks, results = ctx.Queue(), ctx.Queue()
-    procs = []
+    """Run ``units`` on ``n_procs`` workers, each answering on a pipe of its own.
+
+    A worker's messages are written to its pipe before it goes on (no feeder
+    thread), so whatever it sent before it died is read, in order, before the
+    end of its pipe: the case it was predicting is known exactly."""
+    tasks = ctx.Queue()
+    procs: dict[object, object] = {}              # read end -> worker process
     open_units = set(range(len(units)))
     running: dict[int, int] = {}                   # unit -> worker pid
     arrived: dict[int, set[str]] = {i: set() for i in open_units}
@@ -249,62 +256,74 @@ def _run_phase(ctx, units: list[Unit], n_procs: int, on_case: OnCase) -> None:
             drain()
             raise WorkerError(f"case '{msg[2]}' failed in a worker process: {msg[3]}")
 
-    def drain(wait_s: float = 0.0) -> None:
-        while True:
+    def drain() -> None:
+        """What the other workers have sent already (their finished cases are kept)."""
+        for conn in list(procs):
             try:
-                msg = results.get(timeout=wait_s) if wait_s else results.get_nowait()
-            except (_queue.Empty, EOFError, OSError):
-                return
-            if msg[0] != "error":
-                handle(msg)
+                while conn.poll():
+                    msg = conn.recv()
+                    if msg[0] != "error":
+                        handle(msg)
+            except (EOFError, OSError):
+                continue
 
-    def in_flight(pids: set[int]) -> str:
+    def in_flight(pid: int) -> str:
         cases = []
-        for index, pid in sorted(running.items()):
-            if pid in pids:
+        for index, owner in sorted(running.items()):
+            if owner == pid:
                 left = [c for c in units[index].cases if c not in arrived[index]]
                 cases.append(left[0] if left else units[index].cases[-1])
         return ", ".join(f"'{c}'" for c in cases) or "no case"
 
+    def ended(conn) -> None:
+        """A worker's pipe reached its end: the worker has exited (or is exiting)."""
+        p = procs.pop(conn)
+        conn.close()
+        p.join(timeout=5.0)
+        busy = any(owner == p.pid for owner in running.values())
+        if p.exitcode != 0 or busy:
+            how = _exit_text(p.exitcode) if p.exitcode is not None else "closed its pipe"
+            raise WorkerError(f"a worker process ended (pid {p.pid} {how}) while "
+                              f"predicting {in_flight(p.pid)}")
+
     try:
         parent = os.getpid()
         for k in range(n_procs):
-            p = ctx.Process(target=_worker_main, args=(parent, tasks, results), daemon=True,
+            reader, writer = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_worker_main, args=(parent, tasks, writer), daemon=True,
                             name=f"hostlink-report-{k}")
             p.start()
-            procs.append(p)
+            writer.close()                           # the worker holds the only write end
+            procs[reader] = p
         for index, unit in enumerate(units):         # after the forks: no feeder thread
             tasks.put((index, unit))                 # runs while a worker is forked
         for _ in range(n_procs):
             tasks.put(None)
         while open_units:
-            try:
-                msg = results.get(timeout=POLL_S)
-            except _queue.Empty:
-                dead = [p for p in procs if p.exitcode is not None and p.exitcode != 0]
-                gone = all(p.exitcode is not None for p in procs)
-                if dead or gone:
-                    drain(wait_s=POLL_S)
-                    if not open_units:
-                        break
-                    pids = {p.pid for p in dead} or {p.pid for p in procs}
-                    how = ", ".join(f"pid {p.pid} {_exit_text(p.exitcode)}" for p in dead)
-                    raise WorkerError(f"a worker process ended ({how or 'early'}) while "
-                                      f"predicting {in_flight(pids)}")
-                continue
-            handle(msg)
+            if not procs:
+                raise WorkerError("every worker process ended early, with cases left: "
+                                  + ", ".join(f"'{units[i].cases[0]}'" for i in sorted(open_units)))
+            for conn in mp_connection.wait(list(procs), timeout=POLL_S):
+                try:
+                    msg = conn.recv()
+                except (EOFError, OSError):
+                    ended(conn)
+                    continue
+                handle(msg)
     finally:
-        for p in procs:
+        workers = list(procs.values())
+        for p in workers:
             if p.exitcode is None and open_units:
                 p.terminate()
-        for p in procs:
+        for p in workers:
             p.join(timeout=5.0)
             if p.exitcode is None:
                 p.kill()
                 p.join()
+        for conn in procs:
+            conn.close()
         tasks.cancel_join_thread()
         tasks.close()
-        results.close()
 
 
 def _exit_text(code: int) -> str:
