@@ -21,10 +21,9 @@ the fit), after a coarse scan of the parameter range:
    not separated);
 2. ``link.rtt_ns`` from the host pointer chase (``micro/ptr_chase/host``): the
    model's latency of one dependent read is rtt_ns plus its serialisation and
-   DRAM service (and a page walk on a TLB miss), so the fitted rtt_ns is the
-   measured latency less those parts. The model has no separate GPU-internal
-   latency for host reads: the fitted value includes the SM-to-PCIe path
-   inside the GPU;
+   DRAM service (and a page walk on a TLB miss) plus ``gpu.host_path_ns`` (the
+   GPU-internal part, held at its base value here), so the fitted rtt_ns is the
+   measured latency less those parts; step 4b splits the sum;
 3. ``link.dllp_overhead`` from the copy-engine plateau (``micro/memcpy/*``,
    copies of 16 MiB and more; smaller copies carry a setup cost the model
    lacks): the share of link time lost beyond what the packetiser counts;
@@ -44,6 +43,13 @@ the fit), after a coarse scan of the parameter range:
    link's load (:func:`hostlink.validation.twins.loaded_prediction`), from the
    points below the plateau: the round trip each implies (reads in flight x
    size / bandwidth) against its share of the plateau;
+4b. ``gpu.host_path_ns`` from 32 B reads against warps in flight
+   (``micro/zc_warps/strided``: one 32 B sector per lane per load), with
+   ``gpu.host_path_ns + link.rtt_ns`` kept at what the pointer chase gave: a
+   read holds its PCIe tag for ``link.rtt_ns`` only, so where the tags bind the
+   plateau is ``tags x 32 B / rtt_ns`` (plus the loaded growth), while one warp
+   waits the whole load-to-use latency. 128 B lines cannot tell the two apart
+   (768 tags of 128 B outrun the link), 32 B reads can;
 5. ``translation.tlb_entries`` and ``translation.miss_lat_ns`` from random
    128 B lines over growing regions (``micro/zc_read/random``): the region
    where bandwidth falls gives the reach (entries x page_B; page_B is kept),
@@ -124,6 +130,8 @@ class Param:
     log: bool = True          # fit in log space (positive parameters)
     sens_step: float = 0.05   # linear keys: smallest step of the identifiability test
     zero_neutral: bool = False  # 0 means "no limit" / "no effect": the fit must beat that
+    keeps_sum_with: str | None = None  # a key that moves the other way: their sum stays fixed
+    partner_min: float = 0.0  # the least value that key may take (bounds this one's range)
 
 
 @dataclass(frozen=True)
@@ -207,6 +215,27 @@ def _guess_requester(prob, system, base):
         x, y = np.asarray(load), np.asarray(rtt) - system.link.rtt_ns
         out["options.link.rtt_at_full_link_ns"] = max(0.0, float(np.dot(x, y) / np.dot(x, x)))
     return out
+
+
+def _guess_tag_window(prob, system, base):
+    """The plateau of 32 B reads is the tag window's: ``reads in flight x size / window``
+    with the reads in flight the least of the tags, the GPU's count limit and its
+    completion bytes; the GPU-internal path is the chase's latency less that window
+    (the window's loaded growth is left to the fit)."""
+    i = int(np.argmax(prob.measured_arr))
+    t = prob.twins[i]
+    if t.stream is None or not len(t.stream):
+        return {}
+    size = float(np.mean(t.stream.size_B))
+    # the measured bandwidth counts useful bytes; the link carries whole sectors
+    moved_per_useful = float(np.sum(t.stream.size_B)) / t.twin_bytes_B if t.twin_bytes_B else 1.0
+    link, gpu = system.link, system.gpu
+    reads = float(min(link.tags, gpu.max_outstanding_host_reads or link.tags))
+    if link.cpl_buffer_B:
+        reads = min(reads, link.cpl_buffer_B / size)
+    window = reads * size / (prob.measured_arr[i] * moved_per_useful)   # B / (B/ns) = ns
+    total = float(gpu.host_path_ns) + float(link.rtt_ns)
+    return {"gpu.host_path_ns": min(max(0.0, total - window), total)}
 
 
 def _guess_translation(prob, system, base):
@@ -299,6 +328,12 @@ STEPS: tuple[Step, ...] = (
                  "completion bytes the GPU keeps in flight, the round trips below it their "
                  "growth with the reads in flight",
          guess=_guess_requester),
+    Step("tag_window", (Param("gpu.host_path_ns", 0.0, 1e5, log=False, sens_step=20.0,
+                              keeps_sum_with="link.rtt_ns", partner_min=50.0),),
+         ("micro/zc_warps/strided",), guess=_guess_tag_window,
+         explain="32 B reads against warps in flight: the tags bind for the link round trip "
+                 "alone, one warp waits the whole load-to-use latency (their sum kept from "
+                 "the pointer chase)"),
     Step("translation", (Param("translation.tlb_entries", 1, 1 << 20, integer=True),
                          Param("translation.miss_lat_ns", 1.0, 1e5)),
          ("micro/zc_read/random",), scan=5, prefer=("cache", "cv"), guess=_guess_translation,
@@ -491,12 +526,36 @@ class _Problem:
         key = tuple(sorted(overrides.items()))
         if key in self._memo:
             return self._memo[key]
-        sysc, opts = apply_overrides(system, self.options, overrides)
+        sysc, opts = apply_overrides(system, self.options,
+                                     _with_partners(self.step, system, overrides))
         out = np.array([t.predict(sysc, self.fidelity, opts)[m]
                         for t, m in zip(self.twins, self.metrics)])
         self.evaluations += 1
         self._memo[key] = out
         return out
+
+
+def _with_partners(step: Step, system, overrides: dict) -> dict:
+    """``overrides`` with the partner of every key that keeps a sum (``Param.keeps_sum_with``):
+    the partner moves by the opposite amount, so the two keys' sum stays the system's."""
+    out = dict(overrides)
+    for p in step.params:
+        if p.keeps_sum_with and p.key in overrides and p.keeps_sum_with not in overrides:
+            total = float(_get(system, p.key)) + float(_get(system, p.keeps_sum_with))
+            out[p.keeps_sum_with] = total - float(overrides[p.key])
+    return out
+
+
+def _bounded_by_partners(step: Step, system) -> Step:
+    """The step with each sum-keeping key's range cut where its partner would fall
+    below ``partner_min``."""
+    params = []
+    for p in step.params:
+        if p.keeps_sum_with:
+            total = float(_get(system, p.key)) + float(_get(system, p.keeps_sum_with))
+            p = dataclasses.replace(p, hi=max(p.lo, min(p.hi, total - p.partner_min)))
+        params.append(p)
+    return dataclasses.replace(step, params=tuple(params))
 
 
 def _values(params: tuple[Param, ...], u: np.ndarray, base: dict[str, float]) -> dict:
@@ -529,6 +588,7 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
     from scipy.optimize import least_squares
 
     options = {g: dict(v) for g, v in (options or {}).items()}
+    step = _bounded_by_partners(step, system)
     prob = _Problem(run, step, system, fidelity, max_requests, options)
     if not prob.cases:
         return None, system, f"no measured cases of {', '.join(step.groups)}", options
@@ -625,7 +685,8 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
         values[k] = int(round(orig)) if any(p.integer for p in step.params if p.key == k) \
             else float(orig)
     fitted = {k: v for k, v in values.items() if k not in kept}
-    new_system, new_options = apply_overrides(system, options, fitted)
+    new_system, new_options = apply_overrides(system, options,
+                                              _with_partners(step, system, fitted))
     pred = prob.predict(system, {**fitted}) if fitted else prob.predict(system, {})
     err = (pred / prob.measured_arr - 1.0) * 100.0
     best_mape = float(np.mean(np.abs(err)))

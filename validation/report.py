@@ -183,6 +183,12 @@ EFFECTS = {
         "instruction's loads at once (the round trip's growth with the link's load is in the "
         "twins' mean-field loaded round trip)",
         "more requests in flight per warp than the unroll (the hardware runs ahead)"),
+    "micro/zc_warps/strided": (
+        "a tag window longer than the fitted split of the load-to-use latency gives (the "
+        "GPU-internal path, gpu.host_path_ns, holds no tag), or the round trip's growth with "
+        "the link's load",
+        "reads in flight beyond the tags (a larger tag window than configured) or a shorter "
+        "loaded round trip"),
     "micro/memcpy": (
         "a per-copy setup cost above the fitted one for this size and direction",
         "larger copy-engine requests than 256 B"),

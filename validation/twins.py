@@ -213,7 +213,10 @@ def micro_group(params: dict) -> str:
     if b == "zc_read":
         return f"micro/zc_read/{params.get('pattern', 'coalesced')}"
     if b == "zc_warps":
-        return "micro/zc_warps"
+        # coalesced lines against warps (the requester limit); 32 B reads against
+        # warps (the tag window) are a group of their own
+        pattern = params.get("pattern", "coalesced")
+        return "micro/zc_warps" if pattern == "coalesced" else f"micro/zc_warps/{pattern}"
     if b == "ptr_chase":
         where = "device" if params.get("memory_mode") == "device" else "host"
         return f"micro/ptr_chase/{where}"

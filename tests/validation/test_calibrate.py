@@ -288,3 +288,34 @@ def test_recovers_the_copy_setup_time(tmp_path):
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
     cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["copy_setup"])
     assert _values(cal)["gpu.copy_setup_ns"] == pytest.approx(2000.0, rel=0.03)
+
+
+def test_tag_window_splits_the_load_to_use_latency(tmp_path):
+    # 32 B reads (one sector per lane) bind the 768 tags for the link round trip alone
+    # (768 x 32 B / 1.0 us = 24.6 GB/s), one warp waits the whole 1.3 us: the pointer
+    # chase fixes the sum, the 32 B plateau the split
+    truth = load_system("h100-pcie5", {"link.rtt_ns": 1000.0, "gpu.host_path_ns": 300.0})
+    pts = [("ptr_chase", dict(memory_mode="zerocopy", stride_B=s, footprint_B=64 * MiB,
+                              order="random", cache="cv"), dict(steps=500, seed=1))
+           for s in (128, 4096)]
+    strided = dict(pattern="strided", chunk_B=4096, bytes_per_lane=4, memory_mode="zerocopy",
+                   cache="cv")
+    for w in (1, 8, 66, 264, 1056, 4224):
+        pts.append(("zc_warps", dict(strided, warps=w, unroll=4),
+                    dict(total_B=64 * MiB, max_per_warp_B=1 * MiB)))
+    cases = micro_cases(pts)
+    write_results(synthesize(cases, truth, fidelity="analytic", noise_pct=0.5, seed=4,
+                             max_requests=MAXREQ), tmp_path)
+    (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
+    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ,
+                    only=["host_round_trip", "tag_window"])
+    chase, window = cal.fits
+    assert chase.values["link.rtt_ns"] == pytest.approx(1300.0, rel=0.01)   # the whole latency
+    assert window.groups == ["micro/zc_warps/strided"] and window.identifiable["gpu.host_path_ns"]
+    assert cal.system.gpu.host_path_ns == pytest.approx(300.0, abs=25.0)
+    assert cal.system.gpu.host_path_ns + cal.system.link.rtt_ns == pytest.approx(
+        chase.values["link.rtt_ns"], rel=1e-9)
+    assert window.mape_pct < 1.5 < window.base_mape_pct
+    assert cal.system.provenance["gpu.host_path_ns"].startswith(f"measured: {tmp_path}")
+    # coalesced 128 B lines stay the requester-limit group
+    assert "micro/zc_warps" not in cal.calibration_groups
