@@ -50,7 +50,8 @@ traversal runs, ``micro/<benchmark>/<key>=<value>,...`` for microbenchmark
 points, with the naming parameters of :data:`MICRO_BENCHMARKS` in their
 listed order (sizes in bytes) and only those that apply to the point (for
 zc_read and zc_warps: offset_B for the coalesced pattern, chunk_B for
-strided, region_B for random). Self-traced runs are named
+strided, region_B for random; for uvm_touch: stride_B for the sparse
+pattern, host_state where it is ``returned``). Self-traced runs are named
 ``trace/<kernel>/<graph>/<variant>/<memory_mode>/<id_bytes>B``.
 
 Sources: :func:`choose_sources` draws them from the vertices with degree > 0
@@ -145,6 +146,7 @@ MICRO_BENCHMARKS: dict[str, tuple[str, dict[str, Param]]] = {
         "pattern": Param("choice", "seq", ("seq", "random", "sparse")),
         "stride_B": Param("size", 2 << 20, minimum=128),
         "advice": Param("choice", "none", ("none", "readmostly", "prefetch", "accessedby")),
+        "host_state": Param("choice", "fresh", ("fresh", "returned")),
         "warps": Param("int", 0, naming=False),
         "reps": Param("int", 3, naming=False, minimum=1),
     }),
@@ -292,7 +294,9 @@ def expand_micro(benchmark: str, lists: dict) -> list[dict]:
 
     For zc_read and zc_warps only the knob of each point's pattern is kept
     (offset_B, chunk_B or region_B), as the programs do; uvm_touch keeps
-    stride_B for its sparse pattern only.
+    stride_B for its sparse pattern only, and host_state only where it is not
+    ``fresh`` (the program prints it only then; names stay those of runs made
+    before the setting existed).
     """
     spec = MICRO_BENCHMARKS[benchmark][1]
     keys = [k for k, p in spec.items() if p.naming]
@@ -304,8 +308,11 @@ def expand_micro(benchmark: str, lists: dict) -> list[dict]:
             for pat, knob in _ZC_PATTERN_KEY.items():
                 if point["pattern"] != pat:
                     point.pop(knob, None)
-        if benchmark == "uvm_touch" and point["pattern"] != "sparse":
-            point.pop("stride_B", None)
+        if benchmark == "uvm_touch":
+            if point["pattern"] != "sparse":
+                point.pop("stride_B", None)
+            if point.get("host_state") == "fresh":
+                point.pop("host_state", None)
         name = micro_case_name(benchmark, point)
         if name not in seen:
             seen.add(name)

@@ -221,7 +221,8 @@ def micro_group(params: dict) -> str:
         where = "device" if params.get("memory_mode") == "device" else "host"
         return f"micro/ptr_chase/{where}"
     if b == "uvm_touch":
-        return f"micro/uvm_touch/{params.get('advice', 'none')}/{params.get('pattern', 'seq')}"
+        group = f"micro/uvm_touch/{params.get('advice', 'none')}/{params.get('pattern', 'seq')}"
+        return group + ("/returned" if params.get("host_state", "fresh") == "returned" else "")
     if b == "launch":
         return f"micro/launch/{params.get('work', 'empty')}"
     return f"micro/{b}"

@@ -23,6 +23,11 @@
 // warp w's j-th load the line at (w + j*W) * stride_B: with a stride of
 // 2 MiB, one fault per VA block). Each lane loads 4 B, so one warp load is
 // one 128 B line.
+// Host states (--host-state): fresh (the CPU's first writes placed the pages
+// on the host) or returned (after the CPU fill and the advice, the buffer is
+// prefetched to the GPU and back to the host, untimed: the state a traversal
+// program's timed repetitions find their managed edge list in, see
+// reset_residency in common/memory.cuh).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -57,6 +62,7 @@ int main(int argc, char** argv) {
   args.flag("pattern", "seq,random", "access pattern: seq, random, sparse (list)");
   args.flag("stride-B", "2MiB", "sparse pattern: bytes between the lines touched (list)");
   args.flag("advice", "none,readmostly,prefetch,accessedby", "advice: none, readmostly, prefetch, accessedby (list)");
+  args.flag("host-state", "fresh", "where the pages come from: fresh (first written by the CPU) or returned (moved to the GPU and prefetched back, untimed) (list)");
   args.flag("warps", "0", "warps in the grid, 0 = as many as fit on the GPU at once");
   args.flag("reps", "3", "timed repetitions per point");
   args.flag("device", "0", "CUDA device ordinal");
@@ -66,6 +72,7 @@ int main(int argc, char** argv) {
   auto patterns = args.choices("pattern", {"seq", "random", "sparse"});
   auto strides = args.sizes("stride-B");
   auto advices = args.choices("advice", {"none", "readmostly", "prefetch", "accessedby"});
+  auto host_states = args.choices("host-state", {"fresh", "returned"});
   int64_t warps_req = args.integer("warps");
   int reps = static_cast<int>(args.integer("reps"));
   if (reps < 1 || warps_req < 0) hl::fail(hl::kExitUsage, "usage", "--reps >= 1 and --warps >= 0");
@@ -104,6 +111,7 @@ int main(int argc, char** argv) {
     for (const auto& pattern : patterns)
      for (uint64_t stride : (pattern == "sparse" ? strides : std::vector<uint64_t>{128}))
       for (const auto& advice : advices)
+       for (const auto& host_state : host_states)
         for (int rep = 0; rep < reps; ++rep) {
           hl::MemMode mode = advice == "readmostly"   ? hl::MemMode::UvmReadMostly
                              : advice == "accessedby" ? hl::MemMode::UvmAccessedBy
@@ -111,6 +119,12 @@ int main(int argc, char** argv) {
           hl::Buffer b = hl::alloc_buffer(mode, size, dev.device);
           std::memset(b.host, 1, size);  // every page first touched, so resident, on the host
           hl::apply_advice(b);
+          const bool returned = host_state == "returned";
+          if (returned) {  // to the GPU and back, as a traversal's earlier run leaves it
+            CUDA_CHECK(hl::mem_prefetch(b.dev, size, hl::device_location(dev.device), stream));
+            CUDA_CHECK(cudaStreamSynchronize(stream));
+            hl::reset_residency(b, stream);
+          }
           flusher.flush(stream);
           auto kernel = pattern == "random" ? touch<true> : touch<false>;
           const unsigned* p = static_cast<const unsigned*>(b.dev);
@@ -137,7 +151,9 @@ int main(int argc, char** argv) {
           j.str("type", "measurement").str("benchmark", "uvm_touch");
           j.begin("params").uinteger("size_B", size).str("pattern", pattern);
           if (sparse) j.uinteger("stride_B", stride);
-          j.str("advice", advice).end();
+          j.str("advice", advice);
+          if (returned) j.str("host_state", host_state);
+          j.end();
           j.integer("rep", rep);
           j.begin("metrics")
               .num("time_ms", total_ms)

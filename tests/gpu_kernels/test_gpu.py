@@ -81,6 +81,15 @@ def test_uvm_touch_small_and_refusal(bin_dir):
     assert lines[-1]["type"] == "error" and lines[-1]["kind"] == "refused" and "free memory" in lines[-1]["message"]
 
 
+def test_uvm_touch_host_state_is_named_only_when_returned(bin_dir):
+    m = measurements(run(bin_dir, "uvm_touch", "--size-B", "8MiB", "--pattern", "seq",
+                         "--advice", "none,readmostly", "--host-state", "fresh,returned", "--reps", 1))
+    states = [(x["params"]["advice"], x["params"].get("host_state")) for x in m]
+    assert states == [("none", None), ("none", "returned"), ("readmostly", None),
+                      ("readmostly", "returned")]
+    assert all(x["metrics"]["time_ms"] > 0 for x in m)
+
+
 @pytest.mark.parametrize("kernel", ["bfs", "sssp", "cc", "pagerank"])
 @pytest.mark.parametrize("load_ahead", [1, 4])
 def test_traversal_checks_pass_everywhere(bin_dir, graph, kernel, load_ahead):

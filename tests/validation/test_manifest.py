@@ -108,6 +108,25 @@ def test_case_names_from_program_params_match_expansion():
     assert traversal_case_name("bfs", "k", "naive", "uvm", 8) == "bfs/k/naive/uvm/8B"
 
 
+def test_uvm_touch_names_keep_host_state_only_when_returned():
+    points = expand_micro("uvm_touch", {"size_B": (64 << 20,), "pattern": ("seq", "sparse"),
+                                        "stride_B": (4096,), "host_state": ("fresh", "returned")})
+    names = [micro_case_name("uvm_touch", p) for p in points]
+    # names of runs made before host_state existed stay as they were
+    assert names == [
+        "micro/uvm_touch/size_B=67108864,pattern=seq,advice=none",
+        "micro/uvm_touch/size_B=67108864,pattern=seq,advice=none,host_state=returned",
+        "micro/uvm_touch/size_B=67108864,pattern=sparse,stride_B=4096,advice=none",
+        "micro/uvm_touch/size_B=67108864,pattern=sparse,stride_B=4096,advice=none,host_state=returned",
+    ]
+    # what uvm_touch prints (gpu_kernels/micro/uvm_touch.cu): host_state only when returned
+    printed = {"size_B": 64 << 20, "pattern": "seq", "advice": "none", "host_state": "returned"}
+    assert micro_case_name("uvm_touch", printed) == names[1]
+    from hostlink.validation.twins import micro_group, params_from_name
+    assert micro_group(params_from_name(names[1])) == "micro/uvm_touch/none/seq/returned"
+    assert micro_group(params_from_name(names[0])) == "micro/uvm_touch/none/seq"
+
+
 def test_defaults_cover_all_variants_and_modes(tmp_path):
     text = GOOD.replace('variants = ["merged_aligned", "balanced"]\n', "").replace('memory_modes = ["zerocopy"]\n', "")
     m = load_manifest(write(tmp_path, text))
