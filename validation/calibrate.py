@@ -380,6 +380,7 @@ class Calibration:
     groups_present: list[str] = field(default_factory=list)
     base_options: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)       # model options after the fits
+    base_chain: list[dict] = field(default_factory=list)   # the base calibrations, oldest first
 
     @property
     def calibration_groups(self) -> list[str]:
@@ -393,11 +394,20 @@ class Calibration:
         used = set(self.calibration_groups)
         return [g for g in self.groups_present if g not in used]
 
+    @property
+    def chain(self) -> list[dict]:
+        """Every calibration this one rests on, oldest first, and itself: the results
+        directory and the groups each fitted (a report counts a group as calibration
+        where any link fitted it on the run reported)."""
+        return [*self.base_chain, {"results_dir": self.results_dir,
+                                   "calibration_groups": self.calibration_groups}]
+
     def to_dict(self) -> dict:
         return {"results_dir": self.results_dir, "base_system": getattr(self.base_system, "name", ""),
                 "calibrated_system": getattr(self.system, "name", ""), "fidelity": self.fidelity,
                 "calibration_groups": self.calibration_groups,
                 "held_out_groups": self.held_out_groups,
+                "chain": self.chain,
                 "model_options": self.options, "base_model_options": self.base_options,
                 "model_options_provenance": self.option_provenance(),
                 "fits": [f.to_dict() for f in self.fits], "skipped": self.skipped}
@@ -737,6 +747,7 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
     (``calibration.json``, key ``model_options``), else none."""
     from hostlink.model.config import load_any_system
 
+    base_chain = [] if hasattr(base_system, "link") else chain_beside(base_system)
     if base_options is None and not hasattr(base_system, "link"):
         base_options = options_beside(base_system)
     if not hasattr(base_system, "link"):
@@ -758,7 +769,8 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
     system = base_system
     options = {g: dict(v) for g, v in (base_options or {}).items()}
     cal = Calibration(system=system, base_system=base_system, results_dir=str(results_dir),
-                      fidelity=fidelity, groups_present=groups, base_options=options)
+                      fidelity=fidelity, groups_present=groups, base_options=options,
+                      base_chain=base_chain)
     for step in steps:
         if only and step.name not in only:
             continue
@@ -775,6 +787,44 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
     cal.system = _with_provenance(system, base_system, cal)
     cal.options = options
     return cal
+
+
+def _record_beside(system_spec) -> dict:
+    """The calibration record (calibration.json) beside a system TOML, or {}."""
+    path = Path(str(system_spec))
+    rec = path.with_name("calibration.json")
+    if path.suffix != ".toml" or not rec.is_file():
+        return {}
+    try:
+        return dict(json.loads(rec.read_text()))
+    except json.JSONDecodeError as exc:
+        raise CalibrationError(f"{rec}: not valid JSON ({exc.msg})") from None
+
+
+def chain_beside(system_spec) -> list[dict]:
+    """The chain of calibrations behind a calibrated system TOML (its record's
+    ``chain``; a record made before chains were kept counts as one link)."""
+    rec = _record_beside(system_spec)
+    if not rec:
+        return []
+    if isinstance(rec.get("chain"), list):
+        return [dict(link) for link in rec["chain"]]
+    return [{"results_dir": rec.get("results_dir", ""),
+             "calibration_groups": list(rec.get("calibration_groups") or [])}]
+
+
+def groups_fitted_on(calibration: dict, results_dir) -> list[str]:
+    """Groups of ``results_dir``'s own measurements that ``calibration`` (a record) or
+    any calibration in its chain fitted. A record without a chain: its own groups."""
+    chain = calibration.get("chain")
+    if not isinstance(chain, list):
+        return list(calibration.get("calibration_groups") or [])
+    here = Path(str(results_dir)).resolve()
+    used: list[str] = []
+    for link in chain:
+        if Path(str(link.get("results_dir", ""))).resolve() == here:
+            used += [g for g in link.get("calibration_groups") or [] if g not in used]
+    return used
 
 
 def options_beside(system_spec) -> dict:

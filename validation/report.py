@@ -338,6 +338,10 @@ def markdown(annotated: pd.DataFrame, stats: list[GroupStats], *, title: str, sy
         used = ", ".join(f"`{g}`" for g in calibration.get("calibration_groups", [])) or "none"
         lines.append(f"- calibrated from microbenchmark groups: {used}; every other group is "
                      "predicted, not fitted")
+        chain = calibration.get("chain") or []
+        if len(chain) > 1:
+            lines.append("- calibration chain, each link fitted on its own run from the one before: "
+                         + " -> ".join(f"`{link.get('results_dir', '')}`" for link in chain))
         opts = calibration.get("model_options") or {}
         if opts:
             flat = ", ".join(f"`{g}.{k}` = {_fmt(v, 4)}" for g, d in sorted(opts.items())
@@ -928,6 +932,7 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     0 = one per CPU); the numbers are those of one process (1, the default), the
     stored predictions are written by this process alone as cases arrive."""
     from hostlink.model.config import load_any_system
+    from hostlink.validation.calibrate import groups_fitted_on
     from hostlink.validation.parallel import resolve_jobs
     from hostlink.validation.twins import load_run, predict_run, sampled_measurements, selected
 
@@ -935,7 +940,10 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     run = load_run(results_dir)
     system = load_any_system(str(system_spec))
     calibration = load_calibration(calibration_path, system_spec)
-    cal_groups = set(calibration.get("calibration_groups", [])) if calibration else set()
+    fitted = groups_fitted_on(calibration, results_dir) if calibration else []
+    cal_groups = set(fitted)
+    if calibration:
+        calibration = {**calibration, "calibration_groups": fitted}
     kw = {} if max_requests is None else {"max_requests": max_requests}
     options = dict((calibration or {}).get("model_options") or {})
     out = Path(out_dir) if out_dir is not None else Path(results_dir)

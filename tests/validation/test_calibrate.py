@@ -319,3 +319,26 @@ def test_tag_window_splits_the_load_to_use_latency(tmp_path):
     assert cal.system.provenance["gpu.host_path_ns"].startswith(f"measured: {tmp_path}")
     # coalesced 128 B lines stay the requester-limit group
     assert "micro/zc_warps" not in cal.calibration_groups
+
+
+def test_a_chain_of_calibrations_names_the_groups_fitted_on_each_run(tmp_path, synth):
+    from hostlink.validation.calibrate import groups_fitted_on
+    first = calibrate(synth, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ,
+                      only=["host_round_trip", "requester_limit"])
+    toml_a, _ = first.write(tmp_path / "a" / "calibrated.toml")
+    # a second run of the same machine: its own chase refits the round trip
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(synth / "results.csv", other / "results.csv")
+    meta = json.loads((synth / "metadata.json").read_text())
+    meta["cases"] = {c: p for c, p in meta["cases"].items() if p["benchmark"] == "ptr_chase"}
+    (other / "metadata.json").write_text(json.dumps(meta))
+    second = calibrate(other, str(toml_a), fidelity="analytic", only=["host_round_trip"])
+    rec = second.to_dict()
+    assert [link["results_dir"] for link in rec["chain"]] == [str(synth), str(other)]
+    assert groups_fitted_on(rec, synth) == ["micro/ptr_chase/host", "micro/zc_warps"]
+    assert groups_fitted_on(rec, other) == ["micro/ptr_chase/host"]
+    assert groups_fitted_on(rec, tmp_path / "elsewhere") == []
+    # a record made before chains were kept: its own groups, wherever reported
+    old = {k: v for k, v in rec.items() if k != "chain"}
+    assert groups_fitted_on(old, tmp_path / "elsewhere") == ["micro/ptr_chase/host"]
