@@ -1,7 +1,7 @@
 """``hostlink validate ...``: the command group of hostlink.validation.
 
-``validate run`` is defined here; ``validate calibrate`` and ``validate
-report`` come from :mod:`hostlink.validation.calibrate` and
+``validate run`` and ``validate uvm-counters`` are defined here; ``validate
+calibrate`` and ``validate report`` come from :mod:`hostlink.validation.calibrate` and
 :mod:`hostlink.validation.report` where those modules exist: each provides
 ``register_validate_commands(sub)`` adding its sub-command to the group.
 
@@ -47,6 +47,30 @@ def _cmd_run(args) -> int:
     return 1 if failed or meta["check_failures"] else 0
 
 
+def _cmd_uvm_counters(args) -> int:
+    import json
+
+    import pandas as pd
+
+    from hostlink.validation import uvm_counters
+
+    counters = uvm_counters.read_uvm_counters(args.csv)
+    if args.json:
+        out = uvm_counters.summary(counters)
+        if args.per_launch:
+            table = uvm_counters.per_launch(counters).astype(object).where(lambda d: d.notna(), None)
+            out["per_launch"] = table.to_dict(orient="records")
+        print(json.dumps(out, indent=2))
+        return 0
+    print(uvm_counters.format_totals(counters))
+    if args.per_launch:
+        table = uvm_counters.per_launch(counters)
+        table["kernel"] = [k if len(k) <= 60 else k[:57] + "..." for k in table["kernel"]]
+        with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 250):
+            print(table.to_string(index=False))
+    return 0
+
+
 def register(subparsers) -> None:
     validate = subparsers.add_parser("validate", help="measure on a GPU, calibrate, and compare with predictions")
     sub = validate.add_subparsers(dest="validate_command", metavar="VALIDATE_COMMAND")
@@ -63,6 +87,12 @@ def register(subparsers) -> None:
     run.add_argument("--reparse", action="store_true",
                      help="rebuild results and metadata of OUT from its raw files (MANIFEST is ignored)")
     run.set_defaults(func=_cmd_run)
+    uvm = sub.add_parser("uvm-counters",
+                         help="summarise the CSV of gpu_kernels' libuvm_counters.so (UVM faults and migrations)")
+    uvm.add_argument("csv", metavar="CSV", help="the file HOSTLINK_UVM_COUNTERS_OUT named")
+    uvm.add_argument("--json", action="store_true", help="print the summary as JSON")
+    uvm.add_argument("--per-launch", action="store_true", help="also print one row per kernel launch")
+    uvm.set_defaults(func=_cmd_uvm_counters)
     for name in OPTIONAL_MODULES:
         module = _optional(name)
         if module is not None and hasattr(module, "register_validate_commands"):

@@ -1,8 +1,11 @@
-"""Every CUDA program in gpu_kernels/ compiles (CI has nvcc but no GPU)."""
+"""Every CUDA program and CUPTI injection library in gpu_kernels/ compiles (CI has nvcc but no GPU)."""
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,18 +13,29 @@ import pytest
 KERNELS = Path(__file__).resolve().parents[2] / "gpu_kernels"
 
 
-def programs() -> list[str]:
+def makefile_names(*variables: str) -> list[str]:
     text = (KERNELS / "Makefile").read_text()
     names = []
-    for var in ("MICRO", "TRAVERSAL", "TOOLS"):
+    for var in variables:
         m = re.search(rf"^{var}\s*:=\s*(.+)$", text, flags=re.M)
         names += m.group(1).split()
     return names
 
 
+def programs() -> list[str]:
+    return makefile_names("MICRO", "TRAVERSAL", "TOOLS")
+
+
+def injection_libraries() -> list[str]:
+    """tools/NAME.cu built into bin/libNAME.so (the Makefile's INJECT)."""
+    return makefile_names("INJECT")
+
+
 def test_every_source_is_a_program():
+    # a program, or an injection library; never both
     sources = {p.stem for p in KERNELS.rglob("*.cu")}
-    assert sources == set(programs())
+    assert not set(programs()) & set(injection_libraries())
+    assert sources == set(programs()) | set(injection_libraries())
 
 
 @pytest.mark.parametrize("program", programs())
@@ -42,3 +56,42 @@ def test_bad_flag_is_one_json_error_line(nvcc, tmp_path):
     assert p.returncode == 2
     assert p.stdout.startswith('{"type":"error","kind":"usage"') and "size" in p.stdout
     assert p.stderr.strip().count("\n") == 0
+
+
+@pytest.fixture(scope="module")
+def cupti(nvcc) -> dict[str, str]:
+    """Where the Makefile finds CUPTI (``make cupti``); skips where it finds none."""
+    p = subprocess.run(["make", "-s", "-C", str(KERNELS), "cupti"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    found = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
+    if not found.get("CUPTI_SO"):
+        pytest.skip(f"CUPTI not found next to {nvcc}: injection libraries not built")
+    return found
+
+
+@pytest.mark.parametrize("library", injection_libraries())
+def test_injection_library_builds_and_exports_its_entry_point(library, cupti, tmp_path):
+    so = tmp_path / f"lib{library}.so"
+    p = subprocess.run(["make", "-C", str(KERNELS), f"BIN={tmp_path}", str(so)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "warning" not in (p.stdout + p.stderr).lower()
+    if shutil.which("nm") is None or shutil.which("ldd") is None:
+        pytest.skip("nm or ldd not found: the library's symbols not checked")
+    # the CUDA driver looks the entry point up by this C name
+    nm = subprocess.run(["nm", "-D", "--defined-only", str(so)], capture_output=True, text=True, check=True)
+    assert re.search(r"^[0-9a-f]+ T InitializeInjection$", nm.stdout, flags=re.M), nm.stdout
+    # every symbol resolves (libcupti through the rpath): nothing left for the host program to supply
+    ldd = subprocess.run(["ldd", "-r", str(so)], capture_output=True, text=True)
+    assert ldd.returncode == 0 and "undefined symbol" not in ldd.stdout + ldd.stderr, ldd.stdout + ldd.stderr
+    assert "libcupti" in ldd.stdout and "not found" not in ldd.stdout, ldd.stdout
+
+
+def test_uvm_counters_without_an_output_path_does_nothing(cupti, tmp_path):
+    """Without HOSTLINK_UVM_COUNTERS_OUT the entry point says so in one line and lets the program go on."""
+    so = tmp_path / "libuvm_counters.so"
+    subprocess.run(["make", "-C", str(KERNELS), f"BIN={tmp_path}", str(so)], check=True, capture_output=True)
+    env = {k: v for k, v in os.environ.items() if k != "HOSTLINK_UVM_COUNTERS_OUT"}
+    code = f"import ctypes; print(ctypes.CDLL({str(so)!r}).InitializeInjection())"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == "1"
+    assert p.stderr.strip() == "uvm_counters: HOSTLINK_UVM_COUNTERS_OUT is not set; nothing recorded"
