@@ -49,7 +49,8 @@ the fit), after a coarse scan of the parameter range:
    read holds its PCIe tag for ``link.rtt_ns`` only, so where the tags bind the
    plateau is ``tags x 32 B / rtt_ns`` (plus the loaded growth), while one warp
    waits the whole load-to-use latency. 128 B lines cannot tell the two apart
-   (768 tags of 128 B outrun the link), 32 B reads can;
+   (768 tags of 128 B outrun the link), 32 B reads can. Only the points where
+   the tags bind are used (:func:`_is_tag_bound`);
 5. ``translation.tlb_entries`` and ``translation.miss_lat_ns`` from random
    128 B lines over growing regions (``micro/zc_read/random``): the region
    where bandwidth falls gives the reach (entries x page_B; page_B is kept),
@@ -58,21 +59,23 @@ the fit), after a coarse scan of the parameter range:
    (:func:`hostlink.model.translation.reach_from_two_regions` on the two
    largest regions below the plateau);
 6. ``uvm.batch_base_us`` and the model options ``options.uvm.block_us`` (per
-   VA block a batch services) and ``options.uvm.move_run_us`` (per contiguous
-   run of pages moved off the host, which the driver unmaps from the CPU) from
-   UVM first touch without advice, sequential and random
-   (``micro/uvm_touch/none/*``): a sequential front faults on one block per
-   batch, so its batches, blocks and runs come in step, while a random one
-   faults on many blocks in few batches and moves its prefetched pages in many
-   separate runs, more of them at 512 MiB than at 64; the service time is
-   linear in the three costs once the fault dynamics are fixed, so the start is
-   a non-negative least-squares solution. ``options.uvm.move_page_us`` (per
-   page moved) keeps its base value: with it the sequential points cannot tell
-   the four costs apart, and on an H200 a per-page cost leaves ReadMostly's
-   sequential front a third too fast. The transfer curve keeps its base
-   (UVMSmart's, scaled to the link). ReadMostly first touch is held out: the
-   model pays it the batch, block and transfer costs but not the move costs
-   (:mod:`hostlink.model.uvm.model` says why).
+   VA block a batch services), ``options.uvm.copy_page_us`` (per page copied to
+   the GPU, migrated or read-duplicated) and ``options.uvm.move_page_us`` (per
+   page moved off the host, which the driver unmaps from the CPU; a
+   read-duplicated page does not pay it) from UVM first touch without advice
+   and with ReadMostly, dense (sequential, random) and sparse (one line per
+   4 KiB page, 64 KiB big page or 2 MiB VA block: ``micro/uvm_touch/*/sparse``).
+   The step runs only on a run that has sparse touch without advice (a
+   ``uvm_sparse`` manifest): dense touch alone cannot tell a batch's, a block's
+   and a page's cost apart, so a run without it keeps the costs of its base
+   calibration and its first-touch groups are held out. The service time is
+   linear in the costs once the fault dynamics are fixed, so the start is a
+   non-negative least-squares solution. Why per page and not per contiguous run
+   (``options.uvm.move_run_us``, kept at its base value): the driver copies a
+   prefetched run in many small pieces (4 to 8 KiB each on an H100,
+   validation/results/h100/uvm_counters), and run costs fitted on first touch
+   leave BFS twice as fast as the GPU runs it. The transfer curve keeps its
+   base (UVMSmart's, scaled to the link).
 
 Model options are keywords of the model that the system config has no key
 for (``options.<group>.<name>``; :data:`OPTION_DEFAULTS`). A calibration
@@ -146,6 +149,7 @@ class Step:
     explain: str = ""
     guess: Callable | None = None     # (problem, system, base) -> {key: start value}
     prefer: tuple[str, str] | None = None   # (param, value): use only such cases when any exist
+    requires: tuple[str, ...] = ()    # groups the run must have for the step to run at all
 
 
 def _is_host_chase(p: dict) -> bool:
@@ -217,6 +221,22 @@ def _guess_requester(prob, system, base):
     return out
 
 
+#: 32 B-read points that inform the tag window: past the knee (warps) and with loads
+#: in flight (unroll) enough that the tags bind.
+TAG_WINDOW_MIN_WARPS = 264
+TAG_WINDOW_MIN_UNROLL = 4
+
+
+def _is_tag_bound(p: dict) -> bool:
+    """Points where the tags bind: at least two warps per SM of a 132-SM GPU and four
+    loads in flight per thread. Below the knee the bandwidth follows the whole
+    load-to-use latency, which the pointer chase already fixes, and with one load in
+    flight the twins sample too few of each warp's loads to see its L1 hits (their
+    request cap), so those points would only blur the split."""
+    return (int(p.get("warps", 0) or 0) >= TAG_WINDOW_MIN_WARPS
+            and int(p.get("unroll", 1) or 1) >= TAG_WINDOW_MIN_UNROLL)
+
+
 def _guess_tag_window(prob, system, base):
     """The plateau of 32 B reads is the tag window's: ``reads in flight x size / window``
     with the reads in flight the least of the tags, the GPU's count limit and its
@@ -277,8 +297,8 @@ def _guess_translation(prob, system, base):
 
 
 def _guess_uvm_costs(prob, system, base):
-    """The batch service time is linear in (batch_base_us, block_us, move_run_us) once
-    the fault dynamics are fixed (they do not depend on the costs without eviction):
+    """The batch service time is linear in the step's costs (per batch, block, copied
+    and moved page) once the fault dynamics are fixed (they do not depend on the costs without eviction):
     evaluate the twins at zero and unit costs and solve non-negative least squares on
     the relative errors."""
     from scipy.optimize import nnls
@@ -296,6 +316,9 @@ def _guess_uvm_costs(prob, system, base):
     x, _ = nnls(a, rhs)
     return {k: float(v) for k, v in zip(keys, x)}
 
+
+UVM_TOUCH_GROUPS = tuple(f"micro/uvm_touch/{advice}/{pattern}" for advice in ("none", "readmostly")
+                         for pattern in ("seq", "random", "sparse"))
 
 STEPS: tuple[Step, ...] = (
     Step("launch", (Param("gpu.launch_ns", 1.0, 1e6), Param("gpu.cta_dispatch_ns", 1e-3, 1e3)),
@@ -330,7 +353,7 @@ STEPS: tuple[Step, ...] = (
          guess=_guess_requester),
     Step("tag_window", (Param("gpu.host_path_ns", 0.0, 1e5, log=False, sens_step=20.0,
                               keeps_sum_with="link.rtt_ns", partner_min=50.0),),
-         ("micro/zc_warps/strided",), guess=_guess_tag_window,
+         ("micro/zc_warps/strided",), guess=_guess_tag_window, select=_is_tag_bound,
          explain="32 B reads against warps in flight: the tags bind for the link round trip "
                  "alone, one warp waits the whole load-to-use latency (their sum kept from "
                  "the pointer chase)"),
@@ -341,11 +364,13 @@ STEPS: tuple[Step, ...] = (
          explain="random 128 B lines over growing regions: the knee gives the reach, "
                  "the fall the miss cost"),
     Step("uvm_batches", (Param("uvm.batch_base_us", 0.0, 1e4, log=False, sens_step=10.0),
-                         Param("options.uvm.block_us", 0.01, 1e4),
-                         Param("options.uvm.move_run_us", 0.01, 1e4)),
-         ("micro/uvm_touch/none/seq", "micro/uvm_touch/none/random"), guess=_guess_uvm_costs,
-         explain="UVM first touch without advice, sequential and random: the service time is "
-                 "linear in the per-batch, per-block and per-moved-run costs"),
+                         Param("options.uvm.block_us", 0.0, 1e4, log=False, sens_step=1.0),
+                         Param("options.uvm.copy_page_us", 0.0, 1e3, log=False, sens_step=0.05),
+                         Param("options.uvm.move_page_us", 0.0, 1e3, log=False, sens_step=0.05)),
+         UVM_TOUCH_GROUPS, guess=_guess_uvm_costs, requires=("micro/uvm_touch/none/sparse",),
+         explain="UVM first touch, dense and sparse, without advice and with ReadMostly: the "
+                 "service time is linear in the per-batch, per-block, per-copied-page and "
+                 "per-moved-page costs"),
 )
 
 
@@ -455,6 +480,7 @@ OPTION_PREFIX = "options."
 #: Model options a step may fit (keywords of the model beyond the system config) and
 #: their values when a calibration does not set them (the model's defaults).
 OPTION_DEFAULTS = {"options.uvm.block_us": 0.0, "options.uvm.move_page_us": 0.0,
+                   "options.uvm.copy_page_us": 0.0,
                    "options.uvm.move_run_us": 0.0, "options.link.rtt_at_full_link_ns": 0.0}
 
 
@@ -602,6 +628,11 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
     prob = _Problem(run, step, system, fidelity, max_requests, options)
     if not prob.cases:
         return None, system, f"no measured cases of {', '.join(step.groups)}", options
+    have = {micro_group(run.cases[c]) for c in prob.cases}
+    missing = [g for g in step.requires if g not in have]
+    if missing:
+        return None, system, (f"no measured cases of {', '.join(missing)}, which the step needs "
+                              "to separate its keys: kept the base values"), options
     base = {p.key: _base_value(system, p, options) for p in step.params}
     for p in step.params:
         if p.log and base[p.key] <= 0:

@@ -28,7 +28,7 @@ ST_D2H_US = 11         # of which write-back transfer time
 ST_UPGRADES = 12       # write faults on read-duplicated pages (no data moves)
 ST_THRASH_CHUNKS = 13  # chunks newly marked thrashing
 ST_BLOCK_SVC = 14      # VA-block services (a block with faulted pages, once per batch)
-ST_DRIVER_US = 15      # of the service time: per-block, per-moved-page and per-moved-run work
+ST_DRIVER_US = 15      # of the service time: per-fault, first-fault, per-block, per-copied-page, per-moved-page and per-moved-run work
 ST_RUNS = 16           # contiguous runs of pages migrated (one transfer each)
 ST_MOVE_RUNS = 17      # contiguous runs of pages moved off the host (unmapped there)
 N_STATS = 18
@@ -180,13 +180,16 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                     prefetch, threshold, read_mostly, lru_on_migrate,
                     linear, base_us, per_KB_us, page_B, a_GBps, k_per_KB,
                     thrash_events, thrash_window_us, resident_warps, shuffle_seed,
-                    block_us=0.0, move_page_us=0.0, move_run_us=0.0):
+                    block_us=0.0, move_page_us=0.0, move_run_us=0.0, fault_us=0.0,
+                    first_fault_us=0.0, copy_page_us=0.0):
     """Replay the accesses warp by warp, servicing faults in batches.
 
-    A batch's service time is ``base_us``, plus ``block_us`` per VA block it
-    services, plus ``move_page_us`` per page and ``move_run_us`` per contiguous
-    run of pages it moves off the host (migrated, not read-duplicated), plus
-    the transfers.
+    A batch's service time is ``base_us``, plus ``fault_us`` per distinct page
+    it fetches a fault for, plus ``block_us`` per VA block it services, plus
+    ``copy_page_us`` per page it copies to the GPU (migrated or read-duplicated),
+    plus ``move_page_us`` per page and ``move_run_us`` per contiguous run of pages
+    it moves off the host (migrated, not read-duplicated), plus the transfers.
+    The first batch of the whole replay also pays ``first_fault_us``.
 
     Returns ``(stats, touched)``: per-launch statistics (columns ``ST_*``) and
     a per-page flag of the pages any access touched.
@@ -341,6 +344,11 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
             # ---- service the batch VA block by VA block, in address order
             ub = np.sort(ubuf[:n_u])
             t_us = base_us
+            drv0 = fault_us * n_u
+            if bid == 1:
+                drv0 += first_fault_us
+            t_us += drv0
+            stats[l, ST_DRIVER_US] += drv0
             h2d_us = 0.0
             d2h_us = 0.0
             g = 0
@@ -463,7 +471,7 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                 stats[l, ST_H2D_PAGES] += n_mig
                 stats[l, ST_PREF_PAGES] += n_mig - nfo
                 stats[l, ST_MOVE_RUNS] += n_move_runs
-                drv += move_page_us * n_move + move_run_us * n_move_runs
+                drv += copy_page_us * n_mig + move_page_us * n_move + move_run_us * n_move_runs
                 t_us += drv
                 stats[l, ST_DRIVER_US] += drv
                 for e in range(g, g_end):

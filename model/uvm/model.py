@@ -65,25 +65,30 @@ Service time of a batch (``service="curve"``, default):
 ``batch_base_us`` (fetch, sort, replay), plus ``block_us`` for every VA
 block the batch services (the driver services a batch block by block:
 locking, residency and prefetch masks, chunk allocation, the copy push, the
-GPU page-table update), plus ``move_run_us`` for every contiguous run of
-pages within a VA block that it moves off the host and ``move_page_us`` for
-every such page (the CPU unmapping below; a read-duplicated page pays
-neither), plus, for every contiguous run of pages migrated within a VA block,
+GPU page-table update), plus ``copy_page_us`` for every page it copies to the
+GPU, migrated or read-duplicated (the driver copies a prefetched run in many
+small pieces: 4 to 8 KiB each on an H100, validation/results/h100/uvm_counters),
+plus ``move_run_us`` for every contiguous run of pages within a VA block that
+it moves off the host and ``move_page_us`` for every such page (the CPU
+unmapping below; a read-duplicated page pays neither), plus ``fault_us`` for
+every distinct page it fetches a fault for and, once per simulation,
+``first_fault_us`` with the first batch, plus, for every contiguous run of
+pages migrated within a VA block,
 ``size / BW(size)`` with the transfer-rate curve ``BW(s) = (2a/pi) atan(k
 s_KB)`` (UVMSmart, a = ``transfer_peak_GBps``, k = ``transfer_shape_per_KB``,
 s in units of 1024 B: the source counts in 4 KB pages of 4096 B). UVMSmart
 fitted ``a = 12`` to a 16 GB/s (PCIe 3.0 x16) link; a is scaled by the link's
 raw rate over PCIe 3.0 x16's 15.75 GB/s (``scale_to_link=True``; an
 assumption) so that faster links migrate faster while the per-batch cost
-stays. ``block_us``, ``move_run_us`` and ``move_page_us`` are keyword options
-(default 0, the model before they were added); ``hostlink validate calibrate``
-fits ``block_us`` and ``move_run_us`` with ``batch_base_us`` from first touch
-without advice, sequential and random: a sequential front faults on a few
-pages of one block per batch, in many batches of duplicate entries, a random
-one on many blocks in few batches, and its prefetched pages move in many
-runs. On an H200 (PCIe 5.0, driver 580) that gives about 13 us a batch, 12 us
-a block and 10 us a moved run; left free as well, the per-page cost fits to
-zero there.
+stays. ``block_us``, ``copy_page_us``, ``move_page_us``, ``move_run_us``,
+``fault_us`` and ``first_fault_us`` are keyword options (default 0, the model
+before they were added); ``hostlink validate calibrate`` fits ``block_us``,
+``copy_page_us`` and ``move_page_us`` with ``batch_base_us`` from dense and
+sparse first touch without advice and with ReadMostly (its docstring says why
+these four). Costs per contiguous run or per fault fitted on first touch do
+not carry over to BFS, whose batches span many more neighbour lists: fitted
+on an H100's first touch, run costs left kron21 BFS 40% too fast and fault
+costs 40-80% too slow, page costs within 4-25% (validation/results/h100).
 
 Moving a page off the host unmaps it from the CPU. A migrating service
 (``uvm_va_block_make_resident_copy`` in the open driver's ``uvm_va_block.c``)
@@ -400,6 +405,8 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
                  scale_to_link: bool = True, resident_warps: int | None = None,
                  seed: int | None = None, block_us: float = 0.0,
                  move_page_us: float = 0.0, move_run_us: float = 0.0,
+                 fault_us: float = 0.0, first_fault_us: float = 0.0,
+                 copy_page_us: float = 0.0,
                  fault_order: str = "sm_interleaved") -> UvmResult:
     """Simulate a request stream on managed memory (see the module docstring).
 
@@ -411,13 +418,16 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
     the run order of runnable warps between batches (None: no shuffle),
     ``fault_order`` ("sm_interleaved" | "warp") the order in which the
     warps' faults reach the fault buffer, ``block_us`` the driver time per VA
-    block a batch services, ``move_page_us`` per page and ``move_run_us`` per
-    contiguous run of pages it moves off the host (see the module docstring;
-    the costs default to 0).
+    block a batch services, ``copy_page_us`` per page it copies to the GPU
+    (migrated or read-duplicated), ``move_page_us`` per page and ``move_run_us``
+    per contiguous run of pages it moves off the host, ``fault_us`` per distinct
+    page a batch fetches a fault for and ``first_fault_us`` once, with the
+    first batch (see the module docstring; the costs default to 0).
     """
     uvm, gpu = system.uvm, system.gpu
     for name, value in (("block_us", block_us), ("move_page_us", move_page_us),
-                        ("move_run_us", move_run_us)):
+                        ("move_run_us", move_run_us), ("fault_us", fault_us),
+                        ("first_fault_us", first_fault_us), ("copy_page_us", copy_page_us)):
         try:
             ok = math.isfinite(float(value)) and float(value) >= 0
         except (TypeError, ValueError):
@@ -504,7 +514,7 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
         float(uvm.page_B), float(peak), float(uvm.transfer_shape_per_KB),
         uvm.thrash_events, float(uvm.thrash_window_us), int(resident_warps),
         -1 if seed is None else int(seed), float(block_us), float(move_page_us),
-        float(move_run_us))
+        float(move_run_us), float(fault_us), float(first_fault_us), float(copy_page_us))
 
     # device time per launch: all of the launch's request bytes at device bandwidth
     launch_bytes = np.bincount(stream.launch, weights=stream.size_B)
