@@ -51,8 +51,10 @@ H100     := validation/results/h100
 
 reports: reports-h200 reports-h100
 
+# The H200 chain starts from base_system.toml: h200-pcie5 with the GPU-internal
+# part of a host read measured on the H100 (the H200 runs have no tag-window run).
 reports-h200: $(STAMP)
-	$(CAL) $(H200)/launch_latency --system h200-pcie5 --quiet
+	$(CAL) $(H200)/launch_latency --system $(H200)/base_system.toml --quiet
 	$(REPORT) $(H200)/launch_latency --system $(H200)/launch_latency/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H200)/uvm_sparse --system $(H200)/launch_latency/calibrated.toml --quiet
 	$(REPORT) $(H200)/uvm_sparse --system $(H200)/uvm_sparse/calibrated.toml --jobs $(JOBS) --quiet

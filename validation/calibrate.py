@@ -62,7 +62,9 @@ the fit), after a coarse scan of the parameter range:
    VA block a batch services), ``options.uvm.copy_page_us`` (per page copied to
    the GPU, migrated or read-duplicated) and ``options.uvm.move_page_us`` (per
    page moved off the host, which the driver unmaps from the CPU; a
-   read-duplicated page does not pay it) from UVM first touch without advice
+   read-duplicated page does not pay it) and ``options.uvm.first_fault_us``
+   (once per run, with its first batch: one line per VA block over 64 and
+   512 MiB gives it as the intercept) from UVM first touch without advice
    and with ReadMostly, dense (sequential, random) and sparse (one line per
    4 KiB page, 64 KiB big page or 2 MiB VA block: ``micro/uvm_touch/*/sparse``).
    The step runs only on a run that has sparse touch without advice (a
@@ -366,11 +368,12 @@ STEPS: tuple[Step, ...] = (
     Step("uvm_batches", (Param("uvm.batch_base_us", 0.0, 1e4, log=False, sens_step=10.0),
                          Param("options.uvm.block_us", 0.0, 1e4, log=False, sens_step=1.0),
                          Param("options.uvm.copy_page_us", 0.0, 1e3, log=False, sens_step=0.05),
-                         Param("options.uvm.move_page_us", 0.0, 1e3, log=False, sens_step=0.05)),
+                         Param("options.uvm.move_page_us", 0.0, 1e3, log=False, sens_step=0.05),
+                         Param("options.uvm.first_fault_us", 0.0, 1e5, log=False, sens_step=20.0)),
          UVM_TOUCH_GROUPS, guess=_guess_uvm_costs, requires=("micro/uvm_touch/none/sparse",),
          explain="UVM first touch, dense and sparse, without advice and with ReadMostly: the "
                  "service time is linear in the per-batch, per-block, per-copied-page and "
-                 "per-moved-page costs"),
+                 "per-moved-page costs and a run's one-off first-fault cost"),
 )
 
 
@@ -480,7 +483,8 @@ OPTION_PREFIX = "options."
 #: Model options a step may fit (keywords of the model beyond the system config) and
 #: their values when a calibration does not set them (the model's defaults).
 OPTION_DEFAULTS = {"options.uvm.block_us": 0.0, "options.uvm.move_page_us": 0.0,
-                   "options.uvm.copy_page_us": 0.0,
+                   "options.uvm.copy_page_us": 0.0, "options.uvm.first_fault_us": 0.0,
+                   "options.uvm.fault_us": 0.0,
                    "options.uvm.move_run_us": 0.0, "options.link.rtt_at_full_link_ns": 0.0}
 
 

@@ -913,6 +913,19 @@ class GraphSource:
         return csr
 
 
+def requests_ahead(variant: str, load_ahead: int, id_bytes: int) -> int:
+    """Host requests a warp of a traversal kernel keeps in flight at load-ahead
+    ``load_ahead`` (gpu_kernels/traversal/walk.cuh): the merged variants issue
+    ``load_ahead`` warp-wide trips, each of one line or more, before the first use;
+    in the naive kernel a thread's ``load_ahead`` trips are consecutive elements of
+    its own list, which share one 32 B sector while ``load_ahead x id_bytes <= 32``:
+    the later loads wait on the first one's sector (an L1 hit in the twin's
+    stream), so only ``ceil(load_ahead x id_bytes / 32)`` requests are in flight."""
+    if variant == "naive":
+        return max(1, min(load_ahead, -(-load_ahead * id_bytes // SECTOR_B)))
+    return max(1, load_ahead)
+
+
 def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
                       fidelity: str = "des", options: dict | None = None,
                       timing: dict | None = None,
@@ -921,8 +934,9 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     """(metric, value, rep) rows of a traversal case's twin, one set per source.
 
     The kernel's load-ahead (``load_ahead`` trips of loads issued before their
-    visits; 1 where the run does not record it) is the model's loads in flight
-    per warp. The kernel's loads of the edge list go through the GPU's caches
+    visits; 1 where the run does not record it) sets the model's loads in flight
+    per warp (:func:`requests_ahead`: the naive kernel's trips share a sector).
+    The kernel's loads of the edge list go through the GPU's caches
     (:func:`hostlink.traces.cache.host_read_cache`; one emulated stream serves every
     memory mode of a configuration: device and migrated managed memory are cached
     alike). ``timing`` (a dict) receives the wall-clock seconds spent emulating
@@ -966,7 +980,7 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     from hostlink.traces.coalescer import coalesce
     host_cache = host_read_cache(system.gpu)
     cache = host_cache if host_cache is not None else CacheConfig.from_gpu(system.gpu, l2=False)
-    ahead = int(params.get("load_ahead", 1) or 1)
+    ahead = requests_ahead(variant, int(params.get("load_ahead", 1) or 1), id_bytes)
     if ahead != system.gpu.loads_in_flight_per_warp:
         system = system_with(system, {"gpu.loads_in_flight_per_warp": ahead})
     # SSSP and CC launches run in waves of the resident warps (later waves see the

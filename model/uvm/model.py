@@ -83,12 +83,14 @@ assumption) so that faster links migrate faster while the per-batch cost
 stays. ``block_us``, ``copy_page_us``, ``move_page_us``, ``move_run_us``,
 ``fault_us`` and ``first_fault_us`` are keyword options (default 0, the model
 before they were added); ``hostlink validate calibrate`` fits ``block_us``,
-``copy_page_us`` and ``move_page_us`` with ``batch_base_us`` from dense and
-sparse first touch without advice and with ReadMostly (its docstring says why
+``copy_page_us``, ``move_page_us`` and ``first_fault_us`` with
+``batch_base_us`` from dense and sparse first touch without advice and with ReadMostly (its docstring says why
 these four). Costs per contiguous run or per fault fitted on first touch do
 not carry over to BFS, whose batches span many more neighbour lists: fitted
 on an H100's first touch, run costs left kron21 BFS 40% too fast and fault
 costs 40-80% too slow, page costs within 4-25% (validation/results/h100).
+A run's one-off cost (``first_fault_us``, about 0.3 ms on that H100) is what
+small traversals (a few MB of edges) lose most without.
 
 Moving a page off the host unmaps it from the CPU. A migrating service
 (``uvm_va_block_make_resident_copy`` in the open driver's ``uvm_va_block.c``)

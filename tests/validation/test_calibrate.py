@@ -118,7 +118,8 @@ def test_recovers_translation_reach_and_miss_cost(tmp_path):
 
 
 UVM_TRUTH = {"uvm.batch_base_us": 20.0, "options.uvm.block_us": 12.0,
-             "options.uvm.copy_page_us": 0.1, "options.uvm.move_page_us": 0.3}
+             "options.uvm.copy_page_us": 0.1, "options.uvm.move_page_us": 0.3,
+             "options.uvm.first_fault_us": 200.0}
 
 
 def _uvm_touch_run(tmp_path, system, options, sparse: bool = True):
@@ -141,10 +142,10 @@ def _uvm_touch_run(tmp_path, system, options, sparse: bool = True):
 
 
 def test_recovers_uvm_batch_block_and_page_costs(tmp_path):
-    # the batch service time is linear in the four costs: the closed-form start finds them
+    # the batch service time is linear in the five costs: the closed-form start finds them
     truth = system_with(load_system("h100-pcie5"), {"uvm.batch_base_us": 20.0})
     _uvm_touch_run(tmp_path, truth, {"uvm": {"block_us": 12.0, "copy_page_us": 0.1,
-                                             "move_page_us": 0.3}})
+                                             "move_page_us": 0.3, "first_fault_us": 200.0}})
     cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["uvm_batches"])
     (fit,) = cal.fits
     v = fit.values

@@ -331,3 +331,13 @@ def test_sparse_uvm_touch_touches_one_line_per_stride(h100):
     from hostlink.validation.manifest import expand_micro
     pts = expand_micro("uvm_touch", {"pattern": ["seq", "sparse"], "stride_B": [65536]})
     assert [("stride_B" in q) for q in pts] == [False, True]
+
+
+def test_requests_ahead_follow_the_kernels_load_ahead():
+    from hostlink.validation.twins import requests_ahead
+    # merged variants: every trip a line of its own
+    assert [requests_ahead(v, 4, 8) for v in ("merged", "merged_aligned", "chunked")] == [4, 4, 4]
+    # naive: a thread's trips are consecutive elements of its list, one 32 B sector
+    assert requests_ahead("naive", 4, 8) == 1 and requests_ahead("naive", 4, 4) == 1
+    assert requests_ahead("naive", 8, 8) == 2
+    assert requests_ahead("naive", 1, 8) == 1 and requests_ahead("merged", 1, 4) == 1
