@@ -1,4 +1,4 @@
-"""UVM service costs per VA block and per moved page, and explicit prefetch.
+"""UVM service costs per VA block, per copied and moved page, per fault and per run, and explicit prefetch.
 
 Expected values are hand-worked from the rules hostlink.model.uvm.model
 documents: a batch costs ``batch_base_us`` + ``block_us`` per VA block it
@@ -98,3 +98,26 @@ def test_prefetch_moves_whole_blocks_at_the_curve():
     assert prefetch_time_s(0, h200) == 0.0
     with pytest.raises(ConfigError):
         prefetch_time_s(-1, h200)
+
+
+def test_copied_pages_pay_in_both_modes_and_the_first_fault_once(v100):
+    # 4 batches of one page each (as above): a copy cost per page whether the page
+    # migrates or is read-duplicated, a fault cost per distinct page a batch fetches,
+    # and the first-fault cost once, with the first batch
+    s = pages_stream([0, 1, 512, 1024])
+    for read_mostly in (False, True):
+        base = simulate_uvm(s, v100, read_mostly=read_mostly)
+        costly = simulate_uvm(s, v100, read_mostly=read_mostly, copy_page_us=0.25,
+                              fault_us=2.0, first_fault_us=300.0)
+        assert costly.batches == 4 and costly.faults_unique == 4
+        assert costly.service_time_s - base.service_time_s == pytest.approx(
+            (4 * 0.25 + 4 * 2.0 + 300.0) * 1e-6)
+        assert costly.driver_time_s - base.driver_time_s == pytest.approx(
+            (4 * 0.25 + 4 * 2.0 + 300.0) * 1e-6)
+        assert costly.per_launch[0].service_time_s == pytest.approx(costly.service_time_s)
+
+
+@pytest.mark.parametrize("key", ["copy_page_us", "fault_us", "first_fault_us"])
+def test_new_costs_must_be_non_negative(v100, key):
+    with pytest.raises(ConfigError, match=key):
+        simulate_uvm(pages_stream([0]), v100, **{key: -1.0})
