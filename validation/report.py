@@ -165,14 +165,16 @@ EFFECTS = {
         "32 + 64 B CplDs (the H200's 38 GB/s at offsets 32 and 96 against 43 GB/s at 64 fits "
         "that; the packetiser's 'mps' split sends one 96 B CplD)",
         "the GPU merging the two halves of a misaligned line (the model sends them as "
-        "separate requests)"),
+        "separate requests); or a host whose root complex or IOMMU pays per partial-line "
+        "read or per registered page (the H100's host: 24-29 GB/s at offsets 32 and 96 and "
+        "40 GB/s from cudaHostRegister buffers, against 38 and 51 GB/s on the H200's)"),
     "micro/zc_read/strided": (
         "cache hits the GPU does not get (sectors evicted between a lane's loads) or hits that "
         "cost nothing in the model",
-        "32 B reads held to their tags for the whole load-to-use round trip: the H200 sustains "
-        "about 23.8 GB/s of 32 B reads at every refetch rate (validation/results/h200/l1_probe), "
-        "the discrete-event model about 17 GB/s, as it holds a tag through the GPU-internal part "
-        "of the round trip too"),
+        "a tag window (link.rtt_ns) longer than the split of the load-to-use latency gives: "
+        "gpu.host_path_ns is fitted from 32 B reads against warps in flight (micro/zc_warps/"
+        "strided) on the H100, and the H200 takes the H100's value (validation/results/h200/"
+        "base_system.toml)"),
     "micro/zc_read/random": (
         "translation misses beyond the TLB reach (large regions), or L1 hits that cost the "
         "model no time (4 KiB regions run at the L1's 628 GB/s, not infinitely fast)",
@@ -196,27 +198,30 @@ EFFECTS = {
         "a latency shorter than the calibrated round trip for this stride (cache or TLB hits)",
         "TLB misses of the chase (translation miss cost or reach)"),
     "micro/uvm_touch": (
-        "fault-service costs the dense first-touch calibration cannot separate: a one-off "
-        "cost of a buffer's first faults (about 0.18 ms without advice, 0.14 ms with "
-        "ReadMostly on the H200) and a cost per VA block that only sparse touch shows (about "
-        "20 us per block touched once; validation/results/h200/uvm_sparse)",
+        "fault-service costs the page, block, batch and first-fault costs do not hold: one "
+        "line per 64 KiB big page costs the GPU more than the big-page migrations the model "
+        "gives it; and UVM first touch varies from run to run by more than the other "
+        "microbenchmarks (validation/results/h200/uvm_sparse)",
         "fault batches that the driver overlaps or that serve more faults than modelled"),
     "traversal/zerocopy": (
         "work of the warps beside their host loads on graphs above 2^24 edges, whose twins "
         "carry the edge list only (their device arrays would not fit in memory), the issue "
         "cost of back-to-back loads (see micro/zc_warps), a loaded round trip above the "
-        "run's mean for launches busier than the average, or SSSP/CC launches that converge "
-        "later on the GPU than in the model's waves",
-        "host-memory sectors served by the GPU's caches that the cache model misses, 32 B "
-        "reads held to their tags for the whole round trip (see micro/zc_read/strided), a "
-        "loaded round trip below the run's mean for its many quiet launches, or SSSP/CC "
+        "run's mean for launches busier than the average, SSSP/CC launches that converge "
+        "later on the GPU than in the model's waves, or, at load-ahead 4, a warp's label "
+        "loads overlapping its next trips' edge loads in the twins (the traces carry no data "
+        "dependences; the kernel issues the next trips only after consuming these)",
+        "host-memory sectors served by the GPU's caches that the cache model misses, a "
+        "tag window longer than the fitted split of the load-to-use latency (see "
+        "micro/zc_read/strided), a loaded round trip below the run's mean for its many quiet launches, or SSSP/CC "
         "launches that converge sooner on the GPU than in the model's waves"),
     "traversal/uvm": (
-        "fault-service costs the dense first-touch calibration cannot see: a one-off cost of "
-        "a run's first faults (about 0.18 ms) and per-VA-block costs of sparse touches "
-        "(validation/results/h200/uvm_sparse), which a level's scattered lists pay; and the "
-        "device work of graphs above 2^24 edges (edge list only in their twins)",
-        "prefetching or batching in the driver that the model under-credits"),
+        "the kernel's own work on graphs above 2^24 edges (edge list only in their twins: the "
+        "naive kernel's serial walks of hub lists), fault-service costs a level's scattered "
+        "lists pay beyond first touch's, and the run-to-run spread of UVM on small graphs "
+        "(tenths of a millisecond)",
+        "prefetching or batching in the driver that the model under-credits, or per-page "
+        "costs (fitted on first touch) above what a traversal's pages cost"),
     "traversal/device": (
         "device work on graphs above 2^24 edges (their twins carry the edge list only) and "
         "loads that miss the L2 (the twins give every device load the L2 latency, fitted from "
