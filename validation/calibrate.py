@@ -63,21 +63,31 @@ the fit), after a coarse scan of the parameter range:
    the GPU, migrated or read-duplicated) and ``options.uvm.move_page_us`` (per
    page moved off the host, which the driver unmaps from the CPU; a
    read-duplicated page does not pay it) and ``options.uvm.first_fault_us``
-   (once per run, with its first batch: one line per VA block over 64 and
-   512 MiB gives it as the intercept) from UVM first touch without advice
-   and with ReadMostly, dense (sequential, random) and sparse (one line per
-   4 KiB page, 64 KiB big page or 2 MiB VA block: ``micro/uvm_touch/*/sparse``).
+   (once per run, with its first batch: the intercept of one line per VA
+   block against the blocks touched, which buffers of 2 MiB up pin and
+   buffers of 64 MiB and more leave loose: 243 us from a ``uvm_sparse`` run
+   on an H100, 103 us from a ``uvm_sizes`` run on the same machine, whose one
+   fault in one VA block takes 0.1 ms in all) from UVM first touch without
+   advice and with ReadMostly, dense (sequential, random) and sparse (one line
+   per 4 KiB page, 64 KiB big page or 2 MiB VA block:
+   ``micro/uvm_touch/*/sparse``), on freshly written host pages and on pages
+   prefetched back from the GPU (``.../returned``; the two measured alike).
    The step runs only on a run that has sparse touch without advice (a
-   ``uvm_sparse`` manifest): dense touch alone cannot tell a batch's, a block's
-   and a page's cost apart, so a run without it keeps the costs of its base
-   calibration and its first-touch groups are held out. The service time is
-   linear in the costs once the fault dynamics are fixed, so the start is a
-   non-negative least-squares solution. Why per page and not per contiguous run
+   ``uvm_sparse`` or ``uvm_sizes`` manifest): dense touch alone cannot tell a
+   batch's, a block's and a page's cost apart, so a run without it keeps the
+   costs of its base calibration and its first-touch groups are held out.
+   The service time is linear in the costs once the fault dynamics are fixed,
+   so the start is a non-negative least-squares solution. Why per page and not per contiguous run
    (``options.uvm.move_run_us``, kept at its base value): the driver copies a
    prefetched run in many small pieces (4 to 8 KiB each on an H100,
    validation/results/h100/uvm_counters), and run costs fitted on first touch
    leave BFS twice as fast as the GPU runs it. The transfer curve keeps its
-   base (UVMSmart's, scaled to the link).
+   base (UVMSmart's, scaled to the link);
+7. ``options.prefetch.call_us``, ``cudaMemPrefetchAsync``'s fixed cost per
+   call, from prefetched first touch of at most 16 MiB
+   (``micro/uvm_touch/prefetch/*``, a ``uvm_sizes`` run; larger prefetches
+   hide it, and a run without small ones keeps the base value and holds the
+   prefetch groups out).
 
 Model options are keywords of the model that the system config has no key
 for (``options.<group>.<name>``; :data:`OPTION_DEFAULTS`). A calibration
@@ -151,7 +161,10 @@ class Step:
     explain: str = ""
     guess: Callable | None = None     # (problem, system, base) -> {key: start value}
     prefer: tuple[str, str] | None = None   # (param, value): use only such cases when any exist
-    requires: tuple[str, ...] = ()    # groups the run must have for the step to run at all
+    select_doc: str = ""              # what ``select`` keeps, for the skip reason
+    # groups the run must have for the step to run at all; an entry that is a tuple
+    # is met by any one of its groups
+    requires: tuple[str | tuple[str, ...], ...] = ()
 
 
 def _is_host_chase(p: dict) -> bool:
@@ -319,8 +332,30 @@ def _guess_uvm_costs(prob, system, base):
     return {k: float(v) for k, v in zip(keys, x)}
 
 
-UVM_TOUCH_GROUPS = tuple(f"micro/uvm_touch/{advice}/{pattern}" for advice in ("none", "readmostly")
-                         for pattern in ("seq", "random", "sparse"))
+#: first touch without advice and with ReadMostly, on freshly written host pages and on
+#: pages prefetched back from the GPU (``/returned``: what a traversal's timed
+#: repetitions find; the two measured alike on an H100, validation/results/h100/uvm_host_state)
+UVM_TOUCH_GROUPS = tuple(f"micro/uvm_touch/{advice}/{pattern}{state}" for advice in ("none", "readmostly")
+                         for pattern in ("seq", "random", "sparse") for state in ("", "/returned"))
+
+#: prefetched first touch, fresh and returned host pages
+UVM_PREFETCH_GROUPS = tuple(f"micro/uvm_touch/prefetch/{pattern}{state}" for pattern in ("seq", "random")
+                            for state in ("", "/returned"))
+#: the largest prefetch whose time shows the call's fixed cost (a 16 MiB prefetch
+#: moves in about 0.4 ms, so a 0.1 ms cost is a quarter of it; at 64 MiB, 7%)
+PREFETCH_CALL_MAX_B = 16 << 20
+
+
+def _is_small_prefetch(p: dict) -> bool:
+    return int(p.get("size_B", 0) or 0) <= PREFETCH_CALL_MAX_B
+
+
+def _guess_prefetch_call(prob, system, base):
+    """A prefetched touch's time moves one for one with the call's cost: the median
+    of measured less predicted time (ms -> us)."""
+    pred = prob.predict(system, {"options.prefetch.call_us": 0.0})
+    return {"options.prefetch.call_us": max(0.0, float(np.median(prob.measured_arr - pred)) * 1e3)}
+
 
 STEPS: tuple[Step, ...] = (
     Step("launch", (Param("gpu.launch_ns", 1.0, 1e6), Param("gpu.cta_dispatch_ns", 1e-3, 1e3)),
@@ -370,10 +405,16 @@ STEPS: tuple[Step, ...] = (
                          Param("options.uvm.copy_page_us", 0.0, 1e3, log=False, sens_step=0.05),
                          Param("options.uvm.move_page_us", 0.0, 1e3, log=False, sens_step=0.05),
                          Param("options.uvm.first_fault_us", 0.0, 1e5, log=False, sens_step=20.0)),
-         UVM_TOUCH_GROUPS, guess=_guess_uvm_costs, requires=("micro/uvm_touch/none/sparse",),
+         UVM_TOUCH_GROUPS, guess=_guess_uvm_costs,
+         requires=(("micro/uvm_touch/none/sparse", "micro/uvm_touch/none/sparse/returned"),),
          explain="UVM first touch, dense and sparse, without advice and with ReadMostly: the "
                  "service time is linear in the per-batch, per-block, per-copied-page and "
                  "per-moved-page costs and a run's one-off first-fault cost"),
+    Step("uvm_prefetch", (Param("options.prefetch.call_us", 0.0, 1e5, log=False, sens_step=20.0),),
+         UVM_PREFETCH_GROUPS, select=_is_small_prefetch, select_doc="of at most 16 MiB",
+         guess=_guess_prefetch_call,
+         explain="prefetched first touch of at most 16 MiB: cudaMemPrefetchAsync's fixed cost "
+                 "per call, which larger prefetches hide"),
 )
 
 
@@ -485,7 +526,8 @@ OPTION_PREFIX = "options."
 OPTION_DEFAULTS = {"options.uvm.block_us": 0.0, "options.uvm.move_page_us": 0.0,
                    "options.uvm.copy_page_us": 0.0, "options.uvm.first_fault_us": 0.0,
                    "options.uvm.fault_us": 0.0,
-                   "options.uvm.move_run_us": 0.0, "options.link.rtt_at_full_link_ns": 0.0}
+                   "options.uvm.move_run_us": 0.0, "options.link.rtt_at_full_link_ns": 0.0,
+                   "options.prefetch.call_us": 0.0}
 
 
 def _get(system, key: str, options: dict | None = None):
@@ -631,9 +673,11 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
     step = _bounded_by_partners(step, system)
     prob = _Problem(run, step, system, fidelity, max_requests, options)
     if not prob.cases:
-        return None, system, f"no measured cases of {', '.join(step.groups)}", options
+        which = f" {step.select_doc}" if step.select_doc else ""
+        return None, system, f"no measured cases of {', '.join(step.groups)}{which}", options
     have = {micro_group(run.cases[c]) for c in prob.cases}
-    missing = [g for g in step.requires if g not in have]
+    missing = [" or ".join(need) if isinstance(need, tuple) else need for need in step.requires
+               if not ({need} if isinstance(need, str) else set(need)) & have]
     if missing:
         return None, system, (f"no measured cases of {', '.join(missing)}, which the step needs "
                               "to separate its keys: kept the base values"), options

@@ -169,8 +169,12 @@ EFFECTS = {
         "read or per registered page (the H100's host: 24-29 GB/s at offsets 32 and 96 and "
         "40 GB/s from cudaHostRegister buffers, against 38 and 51 GB/s on the H200's)"),
     "micro/zc_read/strided": (
-        "cache hits the GPU does not get (sectors evicted between a lane's loads) or hits that "
-        "cost nothing in the model",
+        "host sectors the GPU's L1 fetches again: at full occupancy Nsight Compute counts "
+        "1.22-1.47 sectors fetched per sector read with 8 B per lane and 1.04-1.10 with 16 B "
+        "over 128 B and 512 B chunks, alike on the H100 and the H200 (validation/results/"
+        "h100/l1_probe, h200/l1_probe), where the model's L1 (loads in trace order, LRU) "
+        "loses none; it does give the 4 B case's 2.0. The loss depends on when loads reach "
+        "the L1 and their data return, which the trace order does not hold",
         "a tag window (link.rtt_ns) longer than the split of the load-to-use latency gives: "
         "gpu.host_path_ns is fitted from 32 B reads against warps in flight (micro/zc_warps/"
         "strided) on the H100, and the H200 takes the H100's value (validation/results/h200/"
@@ -197,6 +201,12 @@ EFFECTS = {
     "micro/ptr_chase": (
         "a latency shorter than the calibrated round trip for this stride (cache or TLB hits)",
         "TLB misses of the chase (translation miss cost or reach)"),
+    "micro/uvm_touch/prefetch": (
+        "the GPU's prefetch moving faster than the model's transfer curve, or a fixed cost "
+        "per call below the fitted one",
+        "cudaMemPrefetchAsync's fixed cost per call (options.prefetch.call_us), which a run "
+        "without prefetches of at most 16 MiB cannot fit and keeps at its base value "
+        "(about 0.1 ms on an H100, validation/results/h100/uvm_sizes)"),
     "micro/uvm_touch": (
         "fault-service costs the page, block, batch and first-fault costs do not hold: one "
         "line per 64 KiB big page costs the GPU more than the big-page migrations the model "
@@ -220,8 +230,11 @@ EFFECTS = {
         "naive kernel's serial walks of hub lists), fault-service costs a level's scattered "
         "lists pay beyond first touch's, and the run-to-run spread of UVM on small graphs "
         "(tenths of a millisecond)",
-        "prefetching or batching in the driver that the model under-credits, or per-page "
-        "costs (fitted on first touch) above what a traversal's pages cost"),
+        "prefetching or batching in the driver that the model under-credits, per-page "
+        "costs (fitted on first touch) above what a traversal's pages cost, or, on small "
+        "graphs, a run's one-off first-fault cost fitted loosely: buffers of 64 MiB and more "
+        "(a uvm_sparse run) leave it loose, where a uvm_sizes run pins it (on an H100, 243 us "
+        "from the first, 103 us from the second)"),
     "traversal/device": (
         "device work on graphs above 2^24 edges (their twins carry the edge list only) and "
         "loads that miss the L2 (the twins give every device load the L2 latency, fitted from "

@@ -269,7 +269,8 @@ def run_model(stream: RequestStream, system, mode: str, fidelity: str,
     ``options``: model options beyond the system config: ``{"uvm": {...}}``
     (keywords of :func:`hostlink.model.uvm.simulate_uvm`, used in the UVM modes) and
     ``{"link": {"rtt_at_full_link_ns": d}}``, a round trip that grows with the link's
-    load (zero-copy mode; see :func:`loaded_prediction`)."""
+    load (zero-copy mode; see :func:`loaded_prediction`). ``{"prefetch": {"call_us": c}}``
+    is read by the prefetch first-touch twin only (:func:`_predict_uvm_touch`)."""
     from hostlink.model.predict import predict
 
     uvm_options = dict((options or {}).get("uvm") or {})
@@ -765,7 +766,8 @@ def _predict_uvm_touch(twin: MicroTwin, system, fidelity: str,
     prefetch_ns = 0.0
     if twin.extra.get("advice") == "prefetch":
         from hostlink.model.uvm import prefetch_time_s
-        prefetch_ns = prefetch_time_s(twin.size_B, system) * 1e9
+        call_us = float(((options or {}).get("prefetch") or {}).get("call_us", 0.0) or 0.0)
+        prefetch_ns = prefetch_time_s(twin.size_B, system, call_us=call_us) * 1e9
         out["prefetch_ms"] = prefetch_ns * 1e-6
     time_ns = system.launch_overhead_us * 1e3 + body_ns + prefetch_ns
     out["time_ms"] = time_ns * 1e-6

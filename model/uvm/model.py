@@ -89,8 +89,9 @@ these four). Costs per contiguous run or per fault fitted on first touch do
 not carry over to BFS, whose batches span many more neighbour lists: fitted
 on an H100's first touch, run costs left kron21 BFS 40% too fast and fault
 costs 40-80% too slow, page costs within 4-25% (validation/results/h100).
-A run's one-off cost (``first_fault_us``, about 0.3 ms on that H100) is what
-small traversals (a few MB of edges) lose most without.
+A run's one-off cost (``first_fault_us``: about 0.1 ms on that H100, where
+one fault in one VA block takes 0.1 ms in all, validation/results/h100/uvm_sizes)
+is what small traversals (a few MB of edges) lose most without.
 
 Moving a page off the host unmaps it from the CPU. A migrating service
 (``uvm_va_block_make_resident_copy`` in the open driver's ``uvm_va_block.c``)
@@ -244,11 +245,17 @@ def curve_peak_GBps(system: SystemConfig, scale_to_link: bool = True) -> float:
     return peak
 
 
-def prefetch_time_s(size_B: float, system: SystemConfig, *, scale_to_link: bool = True) -> float:
+def prefetch_time_s(size_B: float, system: SystemConfig, *, scale_to_link: bool = True,
+                    call_us: float = 0.0) -> float:
     """Time of ``cudaMemPrefetchAsync`` moving ``size_B`` bytes of host-resident managed
-    memory (2 MB aligned) to the GPU: one transfer per VA block at the transfer curve."""
+    memory (2 MB aligned) to the GPU: one transfer per VA block at the transfer curve,
+    plus ``call_us`` once per call (the driver's fixed work per prefetch: about 0.1 ms
+    on an H100, where prefetching 256 KiB takes 0.1 ms and 512 MiB 11 ms,
+    validation/results/h100/uvm_sizes; default 0, the model before it was added)."""
     if size_B < 0:
         raise ConfigError(f"prefetch_time_s: size_B must be >= 0, not {size_B}")
+    if call_us < 0:
+        raise ConfigError(f"prefetch_time_s: call_us must be >= 0, not {call_us}")
     u = system.uvm
     full, rest = divmod(int(size_B), int(u.va_block_B))
     peak = curve_peak_GBps(system, scale_to_link)
@@ -257,7 +264,7 @@ def prefetch_time_s(size_B: float, system: SystemConfig, *, scale_to_link: bool 
         if n:
             bw = float(transfer_bw_GBps(size, peak, u.transfer_shape_per_KB))
             t_ns += n * size / bw
-    return t_ns * 1e-9
+    return t_ns * 1e-9 + call_us * 1e-6
 
 
 def prefetch_pages(resident: np.ndarray, faulted: np.ndarray, *, threshold: float = 0.51,
