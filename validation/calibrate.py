@@ -334,13 +334,16 @@ def _guess_uvm_costs(prob, system, base):
 
 #: first touch without advice and with ReadMostly, on freshly written host pages and on
 #: pages prefetched back from the GPU (``/returned``: what a traversal's timed
-#: repetitions find; the two measured alike on an H100, validation/results/h100/uvm_host_state)
-UVM_TOUCH_GROUPS = tuple(f"micro/uvm_touch/{advice}/{pattern}{state}" for advice in ("none", "readmostly")
-                         for pattern in ("seq", "random", "sparse") for state in ("", "/returned"))
+#: repetitions find; the two measured alike on an H100,
+#: validation/results/h100/uvm_host_state)
+HOST_STATES = ("", "/returned")
+UVM_TOUCH_GROUPS = tuple(f"micro/uvm_touch/{advice}/{pattern}{state}"
+                         for advice in ("none", "readmostly")
+                         for pattern in ("seq", "random", "sparse") for state in HOST_STATES)
 
 #: prefetched first touch, fresh and returned host pages
-UVM_PREFETCH_GROUPS = tuple(f"micro/uvm_touch/prefetch/{pattern}{state}" for pattern in ("seq", "random")
-                            for state in ("", "/returned"))
+UVM_PREFETCH_GROUPS = tuple(f"micro/uvm_touch/prefetch/{pattern}{state}"
+                            for pattern in ("seq", "random") for state in HOST_STATES)
 #: the largest prefetch whose time shows the call's fixed cost (a 16 MiB prefetch
 #: moves in about 0.4 ms, so a 0.1 ms cost is a quarter of it; at 64 MiB, 7%)
 PREFETCH_CALL_MAX_B = 16 << 20
@@ -411,10 +414,11 @@ STEPS: tuple[Step, ...] = (
                  "service time is linear in the per-batch, per-block, per-copied-page and "
                  "per-moved-page costs and a run's one-off first-fault cost"),
     Step("uvm_prefetch", (Param("options.prefetch.call_us", 0.0, 1e5, log=False, sens_step=20.0),),
-         UVM_PREFETCH_GROUPS, select=_is_small_prefetch, select_doc="of at most 16 MiB",
+         UVM_PREFETCH_GROUPS, select=_is_small_prefetch,
+         select_doc=f"of at most {PREFETCH_CALL_MAX_B >> 20} MiB",
          guess=_guess_prefetch_call,
-         explain="prefetched first touch of at most 16 MiB: cudaMemPrefetchAsync's fixed cost "
-                 "per call, which larger prefetches hide"),
+         explain=f"prefetched first touch of at most {PREFETCH_CALL_MAX_B >> 20} MiB: "
+                 "cudaMemPrefetchAsync's fixed cost per call, which larger prefetches hide"),
 )
 
 

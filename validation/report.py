@@ -223,8 +223,9 @@ EFFECTS = {
         "dependences; the kernel issues the next trips only after consuming these)",
         "host-memory sectors served by the GPU's caches that the cache model misses, a "
         "tag window longer than the fitted split of the load-to-use latency (see "
-        "micro/zc_read/strided), a loaded round trip below the run's mean for its many quiet launches, or SSSP/CC "
-        "launches that converge sooner on the GPU than in the model's waves"),
+        "micro/zc_read/strided), a loaded round trip below the run's mean for its many "
+        "quiet launches, or SSSP/CC launches that converge sooner on the GPU than in the "
+        "model's waves"),
     "traversal/uvm": (
         "the kernel's own work on graphs above 2^24 edges (edge list only in their twins: the "
         "naive kernel's serial walks of hub lists), fault-service costs a level's scattered "

@@ -9,13 +9,22 @@
 #                             and the graphs under 8 MB)
 #   extra.tar.gz              build log, PCIe under load, graph generation
 #                             times, GPU tests' log, console log
-# Usage: run_manifest.sh [--tests SECONDS] MANIFEST:SECONDS [MANIFEST:SECONDS ...]
+# Usage: run_manifest.sh [--tests SECONDS] [--build TARGET] MANIFEST:SECONDS [...]
 # Each manifest run is stopped after its SECONDS (what it measured by then is
-# kept). hostlink is not installed there: a namespace folder makes it
-# importable.
+# kept). --build makes one gpu_kernels target only (e.g. bin/uvm_touch for a
+# manifest of UVM first touch) instead of every program; the PCIe reading
+# under load then runs only if bin/zc_read was built. hostlink is not
+# installed there: a namespace folder makes it importable.
 set -u
 test_budget=0
-if [ "${1:-}" = "--tests" ]; then test_budget=$2; shift 2; fi
+build_target=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tests) test_budget=$2; shift 2 ;;
+    --build) build_target=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
 : "${OUT:?OUT must name the output folder}"
 repo=$PWD
 work=/tmp/hostlink_run
@@ -26,7 +35,7 @@ export PYTHONPATH=/tmp/ns PYTHONUNBUFFERED=1
 exec > >(tee "$work/console.log") 2>&1
 
 echo "== $(date -u +%FT%TZ) build"
-make -C gpu_kernels -j"$(nproc)" > "$work/build.log" 2>&1 || tail -20 "$work/build.log"
+make -C gpu_kernels -j"$(nproc)" $build_target > "$work/build.log" 2>&1 || tail -20 "$work/build.log"
 nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current,memory.used,memory.total --format=csv
 
 if [ "$test_budget" -gt 0 ]; then
@@ -61,15 +70,17 @@ for spec in "$@"; do
   i=$((i + 1))
 done
 
-echo "== $(date -u +%FT%TZ) PCIe link while streaming host memory"
-gpu_kernels/bin/zc_read --total-B 4GiB --reps 8 > /dev/null &
-zc=$!
-sleep 1
-nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.width.current,pcie.link.gen.max,pcie.link.width.max --format=csv | tee "$work/pcie_under_load.csv"
-wait $zc
+if [ -x gpu_kernels/bin/zc_read ]; then
+  echo "== $(date -u +%FT%TZ) PCIe link while streaming host memory"
+  gpu_kernels/bin/zc_read --total-B 4GiB --reps 8 > /dev/null &
+  zc=$!
+  sleep 1
+  nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.width.current,pcie.link.gen.max,pcie.link.width.max --format=csv | tee "$work/pcie_under_load.csv"
+  wait $zc
+fi
 
 echo "== $(date -u +%FT%TZ) pack"
 cp "$work/console.log" "$work/console_copy.log"
-(cd "$work" && tar czf "$OUT/extra.tar.gz" build.log graphs.jsonl pcie_under_load.csv console_copy.log \
-  $(ls pytest_gpu.log 2>/dev/null))
+(cd "$work" && tar czf "$OUT/extra.tar.gz" build.log graphs.jsonl console_copy.log \
+  $(ls pcie_under_load.csv pytest_gpu.log 2>/dev/null))
 ls -la "$OUT"
