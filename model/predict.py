@@ -169,7 +169,10 @@ def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: f
 
     An instruction that touches host memory costs ``host_lat_ns``, one that
     touches only device memory ``device_lat_ns``; a warp keeps at most
-    ``loads_in_flight`` in flight, so its chain is its summed latency over that."""
+    ``loads_in_flight`` in flight, so its chain is its summed latency over that.
+    Where the stream marks instructions that wait for the warp's earlier ones
+    (``stream.waits``), each run of instructions from one that waits to the next
+    takes ``ceil(k / loads_in_flight)`` rounds of its slowest latency."""
     n = n_launches(stream)
     out = np.zeros(n)
     if len(stream) == 0:
@@ -184,10 +187,20 @@ def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: f
     new[1:] = (la[1:] != la[:-1]) | (wa[1:] != wa[:-1]) | (ia[1:] != ia[:-1])
     starts = np.flatnonzero(new)
     inst_host = np.logical_or.reduceat(on_host, starts)
-    lat = np.where(inst_host, host_lat_ns, device_lat_ns) / max(1, loads_in_flight)
+    inst_lat = np.where(inst_host, host_lat_ns, device_lat_ns)
+    lif = max(1, loads_in_flight)
     i_la, i_wa = la[starts], wa[starts]
     wnew = np.ones(len(starts), dtype=bool)
     wnew[1:] = (i_la[1:] != i_la[:-1]) | (i_wa[1:] != i_wa[:-1])
+    if stream.waits is not None:
+        # the instructions from one that waits to the next run loads_in_flight at a time,
+        # each round as long as the slowest of them
+        seg = np.flatnonzero(wnew | stream.waits[order][starts])
+        k = np.diff(np.append(seg, len(inst_lat)))
+        lat = np.zeros(len(inst_lat))
+        lat[seg] = np.ceil(k / lif) * np.maximum.reduceat(inst_lat, seg)
+    else:
+        lat = inst_lat / lif
     wstarts = np.flatnonzero(wnew)
     per_warp = np.add.reduceat(lat, wstarts)
     np.maximum.at(out, i_la[wstarts], per_warp)
@@ -295,7 +308,7 @@ def _zerocopy_des(stream, system, common, engine="fast", nbins=1024, as_device=F
                                   ("launch", "warp", "inst", "addr", "size_B", "useful_B",
                                    "is_write")},
                                space=np.full(len(stream), SPACE_DEVICE, dtype=np.uint8),
-                               launches=stream.launches)
+                               launches=stream.launches, waits=stream.waits)
     inputs, out = simulate(stream, system, engine=engine, nbins=nbins)
     stats = {name: float(out.stats[i]) for i, name in enumerate(STAT_NAMES)}
     stats["walk_busy_ns"] = stats["walks"] * inputs.walk_ns / max(1, inputs.walkers)

@@ -44,7 +44,15 @@ class LaunchInfo:
 
 @dataclass(frozen=True)
 class RequestStream:
-    """Columns of equal length, one row per request (see REQUEST_DTYPES)."""
+    """Columns of equal length, one row per request (see REQUEST_DTYPES).
+
+    ``waits`` (optional, one bool per row, the same for every row of an
+    instruction): the request's instruction issues only once every earlier
+    instruction of its warp has completed (a data or control dependence on
+    them), whatever the warp's ``gpu.loads_in_flight_per_warp``. None: no such
+    dependences are known, instructions wait only for a free slot of that
+    window. It is not stored with a trace: the source that knows the kernel's
+    dependences sets it (:func:`hostlink.traces.emulator.walk_waits`)."""
     launch: np.ndarray
     warp: np.ndarray
     inst: np.ndarray
@@ -54,6 +62,7 @@ class RequestStream:
     space: np.ndarray
     is_write: np.ndarray
     launches: tuple[LaunchInfo, ...] = field(default=())
+    waits: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.addr)
@@ -63,6 +72,16 @@ class RequestStream:
                 raise ValueError(f"RequestStream column '{name}' has {len(col)} rows, expected {n}")
             if col.dtype != dtype:
                 object.__setattr__(self, name, np.asarray(col, dtype=dtype))
+        if self.waits is not None:
+            if len(self.waits) != n:
+                raise ValueError(f"RequestStream column 'waits' has {len(self.waits)} rows, "
+                                 f"expected {n}")
+            object.__setattr__(self, "waits", np.asarray(self.waits, dtype=np.bool_))
+
+    def with_waits(self, waits: np.ndarray | None) -> "RequestStream":
+        """The same requests with the given dependences (see the class notes)."""
+        return RequestStream(**{k: getattr(self, k) for k in REQUEST_DTYPES},
+                             launches=self.launches, waits=waits)
 
     def __len__(self) -> int:
         return len(self.addr)
@@ -88,7 +107,8 @@ class RequestStream:
 
     def select(self, mask: np.ndarray) -> "RequestStream":
         return RequestStream(**{k: getattr(self, k)[mask] for k in REQUEST_DTYPES},
-                             launches=self.launches)
+                             launches=self.launches,
+                             waits=None if self.waits is None else self.waits[mask])
 
     def host_reads(self) -> "RequestStream":
         return self.select((self.space == SPACE_HOST) & ~self.is_write)

@@ -276,11 +276,34 @@ class CacheState:
 
     def load(self, sm: int, sector: int) -> str:
         """Look one sector up as a load: 'l1', 'l2' (where it hit) or 'miss'."""
-        if self.use_l1 and lookup_fill(self.l1_lines, self.clock, sm, sector, self.set_fn) >= 0:
-            return "l1"
-        if self.use_l2 and lookup_fill(self.l2_lines, self.clock, 0, sector, self.set_fn) >= 0:
-            return "l2"
-        return "miss"
+        return LEVEL_NAMES[int(self.levels(sm, np.asarray([sector], dtype=np.int64))[0])]
+
+    def levels(self, sm: int, sectors: np.ndarray) -> np.ndarray:
+        """Look sectors up as loads of SM ``sm``, in order, filling both levels on the
+        way: per sector the level that served it (:data:`LEVEL_L1`, :data:`LEVEL_L2`,
+        :data:`LEVEL_MEMORY`; int8). A disabled level never serves."""
+        sec = np.ascontiguousarray(sectors, dtype=np.int64)
+        out = np.empty(len(sec), dtype=np.int8)
+        _levels(self.l1_lines, self.l2_lines, self.clock, sm, sec, self.use_l1, self.use_l2,
+                self.set_fn, out)
+        return out
+
+
+#: the level that served a load (:meth:`CacheState.levels`)
+LEVEL_L1, LEVEL_L2, LEVEL_MEMORY = 0, 1, 2
+LEVEL_NAMES = ("l1", "l2", "miss")
+
+
+@njit(cache=True, nogil=True)
+def _levels(l1_lines, l2_lines, clock, sm, sectors, use_l1, use_l2, set_fn, out):
+    for i in range(len(sectors)):
+        s = sectors[i]
+        if use_l1 and lookup_fill(l1_lines, clock, sm, s, set_fn) >= 0:
+            out[i] = LEVEL_L1
+        elif use_l2 and lookup_fill(l2_lines, clock, 0, s, set_fn) >= 0:
+            out[i] = LEVEL_L2
+        else:
+            out[i] = LEVEL_MEMORY
 
 
 def _empty_lines(shape) -> np.ndarray:

@@ -1,5 +1,5 @@
-"""``hostlink validate calibrate``: fit a system's link, translation and UVM parameters
-to microbenchmark measurements, and nothing else.
+"""``hostlink validate calibrate``: fit a system's device-memory latencies, link, translation
+and UVM parameters to microbenchmark measurements, and nothing else.
 
 Calibration only ever looks at microbenchmark cases (``micro/...``); the
 traversal cases it is later judged on are never read. Each step fits a few
@@ -14,11 +14,18 @@ the fit), after a coarse scan of the parameter range:
    dispatch interval per CTA (:func:`hostlink.model.predict.launch_floor`); the
    launches whose warps each load a device word (``micro/launch/label``) are held
    out;
-1. ``gpu.device_lat_ns`` from the device pointer chase (``micro/ptr_chase/device``)
-   past the L1 (cache ``cg``/``cv``) in chains of at most 2 MiB, which the L2 holds:
-   the latency of the traversals' device loads while their arrays fit the L2 (the
-   twins model no device cache; loads that miss the L2, ~340 ns on an H200, are
-   not separated);
+1. ``gpu.l1_hit_ns``, ``gpu.device_lat_ns`` (a load the L2 serves) and
+   ``gpu.dram_lat_ns`` from the device pointer chase (``micro/ptr_chase/device``):
+   each chase's timed loads replayed through the GPU's L1 and L2 with the
+   program's flushes (:func:`hostlink.validation.twins.device_chase_levels`) take
+   the latency of the level that served them
+   (:mod:`hostlink.model.device_memory`), so the time is linear in the three and
+   the start is a non-negative least-squares solution. The step runs on a run
+   whose device chases include ``ld.cg`` ones (the ``launch_latency`` manifest's
+   latency sweep: the L1 bypassed beside the default operator, chains from
+   64 KiB to 4 GiB); other runs' device chases are held out and judged.
+   ``gpu.device_lat_ns`` is also what every device request of the traversal
+   twins costs (their device arrays fit the L2);
 2. ``link.rtt_ns`` from the host pointer chase (``micro/ptr_chase/host``): the
    model's latency of one dependent read is rtt_ns plus its serialisation and
    DRAM service (and a page walk on a TLB miss) plus ``gpu.host_path_ns`` (the
@@ -129,7 +136,6 @@ MAX_FIT_MAPE_PCT = 25.0       # a best fit worse than this is rejected: the mode
 RANDOM_REGION_MIN_B = 1 << 20  # smaller regions crowd the grid's reads on a few lines
 DEFAULT_MAX_REQUESTS = 1 << 17
 MEMCPY_PLATEAU_MIN_B = 16 << 20
-DEVICE_L2_CHAIN_MAX_B = 2 << 20   # device chains every GPU's L2 holds (V100: 6 MiB)
 
 
 class CalibrationError(HostlinkError):
@@ -165,19 +171,40 @@ class Step:
     # groups the run must have for the step to run at all; an entry that is a tuple
     # is met by any one of its groups
     requires: tuple[str | tuple[str, ...], ...] = ()
+    # a case the run must have among the step's (else the step is skipped and its
+    # groups are held out), and what it is, for the skip reason
+    requires_case: Callable[[dict], bool] | None = None
+    requires_case_doc: str = ""
 
 
 def _is_host_chase(p: dict) -> bool:
     return p.get("memory_mode", "zerocopy") in ("zerocopy", "registered")
 
 
-def _is_l2_device_chase(p: dict) -> bool:
-    """Device chases that hit the L2: past the L1 (cache cg or cv) and small enough
-    for any L2 (``DEVICE_L2_CHAIN_MAX_B``); the twins model no device cache, so these
-    give the latency of a device load that misses the L1, what the traversals' device
-    arrays see while the L2 holds them."""
-    return (p.get("cache", "default") in ("cg", "cv")
-            and int(p.get("footprint_B", 0) or 0) <= DEVICE_L2_CHAIN_MAX_B)
+def _is_device_chase(p: dict) -> bool:
+    return p.get("memory_mode") == "device"
+
+
+def _is_cg_device_chase(p: dict) -> bool:
+    """Device chases with ``ld.cg`` (past the L1): a run that has them chases device
+    memory to measure its latencies (the ``launch_latency`` manifest)."""
+    return _is_device_chase(p) and p.get("cache", "default") == "cg"
+
+
+def _guess_device_levels(prob, system, base):
+    """A device chase's time is its loads per level times the level's latency
+    (:func:`hostlink.model.device_memory.dependent_chain_ns`): non-negative least
+    squares on the relative errors; a level no chase reaches keeps its base value."""
+    from scipy.optimize import nnls
+
+    from hostlink.model.device_memory import LEVEL_KEYS
+
+    counts = np.stack([np.asarray(t.extra["levels"], dtype=float) / max(1, t.steps)
+                       for t in prob.twins])
+    a = counts / prob.measured_arr[:, None]
+    x, _ = nnls(a, np.ones(len(prob.measured_arr)))
+    reached = counts.sum(axis=0) > 0
+    return {k: float(v) if r and v > 0 else base[k] for k, v, r in zip(LEVEL_KEYS, x, reached)}
 
 
 def _guess_launch(prob, system, base):
@@ -365,10 +392,14 @@ STEPS: tuple[Step, ...] = (
          ("micro/launch/empty",), guess=_guess_launch,
          explain="empty kernels against their grid: a fixed time per launch plus a time per "
                  "CTA dispatched"),
-    Step("device_latency", (Param("gpu.device_lat_ns", 20.0, 1e5),),
-         ("micro/ptr_chase/device",), select=_is_l2_device_chase,
-         explain="device pointer chase past the L1, in a chain the L2 holds",
-         guess=_guess_additive("gpu.device_lat_ns")),
+    Step("device_latency", (Param("gpu.l1_hit_ns", 1.0, 1e4), Param("gpu.device_lat_ns", 1.0, 1e5),
+                            Param("gpu.dram_lat_ns", 1.0, 1e5)),
+         ("micro/ptr_chase/device",), select=_is_device_chase,
+         requires_case=_is_cg_device_chase,
+         requires_case_doc="device chases with ld.cg (a device-latency sweep)",
+         explain="device pointer chase: each load costs the latency of the level (L1, L2, "
+                 "DRAM) that serves it in a replay of the chain through the caches",
+         guess=_guess_device_levels),
     Step("host_round_trip", (Param("link.rtt_ns", 50.0, 1e5),),
          ("micro/ptr_chase/host",), select=_is_host_chase,
          explain="host pointer-chase latency less the model's serialisation, DRAM and walk parts",
@@ -685,6 +716,10 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
     if missing:
         return None, system, (f"no measured cases of {', '.join(missing)}, which the step needs "
                               "to separate its keys: kept the base values"), options
+    if step.requires_case is not None and not any(step.requires_case(run.cases[c])
+                                                  for c in prob.cases):
+        return None, system, (f"no {step.requires_case_doc}, which the step is fitted on: kept "
+                              "the base values, and these cases are held out"), options
     base = {p.key: _base_value(system, p, options) for p in step.params}
     for p in step.params:
         if p.log and base[p.key] <= 0:

@@ -1,8 +1,9 @@
 """``hostlink validate ...``: the command group of hostlink.validation.
 
 ``validate run`` and ``validate uvm-counters`` are defined here; ``validate
-calibrate`` and ``validate report`` come from :mod:`hostlink.validation.calibrate` and
-:mod:`hostlink.validation.report` where those modules exist: each provides
+calibrate``, ``validate report`` and ``validate repeat`` come from
+:mod:`hostlink.validation.calibrate`, :mod:`hostlink.validation.report` and
+:mod:`hostlink.validation.repeatability` where those modules exist: each provides
 ``register_validate_commands(sub)`` adding its sub-command to the group.
 
 The module also runs on its own (``python -m hostlink.validation.cli run ...``),
@@ -15,7 +16,8 @@ import argparse
 import importlib
 import sys
 
-OPTIONAL_MODULES = ("hostlink.validation.calibrate", "hostlink.validation.report")
+OPTIONAL_MODULES = ("hostlink.validation.calibrate", "hostlink.validation.report",
+                    "hostlink.validation.repeatability")
 
 
 def _optional(name: str):

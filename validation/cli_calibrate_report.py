@@ -52,7 +52,8 @@ def _cmd_report(args) -> int:
 
 
 def register_calibrate(sub) -> None:
-    p = sub.add_parser("calibrate", help="fit link, translation and UVM parameters to microbenchmarks")
+    p = sub.add_parser("calibrate", help="fit device latencies, link, translation and UVM "
+                                         "parameters to microbenchmarks")
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="a measured run (hostlink validate run --out)")
     p.add_argument("--system", required=True, help="base system: preset name or TOML file")
     p.add_argument("--out", default=None,

@@ -198,6 +198,13 @@ EFFECTS = {
     "micro/memcpy": (
         "a per-copy setup cost above the fitted one for this size and direction",
         "larger copy-engine requests than 256 B"),
+    "micro/ptr_chase/device": (
+        "loads served nearer than the cache replay finds (an L1 or L2 that keeps more of the "
+        "chain than its modelled size and LRU do), or an L2 partition nearer the SM than the "
+        "average the one L2 latency stands for",
+        "translation misses or DRAM row misses (the model gives each level one latency: on "
+        "the H100 and H200, 4 GiB chains at 2 MiB strides miss at the same 340-353 ns as "
+        "128 B strides), or the far L2 partition"),
     "micro/ptr_chase": (
         "a latency shorter than the calibrated round trip for this stride (cache or TLB hits)",
         "TLB misses of the chase (translation miss cost or reach)"),
@@ -218,9 +225,10 @@ EFFECTS = {
         "carry the edge list only (their device arrays would not fit in memory), the issue "
         "cost of back-to-back loads (see micro/zc_warps), a loaded round trip above the "
         "run's mean for launches busier than the average, SSSP/CC launches that converge "
-        "later on the GPU than in the model's waves, or, at load-ahead 4, a warp's label "
-        "loads overlapping its next trips' edge loads in the twins (the traces carry no data "
-        "dependences; the kernel issues the next trips only after consuming these)",
+        "later on the GPU than in the model's waves, or, on graphs above 2^24 edges at "
+        "load-ahead 4, a warp's next group of trips overlapping the last one in the twins "
+        "(without the device accesses the group boundaries are invisible; smaller graphs "
+        "are put in the kernel's issue order with its waits: traces/emulator/issue_order.py)",
         "host-memory sectors served by the GPU's caches that the cache model misses, a "
         "tag window longer than the fitted split of the load-to-use latency (see "
         "micro/zc_read/strided), a loaded round trip below the run's mean for its many "
@@ -238,8 +246,9 @@ EFFECTS = {
         "from the first, 103 us from the second)"),
     "traversal/device": (
         "device work on graphs above 2^24 edges (their twins carry the edge list only) and "
-        "loads that miss the L2 (the twins give every device load the L2 latency, fitted from "
-        "L2-held chains; HBM costs the H200 about 340 ns)",
+        "loads that miss the L2 (the request-stream models give every device load past the "
+        "L1 the L2's latency, gpu.device_lat_ns; gpu.dram_lat_ns, about 340-350 ns on the "
+        "H100 and H200, is used by the pointer chase's cache replay only)",
         "device-memory caching beyond the L1 that the model does not credit"),
 }
 

@@ -26,7 +26,11 @@ that issues the same memory traffic in the model:
   ``ptr_chase``: one thread, one dependent 8 B load per step (a 32 B request),
   an untimed pass then a timed pass (the twin times the second): over the next
   links of the cycle where the program reports ``revisits`` (fresh nodes), else
-  over the same nodes (the first H200 run's program). ``uvm_touch``: 4 B per lane, one 128 B line per warp load,
+  over the same nodes (the first H200 run's program). In host memory the
+  requests go through the model; in device memory each load costs the latency
+  of the level that serves it (:mod:`hostlink.model.device_memory`), replayed
+  through the GPU's L1 and L2 with the program's flushes
+  (:func:`device_chase_levels`). ``uvm_touch``: 4 B per lane, one 128 B line per warp load,
   sequential, the program's permutation ``j * 2654435761 mod n`` or one line
   every ``stride_B`` (sparse), in the UVM
   model by advice; ``prefetch`` is :func:`hostlink.model.uvm.prefetch_time_s`
@@ -656,6 +660,12 @@ def build_ptr_chase(case: str, params: dict, system, *,
         chain = np.resize(cyc, total)
     nodes, timed = (chain[:steps], chain[steps:]) if fresh else (chain, chain)
     space = SPACE_DEVICE if params.get("memory_mode") == "device" else SPACE_HOST
+    if space == SPACE_DEVICE:
+        levels = device_chase_levels(nodes, timed, stride, str(params.get("cache", "default")),
+                                     system.gpu, l2_flushed=fresh)
+        return MicroTwin(case, "ptr_chase", params, "device", None, float(8 * steps),
+                         float(8 * steps), loads_in_flight=1, steps=steps,
+                         extra={"levels": levels})
     mode = "device" if space == SPACE_DEVICE else PREDICT_MODE.get(params.get("memory_mode",
                                                                               "zerocopy"))
     lo = MICRO_BASE + np.concatenate([nodes, timed]) * stride
@@ -678,8 +688,35 @@ def build_ptr_chase(case: str, params: dict, system, *,
                      loads_in_flight=1, steps=steps)
 
 
+def device_chase_levels(untimed: np.ndarray, timed: np.ndarray, stride_B: int, cache: str,
+                        gpu, *, l2_flushed: bool) -> np.ndarray:
+    """Loads of a device pointer chase's timed pass served by the L1, the L2 and DRAM
+    (:data:`hostlink.model.device_memory.LEVELS` order).
+
+    The program flushes the L2 before each pass where it reports ``revisits``
+    (``l2_flushed``): the timed pass starts from empty caches. The first H200 run's
+    program flushed only before the untimed pass, so the timed pass finds the nodes
+    the untimed one loaded in the L2. The L1 starts empty at each launch; loads with
+    ``cg`` or ``cv`` skip it (device memory's point of coherence is the L2)."""
+    from hostlink.model.device_memory import level_counts
+    from hostlink.traces.cache import CacheConfig, CacheState
+
+    if cache not in ("default", "cg", "cv"):
+        raise TwinError(f"pointer chase: unknown cache operator '{cache}'")
+    state = CacheState(CacheConfig.from_gpu(gpu, l1=cache == "default"))
+    sector = lambda nodes: (MICRO_BASE + np.asarray(nodes, dtype=np.int64) * stride_B) // SECTOR_B
+    if not l2_flushed:
+        state.levels(0, sector(untimed))
+        state.flush_l1()
+    return level_counts(state.levels(0, sector(timed)))
+
+
 def _predict_ptr_chase(twin: MicroTwin, system, fidelity: str,
                        options: dict | None = None) -> dict[str, float]:
+    if "levels" in twin.extra:          # device memory: one dependent load at a time
+        from hostlink.model.device_memory import dependent_chain_ns
+        timed_ns = dependent_chain_ns(system.gpu, twin.extra["levels"])
+        return {"lat_ns": timed_ns / twin.steps, "time_ms": timed_ns * 1e-6}
     run = run_model(twin.stream, without_launch(system), twin.mode, fidelity, options)
     if len(run.kernel_ns) < 2:
         raise TwinError(f"case '{twin.case}': the model returned no per-launch times")
@@ -915,17 +952,20 @@ class GraphSource:
         return csr
 
 
-def requests_ahead(variant: str, load_ahead: int, id_bytes: int) -> int:
+def requests_ahead(variant: str, load_ahead: int, id_bytes: int, weighted: bool = False) -> int:
     """Host requests a warp of a traversal kernel keeps in flight at load-ahead
     ``load_ahead`` (gpu_kernels/traversal/walk.cuh): the merged variants issue
-    ``load_ahead`` warp-wide trips, each of one line or more, before the first use;
+    ``load_ahead`` warp-wide trips, each of one line or more (and as many loads of
+    the weights where the kernel is ``weighted``), before the first use;
     in the naive kernel a thread's ``load_ahead`` trips are consecutive elements of
     its own list, which share one 32 B sector while ``load_ahead x id_bytes <= 32``:
     the later loads wait on the first one's sector (an L1 hit in the twin's
-    stream), so only ``ceil(load_ahead x id_bytes / 32)`` requests are in flight."""
+    stream), so only ``ceil(load_ahead x id_bytes / 32)`` requests are in flight
+    (and ``ceil(load_ahead x 4 / 32)`` of the 4 B weights)."""
     if variant == "naive":
-        return max(1, min(load_ahead, -(-load_ahead * id_bytes // SECTOR_B)))
-    return max(1, load_ahead)
+        n = max(1, min(load_ahead, -(-load_ahead * id_bytes // SECTOR_B)))
+        return n + (max(1, min(load_ahead, -(-load_ahead * 4 // SECTOR_B))) if weighted else 0)
+    return max(1, load_ahead) * (2 if weighted else 1)
 
 
 def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
@@ -938,6 +978,10 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     The kernel's load-ahead (``load_ahead`` trips of loads issued before their
     visits; 1 where the run does not record it) sets the model's loads in flight
     per warp (:func:`requests_ahead`: the naive kernel's trips share a sector).
+    A twin that carries the device accesses is put in the kernel's issue order at
+    that load-ahead (a group's host loads, then its visits) and marks what each
+    instruction waits for (:mod:`hostlink.traces.emulator.issue_order`): the visits
+    run one after another and the next group waits for them.
     The kernel's loads of the edge list go through the GPU's caches
     (:func:`hostlink.traces.cache.host_read_cache`; one emulated stream serves every
     memory mode of a configuration: device and migrated managed memory are cached
@@ -980,9 +1024,12 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     elem_B = id_bytes + (4 if kernel == "sssp" else 0)
     from hostlink.traces.cache import CacheConfig, host_read_cache
     from hostlink.traces.coalescer import coalesce
+    from hostlink.traces.emulator.issue_order import issue_order, walk_waits
+    from hostlink.traces.emulator.program import program
     host_cache = host_read_cache(system.gpu)
     cache = host_cache if host_cache is not None else CacheConfig.from_gpu(system.gpu, l2=False)
-    ahead = requests_ahead(variant, int(params.get("load_ahead", 1) or 1), id_bytes)
+    load_ahead = int(params.get("load_ahead", 1) or 1)
+    ahead = requests_ahead(variant, load_ahead, id_bytes, weighted=kernel == "sssp")
     if ahead != system.gpu.loads_in_flight_per_warp:
         system = system_with(system, {"gpu.loads_in_flight_per_warp": ahead})
     # SSSP and CC launches run in waves of the resident warps (later waves see the
@@ -1001,11 +1048,17 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
                          memory="zerocopy", include_device=with_device, resident_warps=resident,
                          **kw)
             edges = int(sum(int((csr.offsets[a + 1] - csr.offsets[a]).sum()) for a in em.active))
-            stream = coalesce(em.trace(), cache=cache, cache_host=host_cache is not None,
+            trace = em.trace()
+            if with_device:      # the kernel's order at its load-ahead, and its dependences
+                trace = issue_order(trace, program(kernel, id_bytes, True), load_ahead)
+            stream = coalesce(trace, cache=cache, cache_host=host_cache is not None,
                               include_device=with_device)
+            if with_device:
+                stream = stream.with_waits(walk_waits(stream))
             return stream, edges, len(em.active)
         config = (params["graph"], kernel, variant, id_bytes, kw.get("iterations"),
-                  host_cache is not None, with_device, resident)
+                  host_cache is not None, with_device, resident,
+                  load_ahead if with_device else None)
         t0 = time.perf_counter()
         stream, edges, iterations = graphs.emulated(config, source, make)
         t1 = time.perf_counter()

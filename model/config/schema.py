@@ -108,7 +108,15 @@ class GpuConfig:
     l2_B: int = param(6 * 1024**2, doc="L2 cache", ge=0, provenance="datasheet")
     memory_GiB: float = param(16.0, doc="device memory capacity", gt=0, provenance="datasheet")
     device_bw_GBps: float = param(900.0, doc="device memory bandwidth", gt=0, provenance="datasheet")
-    device_lat_ns: float = param(500.0, doc="device memory load latency", gt=0, provenance="assumption")
+    device_lat_ns: float = param(500.0, doc="load-to-use latency of a device load served by "
+                                 "the L2 (past the L1): every device request of a request "
+                                 "stream (the twins' device arrays fit the L2)", gt=0,
+                                 provenance="assumption")
+    l1_hit_ns: float = param(30.0, doc="load-to-use latency of a device load served by the "
+                             "SM's L1", gt=0, le=1e4, provenance="assumption")
+    dram_lat_ns: float = param(600.0, doc="load-to-use latency of a device load that misses "
+                               "the L2 and is served by device DRAM", gt=0, le=1e5,
+                               provenance="assumption")
     clock_MHz: float = param(1380.0, doc="SM boost clock", gt=0, provenance="datasheet")
     max_outstanding_host_reads: int = param(256, doc="the GPU's own limit on outstanding "
                                             "host reads; no public figure exists", ge=1,

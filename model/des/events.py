@@ -14,7 +14,9 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
   request take no time (compute is not modelled).
 - Warps: each warp issues its memory instructions in program order, at most
   ``loads_in_flight`` at once; an instruction completes when all its requests
-  have; the next instruction issues at the moment one completes.
+  have; the next instruction issues at the moment one completes. An instruction
+  marked to wait (``inst_waits``, from the stream's ``waits``: it depends on the
+  warp's earlier loads) issues only once the warp has none in flight.
 - Host reads: a read may need a GPU address translation first (a TLB miss
   waits for one of ``walkers`` page walkers, ``walk_ns`` each, first come first
   served). It then waits, first come first served, until it can hold a tag, its
@@ -136,7 +138,16 @@ class DesInputs:
     launch_overhead_ns: float
     level_sync_ns: float
     host_path_ns: float = 0.0  # GPU-internal latency of a host read after its credits return
+    # bool (n_inst,): the instruction issues only when its warp has none in flight
+    inst_waits: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
+
+    def waits_per_inst(self) -> np.ndarray:
+        """``inst_waits``, all False where the stream marked no dependences."""
+        n_inst = len(self.inst_ptr) - 1
+        if self.inst_waits is None:
+            return np.zeros(n_inst, dtype=np.bool_)
+        return np.asarray(self.inst_waits, dtype=np.bool_)
 
     def __len__(self) -> int:
         return len(self.kind)

@@ -105,7 +105,7 @@ def _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record
 
 
 @njit(cache=True)
-def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots,
+def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
               kind, size_B, ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data,
               walk, iommu_ns, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, lif, walkers, walk_ns,
               launch_overhead_ns, level_sync_ns, host_path, caps, max_ready, nbins, record):
@@ -194,6 +194,8 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots,
                 for j in range(n_ready):
                     w = ready[j]
                     if warp_busy[w] >= lif or warp_next[w] >= warp_ptr[w + 1]:
+                        continue
+                    if warp_busy[w] > 0 and inst_waits[warp_next[w]]:
                         continue
                     issued = True
                     i = warp_next[w]
@@ -350,7 +352,7 @@ def run(inputs: DesInputs, *, record: bool = False, nbins: int = 1024) -> DesOut
     x = inputs
     caps, max_ready = queue_capacities(x)
     kernel_ns, stats, bins, bin_ns, ready, grant, done = _simulate(
-        x.inst_ptr, x.warp_ptr, x.cta_ptr, x.launch_ptr, x.launch_slots,
+        x.inst_ptr, x.warp_ptr, x.cta_ptr, x.launch_ptr, x.launch_slots, x.waits_per_inst(),
         x.kind, x.size_B, x.ser_up_ns, x.ser_down_ns, x.dram_ns, x.dev_ns, x.need_tags,
         x.need_hdr, x.need_data_B, x.walk, x.iommu_ns, int(x.tags), int(x.cpl_hdrs),
         int(x.cpl_data_B), float(x.rtt_ns), float(x.device_lat_ns), int(x.loads_in_flight),

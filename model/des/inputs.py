@@ -293,4 +293,6 @@ def build_inputs(stream: RequestStream, system: SystemConfig, *, translation: bo
         launch_overhead_ns=system.launch_overhead_us * 1e3,
         level_sync_ns=system.level_sync_us * 1e3,
         host_path_ns=float(system.gpu.host_path_ns),
+        inst_waits=(None if stream.waits is None
+                    else stream.waits[row][lay["inst_ptr"][:-1]].astype(np.bool_)),
         extra={"dram_B": costs["dram_B"], "wire_B": costs["wire"]})

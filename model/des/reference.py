@@ -85,6 +85,7 @@ class _Launch:
         self.in_flight = {}                # warp -> instructions in flight
         self.requests_left = {}            # instruction -> requests not done
         self.last_done = 0.0               # last request completion
+        self.waits = x.waits_per_inst()    # instruction -> issues only with none in flight
 
     def run(self) -> float:
         """The kernel's time: its last completion (writes complete when they leave the GPU)."""
@@ -111,7 +112,8 @@ class _Launch:
             issued = False
             for w in ready:
                 i = self.next_inst[w]
-                if self.in_flight[w] < x.loads_in_flight and i < x.warp_ptr[w + 1]:
+                if (self.in_flight[w] < x.loads_in_flight and i < x.warp_ptr[w + 1]
+                        and not (self.waits[i] and self.in_flight[w] > 0)):
                     self.next_inst[w] += 1
                     self.in_flight[w] += 1
                     self.issue(i)

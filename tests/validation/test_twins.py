@@ -341,3 +341,7 @@ def test_requests_ahead_follow_the_kernels_load_ahead():
     assert requests_ahead("naive", 4, 8) == 1 and requests_ahead("naive", 4, 4) == 1
     assert requests_ahead("naive", 8, 8) == 2
     assert requests_ahead("naive", 1, 8) == 1 and requests_ahead("merged", 1, 4) == 1
+    # SSSP loads the weights of every trip too: twice the loads per group
+    assert requests_ahead("merged", 4, 8, weighted=True) == 8
+    assert requests_ahead("naive", 4, 8, weighted=True) == 2      # a sector of each array
+    assert requests_ahead("naive", 16, 8, weighted=True) == 4 + 2

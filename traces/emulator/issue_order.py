@@ -1,0 +1,139 @@
+"""The walk kernels' issue order at a load-ahead, and the dependences between their loads.
+
+gpu_kernels/traversal/walk.cuh reads a list in groups of ``load_ahead`` trips:
+it issues the host loads of every trip of a group (``edges[i]``, and
+``weights[i]`` for SSSP) before it visits the first neighbour, then visits
+them one trip after another (each visit reads and updates the neighbour's
+device state), and only then issues the next group. The emulator emits a
+trace trip by trip (:mod:`hostlink.traces.emulator.emit`: a trip's host loads
+and then its visit's device accesses), which is the kernel's order at
+load-ahead 1; :func:`issue_order` reorders a device-inclusive trace into the
+order at any load-ahead. Host loads do not depend on the load-ahead, so
+host-only traces need no reordering.
+
+:func:`walk_waits` marks what a warp must wait for before it issues an
+instruction of such a stream (:attr:`hostlink.model.workload.RequestStream.waits`):
+
+- a device access waits for every earlier access of its warp: a visit uses
+  the neighbour id its trip loaded and the value it read (the update stores
+  under a test of the loaded value), and the next visit's load follows the
+  last one's store in program order; the prologue's loads (the vertex's
+  active test, then its offsets) depend on each other in the same way;
+- a host load that follows a device access waits too: the next group is
+  issued after the visits of the last one, and a vertex's first trip after
+  the offsets that bound it;
+- the host loads of one group do not wait for each other: the warp keeps up
+  to ``gpu.loads_in_flight_per_warp`` of them in flight.
+
+Assumptions: a visit's device load waits for every load of its group, not only
+its own trip's (the group's host loads were issued back to back and return
+close together); a store completes for its warp once issued (the request-stream
+models give it no latency), so what follows a store waits only for the loads
+before it. A stream without device accesses (a twin that carries the edge
+list alone) has no waits: its groups' boundaries are invisible there.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hostlink.model.workload import SPACE_DEVICE, RequestStream
+from hostlink.traces.emulator.program import Program
+from hostlink.traces.schema import InstTable, WarpTrace
+
+
+def _row_keys(table: InstTable, prog: Program, load_ahead: int) -> np.ndarray:
+    """Row order of ``table`` at ``load_ahead``: units keep their order, a unit's
+    prologue stays first, and within each group of trips the host loads of every
+    trip come before the visits."""
+    n = len(table)
+    pro_pcs = np.array([i.pc for i in prog.prologue], dtype=np.uint64)
+    trip_pcs = np.array([i.pc for i in prog.trip], dtype=np.uint64)
+    host_j = np.array([i.is_host_array for i in prog.trip], dtype=bool)
+    pc = table.pc
+    is_pro = np.isin(pc, pro_pcs)
+    j = np.searchsorted(trip_pcs, pc)
+    known = is_pro | ((j < len(trip_pcs)) & (trip_pcs[np.minimum(j, len(trip_pcs) - 1)] == pc))
+    if not known.all():
+        bad = int(pc[~known][0])
+        raise ValueError(f"issue order: pc {bad:#x} is not an instruction of the kernel")
+    j = np.where(is_pro, 0, j)
+    new_warp = np.ones(n, dtype=bool)
+    new_warp[1:] = (table.launch[1:] != table.launch[:-1]) | (table.cta[1:] != table.cta[:-1]) \
+        | (table.warp[1:] != table.warp[:-1])
+    # a unit starts at a warp's first row and at a prologue row after a trip row
+    new_unit = new_warp.copy()
+    new_unit[1:] |= is_pro[1:] & ~is_pro[:-1]
+    unit = np.cumsum(new_unit) - 1
+    new_trip = ~is_pro & (j == 0)
+    trips_before = np.cumsum(new_trip)
+    unit_first = np.flatnonzero(new_unit)
+    base = (trips_before - new_trip)[unit_first]          # trips before each unit's first row
+    trip = np.where(is_pro, -1, trips_before - 1 - base[unit])
+    group = np.where(is_pro, -1, trip // max(1, load_ahead))
+    part = np.where(is_pro, 0, np.where(host_j[j], 0, 1))
+    return np.lexsort((j, trip, part, group, unit))
+
+
+def issue_order(trace: WarpTrace, prog: Program, load_ahead: int) -> WarpTrace:
+    """``trace`` (emitted trip by trip, with device accesses) in the kernel's order at
+    ``load_ahead`` (one chunk per launch: a group never spans two chunks)."""
+    if load_ahead <= 1 or not prog.prologue:
+        return trace
+
+    def chunks():
+        pending: list[InstTable] = []
+        launch = None
+        for chunk in trace.iter_chunks():
+            if not len(chunk):
+                continue
+            for lv in np.unique(chunk.launch):
+                part = chunk.select(np.flatnonzero(chunk.launch == lv))
+                if launch is not None and lv != launch:
+                    whole = InstTable.concat(pending)
+                    yield whole.select(_row_keys(whole, prog, load_ahead))
+                    pending = []
+                launch = lv
+                pending.append(part)
+        if pending:
+            whole = InstTable.concat(pending)
+            yield whole.select(_row_keys(whole, prog, load_ahead))
+
+    return WarpTrace(trace.launches, trace.opcodes, trace.regions, _Replay(chunks),
+                     trace.memcpys)
+
+
+class _Replay:
+    """A re-iterable chunk source (each iteration reads the trace again)."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def __iter__(self):
+        return self.make()
+
+
+def walk_waits(stream: RequestStream) -> np.ndarray:
+    """Per request, whether its instruction waits for every earlier instruction of its
+    warp (see the module notes); the stream in (launch, warp, inst) order or not."""
+    from hostlink.model.des.inputs import program_order
+
+    n = len(stream)
+    out = np.zeros(n, dtype=bool)
+    if n == 0:
+        return out
+    order = program_order(stream)
+    la = stream.launch.astype(np.int64)[order]
+    wa = stream.warp.astype(np.int64)[order]
+    ia = stream.inst.astype(np.int64)[order]
+    dev = stream.space[order] == SPACE_DEVICE
+    new = np.ones(n, dtype=bool)
+    new[1:] = (la[1:] != la[:-1]) | (wa[1:] != wa[:-1]) | (ia[1:] != ia[:-1])
+    starts = np.flatnonzero(new)
+    inst_dev = np.logical_or.reduceat(dev, starts)
+    first_of_warp = np.ones(len(starts), dtype=bool)
+    first_of_warp[1:] = (la[starts][1:] != la[starts][:-1]) | (wa[starts][1:] != wa[starts][:-1])
+    prev_dev = np.zeros(len(starts), dtype=bool)
+    prev_dev[1:] = inst_dev[:-1] & ~first_of_warp[1:]
+    inst_waits = inst_dev | prev_dev
+    out[order] = np.repeat(inst_waits, np.diff(np.append(starts, n)))
+    return out
