@@ -52,7 +52,7 @@ class RequestStream:
     them), whatever the warp's ``gpu.loads_in_flight_per_warp``. None: no such
     dependences are known, instructions wait only for a free slot of that
     window. It is not stored with a trace: the source that knows the kernel's
-    dependences sets it (:func:`hostlink.traces.emulator.walk_waits`)."""
+    dependences sets it (:func:`hostlink.traces.emulator.issue_order.walk_waits`)."""
     launch: np.ndarray
     warp: np.ndarray
     inst: np.ndarray

@@ -100,6 +100,7 @@ PERM_MULTIPLIER = 2654435761           # gpu_kernels/micro/uvm_touch.cu
 DEFAULT_MAX_REQUESTS = 1 << 20
 DEFAULT_MAX_UVM_B = 1 << 30
 DEFAULT_MAX_DEVICE_EDGES = 1 << 24     # graphs up to this many edges carry their device arrays
+WEIGHT_B = 4                           # an edge weight: uint32 (gpu_kernels/traversal/walk.cuh)
 MIN_LOADS_PER_WARP = 8
 
 #: The metric each benchmark is judged by (the others are reported too).
@@ -704,11 +705,14 @@ def device_chase_levels(untimed: np.ndarray, timed: np.ndarray, stride_B: int, c
     if cache not in ("default", "cg", "cv"):
         raise TwinError(f"pointer chase: unknown cache operator '{cache}'")
     state = CacheState(CacheConfig.from_gpu(gpu, l1=cache == "default"))
-    sector = lambda nodes: (MICRO_BASE + np.asarray(nodes, dtype=np.int64) * stride_B) // SECTOR_B
+
+    def sectors(nodes: np.ndarray) -> np.ndarray:
+        return (MICRO_BASE + np.asarray(nodes, dtype=np.int64) * stride_B) // SECTOR_B
+
     if not l2_flushed:
-        state.levels(0, sector(untimed))
+        state.levels(0, sectors(untimed))
         state.flush_l1()
-    return level_counts(state.levels(0, sector(timed)))
+    return level_counts(state.levels(0, sectors(timed)))
 
 
 def _predict_ptr_chase(twin: MicroTwin, system, fidelity: str,
@@ -961,10 +965,11 @@ def requests_ahead(variant: str, load_ahead: int, id_bytes: int, weighted: bool 
     its own list, which share one 32 B sector while ``load_ahead x id_bytes <= 32``:
     the later loads wait on the first one's sector (an L1 hit in the twin's
     stream), so only ``ceil(load_ahead x id_bytes / 32)`` requests are in flight
-    (and ``ceil(load_ahead x 4 / 32)`` of the 4 B weights)."""
+    (and ``ceil(load_ahead x WEIGHT_B / 32)`` of the weights)."""
     if variant == "naive":
         n = max(1, min(load_ahead, -(-load_ahead * id_bytes // SECTOR_B)))
-        return n + (max(1, min(load_ahead, -(-load_ahead * 4 // SECTOR_B))) if weighted else 0)
+        return n + (max(1, min(load_ahead, -(-load_ahead * WEIGHT_B // SECTOR_B)))
+                    if weighted else 0)
     return max(1, load_ahead) * (2 if weighted else 1)
 
 

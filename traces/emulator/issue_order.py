@@ -70,7 +70,7 @@ def _row_keys(table: InstTable, prog: Program, load_ahead: int) -> np.ndarray:
     base = (trips_before - new_trip)[unit_first]          # trips before each unit's first row
     trip = np.where(is_pro, -1, trips_before - 1 - base[unit])
     group = np.where(is_pro, -1, trip // max(1, load_ahead))
-    part = np.where(is_pro, 0, np.where(host_j[j], 0, 1))
+    part = (~is_pro & ~host_j[j]).astype(np.int64)      # 0: prologue or host load, 1: visit
     return np.lexsort((j, trip, part, group, unit))
 
 
