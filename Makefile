@@ -52,7 +52,9 @@ H100     := validation/results/h100
 reports: reports-h200 reports-h100
 
 # The H200 chain starts from base_system.toml: h200-pcie5 with the GPU-internal
-# part of a host read measured on the H100 (the H200 runs have no tag-window run).
+# part of a host read measured on the H100 (the H200's own tag-window run came
+# later and is calibrated and reported beside the chain, as are its uvm_sizes
+# and uvm_host_state runs).
 # scale24_load_ahead1 ran right after scale24 on the same machine and has no
 # microbenchmarks of its own: it is predicted with scale24's calibration.
 reports-h200: $(STAMP)
@@ -60,8 +62,14 @@ reports-h200: $(STAMP)
 	$(REPORT) $(H200)/launch_latency --system $(H200)/launch_latency/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H200)/uvm_sparse --system $(H200)/launch_latency/calibrated.toml --quiet
 	$(REPORT) $(H200)/uvm_sparse --system $(H200)/uvm_sparse/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(H200)/uvm_sizes --system $(H200)/uvm_sparse/calibrated.toml --quiet
+	$(REPORT) $(H200)/uvm_sizes --system $(H200)/uvm_sizes/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H200)/first_run --system $(H200)/uvm_sparse/calibrated.toml --quiet
 	$(REPORT) $(H200)/first_run --system $(H200)/first_run/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(H200)/tag_window --system $(H200)/first_run/calibrated.toml --quiet
+	$(REPORT) $(H200)/tag_window --system $(H200)/tag_window/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(H200)/uvm_host_state --system $(H200)/first_run/calibrated.toml --quiet
+	$(REPORT) $(H200)/uvm_host_state --system $(H200)/uvm_host_state/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H200)/scale24 --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/scale24 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
 	$(REPORT) $(H200)/scale24_load_ahead1 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet

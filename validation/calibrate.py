@@ -819,6 +819,7 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
     err = (pred / prob.measured_arr - 1.0) * 100.0
     best_mape = float(np.mean(np.abs(err)))
     rejected = best_mape > MAX_FIT_MAPE_PCT
+    best_values = dict(fitted)
     if rejected:                      # keep every key of the step at its base value
         kept = [p.key for p in step.params]
         at_bound = []
@@ -828,8 +829,10 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
         err = (prob.predict(system, {}) / prob.measured_arr - 1.0) * 100.0
     note = ""
     if rejected:
+        best = ", ".join(f"{k} = {v:.4g}" for k, v in best_values.items())
         note = (f"fit rejected: the best fit leaves {best_mape:.1f}% MAPE (> {MAX_FIT_MAPE_PCT:g}%), "
-                "so the model lacks an effect these data show; kept " + ", ".join(kept))
+                "so the model lacks an effect these data show; kept " + ", ".join(kept)
+                + (f" (the rejected fit: {best})" if best else ""))
         identifiable = {k: False for k in identifiable}
     elif kept:
         note = ("not identifiable from these data (predictions move < "

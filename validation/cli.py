@@ -1,9 +1,10 @@
 """``hostlink validate ...``: the command group of hostlink.validation.
 
 ``validate run`` and ``validate uvm-counters`` are defined here; ``validate
-calibrate``, ``validate report`` and ``validate repeat`` come from
-:mod:`hostlink.validation.calibrate`, :mod:`hostlink.validation.report` and
-:mod:`hostlink.validation.repeatability` where those modules exist: each provides
+calibrate``, ``validate report``, ``validate repeat`` and ``validate sass`` come
+from :mod:`hostlink.validation.calibrate`, :mod:`hostlink.validation.report`,
+:mod:`hostlink.validation.repeatability` and :mod:`hostlink.validation.sass`
+where those modules exist: each provides
 ``register_validate_commands(sub)`` adding its sub-command to the group.
 
 The module also runs on its own (``python -m hostlink.validation.cli run ...``),
@@ -17,7 +18,7 @@ import importlib
 import sys
 
 OPTIONAL_MODULES = ("hostlink.validation.calibrate", "hostlink.validation.report",
-                    "hostlink.validation.repeatability")
+                    "hostlink.validation.repeatability", "hostlink.validation.sass")
 
 
 def _optional(name: str):

@@ -29,13 +29,19 @@ def _cmd_report(args) -> int:
 
     if args.max_sources is not None and args.max_sources < 1:
         raise ReportError(f"--max-sources must be at least 1, not {args.max_sources}")
+    if args.fresh and args.from_summary:
+        raise ReportError("--fresh predicts every case again and --from-summary predicts none: "
+                          "give one of them")
     if args.max_requests is not None and args.max_requests < 1:
         raise ReportError(f"--max-requests must be at least 1, not {args.max_requests}")
     res = build_report(args.results_dir, args.system, fidelity=args.fidelity, out_dir=args.out,
                        calibration_path=args.calibration, graph_dir=args.graph_dir, only=args.only,
                        max_requests=args.max_requests, max_sources=args.max_sources,
-                       fresh=args.fresh, progress=not args.quiet, jobs=args.jobs)
-    if res["resumed"]:
+                       fresh=args.fresh, progress=not args.quiet, jobs=args.jobs,
+                       from_summary=args.from_summary)
+    if args.from_summary:
+        print(f"  rendered again from {Path(res['out']) / 'summary.csv'}; nothing predicted")
+    elif res["resumed"]:
         print(f"  {res['resumed']} cases taken from {res['predictions']}, "
               f"{res['predicted']} predicted now")
     for s in res["groups"]:
@@ -88,6 +94,9 @@ def register_report(sub) -> None:
     p.add_argument("--fresh", action="store_true",
                    help="predict every case again (default: reuse OUT/predictions.parquet where "
                         "it was made with the same settings)")
+    p.add_argument("--from-summary", action="store_true",
+                   help="predict nothing: render report.md and plots again from OUT's "
+                        "summary.csv (after a change of how reports are judged or drawn)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes predicting the cases, same numbers as one "
                         "(default 1; 0 = one per CPU)")

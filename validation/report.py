@@ -98,14 +98,25 @@ def mape(error_pct) -> float:
     return float(np.mean(np.abs(e))) if len(e) else math.nan
 
 
+#: suffix of the group that holds a calibration group's cases no fit used
+NOT_FITTED = " (not fitted)"
+
+
 def target_for(group: str, calibration_groups: set[str]) -> tuple[str, float | None]:
-    """(role, target MAPE in percent or None) of a group."""
+    """(role, target MAPE in percent or None) of a group.
+
+    A calibration group's cases that no fit used (group ``<group> (not fitted)``,
+    :func:`mark_not_fitted`) are predicted, not fitted: held out, with the target
+    of their kind."""
     if group.startswith("micro/"):
         if group in calibration_groups:
             return "calibration", None
-        if group.startswith("micro/uvm_touch/") and not group.startswith("micro/uvm_touch/accessedby"):
-            return "held-out (UVM first touch)", UVM_TARGET_PCT
-        return "held-out", MICRO_TARGET_PCT
+        base = group.removesuffix(NOT_FITTED)
+        uvm = (base.startswith("micro/uvm_touch/")
+               and not base.startswith("micro/uvm_touch/accessedby"))
+        kinds = ["UVM first touch"] * uvm + ["not fitted"] * (base != group)
+        role = "held-out" + (f" ({', '.join(kinds)})" if kinds else "")
+        return role, UVM_TARGET_PCT if uvm else MICRO_TARGET_PCT
     if group == "traversal/zerocopy":
         return "traversal", ZEROCOPY_TARGET_PCT
     if group == "traversal/uvm":
@@ -121,6 +132,50 @@ def annotate(summary: pd.DataFrame, cases: dict[str, dict]) -> pd.DataFrame:
     s["group"] = [case_group(c, p) for c, p in zip(s["case"], params)]
     s["primary"] = [m == primary_metric(p) for m, p in zip(s["metric"], params)]
     return s
+
+
+def same_run_dir(recorded, results_dir) -> bool:
+    """Whether a run folder named in a record (as given on its command line, maybe
+    relative to another working directory) is ``results_dir``: the same path once
+    resolved, or, for a relative record, ``results_dir``'s trailing parts."""
+    a, b = Path(str(recorded)), Path(str(results_dir))
+    if a.resolve() == b.resolve():
+        return True
+    return not a.is_absolute() and b.resolve().parts[-len(a.parts):] == a.parts
+
+
+def fitted_cases(calibration: dict | None, results_dir) -> dict[str, set[str]]:
+    """Per calibration group of ``results_dir``, the cases its fits used.
+
+    From the record's own fits (their ``residuals_pct``: one entry per case a fit
+    used) when the record was calibrated on ``results_dir``; a group no such fit
+    names (one fitted by an earlier link of the chain, or a record without
+    residuals) is absent: all its cases count as fitted."""
+    if not calibration or not calibration.get("results_dir"):
+        return {}
+    if not same_run_dir(calibration["results_dir"], results_dir):
+        return {}
+    out: dict[str, set[str]] = {}
+    for fit in calibration.get("fits") or []:
+        residuals = fit.get("residuals_pct")
+        if not isinstance(residuals, dict) or not residuals:
+            continue
+        for group in fit.get("groups") or []:
+            out.setdefault(group, set()).update(residuals)
+    return out
+
+
+def mark_not_fitted(annotated: pd.DataFrame, fitted: dict[str, set[str]]) -> pd.DataFrame:
+    """``annotated`` with the cases of a calibration group that none of its fits used
+    moved to the group ``<group> (not fitted)`` (judged as held out, :func:`target_for`):
+    a fit's selection (the plateau of a sweep, the regions past the L1) leaves the rest
+    of its group predicted, and their errors are not a fit residual."""
+    if not fitted:
+        return annotated
+    out = annotated.copy()
+    out["group"] = [g + NOT_FITTED if g in fitted and c not in fitted[g] else g
+                    for g, c in zip(out["group"], out["case"])]
+    return out
 
 
 @dataclass
@@ -169,19 +224,27 @@ EFFECTS = {
         "read or per registered page (the H100's host: 24-29 GB/s at offsets 32 and 96 and "
         "40 GB/s from cudaHostRegister buffers, against 38 and 51 GB/s on the H200's)"),
     "micro/zc_read/strided": (
-        "host sectors the GPU's L1 fetches again: at full occupancy Nsight Compute counts "
-        "1.22-1.47 sectors fetched per sector read with 8 B per lane and 1.04-1.10 with 16 B "
-        "over 128 B and 512 B chunks, alike on the H100 and the H200 (validation/results/"
-        "h100/l1_probe, h200/l1_probe), where the model's L1 (loads in trace order, LRU) "
-        "loses none; it does give the 4 B case's 2.0. The loss depends on when loads reach "
-        "the L1 and their data return, which the trace order does not hold",
+        "host sectors the GPU's L1 fetches again, which the compiled kernel causes: ptxas "
+        "issues the unroll-4 group of 8 B and 16 B loads as two pairs (hostlink validate "
+        "sass on validation/results/h200/sass), so with 8 B per lane a lane reads its "
+        "sector over two round trips where the twin reads it in one, and the L1 loses "
+        "1.22-1.45 of them at 48 warps per SM (unroll 8, the sector in one round trip: "
+        "1.01; validation/results/h200/unroll_probe); the model's L1 (trace order, LRU) "
+        "keeps them all even when given the pairs: its replacement or the timing of its "
+        "fills is what is left to model. With 4 B per lane it does give the 2.0",
         "a tag window (link.rtt_ns) longer than the split of the load-to-use latency gives: "
         "gpu.host_path_ns is fitted from 32 B reads against warps in flight (micro/zc_warps/"
         "strided) on the H100, and the H200 takes the H100's value (validation/results/h200/"
         "base_system.toml)"),
     "micro/zc_read/random": (
-        "translation misses beyond the TLB reach (large regions), or L1 hits that cost the "
-        "model no time (4 KiB regions run at the L1's 628 GB/s, not infinitely fast)",
+        "translation misses beyond the TLB reach (large regions); the kernel's own "
+        "instructions, which the twins give no time: each load's block is a 64-bit hash "
+        "and modulo of its index (gpu_kernels/micro/zc_common.cuh), so 4 KiB regions, all "
+        "L1 hits, run at 628 GB/s on the H200, not at the L1's speed; or, with ld.cv, "
+        "strong system-scope loads (LDG.E.STRONG.SYS) that wait for each other: one warp "
+        "keeps one in flight whatever its unroll (validation/results/h200/unroll_probe), "
+        "and the reads of a few hot lines do not overlap (4 KiB, 32 lines: 2.6 GB/s on "
+        "the H200; 64 KiB: 23 GB/s)",
         "translation reach larger than configured (fewer misses)"),
     "micro/zc_warps": (
         "a per-warp issue cost of back-to-back loads (one warp's 4 loads take 1.33 us on the "
@@ -191,10 +254,16 @@ EFFECTS = {
         "more requests in flight per warp than the unroll (the hardware runs ahead)"),
     "micro/zc_warps/strided": (
         "a tag window longer than the fitted split of the load-to-use latency gives (the "
-        "GPU-internal path, gpu.host_path_ns, holds no tag), or the round trip's growth with "
-        "the link's load",
-        "reads in flight beyond the tags (a larger tag window than configured) or a shorter "
-        "loaded round trip"),
+        "GPU-internal path, gpu.host_path_ns, holds no tag), the round trip's growth with "
+        "the link's load, or fewer loads in flight than the twin's unroll: ptxas issues "
+        "unroll 4 of 16 B per lane as two pairs, one sector per round trip where the twin "
+        "has two (one warp: 0.70 GB/s on the H100, the twin 1.5; validation/results/h200/"
+        "sass, unroll_probe)",
+        "reads in flight beyond the tags (a larger tag window than configured), a shorter "
+        "loaded round trip, or more loads in flight than the unroll: nvcc unrolls the "
+        "strided pattern's unroll-1 loop four times, so with 16 B per lane two sectors "
+        "of a line are read at once where the twin reads one (validation/results/h200/"
+        "sass, unroll_probe)"),
     "micro/memcpy": (
         "a per-copy setup cost above the fitted one for this size and direction",
         "larger copy-engine requests than 256 B"),
@@ -365,7 +434,8 @@ def markdown(annotated: pd.DataFrame, stats: list[GroupStats], *, title: str, sy
     if calibration:
         used = ", ".join(f"`{g}`" for g in calibration.get("calibration_groups", [])) or "none"
         lines.append(f"- calibrated from microbenchmark groups: {used}; every other group is "
-                     "predicted, not fitted")
+                     "predicted, not fitted, and so are the cases of these groups that no "
+                     f"fit used (reported as `<group>{NOT_FITTED}`, held out)")
         chain = calibration.get("chain") or []
         if len(chain) > 1:
             lines.append("- calibration chain, each link fitted on its own run from the one before: "
@@ -937,12 +1007,26 @@ def _case_order(run, case: str) -> tuple:
             str(p.get("variant", "")), int(p.get("id_bytes", 0) or 0), case)
 
 
+def stored_record(out: str | Path) -> dict | None:
+    """The prediction record (``OUT/predictions.json``) as stored, whatever its key;
+    None when absent or unreadable. Read only: nothing is retired."""
+    path = Path(out) / PREDICTIONS_JSON
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(meta, dict) or meta.get("format") != STORE_FORMAT \
+            or not isinstance(meta.get("cases"), dict):
+        return None
+    return meta
+
+
 def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: str = "des",
                  out_dir: str | Path | None = None, calibration_path: str | Path | None = None,
                  graph_dir: str | Path | None = None, only: str | None = None,
                  max_requests: int | None = None, progress: bool = False,
                  notes: list[str] | None = None, max_sources: int | None = None,
-                 fresh: bool = False, jobs: int = 1) -> dict:
+                 fresh: bool = False, jobs: int = 1, from_summary: bool = False) -> dict:
     """Predict every case of a run, write summary.csv, report.md and plots/; return the stats.
 
     The model options of the calibration record (``model_options``) are used; ``notes``
@@ -956,15 +1040,20 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     done. ``fresh`` predicts every case again (the old files are kept as
     ``predictions.stale.*``). ``progress`` shows cases done and the time left on stderr.
 
+    ``from_summary``: predict nothing; render report.md and plots/ again from OUT's
+    summary.csv (a change of how a report is judged or drawn needs no new predictions).
+    The header still names the command that made the numbers, and says that they were
+    rendered again and with which model code they were predicted (from the stored
+    prediction record, whose failures and run times are used where it names every
+    case of the summary).
+
     ``jobs``: worker processes predicting the cases (:mod:`hostlink.validation.parallel`;
     0 = one per CPU); the numbers are those of one process (1, the default), the
     stored predictions are written by this process alone as cases arrive."""
     from hostlink.model.config import load_any_system
     from hostlink.validation.calibrate import groups_fitted_on
-    from hostlink.validation.parallel import resolve_jobs
-    from hostlink.validation.twins import load_run, predict_run, sampled_measurements, selected
+    from hostlink.validation.twins import load_run, sampled_measurements, selected
 
-    n_jobs = resolve_jobs(jobs)
     run = load_run(results_dir)
     system = load_any_system(str(system_spec))
     calibration = load_calibration(calibration_path, system_spec)
@@ -972,11 +1061,88 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     cal_groups = set(fitted)
     if calibration:
         calibration = {**calibration, "calibration_groups": fitted}
+    out = Path(out_dir) if out_dir is not None else Path(results_dir)
+    wanted = [c for c in run.measured["case"].unique() if selected(c, only)]
+    command = report_command(results_dir, system_spec, fidelity=fidelity, out_dir=out_dir,
+                             calibration_path=calibration_path, graph_dir=graph_dir, only=only,
+                             max_requests=max_requests, max_sources=max_sources)
+    notes = ["made with `" + command + "`"] + list(notes or [])
+    measured = sampled_measurements(run, max_sources)
+    measured = measured[[selected(c, only) for c in measured["case"]]]
+
+    if from_summary:
+        summary_path = out / "summary.csv"
+        if not summary_path.is_file():
+            raise ReportError(f"{summary_path}: no summary to render again (make the report "
+                              "without --from-summary first)")
+        summary = read_summary(summary_path)
+        summary = summary[[selected(c, only) for c in summary["case"]]].reset_index(drop=True)
+        record = stored_record(out)
+        entries = (record or {}).get("cases") or {}
+        code = ((record or {}).get("key") or {}).get("code_sha256")
+        if record is None or not set(summary["case"]) <= set(entries):
+            entries, code = {}, None
+        wanted_set = set(wanted)
+        entries = {c: e for c, e in entries.items() if c in wanted_set and isinstance(e, dict)}
+        failures = {c: e["failure"] for c, e in entries.items() if e.get("failure")}
+        timings = {c: dict(entries[c]["timing"])
+                   for c in sorted(entries, key=lambda c: _case_order(run, c))
+                   if entries[c].get("timing")}
+        notes.append("rendered again from its summary.csv by `" + command + " --from-summary`"
+                     + (f"; predicted with model code sha256 {code[:12]}" if code else
+                        "; no prediction record names every case, so the run times and "
+                        "failures of the prediction run are not shown"))
+        resumed, predicted_now, store_path, store_messages = len(wanted), 0, None, []
+    else:
+        summary, failures, timings, resumed, store = _predict_cases(
+            run, system, out, wanted, measured, calibration=calibration, fidelity=fidelity,
+            graph_dir=graph_dir, only=only, max_requests=max_requests,
+            max_sources=max_sources, progress=progress, fresh=fresh, jobs=jobs)
+        predicted_now, store_path, store_messages = (len(wanted) - resumed, store.parquet,
+                                                     list(store.messages))
+
+    if max_sources is not None:
+        notes.append(f"traversal cases sampled: the first {max_sources} source(s) of each BFS "
+                     "and SSSP case, predicted and compared with the measurements of those "
+                     "sources only")
+    if max_requests is not None:
+        notes.append(f"microbenchmark twins hold about {max_requests} requests each (a prefix "
+                     "of their traffic; the steady-state bandwidth stands for the run)")
+    if summary.empty:
+        raise ReportError(f"{results_dir}: no case could be compared "
+                          f"({len(failures)} twins failed)")
+    if not from_summary:
+        write_summary(summary, out / "summary.csv")
+    ann = mark_not_fitted(annotate(summary, run.cases), fitted_cases(calibration, results_dir))
+    stats = group_stats(ann, cal_groups)
+    unpredicted = sorted(set(measured["case"]) - set(summary["case"])
+                         - {c for c in measured["case"].unique() if c.startswith("trace/")})
+    unpredicted = [f"{c}: {failures[c]}" if c in failures else c for c in unpredicted]
+    plots(ann, stats, out / "plots")
+    md = markdown(ann, stats, title=f"Validation report: {run.experiment}",
+                  system_name=getattr(system, "name", str(system_spec)), fidelity=fidelity,
+                  calibration=calibration, results_dir=str(results_dir), unpredicted=unpredicted,
+                  timings=timings, notes=notes)
+    (out / "report.md").write_text(md)
+    return {"summary": summary, "groups": stats, "unpredicted": unpredicted, "out": out,
+            "timings": timing_table(timings, ann), "resumed": resumed,
+            "predicted": predicted_now, "predictions": store_path,
+            "store_messages": store_messages}
+
+
+def _predict_cases(run, system, out: Path, wanted: list[str], measured: pd.DataFrame, *,
+                   calibration: dict | None,
+                   fidelity: str, graph_dir, only, max_requests, max_sources, progress: bool,
+                   fresh: bool, jobs: int):
+    """Predict the ``wanted`` cases not stored yet (:class:`PredictionStore`); returns
+    (summary against ``measured``, failures, timings, cases resumed, the store)."""
+    from hostlink.validation.parallel import resolve_jobs
+    from hostlink.validation.twins import predict_run
+
+    n_jobs = resolve_jobs(jobs)
     kw = {} if max_requests is None else {"max_requests": max_requests}
     options = dict((calibration or {}).get("model_options") or {})
-    out = Path(out_dir) if out_dir is not None else Path(results_dir)
     out.mkdir(parents=True, exist_ok=True)
-
     store = PredictionStore(out, prediction_key(system, options=options, fidelity=fidelity,
                                                 max_requests=max_requests,
                                                 max_sources=max_sources))
@@ -984,7 +1150,6 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     if progress:
         for m in store.messages:
             sys.stderr.write(f"{out / PREDICTIONS_PARQUET}: {m}\n")
-    wanted = [c for c in run.measured["case"].unique() if selected(c, only)]
     resumed = sum(c in done for c in wanted)
     bar = CaseProgress(len(wanted), resumed, enabled=progress,
                        classes={c: str(run.cases[c].get("kind", "")) for c in wanted
@@ -1011,45 +1176,11 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
         bar.close()
         store.flush(force=True)
     wanted_set = set(wanted)
-    predicted = store.table()
     failures = {c: f for c, f in store.failures().items() if c in wanted_set}
     stored_timings = store.timings()
     timings = {c: stored_timings[c] for c in sorted(stored_timings, key=lambda c: _case_order(run, c))
                if c in wanted_set}
-
-    measured = sampled_measurements(run, max_sources)
-    measured = measured[[selected(c, only) for c in measured["case"]]]
-    notes = ["made with `" + report_command(
-        results_dir, system_spec, fidelity=fidelity, out_dir=out_dir,
-        calibration_path=calibration_path, graph_dir=graph_dir, only=only,
-        max_requests=max_requests, max_sources=max_sources) + "`"] + list(notes or [])
-    if max_sources is not None:
-        notes.append(f"traversal cases sampled: the first {max_sources} source(s) of each BFS "
-                     "and SSSP case, predicted and compared with the measurements of those "
-                     "sources only")
-    if max_requests is not None:
-        notes.append(f"microbenchmark twins hold about {max_requests} requests each (a prefix "
-                     "of their traffic; the steady-state bandwidth stands for the run)")
-    summary = summarise(measured, predicted)
-    if summary.empty:
-        raise ReportError(f"{results_dir}: no case could be compared "
-                          f"({len(failures)} twins failed)")
-    write_summary(summary, out / "summary.csv")
-    ann = annotate(summary, run.cases)
-    stats = group_stats(ann, cal_groups)
-    unpredicted = sorted(set(measured["case"]) - set(summary["case"])
-                         - {c for c in measured["case"].unique() if c.startswith("trace/")})
-    unpredicted = [f"{c}: {failures[c]}" if c in failures else c for c in unpredicted]
-    plots(ann, stats, out / "plots")
-    md = markdown(ann, stats, title=f"Validation report: {run.experiment}",
-                  system_name=getattr(system, "name", str(system_spec)), fidelity=fidelity,
-                  calibration=calibration, results_dir=str(results_dir), unpredicted=unpredicted,
-                  timings=timings, notes=notes)
-    (out / "report.md").write_text(md)
-    return {"summary": summary, "groups": stats, "unpredicted": unpredicted, "out": out,
-            "timings": timing_table(timings, ann), "resumed": resumed,
-            "predicted": len(wanted) - resumed, "predictions": store.parquet,
-            "store_messages": list(store.messages)}
+    return summarise(measured, store.table()), failures, timings, resumed, store
 
 
 def register_validate_commands(sub) -> None:

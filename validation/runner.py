@@ -3,7 +3,9 @@
 Steps, all under the output directory ``OUT``:
 1. build gpu_kernels (``make -C gpu_kernels``; log in ``build.log``);
 2. record the environment (``environment.json``; a resumed run adds its own
-   session to ``metadata.json``);
+   session to ``metadata.json``) and, where ``cuobjdump`` is on the PATH, the
+   global loads each kernel of the programs keeps in flight, read from their
+   SASS (``loads_in_flight.json``, :func:`record_loads_in_flight`);
 3. generate the manifest's graphs with ``hostlink graph gen`` into
    ``OUT/graphs`` (or ``--graph-dir``), unless their files exist;
 4. draw the traversal sources (:func:`~hostlink.validation.manifest.choose_sources`);
@@ -267,6 +269,49 @@ def build_kernels(out_dir: Path, arch: str | None) -> None:
         raise RunError(f"building gpu_kernels failed (see {log}): " + " | ".join(tail))
 
 
+LOADS_IN_FLIGHT = "loads_in_flight.json"
+
+
+def record_loads_in_flight(out_dir: Path, programs: list[Path]) -> Path | None:
+    """Write ``OUT/loads_in_flight.json``: per program, per kernel (mangled name), the
+    most global loads one thread keeps in flight in its loops, read from
+    ``cuobjdump -sass`` (:mod:`hostlink.validation.sass`); what the GPU ran, where the
+    twins otherwise take the source's ``unroll`` or ``load_ahead``. A program
+    cuobjdump cannot read gets its error instead. Nothing is written, and None
+    returned, without cuobjdump on the PATH."""
+    from hostlink.validation import sass
+
+    tool = shutil.which("cuobjdump")
+    if tool is None:
+        return None
+    record: dict[str, dict] = {}
+    for prog in sorted(set(programs), key=lambda p: p.name):
+        try:
+            p = subprocess.run([tool, "-sass", str(prog)], capture_output=True, text=True,
+                               timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            record[prog.name] = {"error": str(exc)}
+            continue
+        if p.returncode != 0:
+            last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+            record[prog.name] = {"error": last}
+            continue
+        try:
+            functions = sass.parse_sass(p.stdout, str(prog))
+        except HostlinkError as exc:
+            record[prog.name] = {"error": str(exc)}
+            continue
+        kernels = {}
+        for name, insts in functions.items():
+            loops = sass.loop_loads(insts)
+            if loops:
+                kernels[name] = max(lp.max_in_flight for lp in loops)
+        record[prog.name] = {"kernels": kernels}
+    path = out_dir / LOADS_IN_FLIGHT
+    path.write_text(json.dumps({"tool": "cuobjdump -sass", "programs": record}, indent=1) + "\n")
+    return path
+
+
 def ensure_graphs(m: Manifest, graph_dir: Path, log_dir: Path, dry_run: bool) -> tuple[dict, dict]:
     """Prefix of each graph the manifest uses; generates missing ones. Returns (prefixes, info)."""
     prefixes, info = {}, {}
@@ -385,6 +430,8 @@ def run(manifest_path: str | Path, out_dir: str | Path, *, build: bool = True, a
     prefixes, graph_info = ensure_graphs(m, gdir, log_dir, dry_run)
     sources = _sources(m, prefixes, dry_run)
     jobs = plan_jobs(m, bin_dir, prefixes, sources, out)
+    if not dry_run and not (out / LOADS_IN_FLIGHT).exists():
+        record_loads_in_flight(out, [Path(j.argv[0]) for j in jobs if Path(j.argv[0]).is_file()])
     if only:
         jobs = [j for j in jobs if only in j.id]
 

@@ -270,6 +270,9 @@ def test_a_fit_the_model_cannot_make_is_rejected(tmp_path):
     cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["host_round_trip"])
     (fit,) = cal.fits
     assert fit.note.startswith("fit rejected") and not fit.identifiable["link.rtt_ns"]
+    # the rejected values are named (between the two latencies), the preset's kept
+    rejected = float(fit.note.split("(the rejected fit: link.rtt_ns = ")[1].rstrip(")"))
+    assert 1000.0 < rejected < 3000.0
     assert cal.system.link.rtt_ns == 1000.0
     assert "not calibrated" in cal.system.provenance["link.rtt_ns"]
 

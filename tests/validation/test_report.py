@@ -73,6 +73,41 @@ def test_targets_by_group():
     assert report.target_for("traversal/device", cal)[1] is None
 
 
+def test_cases_no_fit_used_are_held_out():
+    cal = {"micro/zc_read/random", "micro/zc_warps"}
+    assert report.target_for("micro/zc_read/random (not fitted)", cal) == (
+        "held-out (not fitted)", 10.0)
+    assert report.target_for("micro/uvm_touch/none/seq (not fitted)", {"micro/uvm_touch/none/seq"}) \
+        == ("held-out (UVM first touch, not fitted)", 25.0)
+    record = {"results_dir": "runs/a", "fits": [
+        {"name": "translation", "groups": ["micro/zc_read/random"],
+         "residuals_pct": {"big": 1.0, "huge": -2.0}},
+        {"name": "requester_limit", "groups": ["micro/zc_warps"], "residuals_pct": {}}]}
+    fitted = report.fitted_cases(record, "runs/a")
+    assert fitted == {"micro/zc_read/random": {"big", "huge"}}   # no residuals: all fitted
+    assert report.fitted_cases(record, "runs/b") == {}           # fitted on another run
+    assert report.fitted_cases(None, "runs/a") == {}
+    # a record written from the repository root, read from elsewhere (a notebook's folder)
+    assert report.same_run_dir("runs/a", Path.cwd() / "runs" / "a")
+    assert report.same_run_dir("runs/a", "/x/results/runs/a")
+    assert not report.same_run_dir("runs/a", "/x/runs/ab")
+    ann = pd.DataFrame({"case": ["big", "huge", "small", "w1", "w2"],
+                        "group": ["micro/zc_read/random"] * 3 + ["micro/zc_warps"] * 2,
+                        "metric": "bw_GBps", "primary": True, "error_pct": [1.0, -2.0, 300.0, 2, 4],
+                        "measured": 1.0, "predicted": 1.0, "unit": "GB/s",
+                        "params": [{}] * 5})
+    marked = report.mark_not_fitted(ann, fitted)
+    assert list(marked["group"]) == ["micro/zc_read/random"] * 2 + [
+        "micro/zc_read/random (not fitted)"] + ["micro/zc_warps"] * 2
+    stats = {s.group: s for s in report.group_stats(marked, cal)}
+    assert stats["micro/zc_read/random"].role == "calibration"
+    assert stats["micro/zc_read/random"].mape_pct == pytest.approx(1.5)
+    left = stats["micro/zc_read/random (not fitted)"]
+    assert (left.role, left.n, left.passed) == ("held-out (not fitted)", 1, False)
+    # the effects of the group it came from name what the model lacks
+    assert "64-bit hash" in " ".join(report.diagnose(left, marked[marked["group"] == left.group]))
+
+
 def test_diagnosis_names_the_parameter_the_error_follows():
     cases = {f"micro/zc_read/pattern=random,region_B={r}": {"kind": "micro", "benchmark": "zc_read",
                                                             "pattern": "random", "region_B": r}
@@ -105,8 +140,48 @@ def test_report_cli_end_to_end(tmp_path, capsys, data):
     md = (out / "report.md").read_text()
     assert "| `micro/zc_warps` | calibration |" in md
     assert "calibrated from microbenchmark groups: `micro/ptr_chase/host`, `micro/zc_warps`" in md
+    assert "(not fitted)`" not in md.split("## MAPE per group")[1]   # every case was fitted
     for name in ("predicted_vs_measured", "error_by_group", "mape_by_group"):
         assert (out / "plots" / f"{name}.png").stat().st_size > 5000
+    # a case the fit left out is judged as held out (the report re-rendered from its
+    # stored predictions)
+    record_path = cal.with_name("calibration.json")
+    record = json.loads(record_path.read_text())
+    (fit,) = [f for f in record["fits"] if f["name"] == "requester_limit"]
+    left_out = sorted(fit["residuals_pct"])[0]
+    del fit["residuals_pct"][left_out]
+    record_path.write_text(json.dumps(record))
+    assert main(["validate", "report", str(data), "--system", str(cal), "--fidelity", "analytic",
+                 "--only", "zc_warps", "--max-requests", "8192", "--out", str(out), "--quiet"]) == 0
+    md = (out / "report.md").read_text()
+    assert "| `micro/zc_warps (not fitted)` | held-out (not fitted) | bw_GBps | 1 |" in md
+    assert f"| `{left_out}` |" in md.split("### `micro/zc_warps (not fitted)`")[1]
+    # rendered again from summary.csv alone: same numbers, nothing predicted
+    summary_before = (out / "summary.csv").read_bytes()
+    record["fits"] = [f for f in record["fits"] if f["name"] != "requester_limit"]
+    record_path.write_text(json.dumps(record))
+    code = json.loads((out / "predictions.json").read_text())["key"]["code_sha256"]
+    for p in out.glob("predictions.parquet"):
+        p.unlink()                                  # the rows are not needed
+    capsys.readouterr()
+    assert main(["validate", "report", str(data), "--system", str(cal), "--fidelity", "analytic",
+                 "--only", "zc_warps", "--max-requests", "8192", "--out", str(out), "--quiet",
+                 "--from-summary"]) == 0
+    assert "nothing predicted" in capsys.readouterr().out
+    assert (out / "summary.csv").read_bytes() == summary_before
+    md = (out / "report.md").read_text()
+    assert "(not fitted)`" not in md.split("## MAPE per group")[1]   # no fit record: all fitted
+    assert f"--from-summary`; predicted with model code sha256 {code[:12]}" in md
+    (out / "predictions.json").unlink()
+    assert main(["validate", "report", str(data), "--system", str(cal), "--fidelity", "analytic",
+                 "--only", "zc_warps", "--max-requests", "8192", "--out", str(out), "--quiet",
+                 "--from-summary"]) == 0
+    assert "no prediction record names every case" in (out / "report.md").read_text()
+    assert main(["validate", "report", str(data), "--system", str(cal), "--out",
+                 str(tmp_path / "empty"), "--quiet", "--from-summary"]) == 2
+    assert "no summary to render again" in capsys.readouterr().err
+    assert main(["validate", "report", str(data), "--system", str(cal), "--out", str(out),
+                 "--quiet", "--from-summary", "--fresh"]) == 2
 
 
 def test_report_without_calibration_record_and_bad_inputs(tmp_path, capsys, data):

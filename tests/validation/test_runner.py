@@ -237,6 +237,38 @@ def test_full_run_writes_tidy_results_and_metadata(setup):
     assert "--offset-B" in zc["argv"] and zc["argv"][zc["argv"].index("--offset-B") + 1] == "0,64"
 
 
+FAKE_SASS = """\t\tFunction : _Z4walkILi4EEvv
+        /*0000*/                   LDG.E.64 R4, desc[UR4][R2.64] ;
+        /*0010*/                   LDG.E.64 R6, desc[UR4][R2.64+0x100] ;
+        /*0020*/                   IADD3 R8, R4, R6, RZ ;
+        /*0030*/                   BRA 0x0 ;
+\t\tFunction : _Z4initv
+        /*0000*/                   EXIT ;
+"""
+
+
+def test_loads_in_flight_are_recorded_from_the_programs_sass(setup, monkeypatch, tmp_path):
+    manifest, bin_dir, out = setup
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "sass.txt").write_text(FAKE_SASS)
+    # cuobjdump stands in: the SASS above for bfs, an error for the other programs
+    dump = tools / "cuobjdump"
+    dump.write_text(f'#!/bin/sh\ncase "$2" in */bfs) cat "{tools / "sass.txt"}";; '
+                    '*) echo "cuobjdump fatal: not an ELF file" >&2; exit 1;; esac\n')
+    dump.chmod(dump.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tools}:{__import__('os').environ['PATH']}")
+    meta = runner.run(manifest, out, bin_dir=bin_dir, progress=False)
+    rec = json.loads((out / runner.LOADS_IN_FLIGHT).read_text())
+    # one entry per program the manifest runs; the loop's two loads, the init has none
+    assert set(rec["programs"]) == {Path(j["argv"][0]).name for j in meta["jobs"]}
+    assert rec["programs"]["bfs"] == {"kernels": {"_Z4walkILi4EEvv": 2}}
+    assert rec["programs"]["zc_read"] == {"error": "cuobjdump fatal: not an ELF file"}
+    # without cuobjdump nothing is written
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert runner.record_loads_in_flight(tmp_path, [bin_dir / "bfs"]) is None
+
+
 def test_failed_job_is_recorded_and_resume_reruns_only_it(setup, monkeypatch):
     manifest, bin_dir, out = setup
     monkeypatch.setenv("FAKE_FAIL", "cc")

@@ -9,19 +9,22 @@
 #                             and the graphs under 8 MB)
 #   extra.tar.gz              build log, PCIe under load, graph generation
 #                             times, GPU tests' log, console log
-# Usage: run_manifest.sh [--tests SECONDS] [--build TARGET] MANIFEST:SECONDS [...]
+# Usage: run_manifest.sh [--tests SECONDS] [--build TARGET] [--only STRING] MANIFEST:SECONDS [...]
 # Each manifest run is stopped after its SECONDS (what it measured by then is
 # kept). --build makes one gpu_kernels target only (e.g. bin/uvm_touch for a
 # manifest of UVM first touch) instead of every program; the PCIe reading
 # under load then runs only if bin/zc_read was built. hostlink is not
-# installed there: a namespace folder makes it importable.
+# installed there: a namespace folder makes it importable. --only runs only
+# the jobs whose id contains STRING (validate run --only; e.g. trav__0__).
 set -u
 test_budget=0
 build_target=
+only=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --tests) test_budget=$2; shift 2 ;;
     --build) build_target=$2; shift 2 ;;
+    --only) only=(--only "$2"); shift 2 ;;
     *) break ;;
   esac
 done
@@ -59,7 +62,7 @@ for spec in "$@"; do
   dir=$work/run${i}_$name
   echo "== $(date -u +%FT%TZ) validate run $manifest ($budget s)"
   timeout --kill-after=10 "$budget" python3 -m hostlink.validation.cli run "$manifest" --out "$dir" \
-    --graph-dir "$graphs" --no-build --quiet --timeout-s "$budget"
+    --graph-dir "$graphs" --no-build --quiet --timeout-s "$budget" "${only[@]}"
   echo "validate exit $?"
   if [ ! -f "$dir/results.csv" ] && [ -f "$dir/run.json" ]; then
     python3 -m hostlink.validation.cli run "$manifest" --out "$dir" --reparse || true

@@ -1,0 +1,151 @@
+"""Loads in flight read from SASS, on hand-written SASS and on the committed
+SASS of the H200 build (validation/results/h200/sass), checked against the
+measured bandwidth of one warp (validation/results/h200/unroll_probe)."""
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from hostlink.model.cli.main import main
+from hostlink.validation import sass
+
+ROOT = Path(__file__).resolve().parents[2]
+H200 = ROOT / "validation" / "results" / "h200"
+
+# read_kernel<BPL, CACHE, UNROLL, PATTERN> of gpu_kernels/micro/zc_common.cuh
+PATTERNS = {"coalesced": 0, "strided": 1, "random": 2}
+
+
+def read_kernel(bpl: int, unroll: int, pattern: str, cache: int = 0) -> str:
+    return rf"read_kernelILi{bpl}ELi{cache}ELi{unroll}ELi{PATTERNS[pattern]}E"
+
+
+def line(addr: int, text: str) -> str:
+    return f"        /*{addr:04x}*/                   {text} ;   /* 0x0000 */"
+
+
+def function(name: str, body: list[str]) -> str:
+    return "\n".join([f"\t\tFunction : {name}", "\t.headerflags\t@\"EF_CUDA_SM90\""]
+                     + [line(16 * i, t) for i, t in enumerate(body)])
+
+
+def test_operands():
+    ld = sass.parse_instruction(0, "LDG.E.128", "R8, desc[UR4][R32.64+0x10]")
+    assert ld.dst == (8, 9, 10, 11) and ld.src == (32, 33)
+    assert sass.parse_instruction(0, "LDG.E.64", "R2, desc[UR6][R4.64]").dst == (2, 3)
+    st = sass.parse_instruction(0, "STG.E", "desc[UR6][R22.64], R29")
+    assert st.dst == () and set(st.src) == {22, 23, 29}
+    assert sass.parse_instruction(0, "IMAD.WIDE.U32", "R2, R3, 0x4, R6").dst == (2, 3)
+    lop = sass.parse_instruction(0, "LOP3.LUT", "R5, R5, R6, R7, 0x96, !PT")
+    assert lop.dst == (5,) and lop.src == (5, 6, 7)
+    assert sass.parse_instruction(0x4c0, "BRA", "0x360").target == 0x360
+    assert sass.parse_instruction(0, "ISETP.GE.U32.AND", "P0, PT, R4, UR4, PT").dst == ()
+
+
+def test_groups_of_a_loop():
+    text = "\n".join([
+        function("pairs", ["MOV R32, RZ",
+                           "LDG.E.128 R8, desc[UR4][R32.64]", "LDG.E.128 R12, desc[UR4][R32.64+0x10]",
+                           "LOP3.LUT R40, R10, R8, R12, 0x96, !PT",       # waits for the first pair
+                           "LDG.E.128 R16, desc[UR4][R32.64+0x20]", "LDG.E.128 R20, desc[UR4][R32.64+0x30]",
+                           "LOP3.LUT R41, R18, R22, RZ, 0x96, !PT",
+                           "IADD3 R32, R32, 0x40, RZ", "BRA 0x10"]),
+        function("four", ["LDG.E R4, desc[UR4][R2.64]", "LDG.E R5, desc[UR4][R2.64+0x4]",
+                          "LDG.E R6, desc[UR4][R2.64+0x8]", "LDG.E R7, desc[UR4][R2.64+0xc]",
+                          "IADD3 R9, R4, R5, R6", "IADD3 R9, R9, R7, RZ", "BRA 0x0"]),
+        # software pipelined: the load of the next iteration is in flight with this one's
+        function("pipelined", ["LDG.E R4, desc[UR4][R2.64]", "IADD3 R9, R9, R5, RZ",
+                               "MOV R5, R4", "LDG.E R6, desc[UR4][R2.64+0x4]", "BRA 0x0"]),
+        function("no_loop", ["LDG.E R4, desc[UR4][R2.64]", "EXIT"]),
+    ])
+    fns = sass.parse_sass(text)
+    (pairs,) = sass.loop_loads(fns["pairs"])
+    assert (pairs.start, pairs.end, pairs.loads, pairs.groups, pairs.max_in_flight) == (
+        0x10, 0x80, 4, (2, 2), 2)
+    assert sass.loads_in_flight(fns, "^four$") == 4
+    assert sass.loop_loads(fns["pipelined"])[0].max_in_flight == 2
+    assert sass.loop_loads(fns["no_loop"]) == []
+    with pytest.raises(sass.SassError, match="no loop issues global loads"):
+        sass.loads_in_flight(fns, "no_loop")
+    with pytest.raises(sass.SassError, match="matches 4 functions"):
+        sass.loads_in_flight(fns, ".")
+    with pytest.raises(sass.SassError, match="not cuobjdump"):
+        sass.parse_sass("hello", "x.txt")
+
+
+@pytest.fixture(scope="module")
+def zc_read():
+    return sass.read_sass(H200 / "sass" / "zc_read.sass.gz")
+
+
+@pytest.fixture(scope="module")
+def one_warp():
+    """Median bandwidth of one warp by (pattern, bytes per lane, unroll)."""
+    got = defaultdict(list)
+    for text in (H200 / "unroll_probe" / "warps.jsonl").read_text().splitlines():
+        rec = json.loads(text)
+        if rec.get("type") == "measurement" and rec["params"]["warps"] == 1:
+            p = rec["params"]
+            got[(p["pattern"], p["bytes_per_lane"], p["unroll"])].append(rec["metrics"]["bw_GBps"])
+    return {k: statistics.median(v) for k, v in got.items()}
+
+
+@pytest.mark.parametrize("bpl,expected", [(4, {1: 1, 2: 2, 4: 4, 8: 8}),
+                                          (16, {1: 1, 2: 2, 4: 2, 8: 8})])
+def test_coalesced_reads_keep_what_ptxas_made_of_unroll(zc_read, one_warp, bpl, expected):
+    """With 16 B per lane, unroll 4 compiles to two pairs of loads: one warp reads at
+    the bandwidth of unroll 2 (0.74 against 0.74 GB/s on the H200), not twice it."""
+    for unroll, n in expected.items():
+        assert sass.loads_in_flight(zc_read, read_kernel(bpl, unroll, "coalesced")) == n
+    # a warp's bandwidth follows its loads in flight (one round trip each group)
+    base = one_warp[("coalesced", bpl, 1)]
+    for unroll, n in expected.items():
+        assert one_warp[("coalesced", bpl, unroll)] / base == pytest.approx(n, rel=0.2)
+
+
+def test_strided_reads_in_flight_are_sectors_per_round_trip(zc_read, one_warp):
+    """Strided 16 B per lane: each lane's loads go to its own line, two loads per 32 B
+    sector. nvcc unrolls the unroll-1 loop four times (four loads, two sectors in
+    flight); unroll 2 and 4 keep two loads (one sector); one warp's bandwidth follows
+    the sectors in flight."""
+    in_flight = {u: sass.loads_in_flight(zc_read, read_kernel(16, u, "strided")) for u in (1, 2, 4)}
+    assert in_flight == {1: 4, 2: 2, 4: 2}
+    one_sector = one_warp[("strided", 16, 2)]
+    for unroll, n in in_flight.items():
+        sectors = n * 16 / 32
+        assert one_warp[("strided", 16, unroll)] / one_sector == pytest.approx(sectors, rel=0.15)
+
+
+def test_strong_system_loads_wait_for_each_other(zc_read, one_warp):
+    """ld.cv compiles to LDG.E.STRONG.SYS, issued back to back by ptxas; one warp
+    reads at one load per round trip whatever the unroll (measured)."""
+    for unroll in (1, 2, 4, 8):
+        assert sass.loads_in_flight(zc_read, read_kernel(4, unroll, "random", cache=2)) == 1
+        assert sass.loads_in_flight(zc_read, read_kernel(4, unroll, "random", cache=0)) > 1
+        assert one_warp[("random", 4, unroll)] == pytest.approx(one_warp[("random", 4, 1)], rel=0.1)
+
+
+@pytest.mark.parametrize("program", ["bfs", "cc", "sssp"])
+def test_traversals_keep_their_load_ahead(program):
+    """The naive, merged, merged_aligned and chunked walks (variants 0-3, no tracing)
+    issue load_ahead edge loads (and as many weight loads for SSSP) before the first
+    wait, as the twins assume (requests_ahead)."""
+    fns = sass.read_sass(H200 / "sass" / f"{program}.sass.gz")
+    per_edge = 2 if program == "sssp" else 1
+    for ids in ("j", "m"):                   # uint32_t, uint64_t ids
+        for variant in range(4):
+            for ahead in (1, 4):
+                name = rf"walkI{ids}Li{variant}ELi0ELi{ahead}E"
+                assert sass.loads_in_flight(fns, name) == ahead * per_edge, name
+
+
+def test_cli_prints_the_loops(capsys):
+    assert main(["validate", "sass", str(H200 / "sass" / "zc_read.sass.gz"),
+                 "--match", read_kernel(16, 4, "coalesced")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and out[1].split()[-2:] == ["2", "2,2"]
+    assert main(["validate", "sass", str(H200 / "missing.sass")]) == 2
