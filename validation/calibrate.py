@@ -934,16 +934,25 @@ def chain_beside(system_spec) -> list[dict]:
              "calibration_groups": list(rec.get("calibration_groups") or [])}]
 
 
+def same_run_dir(recorded, results_dir) -> bool:
+    """Whether a run folder named in a record (as given on its command line, maybe
+    relative to another working directory) is ``results_dir``: the same path once
+    resolved, or, for a relative record, ``results_dir``'s trailing parts."""
+    a, b = Path(str(recorded)), Path(str(results_dir))
+    if a.resolve() == b.resolve():
+        return True
+    return not a.is_absolute() and b.resolve().parts[-len(a.parts):] == a.parts
+
+
 def groups_fitted_on(calibration: dict, results_dir) -> list[str]:
     """Groups of ``results_dir``'s own measurements that ``calibration`` (a record) or
     any calibration in its chain fitted. A record without a chain: its own groups."""
     chain = calibration.get("chain")
     if not isinstance(chain, list):
         return list(calibration.get("calibration_groups") or [])
-    here = Path(str(results_dir)).resolve()
     used: list[str] = []
     for link in chain:
-        if Path(str(link.get("results_dir", ""))).resolve() == here:
+        if same_run_dir(link.get("results_dir", ""), results_dir):
             used += [g for g in link.get("calibration_groups") or [] if g not in used]
     return used
 

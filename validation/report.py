@@ -134,16 +134,6 @@ def annotate(summary: pd.DataFrame, cases: dict[str, dict]) -> pd.DataFrame:
     return s
 
 
-def same_run_dir(recorded, results_dir) -> bool:
-    """Whether a run folder named in a record (as given on its command line, maybe
-    relative to another working directory) is ``results_dir``: the same path once
-    resolved, or, for a relative record, ``results_dir``'s trailing parts."""
-    a, b = Path(str(recorded)), Path(str(results_dir))
-    if a.resolve() == b.resolve():
-        return True
-    return not a.is_absolute() and b.resolve().parts[-len(a.parts):] == a.parts
-
-
 def fitted_cases(calibration: dict | None, results_dir) -> dict[str, set[str]]:
     """Per calibration group of ``results_dir``, the cases its fits used.
 
@@ -153,6 +143,7 @@ def fitted_cases(calibration: dict | None, results_dir) -> dict[str, set[str]]:
     residuals) is absent: all its cases count as fitted."""
     if not calibration or not calibration.get("results_dir"):
         return {}
+    from hostlink.validation.calibrate import same_run_dir
     if not same_run_dir(calibration["results_dir"], results_dir):
         return {}
     out: dict[str, set[str]] = {}

@@ -270,6 +270,8 @@ def build_kernels(out_dir: Path, arch: str | None) -> None:
 
 
 LOADS_IN_FLIGHT = "loads_in_flight.json"
+#: how long one cuobjdump -sass may take (the largest program dumps in a few seconds)
+CUOBJDUMP_TIMEOUT_S = 300
 
 
 def record_loads_in_flight(out_dir: Path, programs: list[Path]) -> Path | None:
@@ -287,26 +289,20 @@ def record_loads_in_flight(out_dir: Path, programs: list[Path]) -> Path | None:
     record: dict[str, dict] = {}
     for prog in sorted(set(programs), key=lambda p: p.name):
         try:
-            p = subprocess.run([tool, "-sass", str(prog)], capture_output=True, text=True,
-                               timeout=300)
+            dump = subprocess.run([tool, "-sass", str(prog)], capture_output=True, text=True,
+                                  timeout=CUOBJDUMP_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as exc:
             record[prog.name] = {"error": str(exc)}
             continue
-        if p.returncode != 0:
-            last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+        if dump.returncode != 0:
+            last = (dump.stderr.strip().splitlines() or [f"exit status {dump.returncode}"])[-1]
             record[prog.name] = {"error": last}
             continue
         try:
-            functions = sass.parse_sass(p.stdout, str(prog))
+            record[prog.name] = {"kernels": sass.kernels_in_flight(
+                sass.parse_sass(dump.stdout, str(prog)))}
         except HostlinkError as exc:
             record[prog.name] = {"error": str(exc)}
-            continue
-        kernels = {}
-        for name, insts in functions.items():
-            loops = sass.loop_loads(insts)
-            if loops:
-                kernels[name] = max(lp.max_in_flight for lp in loops)
-        record[prog.name] = {"kernels": kernels}
     path = out_dir / LOADS_IN_FLIGHT
     path.write_text(json.dumps({"tool": "cuobjdump -sass", "programs": record}, indent=1) + "\n")
     return path

@@ -199,18 +199,28 @@ def loop_loads(insts: list[Inst]) -> list[LoopLoads]:
     return out
 
 
+def kernels_in_flight(functions: dict[str, list[Inst]]) -> dict[str, int]:
+    """Per function whose loops issue global loads, the most its innermost loops keep
+    outstanding at once (its steady state)."""
+    out = {}
+    for name, insts in functions.items():
+        loops = loop_loads(insts)
+        if loops:
+            out[name] = max(lp.max_in_flight for lp in loops)
+    return out
+
+
 def loads_in_flight(functions: dict[str, list[Inst]], name: str) -> int:
-    """Most loads a function's innermost loops keep outstanding at once (its
-    steady state); the function is named by a regular expression that must match
-    exactly one function."""
+    """:func:`kernels_in_flight` of the one function the regular expression ``name``
+    matches."""
     hits = [f for f in functions if re.search(name, f)]
     if len(hits) != 1:
         raise SassError(f"'{name}' matches {len(hits)} functions, not one"
                         + (f": {', '.join(hits[:4])}" if hits else ""))
-    loops = loop_loads(functions[hits[0]])
-    if not loops:
+    found = kernels_in_flight({hits[0]: functions[hits[0]]})
+    if not found:
         raise SassError(f"{hits[0]}: no loop issues global loads")
-    return max(lp.max_in_flight for lp in loops)
+    return found[hits[0]]
 
 
 def format_table(functions: dict[str, list[Inst]], match: str | None = None) -> str:

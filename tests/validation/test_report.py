@@ -10,6 +10,7 @@ import pytest
 
 from hostlink.model.cli.main import main
 from hostlink.validation import report
+from hostlink.validation.calibrate import same_run_dir
 from hostlink.validation.results_io import make_table
 
 
@@ -88,9 +89,9 @@ def test_cases_no_fit_used_are_held_out():
     assert report.fitted_cases(record, "runs/b") == {}           # fitted on another run
     assert report.fitted_cases(None, "runs/a") == {}
     # a record written from the repository root, read from elsewhere (a notebook's folder)
-    assert report.same_run_dir("runs/a", Path.cwd() / "runs" / "a")
-    assert report.same_run_dir("runs/a", "/x/results/runs/a")
-    assert not report.same_run_dir("runs/a", "/x/runs/ab")
+    assert same_run_dir("runs/a", Path.cwd() / "runs" / "a")
+    assert same_run_dir("runs/a", "/x/results/runs/a")
+    assert not same_run_dir("runs/a", "/x/runs/ab")
     ann = pd.DataFrame({"case": ["big", "huge", "small", "w1", "w2"],
                         "group": ["micro/zc_read/random"] * 3 + ["micro/zc_warps"] * 2,
                         "metric": "bw_GBps", "primary": True, "error_pct": [1.0, -2.0, 300.0, 2, 4],
