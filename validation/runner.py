@@ -279,7 +279,7 @@ def record_loads_in_flight(out_dir: Path, programs: list[Path]) -> Path | None:
     most global loads one thread keeps in flight in its loops, read from
     ``cuobjdump -sass`` (:mod:`hostlink.validation.sass`); what the GPU ran, where the
     twins otherwise take the source's ``unroll`` or ``load_ahead``. A program
-    cuobjdump cannot read gets its error instead. Nothing is written, and None
+    without device code has no kernels; one cuobjdump cannot read gets its error. Nothing is written, and None
     returned, without cuobjdump on the PATH."""
     from hostlink.validation import sass
 
@@ -297,6 +297,9 @@ def record_loads_in_flight(out_dir: Path, programs: list[Path]) -> Path | None:
         if dump.returncode != 0:
             last = (dump.stderr.strip().splitlines() or [f"exit status {dump.returncode}"])[-1]
             record[prog.name] = {"error": last}
+            continue
+        if "Function :" not in dump.stdout:      # no device code (memcpy_bw: copies only)
+            record[prog.name] = {"kernels": {}}
             continue
         try:
             record[prog.name] = {"kernels": sass.kernels_in_flight(

@@ -252,9 +252,11 @@ def test_loads_in_flight_are_recorded_from_the_programs_sass(setup, monkeypatch,
     tools = tmp_path / "tools"
     tools.mkdir()
     (tools / "sass.txt").write_text(FAKE_SASS)
-    # cuobjdump stands in: the SASS above for bfs, an error for the other programs
+    # cuobjdump stands in: the SASS above for bfs, no device code for memcpy_bw, an
+    # error for the other programs
     dump = tools / "cuobjdump"
     dump.write_text(f'#!/bin/sh\ncase "$2" in */bfs) cat "{tools / "sass.txt"}";; '
+                    '*/memcpy_bw) echo "";; '
                     '*) echo "cuobjdump fatal: not an ELF file" >&2; exit 1;; esac\n')
     dump.chmod(dump.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{tools}:{__import__('os').environ['PATH']}")
@@ -264,6 +266,7 @@ def test_loads_in_flight_are_recorded_from_the_programs_sass(setup, monkeypatch,
     assert set(rec["programs"]) == {Path(j["argv"][0]).name for j in meta["jobs"]}
     assert rec["programs"]["bfs"] == {"kernels": {"_Z4walkILi4EEvv": 2}}
     assert rec["programs"]["zc_read"] == {"error": "cuobjdump fatal: not an ELF file"}
+    assert rec["programs"]["memcpy_bw"] == {"kernels": {}}
     # without cuobjdump nothing is written
     monkeypatch.setenv("PATH", "/nonexistent")
     assert runner.record_loads_in_flight(tmp_path, [bin_dir / "bfs"]) is None

@@ -149,3 +149,17 @@ def test_cli_prints_the_loops(capsys):
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 2 and out[1].split()[-2:] == ["2", "2,2"]
     assert main(["validate", "sass", str(H200 / "missing.sass")]) == 2
+
+
+def test_a_runs_record_agrees_with_the_sass_of_the_same_source():
+    """validate run's loads_in_flight.json (validation/results/h200/ci_small, recorded
+    by the runner from its own build) holds, kernel for kernel, what validate sass reads
+    from the SASS dumped from another build of the same sources (../sass)."""
+    rec = json.loads((H200 / "ci_small" / "loads_in_flight.json").read_text())["programs"]
+    compared = 0
+    for program in ("bfs", "sssp", "cc", "pagerank", "zc_read"):
+        dumped = sass.kernels_in_flight(sass.read_sass(H200 / "sass" / f"{program}.sass.gz"))
+        assert rec[program]["kernels"] == dumped, program
+        compared += len(dumped)
+    assert compared > 200
+    assert rec["memcpy_bw"] == {"kernels": {}}                 # copies only: no device code
