@@ -59,12 +59,23 @@ the fit), after a coarse scan of the parameter range:
    (768 tags of 128 B outrun the link), 32 B reads can. Only the points where
    the tags bind are used (:func:`_is_tag_bound`);
 5. ``translation.tlb_entries`` and ``translation.miss_lat_ns`` from random
-   128 B lines over growing regions (``micro/zc_read/random``): the region
+   128 B lines over growing regions of host memory (``micro/zc_read/random``): the region
    where bandwidth falls gives the reach (entries x page_B; page_B is kept),
    the depth of the fall the miss cost (``translation.walkers`` is kept: the
    bandwidth fixes only walkers over miss cost). The start is closed-form
    (:func:`hostlink.model.translation.reach_from_two_regions` on the two
    largest regions below the plateau);
+5b. ``options.micro.random_load_ns`` and ``options.micro.random_chain_ns``, the
+   read kernel's own time per warp load of its random pattern on an SM and in one
+   warp (two 64-bit hashes and a 64-bit modulo pick each line, about 130 SASS
+   instructions, the modulo a called routine), from random lines in device memory
+   (``micro/zc_read/random`` and ``micro/zc_warps/random`` with ``memory_mode =
+   device``, a ``hot_lines`` run), which the caches serve at the SMs' issue rate
+   whatever the region at full occupancy (640-660 GB/s from 4 KiB to 16 MiB on an
+   H100 and an H200) and at one warp's dependent chain with one warp per SM (65-71
+   GB/s over 4 KiB); the same kernel's host reads that hit in the L1 are bounded by
+   them (:func:`hostlink.validation.twins.random_pattern_floor_ns`). A run without
+   such cases keeps the base values (0: no bound);
 6. ``uvm.batch_base_us`` and the model options ``options.uvm.block_us`` (per
    VA block a batch services), ``options.uvm.copy_page_us`` (per page copied to
    the GPU, migrated or read-duplicated) and ``options.uvm.move_page_us`` (per
@@ -300,6 +311,32 @@ def _guess_tag_window(prob, system, base):
     return {"gpu.host_path_ns": min(max(0.0, total - window), total)}
 
 
+def _is_device_read(p: dict) -> bool:
+    return p.get("memory_mode") == "device"
+
+
+def _guess_random_load(prob, system, base):
+    """Random lines in device memory run at the kernel's own rate: at full occupancy
+    each SM spends the per-load time on its share of the warp loads (the SMs reading at
+    once times a warp load's bytes over the bandwidth), with one warp per SM each warp
+    its chain time per load (the warps times a warp load's bytes over the bandwidth);
+    the median of each over the points with the most and with the fewest warps."""
+    pts = []
+    for t, bw in zip(prob.twins, prob.measured_arr):
+        warps = int(t.extra.get("warps", 0) or 0) or system.gpu.sm_count
+        pts.append((warps, 32 * int(t.params.get("bytes_per_lane", 4)), float(bw)))
+    if not pts:
+        return {}
+    most, fewest = max(w for w, _, _ in pts), min(w for w, _, _ in pts)
+    sms = system.gpu.sm_count
+    out = {"options.micro.random_load_ns":
+           float(np.median([min(w, sms) * b / bw for w, b, bw in pts if w == most]))}
+    if fewest <= sms:
+        out["options.micro.random_chain_ns"] = float(
+            np.median([w * b / bw for w, b, bw in pts if w == fewest]))
+    return out
+
+
 def _guess_translation(prob, system, base):
     """Uniform random lines over regions R: the LRU miss rate is 1 - E page_B / R
     (:func:`hostlink.model.translation.uniform_miss_rate`) and the walkers bound the
@@ -431,9 +468,23 @@ STEPS: tuple[Step, ...] = (
     Step("translation", (Param("translation.tlb_entries", 1, 1 << 20, integer=True),
                          Param("translation.miss_lat_ns", 1.0, 1e5)),
          ("micro/zc_read/random",), scan=5, prefer=("cache", "cv"), guess=_guess_translation,
-         select=lambda p: int(p.get("region_B", 0)) >= RANDOM_REGION_MIN_B,
+         select=lambda p: (int(p.get("region_B", 0)) >= RANDOM_REGION_MIN_B
+                           and not _is_device_read(p)),
+         select_doc=f"over regions of at least {RANDOM_REGION_MIN_B >> 20} MiB of host memory",
          explain="random 128 B lines over growing regions: the knee gives the reach, "
                  "the fall the miss cost"),
+    Step("random_kernel", (Param("options.micro.random_load_ns", 0.0, 1e4, log=False,
+                                 sens_step=1.0),
+                           Param("options.micro.random_chain_ns", 0.0, 1e5, log=False,
+                                 sens_step=10.0)),
+         ("micro/zc_read/random", "micro/zc_warps/random"), select=_is_device_read,
+         requires_case=_is_device_read,
+         requires_case_doc="random lines in device memory (a hot_lines run)",
+         select_doc="in device memory", guess=_guess_random_load,
+         explain="random lines in device memory, which the caches serve: the read kernel's "
+                 "own time per warp load (two 64-bit hashes and a 64-bit modulo pick each "
+                 "line) on an SM at full occupancy and in one warp's dependent chain, which "
+                 "bound the random pattern wherever its loads hit"),
     Step("uvm_batches", (Param("uvm.batch_base_us", 0.0, 1e4, log=False, sens_step=10.0),
                          Param("options.uvm.block_us", 0.0, 1e4, log=False, sens_step=1.0),
                          Param("options.uvm.copy_page_us", 0.0, 1e3, log=False, sens_step=0.05),
@@ -501,10 +552,23 @@ class Calibration:
     @property
     def chain(self) -> list[dict]:
         """Every calibration this one rests on, oldest first, and itself: the results
-        directory and the groups each fitted (a report counts a group as calibration
-        where any link fitted it on the run reported)."""
+        directory, the groups each fitted (a report counts a group as calibration
+        where any link fitted it on the run reported) and, per group, the cases its
+        fits used (``fitted_cases``; the group's other cases are judged as held out)."""
         return [*self.base_chain, {"results_dir": self.results_dir,
-                                   "calibration_groups": self.calibration_groups}]
+                                   "calibration_groups": self.calibration_groups,
+                                   "fitted_cases": self.fitted_cases}]
+
+    @property
+    def fitted_cases(self) -> dict[str, list[str]]:
+        """Per calibration group, the cases the fits used (their residuals)."""
+        out: dict[str, set[str]] = {}
+        for f in self.fits:
+            if not f.residuals_pct:
+                continue
+            for g in f.groups:
+                out.setdefault(g, set()).update(f.residuals_pct)
+        return {g: sorted(c) for g, c in sorted(out.items())}
 
     def to_dict(self) -> dict:
         return {"results_dir": self.results_dir, "base_system": getattr(self.base_system, "name", ""),
@@ -562,7 +626,8 @@ OPTION_DEFAULTS = {"options.uvm.block_us": 0.0, "options.uvm.move_page_us": 0.0,
                    "options.uvm.copy_page_us": 0.0, "options.uvm.first_fault_us": 0.0,
                    "options.uvm.fault_us": 0.0,
                    "options.uvm.move_run_us": 0.0, "options.link.rtt_at_full_link_ns": 0.0,
-                   "options.prefetch.call_us": 0.0}
+                   "options.prefetch.call_us": 0.0, "options.micro.random_load_ns": 0.0,
+                   "options.micro.random_chain_ns": 0.0}
 
 
 def _get(system, key: str, options: dict | None = None):

@@ -138,21 +138,28 @@ def fitted_cases(calibration: dict | None, results_dir) -> dict[str, set[str]]:
     """Per calibration group of ``results_dir``, the cases its fits used.
 
     From the record's own fits (their ``residuals_pct``: one entry per case a fit
-    used) when the record was calibrated on ``results_dir``; a group no such fit
-    names (one fitted by an earlier link of the chain, or a record without
-    residuals) is absent: all its cases count as fitted."""
-    if not calibration or not calibration.get("results_dir"):
+    used) when the record was calibrated on ``results_dir``, and from the
+    ``fitted_cases`` of every earlier link of its chain calibrated on
+    ``results_dir`` (a run calibrated in the chain, then reported with a later
+    link's system; the chain's last link is the record itself, whose fits speak
+    for it); a group none of these names (a link recorded without its cases, or a
+    record without residuals) is absent: all its cases count as fitted."""
+    if not calibration:
         return {}
     from hostlink.validation.calibrate import same_run_dir
-    if not same_run_dir(calibration["results_dir"], results_dir):
-        return {}
     out: dict[str, set[str]] = {}
-    for fit in calibration.get("fits") or []:
-        residuals = fit.get("residuals_pct")
-        if not isinstance(residuals, dict) or not residuals:
-            continue
-        for group in fit.get("groups") or []:
-            out.setdefault(group, set()).update(residuals)
+    for link in (calibration.get("chain") or [])[:-1]:
+        cases = link.get("fitted_cases") if isinstance(link, dict) else None
+        if isinstance(cases, dict) and same_run_dir(link.get("results_dir", ""), results_dir):
+            for group, names in cases.items():
+                out.setdefault(group, set()).update(names)
+    if calibration.get("results_dir") and same_run_dir(calibration["results_dir"], results_dir):
+        for fit in calibration.get("fits") or []:
+            residuals = fit.get("residuals_pct")
+            if not isinstance(residuals, dict) or not residuals:
+                continue
+            for group in fit.get("groups") or []:
+                out.setdefault(group, set()).update(residuals)
     return out
 
 
@@ -228,15 +235,24 @@ EFFECTS = {
         "strided) on the H100, and the H200 takes the H100's value (validation/results/h200/"
         "base_system.toml)"),
     "micro/zc_read/random": (
-        "translation misses beyond the TLB reach (large regions); the kernel's own "
-        "instructions, which the twins give no time: each load's block is a 64-bit hash "
-        "and modulo of its index (gpu_kernels/micro/zc_common.cuh), so 4 KiB regions, all "
-        "L1 hits, run at 628 GB/s on the H200, not at the L1's speed; or, with ld.cv, "
-        "strong system-scope loads (LDG.E.STRONG.SYS) that wait for each other: one warp "
-        "keeps one in flight whatever its unroll (validation/results/h200/unroll_probe), "
-        "and the reads of a few hot lines do not overlap (4 KiB, 32 lines: 2.6 GB/s on "
-        "the H200; 64 KiB: 23 GB/s)",
-        "translation reach larger than configured (fewer misses)"),
+        "translation misses beyond the TLB reach (large regions); without a hot_lines "
+        "calibration in the chain, the kernel's own instructions (each load's block is a "
+        "64-bit hash and modulo of its index, gpu_kernels/micro/zc_common.cuh: options."
+        "micro.random_load_ns and random_chain_ns, fitted on random lines in device "
+        "memory); with ld.cv, reads of one line wait longer than one round trip each "
+        "where many lines are read at once (the twins give a line one read per round "
+        "trip: 4 KiB, 32 lines, 2.4-2.6 GB/s measured against 3.5; 64 KiB, 512 lines, "
+        "23-27 GB/s against the link's 52: validation/results/*/hot_lines), or L1 "
+        "misses that lengthen a warp's chain where few warps read (the floor does not "
+        "add a load's latency to the chain)",
+        "translation reach larger than configured (fewer misses), or, for regions the "
+        "caches hold, a kernel rate above the one fitted on device memory"),
+    "micro/zc_warps/random": (
+        "with ld.cv, reads of one line that wait longer than one round trip each where "
+        "many lines are read at once (16 KiB to 64 KiB regions: 7-27 GB/s against "
+        "14-52 GB/s), or, with few warps, L1 misses that lengthen a warp's chain of "
+        "instructions beyond the chain fitted on 4 KiB of device memory",
+        "a kernel rate above the one fitted on device memory"),
     "micro/zc_warps": (
         "a per-warp issue cost of back-to-back loads (one warp's 4 loads take 1.33 us on the "
         "H200 against 1.22 us for one, about 37 ns per further load); the engines issue an "
@@ -277,8 +293,12 @@ EFFECTS = {
     "micro/uvm_touch": (
         "fault-service costs the page, block, batch and first-fault costs do not hold: one "
         "line per 64 KiB big page costs the GPU more than the big-page migrations the model "
-        "gives it; and UVM first touch varies from run to run by more than the other "
-        "microbenchmarks (validation/results/h200/uvm_sparse)",
+        "gives it; a run's first fault that depends on the size of the managed buffer it "
+        "falls in, which the model's one first-fault cost does not (one line: 0.05-0.08 ms "
+        "in a 2 MiB buffer on both GPUs, 0.17-0.22 ms in 2 GiB on the H100, 0.11-0.33 ms "
+        "from 8 MiB up on the H200: validation/results/*/uvm_alloc); and UVM first touch "
+        "varies from run to run by more than the other microbenchmarks "
+        "(validation/results/h200/uvm_sparse)",
         "fault batches that the driver overlaps or that serve more faults than modelled"),
     "traversal/zerocopy": (
         "work of the warps beside their host loads on graphs above 2^24 edges, whose twins "
@@ -301,9 +321,12 @@ EFFECTS = {
         "(tenths of a millisecond)",
         "prefetching or batching in the driver that the model under-credits, per-page "
         "costs (fitted on first touch) above what a traversal's pages cost, or, on small "
-        "graphs, a run's one-off first-fault cost fitted loosely: buffers of 64 MiB and more "
-        "(a uvm_sparse run) leave it loose, where a uvm_sizes run pins it (on an H100, 243 us "
-        "from the first, 103 us from the second)"),
+        "graphs, a run's one-off first-fault cost fitted above what one fault costs: the "
+        "uvm_sparse fits give 243 us (H100) and 418 us (H200), where one line in a buffer "
+        "of a scale-14 edge list's size (2-8 MiB) takes 0.05-0.08 ms on the H100 and "
+        "0.05-0.28 ms on the H200 in all (validation/results/*/uvm_alloc); the H100's "
+        "traversals need the larger value (at 103 us they come out 26% too fast), so it "
+        "stands for a per-run cost the first-touch microbenchmarks do not show"),
     "traversal/device": (
         "device work on graphs above 2^24 edges (their twins carry the edge list only) and "
         "loads that miss the L2 (the request-stream models give every device load past the "

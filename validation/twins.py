@@ -22,7 +22,11 @@ that issues the same memory traffic in the model:
   the first region_B bytes (the program's hash, reproduced bit for bit).
   The program issues ``unroll`` loads and then uses them all before the next
   ones, so an unrolled group is one instruction of the twin (it completes with
-  its last load) and a warp keeps one instruction in flight.
+  its last load) and a warp keeps one instruction in flight. The random
+  pattern's run takes at least the SMs' and each warp's time for its hashes
+  (``options.micro.random_load_ns``, ``random_chain_ns``) and, with ``ld.cv`` on host
+  memory, one round trip per line of the region for each read of it
+  (:func:`random_pattern_floor_ns`).
   ``ptr_chase``: one thread, one dependent 8 B load per step (a 32 B request),
   an untimed pass then a timed pass (the twin times the second): over the next
   links of the cycle where the program reports ``revisits`` (fresh nodes), else
@@ -63,8 +67,9 @@ Assumptions of the twins (not of the model):
   is the launch overhead plus its bytes over that bandwidth (a warp keeps at
   least 8 x unroll loads, 2 x unroll for the strided pattern's 32-request
   instructions). UVM first touch is predicted on a prefix of the buffer of at
-  most ``max_uvm_B`` (1 GiB by default: the measured sizes whole) and scaled by
-  size.
+  most ``max_uvm_B`` (1 GiB by default: buffers up to 1 GiB whole) and scaled by
+  size, all but the run's one-off first fault; a sparse prefix keeps whole
+  strides, at least one line.
 - warps = 0 ("as many as fit") takes the grid the program reported
   (``warps_launched``) where the measured results hold it, else every
   resident warp slot of the GPU (``sm_count * max_warps_per_sm``).
@@ -275,7 +280,10 @@ def run_model(stream: RequestStream, system, mode: str, fidelity: str,
     (keywords of :func:`hostlink.model.uvm.simulate_uvm`, used in the UVM modes) and
     ``{"link": {"rtt_at_full_link_ns": d}}``, a round trip that grows with the link's
     load (zero-copy mode; see :func:`loaded_prediction`). ``{"prefetch": {"call_us": c}}``
-    is read by the prefetch first-touch twin only (:func:`_predict_uvm_touch`)."""
+    is read by the prefetch first-touch twin only (:func:`_predict_uvm_touch`),
+    ``{"micro": {"random_load_ns": t, "random_chain_ns": c}}`` by the random-pattern
+    read twins only
+    (:func:`random_pattern_floor_ns`)."""
     from hostlink.model.predict import predict
 
     uvm_options = dict((options or {}).get("uvm") or {})
@@ -624,6 +632,45 @@ def without_launch(system):
     return system_with(system, {"gpu.launch_ns": 0.0, "gpu.cta_dispatch_ns": 0.0})
 
 
+def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None) -> float:
+    """Least time of a zc_read/zc_warps random-pattern run beyond its memory traffic, ns
+    (0 for the other patterns).
+
+    - The kernel's own work: each load's line is ``mix64(seed ^ mix64(j)) % blocks``
+      (gpu_kernels/micro/zc_common.cuh), two 64-bit hashes and a 64-bit modulo, about
+      130 SASS instructions per warp load (validation/results/h200/sass), so loads the
+      caches serve run at the SMs' issue rate, not the L1's: every SM spends
+      ``options.micro.random_load_ns`` per warp load, and a warp, whose instructions
+      depend on one another (the modulo is a called routine), at least
+      ``options.micro.random_chain_ns`` per load. Both are fitted on random lines in
+      device memory (640-660 GB/s at full occupancy on an H100 and an H200 from 4 KiB
+      to 16 MiB regions; 65-71 GB/s with one warp per SM over 4 KiB,
+      validation/results/*/hot_lines); 0, the default, leaves a bound out. The bound
+      does not add a load's own latency to the chain: loads that miss the L1 make one
+      warp slower than it (1 MiB of device memory, L2 hits: 52-53 GB/s with one warp
+      per SM).
+    - With ``cache = cv`` on host memory, reads of one line do not overlap: a line has one
+      read in flight per host round trip (``link.rtt_ns + gpu.host_path_ns``), so
+      ``region_B / 128`` lines bound the bandwidth (a 4 KiB region, 32 lines: 2.4-2.6 GB/s
+      on both GPUs whether 132 or 8448 warps read it, validation/results/*/hot_lines)."""
+    p = twin.params
+    if twin.benchmark not in ("zc_read", "zc_warps") or p.get("pattern") != "random":
+        return 0.0
+    micro = (options or {}).get("micro") or {}
+    load_ns = float(micro.get("random_load_ns", 0.0) or 0.0)
+    chain_ns = float(micro.get("random_chain_ns", 0.0) or 0.0)
+    blk = 32 * int(p.get("bytes_per_lane", 4))
+    warps = int(twin.extra.get("warps", 0) or 0) or system.gpu.sm_count
+    loads = twin.full_bytes_B / blk
+    floor = max(loads / min(warps, system.gpu.sm_count) * load_ns, loads / warps * chain_ns)
+    if p.get("cache") == "cv" and twin.mode == "zerocopy":
+        region = max(1, int(p.get("region_B", 1 << 30)) // blk) * blk
+        lines = max(1, region // LINE_B)
+        round_trip_ns = system.link.rtt_ns + system.gpu.host_path_ns
+        floor = max(floor, twin.full_bytes_B * round_trip_ns / (lines * LINE_B))
+    return floor
+
+
 def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str,
                            options: dict | None = None) -> dict[str, float]:
     run = run_model(twin.stream, without_launch(system), twin.mode, fidelity, options)
@@ -631,7 +678,8 @@ def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str,
     if kernel_ns <= 0:
         raise TwinError(f"case '{twin.case}': the model predicted no time")
     bw = twin.twin_bytes_B / kernel_ns                      # B/ns = GB/s
-    time_ns = system.launch_overhead_us * 1e3 + twin.full_bytes_B / bw
+    body_ns = max(twin.full_bytes_B / bw, random_pattern_floor_ns(twin, system, options))
+    time_ns = system.launch_overhead_us * 1e3 + body_ns
     return {"time_ms": time_ns * 1e-6, "bw_GBps": twin.full_bytes_B / time_ns}
 
 
@@ -765,6 +813,7 @@ def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None
     warps = -(-warps // 8) * 8                       # the program launches whole 8-warp blocks
     launches = _launch("uvm_touch", warps, system.gpu.sm_count)
     twin_size = min(size, max_uvm_B)
+    full_B = size
     nblocks = twin_size // LINE_B
     if pattern == "seq":
         counts = _per_warp_counts(nblocks, warps)
@@ -774,7 +823,12 @@ def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None
         stride = int(params.get("stride_B", 2 << 20))
         if stride < LINE_B or stride % LINE_B:
             raise TwinError(f"case '{case}': stride_B must be a multiple of {LINE_B}")
-        counts = _per_warp_counts(twin_size // stride, warps)
+        # the program touches size // stride lines; the prefix keeps whole strides and at
+        # least one line (a stride above max_uvm_B would otherwise leave it empty)
+        lines = size // stride
+        twin_lines = min(lines, max(1, max_uvm_B // stride))
+        full_B, twin_size = lines * stride, twin_lines * stride
+        counts = _per_warp_counts(twin_lines, warps)
         warp, j = _expand(counts)
         block = (warp + j * warps) * (stride // LINE_B)
     elif pattern == "random":
@@ -795,14 +849,21 @@ def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None
     space = SPACE_DEVICE if advice == "prefetch" else SPACE_HOST
     stream = _ranges_stream(warp, j, lo, lo + LINE_B, np.arange(len(lo)), space=space,
                             launches=launches)
-    return MicroTwin(case, "uvm_touch", params, mode, stream, float(size), float(twin_size),
+    return MicroTwin(case, "uvm_touch", params, mode, stream, float(full_B), float(twin_size),
                      loads_in_flight=1, size_B=size, extra={"warps": warps, "advice": advice})
 
 
 def _predict_uvm_touch(twin: MicroTwin, system, fidelity: str,
                        options: dict | None = None) -> dict[str, float]:
     run = run_model(twin.stream, system, twin.mode, fidelity, options)
-    body_ns = (run.time_ns - system.launch_overhead_us * 1e3) * twin.scale
+    body_ns = run.time_ns - system.launch_overhead_us * 1e3
+    if twin.scale != 1.0:
+        # a prefix stands for the buffer: its per-line time scales, the run's one-off
+        # first fault (options.uvm.first_fault_us, with the first batch) does not
+        once_ns = 0.0
+        if twin.mode in UVM_MODES and len(twin.stream):
+            once_ns = float(((options or {}).get("uvm") or {}).get("first_fault_us", 0.0) or 0.0) * 1e3
+        body_ns = once_ns + (body_ns - once_ns) * twin.scale
     out: dict[str, float] = {}
     prefetch_ns = 0.0
     if twin.extra.get("advice") == "prefetch":

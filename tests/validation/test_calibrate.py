@@ -382,3 +382,52 @@ def test_a_chain_of_calibrations_names_the_groups_fitted_on_each_run(tmp_path, s
     # a record made before chains were kept: its own groups, wherever reported
     old = {k: v for k, v in rec.items() if k != "chain"}
     assert groups_fitted_on(old, tmp_path / "elsewhere") == ["micro/ptr_chase/host"]
+
+
+def test_recovers_the_random_kernels_own_time_per_load(tmp_path):
+    # random lines in device memory, at full occupancy and one warp per SM: the
+    # caches serve them, so the kernel's own time per load is all the data show
+    truth = {"micro": {"random_load_ns": 26.0, "random_chain_ns": 280.0}}
+    dev = dict(pattern="random", bytes_per_lane=4, memory_mode="device", cache="default")
+    pts = [("zc_read", dict(dev, region_B=r, unroll=4, warps=0), dict(total_B=64 * MiB))
+           for r in (4096, 1 * MiB)]
+    pts += [("zc_warps", dict(dev, region_B=4096, unroll=1, warps=w), dict(total_B=64 * MiB))
+            for w in (132, 528, 8448)]
+    host = dict(dev, memory_mode="zerocopy", region_B=4096, unroll=1)
+    pts += [("zc_warps", dict(host, warps=w), dict(total_B=64 * MiB)) for w in (132, 8448)]
+    cases = micro_cases(pts)
+    # device loads at an L2 hit's latency (the preset's 600 ns is a DRAM miss's): one
+    # warp's chain, not its loads, then bounds it, as on the GPUs (hot_lines)
+    system = system_with(load_system("h100-pcie5"), {"gpu.device_lat_ns": 150.0})
+    write_results(synthesize(cases, system, fidelity="analytic", noise_pct=0.5, seed=5,
+                             options=truth, max_requests=MAXREQ), tmp_path)
+    (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
+    cal = calibrate(tmp_path, system, fidelity="analytic", max_requests=MAXREQ,
+                    only=["random_kernel"])
+    (fit,) = cal.fits
+    assert fit.values["options.micro.random_load_ns"] == pytest.approx(26.0, rel=0.03)
+    assert fit.values["options.micro.random_chain_ns"] == pytest.approx(280.0, rel=0.03)
+    # fitted on the device-memory cases only: the host ones are the group's held-out part
+    assert len(fit.residuals_pct) == 5 and all("device" in c for c in fit.residuals_pct)
+    rec = cal.to_dict()
+    assert set(rec["chain"][-1]["fitted_cases"]["micro/zc_warps/random"]) == set(fit.residuals_pct)
+    from hostlink.validation.report import fitted_cases
+    # reported with a later calibration's record: the chain still names the cases
+    later = {"results_dir": str(tmp_path / "elsewhere"), "fits": [],
+             "chain": [*rec["chain"], {"results_dir": str(tmp_path / "elsewhere")}]}
+    got = fitted_cases(later, tmp_path)
+    assert got["micro/zc_warps/random"] == set(fit.residuals_pct)
+    assert not any("zerocopy" in c for c in got["micro/zc_warps/random"])
+    assert fitted_cases(later, tmp_path / "elsewhere") == {}
+
+
+def test_random_kernel_needs_device_memory_reads(tmp_path):
+    host = dict(pattern="random", bytes_per_lane=4, memory_mode="zerocopy", cache="cv", unroll=4,
+                warps=0)
+    cases = micro_cases([("zc_read", dict(host, region_B=r), dict(total_B=64 * MiB))
+                         for r in (64 * MiB, 1 << 30)])
+    write_synthetic(tmp_path, cases, fidelity="analytic")
+    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ,
+                    only=["random_kernel"])
+    assert cal.fits == [] and any("random_kernel" in s and "device memory" in s
+                                  for s in map(str, cal.skipped))

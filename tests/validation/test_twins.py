@@ -333,6 +333,62 @@ def test_sparse_uvm_touch_touches_one_line_per_stride(h100):
     assert [("stride_B" in q) for q in pts] == [False, True]
 
 
+def test_uvm_touch_prefix_keeps_a_line_and_scales_all_but_the_first_fault(h100):
+    # one line in a 2 GiB buffer (validation/manifests/uvm_alloc.toml): the 1 GiB
+    # prefix must still hold it, and stand for the whole buffer at scale 1
+    one = dict(kind="micro", benchmark="uvm_touch", size_B=2 << 30, pattern="sparse",
+               stride_B=2 << 30, advice="none", warps=64)
+    t = twins.build_micro("c", one, h100)
+    assert len(t.stream) == 1 and t.scale == 1.0
+    # one line per 512 MiB over 2 GiB: two of the four in the prefix, scaled by two
+    four = dict(one, stride_B=512 << 20)
+    t4 = twins.build_micro("c", four, h100)
+    assert len(t4.stream) == 2 and t4.scale == 2.0
+    # the run's one-off first fault is paid once, not once per prefix
+    ff_us = 500.0
+    opts = {"uvm": {"first_fault_us": ff_us}}
+    base = t4.predict(h100, "analytic", {})["time_ms"]
+    with_ff = t4.predict(h100, "analytic", opts)["time_ms"]
+    assert with_ff - base == pytest.approx(ff_us * 1e-3, rel=1e-6)
+    # whole buffers (scale 1) are unchanged by the rule
+    small = dict(one, size_B=64 << 20, stride_B=2 << 20)
+    ts = twins.build_micro("c", small, h100)
+    assert ts.scale == 1.0 and len(ts.stream) == 32
+
+
+def test_random_pattern_floor_the_kernels_own_time_and_one_read_per_line(h100):
+    # zc_read's random lines: the kernel's hash and modulo bound loads the caches serve,
+    # and ld.cv reads of one host line do not overlap
+    base = dict(kind="micro", benchmark="zc_warps", pattern="random", bytes_per_lane=4,
+                memory_mode="zerocopy", unroll=1, total_B=1 << 30, max_per_warp_B=1 << 30)
+    opts = {"micro": {"random_load_ns": 26.0, "random_chain_ns": 280.0}}
+    sms = h100.gpu.sm_count
+
+    def bw(params, options=None):
+        # enough loads per warp that the first misses of the 32 hot lines are a small part
+        t = twins.build_micro("c", params, h100, max_requests=1 << 17)
+        return t.predict(h100, "analytic", options)["bw_GBps"]
+
+    hot = dict(base, region_B=4096, cache="default")
+    full, one = dict(hot, warps=64 * sms), dict(hot, warps=sms)
+    # cache hits cost the model nothing: without the options both run faster than the bound
+    assert bw(full) > 1.1 * sms * 128 / 26.0 and bw(one) > 1.1 * sms * 128 / 280.0
+    assert bw(full, opts) == pytest.approx(sms * 128 / 26.0, rel=0.02)     # the SMs' issue
+    assert bw(one, opts) == pytest.approx(sms * 128 / 280.0, rel=0.02)     # one warp's chain
+    # ld.cv over 32 host lines: one read per line per round trip, however many warps
+    cv = dict(base, region_B=4096, cache="cv", warps=64 * sms)
+    round_trip = h100.link.rtt_ns + h100.gpu.host_path_ns
+    assert bw(cv) == pytest.approx(32 * 128 / round_trip, rel=0.02)
+    # neither bounds reads the link limits (a 1 GiB region), nor other patterns
+    wide = dict(cv, region_B=1 << 30)
+    assert bw(wide, opts) == pytest.approx(bw(wide), rel=1e-12) and bw(wide) > 20
+    coal = dict(base, pattern="coalesced", cache="default", warps=64 * sms)
+    assert bw(coal, opts) == bw(coal)
+    # device memory has no host round trip per line
+    dev = dict(cv, memory_mode="device")
+    assert bw(dev) > 1000
+
+
 def test_requests_ahead_follow_the_kernels_load_ahead():
     from hostlink.validation.twins import requests_ahead
     # merged variants: every trip a line of its own
