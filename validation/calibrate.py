@@ -192,14 +192,14 @@ def _is_host_chase(p: dict) -> bool:
     return p.get("memory_mode", "zerocopy") in ("zerocopy", "registered")
 
 
-def _is_device_chase(p: dict) -> bool:
+def _in_device_memory(p: dict) -> bool:
     return p.get("memory_mode") == "device"
 
 
 def _is_cg_device_chase(p: dict) -> bool:
     """Device chases with ``ld.cg`` (past the L1): a run that has them chases device
     memory to measure its latencies (the ``launch_latency`` manifest)."""
-    return _is_device_chase(p) and p.get("cache", "default") == "cg"
+    return _in_device_memory(p) and p.get("cache", "default") == "cg"
 
 
 def _guess_device_levels(prob, system, base):
@@ -309,10 +309,6 @@ def _guess_tag_window(prob, system, base):
     window = reads * size / (prob.measured_arr[i] * moved_per_useful)   # B / (B/ns) = ns
     total = float(gpu.host_path_ns) + float(link.rtt_ns)
     return {"gpu.host_path_ns": min(max(0.0, total - window), total)}
-
-
-def _is_device_read(p: dict) -> bool:
-    return p.get("memory_mode") == "device"
 
 
 def _guess_random_load(prob, system, base):
@@ -431,7 +427,7 @@ STEPS: tuple[Step, ...] = (
                  "CTA dispatched"),
     Step("device_latency", (Param("gpu.l1_hit_ns", 1.0, 1e4), Param("gpu.device_lat_ns", 1.0, 1e5),
                             Param("gpu.dram_lat_ns", 1.0, 1e5)),
-         ("micro/ptr_chase/device",), select=_is_device_chase,
+         ("micro/ptr_chase/device",), select=_in_device_memory,
          requires_case=_is_cg_device_chase,
          requires_case_doc="device chases with ld.cg (a device-latency sweep)",
          explain="device pointer chase: each load costs the latency of the level (L1, L2, "
@@ -469,7 +465,7 @@ STEPS: tuple[Step, ...] = (
                          Param("translation.miss_lat_ns", 1.0, 1e5)),
          ("micro/zc_read/random",), scan=5, prefer=("cache", "cv"), guess=_guess_translation,
          select=lambda p: (int(p.get("region_B", 0)) >= RANDOM_REGION_MIN_B
-                           and not _is_device_read(p)),
+                           and not _in_device_memory(p)),
          select_doc=f"over regions of at least {RANDOM_REGION_MIN_B >> 20} MiB of host memory",
          explain="random 128 B lines over growing regions: the knee gives the reach, "
                  "the fall the miss cost"),
@@ -477,8 +473,8 @@ STEPS: tuple[Step, ...] = (
                                  sens_step=1.0),
                            Param("options.micro.random_chain_ns", 0.0, 1e5, log=False,
                                  sens_step=10.0)),
-         ("micro/zc_read/random", "micro/zc_warps/random"), select=_is_device_read,
-         requires_case=_is_device_read,
+         ("micro/zc_read/random", "micro/zc_warps/random"), select=_in_device_memory,
+         requires_case=_in_device_memory,
          requires_case_doc="random lines in device memory (a hot_lines run)",
          select_doc="in device memory", guess=_guess_random_load,
          explain="random lines in device memory, which the caches serve: the read kernel's "

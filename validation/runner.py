@@ -279,8 +279,8 @@ def record_loads_in_flight(out_dir: Path, programs: list[Path]) -> Path | None:
     most global loads one thread keeps in flight in its loops, read from
     ``cuobjdump -sass`` (:mod:`hostlink.validation.sass`); what the GPU ran, where the
     twins otherwise take the source's ``unroll`` or ``load_ahead``. A program
-    without device code has no kernels; one cuobjdump cannot read gets its error. Nothing is written, and None
-    returned, without cuobjdump on the PATH."""
+    without device code has no kernels; one cuobjdump cannot read gets its error.
+    Nothing is written, and None returned, without cuobjdump on the PATH."""
     from hostlink.validation import sass
 
     tool = shutil.which("cuobjdump")
