@@ -23,14 +23,23 @@
 // warp w's j-th load the line at (w + j*W) * stride_B: with a stride of
 // 2 MiB, one fault per VA block). Each lane loads 4 B, so one warp load is
 // one 128 B line.
+// Launches (--launches K, default 1): the timed read is split into K launches,
+// launch k reading the lines [k n / K, (k+1) n / K) of the n the pattern touches
+// (random: a permutation within each part), each timed on its own (launch_ms),
+// so a run's one-off fault cost can be told from a cost per launch that faults.
+// --idle-us T waits T microseconds on the host (after the previous launch has
+// finished) before each launch after the first; the total then includes the waits.
 // Host states (--host-state): fresh (the CPU's first writes placed the pages
 // on the host) or returned (after the CPU fill and the advice, the buffer is
 // prefetched to the GPU and back to the host, untimed: the state a traversal
 // program's timed repetitions find their managed edge list in, see
 // reset_residency in common/memory.cuh).
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "../common/args.hpp"
 #include "../common/check.cuh"
@@ -63,6 +72,8 @@ int main(int argc, char** argv) {
   args.flag("stride-B", "2MiB", "sparse pattern: bytes between the lines touched (list)");
   args.flag("advice", "none,readmostly,prefetch,accessedby", "advice: none, readmostly, prefetch, accessedby (list)");
   args.flag("host-state", "fresh", "where the pages come from: fresh (first written by the CPU) or returned (moved to the GPU and prefetched back, untimed) (list)");
+  args.flag("launches", "1", "launches the timed read is split into, each over its share of the lines (list)");
+  args.flag("idle-us", "0", "with --launches > 1: host wait before each later launch, us (list)");
   args.flag("warps", "0", "warps in the grid, 0 = as many as fit on the GPU at once");
   args.flag("reps", "3", "timed repetitions per point");
   args.flag("device", "0", "CUDA device ordinal");
@@ -73,6 +84,12 @@ int main(int argc, char** argv) {
   auto strides = args.sizes("stride-B");
   auto advices = args.choices("advice", {"none", "readmostly", "prefetch", "accessedby"});
   auto host_states = args.choices("host-state", {"fresh", "returned"});
+  auto launch_counts = args.sizes("launches");
+  for (auto k : launch_counts)
+    if (k < 1 || k > 4096) hl::fail(hl::kExitUsage, "usage", "--launches: %llu must be 1 to 4096", (unsigned long long)k);
+  auto idles = args.sizes("idle-us");
+  for (auto t : idles)
+    if (t > 10000000) hl::fail(hl::kExitUsage, "usage", "--idle-us: %llu is over 10 s", (unsigned long long)t);
   int64_t warps_req = args.integer("warps");
   int reps = static_cast<int>(args.integer("reps"));
   if (reps < 1 || warps_req < 0) hl::fail(hl::kExitUsage, "usage", "--reps >= 1 and --warps >= 0");
@@ -112,6 +129,8 @@ int main(int argc, char** argv) {
      for (uint64_t stride : (pattern == "sparse" ? strides : std::vector<uint64_t>{128}))
       for (const auto& advice : advices)
        for (const auto& host_state : host_states)
+        for (uint64_t launches : launch_counts)
+        for (uint64_t idle_us : (launches > 1 ? idles : std::vector<uint64_t>{0}))
         for (int rep = 0; rep < reps; ++rep) {
           hl::MemMode mode = advice == "readmostly"   ? hl::MemMode::UvmReadMostly
                              : advice == "accessedby" ? hl::MemMode::UvmAccessedBy
@@ -131,15 +150,29 @@ int main(int argc, char** argv) {
           const bool sparse = pattern == "sparse";
           uint64_t nblocks = size / stride;
           const uint64_t stride_words = stride / 4;
+          const uint64_t parts = std::min<uint64_t>(launches, nblocks);
+          std::vector<hl::EventTimer> part_timers(parts);
           total_timer.start(stream);
           prefetch_timer.start(stream);
           if (advice == "prefetch") CUDA_CHECK(hl::mem_prefetch(b.dev, size, hl::device_location(dev.device), stream));
           prefetch_timer.stop(stream);
-          kernel<<<grid, 256, 0, stream>>>(p, nblocks, sink, stride_words);
-          LAUNCH_CHECK("touch");
+          for (uint64_t k = 0; k < parts; ++k) {  // launch k: lines [first, last)
+            const uint64_t first = k * nblocks / parts, last = (k + 1) * nblocks / parts;
+            if (k > 0 && idle_us > 0) {
+              CUDA_CHECK(cudaStreamSynchronize(stream));
+              std::this_thread::sleep_for(std::chrono::microseconds(idle_us));
+            }
+            part_timers[k].start(stream);
+            kernel<<<grid, 256, 0, stream>>>(p + first * (sparse ? stride_words : 32), last - first,
+                                             sink, stride_words);
+            LAUNCH_CHECK("touch");
+            part_timers[k].stop(stream);
+          }
           total_timer.stop(stream);
           double total_ms = total_timer.ms();
           double prefetch_ms = prefetch_timer.ms();
+          std::vector<double> launch_ms;
+          for (auto& t : part_timers) launch_ms.push_back(t.ms());
           second_timer.start(stream);
           kernel<<<grid, 256, 0, stream>>>(p, nblocks, sink, stride_words);
           LAUNCH_CHECK("touch");
@@ -153,6 +186,8 @@ int main(int argc, char** argv) {
           if (sparse) j.uinteger("stride_B", stride);
           j.str("advice", advice);
           if (returned) j.str("host_state", host_state);
+          if (launches > 1) j.uinteger("launches", launches);
+          if (idle_us > 0) j.uinteger("idle_us", idle_us);
           j.end();
           j.integer("rep", rep);
           j.begin("metrics")
@@ -165,6 +200,9 @@ int main(int argc, char** argv) {
               .uinteger("warps_launched", warps)
               .uinteger("lines_touched", nblocks)
               .end();
+          if (parts > 1) {
+            j.begin("detail").nums("launch_ms", launch_ms).end();
+          }
           j.print();
         }
   CUDA_CHECK(cudaStreamDestroy(stream));

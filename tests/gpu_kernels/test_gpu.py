@@ -90,6 +90,26 @@ def test_uvm_touch_host_state_is_named_only_when_returned(bin_dir):
     assert all(x["metrics"]["time_ms"] > 0 for x in m)
 
 
+def test_uvm_touch_split_over_launches(bin_dir):
+    # the same 4 lines (one per VA block) in 1 or 4 launches, each timed; the launches
+    # and the host's idle time are named only when they differ from one launch
+    m = measurements(run(bin_dir, "uvm_touch", "--size-B", "8MiB", "--pattern", "sparse",
+                         "--stride-B", "2MiB", "--advice", "none", "--launches", "1,4",
+                         "--idle-us", "0,100", "--reps", 1))
+    named = [(x["params"].get("launches"), x["params"].get("idle_us")) for x in m]
+    assert named == [(None, None), (4, None), (4, 100)]
+    assert "detail" not in m[0]
+    for x in m[1:]:
+        launch_ms = x["detail"]["launch_ms"]
+        assert len(launch_ms) == 4 and all(t > 0 for t in launch_ms)
+        assert sum(launch_ms) <= x["metrics"]["time_ms"] * 1.001
+        assert x["metrics"]["lines_touched"] == 4
+    # the waits count in the total, not in the launches
+    assert m[2]["metrics"]["time_ms"] >= sum(m[2]["detail"]["launch_ms"]) + 3 * 0.1
+    lines = run(bin_dir, "uvm_touch", "--size-B", "8MiB", "--launches", "0", "--reps", 1, rc=2)
+    assert lines[-1]["type"] == "error" and "--launches" in lines[-1]["message"]
+
+
 @pytest.mark.parametrize("kernel", ["bfs", "sssp", "cc", "pagerank"])
 @pytest.mark.parametrize("load_ahead", [1, 4])
 def test_traversal_checks_pass_everywhere(bin_dir, graph, kernel, load_ahead):
