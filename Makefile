@@ -58,8 +58,10 @@ reports: reports-h200 reports-h100
 # scale24_load_ahead1 ran right after scale24 on the same machine and has no
 # microbenchmarks of its own: it is predicted with scale24's calibration.
 # hot_lines' random lines in device memory give the read kernel's own time per
-# load (calibrate step random_kernel, nothing else is fitted on that run), which
-# first_run's calibration carries on; hot_lines (its host reads held out) and
+# load (calibrate step random_kernel) and its ld.cv reads of a few host lines the
+# time a read holds its line (step cv_lines; nothing else is fitted on that run),
+# which first_run's calibration carries on; hot_lines (its other host reads held
+# out) and
 # uvm_alloc (one line in managed buffers of 2 MiB to 2 GiB, nothing fitted on it)
 # are predicted with first_run's calibration (the same on the H100).
 reports-h200: $(STAMP)
@@ -69,7 +71,7 @@ reports-h200: $(STAMP)
 	$(REPORT) $(H200)/uvm_sparse --system $(H200)/uvm_sparse/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H200)/uvm_sizes --system $(H200)/uvm_sparse/calibrated.toml --quiet
 	$(REPORT) $(H200)/uvm_sizes --system $(H200)/uvm_sizes/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H200)/hot_lines --system $(H200)/uvm_sparse/calibrated.toml --steps random_kernel --quiet
+	$(CAL) $(H200)/hot_lines --system $(H200)/uvm_sparse/calibrated.toml --steps random_kernel,cv_lines --quiet
 	$(CAL) $(H200)/first_run --system $(H200)/hot_lines/calibrated.toml --quiet
 	$(REPORT) $(H200)/first_run --system $(H200)/first_run/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H200)/tag_window --system $(H200)/first_run/calibrated.toml --quiet
@@ -94,7 +96,7 @@ reports-h100: $(STAMP)
 	$(REPORT) $(H100)/uvm_sparse --system $(H100)/uvm_sparse/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H100)/uvm_sizes --system $(H100)/uvm_sparse/calibrated.toml --quiet
 	$(REPORT) $(H100)/uvm_sizes --system $(H100)/uvm_sizes/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H100)/hot_lines --system $(H100)/uvm_sparse/calibrated.toml --steps random_kernel --quiet
+	$(CAL) $(H100)/hot_lines --system $(H100)/uvm_sparse/calibrated.toml --steps random_kernel,cv_lines --quiet
 	$(CAL) $(H100)/first_run --system $(H100)/hot_lines/calibrated.toml --quiet
 	$(CAL) $(H100)/tag_window --system $(H100)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H100)/tag_window --system $(H100)/tag_window/calibrated.toml --jobs $(JOBS) --quiet

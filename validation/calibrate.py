@@ -76,6 +76,15 @@ the fit), after a coarse scan of the parameter range:
    GB/s over 4 KiB); the same kernel's host reads that hit in the L1 are bounded by
    them (:func:`hostlink.validation.twins.random_pattern_floor_ns`). A run without
    such cases keeps the base values (0: no bound);
+5c. ``options.micro.cv_line_ns`` and ``options.micro.cv_line_gap_ns``: ``ld.cv``
+   reads of one host line do not overlap, and a read holds its line for
+   ``cv_line_ns`` (at least the host round trip) plus the gap for every line read at
+   once. From random ``ld.cv`` lines over host regions of at most 64 KiB with a warp
+   per line (``micro/zc_warps/random``, a ``hot_lines`` run: 2.5 GB/s over 32 lines,
+   23-27 GB/s over 512); the start is a straight line through the per-line hold
+   times. The hold is absolute, not added to the round trip, so a later link that
+   refits the round trip keeps it. A run without such cases keeps the base values
+   (0: a line's read holds it one round trip);
 6. ``uvm.batch_base_us`` and the model options ``options.uvm.block_us`` (per
    VA block a batch services), ``options.uvm.copy_page_us`` (per page copied to
    the GPU, migrated or read-duplicated) and ``options.uvm.move_page_us`` (per
@@ -145,6 +154,7 @@ from hostlink.validation.twins import (MicroTwin, RunData, build_micro, load_run
 SENSITIVITY_MIN = 0.005       # |d log(prediction)| below this for a 20% step: not identifiable
 MAX_FIT_MAPE_PCT = 25.0       # a best fit worse than this is rejected: the model lacks an effect
 RANDOM_REGION_MIN_B = 1 << 20  # smaller regions crowd the grid's reads on a few lines
+HOT_CV_REGION_MAX_B = 64 << 10  # ld.cv over at most this many lines: the lines bind, not the link
 DEFAULT_MAX_REQUESTS = 1 << 17
 MEMCPY_PLATEAU_MIN_B = 16 << 20
 
@@ -333,6 +343,39 @@ def _guess_random_load(prob, system, base):
     return out
 
 
+def _is_hot_cv_point(p: dict) -> bool:
+    """Random ``ld.cv`` lines of host memory over at most :data:`HOT_CV_REGION_MAX_B`
+    (whose lines, one read each at a time, bind below the link) with at least one warp
+    per line (every line has a read waiting: fewer warps measure their own chain)."""
+    if _in_device_memory(p) or p.get("cache") != "cv" or p.get("pattern") != "random":
+        return False
+    region = int(p.get("region_B", 0) or 0)
+    warps = int(p.get("warps", 0) or 0)
+    return 0 < region <= HOT_CV_REGION_MAX_B and warps >= region // 128
+
+
+def _guess_cv_lines(prob, system, base):
+    """Each of a region's ``L`` lines has one read at a time, so a line's read takes
+    ``L x 128 B / bandwidth = hold + gap x L``: least squares over the points (the gap
+    0 from a single region)."""
+    lines, extra = [], []
+    for t, bw in zip(prob.twins, prob.measured_arr):
+        n = int(t.params.get("region_B", 0) or 0) // 128
+        warps = int(t.extra.get("warps", 0) or 0) or n
+        if n > 0 and bw > 0:
+            lines.append(float(min(n, warps)))
+            extra.append(n * 128 / float(bw))
+    if not lines:
+        return {}
+    x, y = np.asarray(lines), np.asarray(extra)
+    if len(set(lines)) > 1:
+        gap, hold = np.polyfit(x, y, 1)
+    else:
+        gap, hold = 0.0, float(np.mean(y))
+    return {"options.micro.cv_line_ns": float(max(0.0, hold)),
+            "options.micro.cv_line_gap_ns": float(max(0.0, gap))}
+
+
 def _guess_translation(prob, system, base):
     """Uniform random lines over regions R: the LRU miss rate is 1 - E page_B / R
     (:func:`hostlink.model.translation.uniform_miss_rate`) and the walkers bound the
@@ -481,6 +524,17 @@ STEPS: tuple[Step, ...] = (
                  "own time per warp load (two 64-bit hashes and a 64-bit modulo pick each "
                  "line) on an SM at full occupancy and in one warp's dependent chain, which "
                  "bound the random pattern wherever its loads hit"),
+    Step("cv_lines", (Param("options.micro.cv_line_ns", 0.0, 1e5, log=False,
+                            sens_step=20.0),
+                      Param("options.micro.cv_line_gap_ns", 0.0, 1e3, log=False,
+                            sens_step=0.2)),
+         ("micro/zc_warps/random",), select=_is_hot_cv_point, requires_case=_is_hot_cv_point,
+         requires_case_doc="ld.cv reads of few host lines against warps (a hot_lines run)",
+         select_doc=f"ld.cv over at most {HOT_CV_REGION_MAX_B >> 10} KiB of host memory with "
+                    "a warp per line", guess=_guess_cv_lines,
+         explain="random ld.cv lines over small host regions: a line has one read at a "
+                 "time, held for a fixed time (at least the round trip) plus a time per line "
+                 "read at once"),
     Step("uvm_batches", (Param("uvm.batch_base_us", 0.0, 1e4, log=False, sens_step=10.0),
                          Param("options.uvm.block_us", 0.0, 1e4, log=False, sens_step=1.0),
                          Param("options.uvm.copy_page_us", 0.0, 1e3, log=False, sens_step=0.05),
@@ -623,7 +677,8 @@ OPTION_DEFAULTS = {"options.uvm.block_us": 0.0, "options.uvm.move_page_us": 0.0,
                    "options.uvm.fault_us": 0.0,
                    "options.uvm.move_run_us": 0.0, "options.link.rtt_at_full_link_ns": 0.0,
                    "options.prefetch.call_us": 0.0, "options.micro.random_load_ns": 0.0,
-                   "options.micro.random_chain_ns": 0.0}
+                   "options.micro.random_chain_ns": 0.0, "options.micro.cv_line_ns": 0.0,
+                   "options.micro.cv_line_gap_ns": 0.0}
 
 
 def _get(system, key: str, options: dict | None = None):

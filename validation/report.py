@@ -239,20 +239,26 @@ EFFECTS = {
         "calibration in the chain, the kernel's own instructions (each load's block is a "
         "64-bit hash and modulo of its index, gpu_kernels/micro/zc_common.cuh: options."
         "micro.random_load_ns and random_chain_ns, fitted on random lines in device "
-        "memory); with ld.cv, reads of one line wait longer than one round trip each "
-        "where many lines are read at once (the twins give a line one read per round "
-        "trip: 4 KiB, 32 lines, 2.4-2.6 GB/s measured against 3.5; 64 KiB, 512 lines, "
-        "23-27 GB/s against the link's 52: validation/results/*/hot_lines), or L1 "
-        "misses that lengthen a warp's chain where few warps read (the floor does not "
-        "add a load's latency to the chain)",
+        "memory) and how long an ld.cv read holds its line (options.micro.cv_line_ns and "
+        "cv_line_gap_ns, fitted on ld.cv over 4-64 KiB against warps); with the default "
+        "cache operator over regions the L1 nearly holds, its misses (3.2% of sectors over "
+        "64 KiB, validation/results/h200/l1_probe) stall the SMs more than the kernel's "
+        "own rate shows (500 GB/s against 645 at full occupancy), or L1 misses that "
+        "lengthen a warp's chain where few warps read (the floor does not add a load's "
+        "latency to the chain)",
         "translation reach larger than configured (fewer misses), or, for regions the "
         "caches hold, a kernel rate above the one fitted on device memory"),
     "micro/zc_warps/random": (
-        "with ld.cv, reads of one line that wait longer than one round trip each where "
-        "many lines are read at once (16 KiB to 64 KiB regions: 7-27 GB/s against "
-        "14-52 GB/s), or, with few warps, L1 misses that lengthen a warp's chain of "
-        "instructions beyond the chain fitted on 4 KiB of device memory",
-        "a kernel rate above the one fitted on device memory"),
+        "with ld.cv and fewer warps than twice the lines, warps that pick a line already "
+        "being read wait for it (the floor takes every warp's read to be at once: 16 KiB "
+        "with 132 warps, 6.9 GB/s against 8.8), or, with few warps, L1 misses that "
+        "lengthen a warp's chain of instructions beyond the chain fitted on 4 KiB of device "
+        "memory; with the default cache operator over 64 KiB, the L1's misses stall the "
+        "SMs beyond the kernel's own rate (450-530 GB/s against 645 with 2112 and 8448 "
+        "warps)",
+        "a kernel rate above the one fitted on device memory, or, with ld.cv over 2048 "
+        "lines and more, a hold that grows with the lines read at once beyond what the "
+        "link keeps in flight"),
     "micro/zc_warps": (
         "a per-warp issue cost of back-to-back loads (one warp's 4 loads take 1.33 us on the "
         "H200 against 1.22 us for one, about 37 ns per further load); the engines issue an "
@@ -298,7 +304,10 @@ EFFECTS = {
         "in a 2 MiB buffer on both GPUs, 0.17-0.22 ms in 2 GiB on the H100, 0.11-0.33 ms "
         "from 8 MiB up on the H200: validation/results/*/uvm_alloc); and UVM first touch "
         "varies from run to run by more than the other microbenchmarks "
-        "(validation/results/h200/uvm_sparse)",
+        "(validation/results/h200/uvm_sparse): the first faulting launch wakes the driver's "
+        "fault servicing, which takes longer the longer the host was idle before it (one "
+        "VA block per launch: 36 us back to back, 161 us after 3 ms idle on the H200, 38 "
+        "and 98 us on the H100: validation/results/*/uvm_launches)",
         "fault batches that the driver overlaps or that serve more faults than modelled"),
     "traversal/zerocopy": (
         "work of the warps beside their host loads on graphs above 2^24 edges, whose twins "
@@ -326,7 +335,14 @@ EFFECTS = {
         "of a scale-14 edge list's size (2-8 MiB) takes 0.05-0.08 ms on the H100 and "
         "0.05-0.28 ms on the H200 in all (validation/results/*/uvm_alloc); the H100's "
         "traversals need the larger value (at 103 us they come out 26% too fast), so it "
-        "stands for a per-run cost the first-touch microbenchmarks do not show"),
+        "stands for a per-run cost the first-touch microbenchmarks do not show. That cost "
+        "is the wake-up of the driver's fault servicing at a run's first faulting launch, "
+        "which grows with the host's idle time before it (a one-block launch: 36-38 us "
+        "back to back, 98-161 us after 3 ms; a BFS's first level on kron14, one fault: "
+        "100-190 us on the H200, validation/results/*/uvm_launches), so it differs between "
+        "a microbenchmark and a traversal and from run to run; a traversal's later "
+        "launches follow at once and pay about 20 us more per faulting launch than the "
+        "same faults within one launch"),
     "traversal/device": (
         "device work on graphs above 2^24 edges (their twins carry the edge list only) and "
         "loads that miss the L2 (the request-stream models give every device load past the "

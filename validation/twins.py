@@ -632,7 +632,8 @@ def without_launch(system):
     return system_with(system, {"gpu.launch_ns": 0.0, "gpu.cta_dispatch_ns": 0.0})
 
 
-def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None) -> float:
+def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None,
+                            traffic_GBps: float | None = None) -> float:
     """Least time of a zc_read/zc_warps random-pattern run beyond its memory traffic, ns
     (0 for the other patterns).
 
@@ -649,10 +650,24 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
       does not add a load's own latency to the chain: loads that miss the L1 make one
       warp slower than it (1 MiB of device memory, L2 hits: 52-53 GB/s with one warp
       per SM).
-    - With ``cache = cv`` on host memory, reads of one line do not overlap: a line has one
-      read in flight per host round trip (``link.rtt_ns + gpu.host_path_ns``), so
-      ``region_B / 128`` lines bound the bandwidth (a 4 KiB region, 32 lines: 2.4-2.6 GB/s
-      on both GPUs whether 132 or 8448 warps read it, validation/results/*/hot_lines)."""
+    - With ``cache = cv`` on host memory (``LDG.E.STRONG.SYS``) a warp's loads wait for
+      each other (0.08 GB/s for one warp at every unroll, validation/results/h200/
+      unroll_probe), so each warp spends its chain time plus a host round trip
+      (``link.rtt_ns + gpu.host_path_ns``) per load (132 warps over 1 MiB: 11.4-11.5 GB/s
+      on both GPUs).
+    - With ``cache = cv`` on host memory reads of one line do not overlap either: a line
+      has one read at a time, and a read holds its line for
+      ``options.micro.cv_line_ns`` (at least the round trip) plus
+      ``options.micro.cv_line_gap_ns`` for every line read at once, so
+      ``region_B / 128`` lines bound the bandwidth. The lines read at once are at most
+      the lines, the warps, and the reads the memory model's bandwidth for the run
+      (``traffic_GBps``, when given) keeps in flight over one round trip.
+      Measured with 2112 and 8448 warps (validation/results/*/hot_lines): 4 KiB (32
+      lines) 2.5 GB/s on both GPUs, whatever the warps; 16 KiB 9.4-9.5; 64 KiB 23-24
+      on the H200, 27 on the H100: a line is held about 1.65 us with 32 lines and
+      2.4-2.7 us with 512, where one round trip is 1.19-1.21 us; 256 KiB (2048 lines)
+      reaches the link. Both options are fitted on those points (calibrate step
+      ``cv_lines``); 0, the default, holds a line one round trip."""
     p = twin.params
     if twin.benchmark not in ("zc_read", "zc_warps") or p.get("pattern") != "random":
         return 0.0
@@ -667,7 +682,14 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
         region = max(1, int(p.get("region_B", 1 << 30)) // blk) * blk
         lines = max(1, region // LINE_B)
         round_trip_ns = system.link.rtt_ns + system.gpu.host_path_ns
-        floor = max(floor, twin.full_bytes_B * round_trip_ns / (lines * LINE_B))
+        hold_ns = max(round_trip_ns, float(micro.get("cv_line_ns", 0.0) or 0.0))
+        gap_ns = float(micro.get("cv_line_gap_ns", 0.0) or 0.0)
+        at_once = min(lines, warps)
+        if traffic_GBps is not None and traffic_GBps > 0:
+            at_once = min(at_once, traffic_GBps * round_trip_ns / LINE_B)
+        line_ns = hold_ns + gap_ns * at_once
+        floor = max(floor, loads / warps * (chain_ns + round_trip_ns),
+                    twin.full_bytes_B * line_ns / (lines * LINE_B))
     return floor
 
 
@@ -678,7 +700,7 @@ def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str,
     if kernel_ns <= 0:
         raise TwinError(f"case '{twin.case}': the model predicted no time")
     bw = twin.twin_bytes_B / kernel_ns                      # B/ns = GB/s
-    body_ns = max(twin.full_bytes_B / bw, random_pattern_floor_ns(twin, system, options))
+    body_ns = max(twin.full_bytes_B / bw, random_pattern_floor_ns(twin, system, options, bw))
     time_ns = system.launch_overhead_us * 1e3 + body_ns
     return {"time_ms": time_ns * 1e-6, "bw_GBps": twin.full_bytes_B / time_ns}
 

@@ -431,3 +431,41 @@ def test_random_kernel_needs_device_memory_reads(tmp_path):
                     only=["random_kernel"])
     assert cal.fits == [] and any("random_kernel" in s and "device memory" in s
                                   for s in map(str, cal.skipped))
+
+
+def test_recovers_how_long_an_ld_cv_read_holds_its_line(tmp_path):
+    # random ld.cv lines over a few host lines against warps (a hot_lines run): a line
+    # has one read at a time, held cv_line_ns plus cv_line_gap_ns per line read at once
+    truth = {"micro": {"cv_line_ns": 1560.0, "cv_line_gap_ns": 2.4}}
+    host = dict(pattern="random", bytes_per_lane=4, memory_mode="zerocopy", cache="cv",
+                unroll=1)
+    pts = [("zc_warps", dict(host, region_B=r, warps=w), dict(total_B=16 * MiB))
+           for r in (4096, 16384, 65536) for w in (528, 8448)]
+    # a warp per line is missing here, and the link binds there: both held out
+    pts += [("zc_warps", dict(host, region_B=65536, warps=132), dict(total_B=16 * MiB)),
+            ("zc_warps", dict(host, region_B=1 * MiB, warps=8448), dict(total_B=16 * MiB))]
+    cases = micro_cases(pts)
+    system = load_system("h100-pcie5")
+    write_results(synthesize(cases, system, fidelity="analytic", noise_pct=0.5, seed=7,
+                             options=truth, max_requests=MAXREQ), tmp_path)
+    (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
+    cal = calibrate(tmp_path, system, fidelity="analytic", max_requests=MAXREQ,
+                    only=["cv_lines"])
+    (fit,) = cal.fits
+    assert fit.values["options.micro.cv_line_ns"] == pytest.approx(1560.0, rel=0.03)
+    assert fit.values["options.micro.cv_line_gap_ns"] == pytest.approx(2.4, rel=0.1)
+    assert len(fit.residuals_pct) == 6     # the six with a warp per line
+    assert not any("warps=132" in c or "region_B=1048576" in c for c in fit.residuals_pct)
+
+
+def test_cv_lines_needs_reads_of_few_lines_against_warps(tmp_path):
+    # first_run's random ld.cv lines at full occupancy are zc_read points: the step
+    # leaves them held out
+    host = dict(pattern="random", bytes_per_lane=4, memory_mode="zerocopy", cache="cv",
+                unroll=4, warps=0)
+    cases = micro_cases([("zc_read", dict(host, region_B=r), dict(total_B=64 * MiB))
+                         for r in (4096, 65536)])
+    write_synthetic(tmp_path, cases, fidelity="analytic")
+    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ,
+                    only=["cv_lines"])
+    assert cal.fits == [] and any("cv_lines" in s for s in map(str, cal.skipped))

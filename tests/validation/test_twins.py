@@ -389,6 +389,42 @@ def test_random_pattern_floor_the_kernels_own_time_and_one_read_per_line(h100):
     assert bw(dev) > 1000
 
 
+def test_ld_cv_lines_held_longer_the_more_lines_are_read_at_once(h100):
+    # ld.cv: a line's read holds it options.micro.cv_line_ns (at least a round trip)
+    # plus cv_line_gap_ns per line read at once; a warp's loads wait for each other
+    base = dict(kind="micro", benchmark="zc_warps", pattern="random", bytes_per_lane=4,
+                memory_mode="zerocopy", unroll=1, cache="cv", total_B=1 << 30,
+                max_per_warp_B=1 << 30)
+    hold, gap, chain = 1600.0, 2.4, 280.0
+    opts = {"micro": {"cv_line_ns": hold, "cv_line_gap_ns": gap, "random_chain_ns": chain}}
+    sms = h100.gpu.sm_count
+    round_trip = h100.link.rtt_ns + h100.gpu.host_path_ns
+
+    def bw(region_B, warps, options=opts):
+        t = twins.build_micro("c", dict(base, region_B=region_B, warps=warps), h100,
+                              max_requests=1 << 17)
+        return t.predict(h100, "analytic", options)["bw_GBps"]
+
+    full = 64 * sms
+    assert bw(4096, full) == pytest.approx(32 * 128 / (hold + 32 * gap), rel=0.02)
+    assert bw(16384, full) == pytest.approx(128 * 128 / (hold + 128 * gap), rel=0.02)
+    # fewer warps than lines: only the warps' reads are at once, each warp's loads one
+    # after another, its chain plus a round trip apart
+    assert bw(1 << 20, sms) == pytest.approx(sms * 128 / (chain + round_trip), rel=0.02)
+    # the lines read at once are no more than the link carries in a round trip: with
+    # 2048 lines the link binds (as measured), and a gap is paid for those reads only
+    link = bw(256 << 10, full, {})
+    assert bw(256 << 10, full) == pytest.approx(link, rel=0.02)
+    at_once = link * round_trip / 128
+    assert at_once < 2048
+    wide_gap = {"micro": {"cv_line_ns": hold, "cv_line_gap_ns": 50.0}}
+    assert bw(256 << 10, full, wide_gap) == pytest.approx(
+        2048 * 128 / (hold + 50.0 * at_once), rel=0.02)
+    # a hold below the round trip is the round trip
+    short = {"micro": {"cv_line_ns": 10.0}}
+    assert bw(4096, full, short) == pytest.approx(32 * 128 / round_trip, rel=0.02)
+
+
 def test_requests_ahead_follow_the_kernels_load_ahead():
     from hostlink.validation.twins import requests_ahead
     # merged variants: every trip a line of its own
