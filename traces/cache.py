@@ -75,7 +75,7 @@ point) under Nsight Compute with ``--clock-control none``:
   the modulo index share 1/32 of the sets.
   L1 hit share of the sectors of random 128 B blocks (4 B per lane, 8448
   warps): 96.8 % over 64 KiB, 77.4 % over 256 KiB, 19.8 % over 1 MiB.
-- One SM's loads replayed in the twins' issue order (validation/twins.py:
+- One SM's loads replayed in the twins' issue order (validation/twin_micro.py:
   warps in turn, a warp's unrolled group back to back) through this L1
   (tests/traces/test_cache_set_index.py): refetch 1.00 at 16 warps per SM
   and 2.00 at 64 for 128 B and 512 B chunks, 1.00 for 4 KiB chunks; hit

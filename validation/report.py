@@ -29,10 +29,13 @@ so predictions are kept as each case finishes (:class:`PredictionStore`:
 ``OUT/predictions.parquet`` with the tidy rows, ``OUT/predictions.json`` with what
 they were made with): a report interrupted by an exception, Ctrl-C or a kill
 resumes where it stopped when started again with the same system values, model
-options, fidelity, request and source limits, twin version
-(:data:`TWIN_VERSION`) and source code of the model, traces and twins
-(:func:`code_hash`); anything else starts afresh and keeps the old
-predictions as ``predictions.stale.*``. The report's header names the ``hostlink validate report`` command that
+options, fidelity, request and source limits and twin version
+(:data:`TWIN_VERSION`); anything else starts afresh and keeps the old
+predictions as ``predictions.stale.*``. A stored case is reused only while the
+source code its twin runs on is unchanged (:func:`kind_code_hash`: the model,
+the traces and the twins of its kind), so an edit of the microbenchmark twins
+predicts the microbenchmarks again and keeps the traversals, and the other way
+round. The report's header names the ``hostlink validate report`` command that
 makes it (:func:`report_command`). With ``--jobs N`` the twins are predicted in N
 worker processes (:mod:`hostlink.validation.parallel`) with the same numbers; this
 process alone writes the stored predictions, as the cases arrive.
@@ -678,7 +681,7 @@ PREDICTIONS_PARQUET = "predictions.parquet"
 PREDICTIONS_JSON = "predictions.json"
 STALE_PARQUET = "predictions.stale.parquet"
 STALE_JSON = "predictions.stale.json"
-STORE_FORMAT = 1
+STORE_FORMAT = 2                  # 2: the code hash per case kind, not per store
 #: The store is rewritten when this many cases finished since the last write, or
 #: this many seconds passed, and at the end (a choice: a crash loses at most that much).
 FLUSH_EVERY_CASES = 20
@@ -706,18 +709,26 @@ def system_hash(system) -> str:
     return _sha256(d)
 
 
-#: The code whose edits can change a prediction: every Python file of these packages
-#: (or the module's own file).
-PREDICTION_CODE = ("hostlink.model", "hostlink.traces", "hostlink.validation.twins")
+#: The code whose edits can change a prediction, per kind of case: every Python file
+#: of these packages (or the module's own file).
+PREDICTION_CODE = {
+    "micro": ("hostlink.model", "hostlink.traces", "hostlink.validation.twin_common",
+              "hostlink.validation.twin_micro", "hostlink.validation.twins"),
+    "traversal": ("hostlink.model", "hostlink.traces", "hostlink.validation.twin_common",
+                  "hostlink.validation.twin_traversal", "hostlink.validation.twins"),
+}
 
 
-def code_hash(modules: tuple[str, ...] = PREDICTION_CODE) -> str:
-    """SHA-256 of the source of the code behind the predictions (file names and bytes).
+def code_hash(modules: tuple[str, ...] | None = None) -> str:
+    """SHA-256 of the source of the code behind the predictions (file names and bytes):
+    of ``modules``, by default of every module of :data:`PREDICTION_CODE`.
 
-    Any edit of the model, the traces or the twins makes stored predictions stale,
-    whether or not it changes a number: reuse never mixes predictions of two
-    versions of the code (the twin version alone would miss edits of the model)."""
+    Any edit of that code makes stored predictions made with it stale, whether or
+    not it changes a number: reuse never mixes predictions of two versions of the
+    code (the twin version alone would miss edits of the model)."""
     import importlib
+    if modules is None:
+        modules = tuple(dict.fromkeys(m for mods in PREDICTION_CODE.values() for m in mods))
     h = hashlib.sha256()
     for name in modules:
         mod = importlib.import_module(name)
@@ -732,11 +743,16 @@ def code_hash(modules: tuple[str, ...] = PREDICTION_CODE) -> str:
     return h.hexdigest()
 
 
+def kind_code_hash(kind: str) -> str:
+    """:func:`code_hash` of the code a case of ``kind`` (micro, traversal) is predicted
+    with; a kind not in :data:`PREDICTION_CODE` takes all of it."""
+    return code_hash(PREDICTION_CODE.get(kind))
+
+
 def prediction_key(system, *, options: dict | None, fidelity: str, max_requests: int | None,
                    max_sources: int | None) -> dict:
     """What stored predictions were made with; predictions are reused only under an equal key."""
     return _plain({
-        "code_sha256": code_hash(),
         "system_sha256": system_hash(system),
         "model_options": dict(options or {}),
         "fidelity": fidelity,
@@ -764,13 +780,15 @@ class PredictionStore:
 
     ``OUT/predictions.parquet`` holds the tidy predicted rows (results_io columns)
     and ``OUT/predictions.json`` the key they were made with (:func:`prediction_key`)
-    and, per finished case, the hash of its inputs (:func:`case_inputs_hash`), its
-    row count, its failure message or null, and its run time (traversal twins).
+    and, per finished case, the hash of its inputs (:func:`case_inputs_hash`) and of
+    the code of its kind (:func:`kind_code_hash`), its row count, its failure message
+    or null, and its run time (traversal twins).
     Both are written to a temporary file and moved into place (the Parquet file
     first: the JSON never names a case the Parquet file lacks). A case counts as
     done only when the JSON names it with the same inputs and the Parquet file
-    holds its rows; stored predictions made under another key are moved to
-    ``predictions.stale.*``, never mixed with new ones."""
+    holds its rows; a case whose inputs or code changed is predicted again; stored
+    predictions made under another key are moved to ``predictions.stale.*``, never
+    mixed with new ones."""
 
     def __init__(self, out: str | Path, key: dict, *, flush_every_cases: int | None = None,
                  flush_every_s: float | None = None):
@@ -781,10 +799,18 @@ class PredictionStore:
         self.flush_every_cases = FLUSH_EVERY_CASES if flush_every_cases is None else flush_every_cases
         self.flush_every_s = FLUSH_EVERY_S if flush_every_s is None else flush_every_s
         self.cases: dict[str, dict] = {}
+        self._code: dict[str, str] = {}
         self._frames: list[pd.DataFrame] = []
         self._pending = 0
         self._last_flush = time.monotonic()
         self.messages: list[str] = []
+
+    def code_for(self, run, case: str) -> str:
+        """The code hash of ``case``'s kind (computed once per kind)."""
+        kind = str((run.cases.get(case) or {}).get("kind", ""))
+        if kind not in self._code:
+            self._code[kind] = kind_code_hash(kind)
+        return self._code[kind]
 
     # -- reading
 
@@ -822,18 +848,25 @@ class PredictionStore:
                 self._retire(str(exc))
                 return set()
         counts = table["case"].value_counts().to_dict() if table is not None else {}
-        keep, changed = {}, []
+        keep, changed, recoded = {}, [], {}
         for case, entry in entries.items():
             ok = (isinstance(entry, dict) and case in run.cases
                   and entry.get("inputs") == case_inputs_hash(run, case)
                   and int(counts.get(case, 0)) == int(entry.get("rows", -1)))
-            if ok:
-                keep[case] = entry
-            else:
+            if not ok:
                 changed.append(case)
+            elif entry.get("code") != self.code_for(run, case):
+                kind = str(run.cases[case].get("kind", ""))
+                recoded[kind] = recoded.get(kind, 0) + 1
+            else:
+                keep[case] = entry
         if changed:
             self.messages.append(f"{len(changed)} stored case(s) whose inputs changed or whose "
                                  "rows are incomplete are predicted again")
+        for kind, n in sorted(recoded.items()):
+            self.messages.append(f"{n} stored {kind} case(s) made with other code of the model "
+                                 f"or the {kind} twins are predicted again")
+        if changed or recoded:
             self._pending += 1                      # the next write leaves them out
         self.cases = keep
         if table is not None and len(table):
@@ -852,10 +885,11 @@ class PredictionStore:
     # -- writing
 
     def add(self, case: str, rows: pd.DataFrame, failure: str | None, inputs: str,
-            timing: dict | None = None) -> None:
-        """Keep a finished case (its rows, failure or None, inputs hash, run time)."""
-        self.cases[case] = {"inputs": inputs, "rows": int(len(rows)), "failure": failure,
-                            "timing": _plain(timing) if timing else None}
+            timing: dict | None = None, code: str | None = None) -> None:
+        """Keep a finished case (its rows, failure or None, inputs hash, run time and
+        the code hash of its kind, :meth:`code_for`)."""
+        self.cases[case] = {"inputs": inputs, "code": code, "rows": int(len(rows)),
+                            "failure": failure, "timing": _plain(timing) if timing else None}
         if len(rows):
             self._frames.append(rows)
         self._pending += 1
@@ -887,7 +921,8 @@ class PredictionStore:
         tmp = self.out / f".{PREDICTIONS_PARQUET}.{os.getpid()}.tmp"
         table.to_parquet(tmp, index=False)
         os.replace(tmp, self.parquet)
-        meta = {"format": STORE_FORMAT, "key": self.key, "cases": self.cases}
+        meta = {"format": STORE_FORMAT, "key": self.key, "code": dict(sorted(self._code.items())),
+                "cases": self.cases}
         tmp = self.out / f".{PREDICTIONS_JSON}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(meta, indent=1, sort_keys=True, default=repr) + "\n")
         os.replace(tmp, self.json)
@@ -1109,9 +1144,9 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
         summary = summary[[selected(c, only) for c in summary["case"]]].reset_index(drop=True)
         record = stored_record(out)
         entries = (record or {}).get("cases") or {}
-        code = ((record or {}).get("key") or {}).get("code_sha256")
+        codes = (record or {}).get("code") or {}
         if record is None or not set(summary["case"]) <= set(entries):
-            entries, code = {}, None
+            entries, codes = {}, {}
         wanted_set = set(wanted)
         entries = {c: e for c, e in entries.items() if c in wanted_set and isinstance(e, dict)}
         failures = {c: e["failure"] for c, e in entries.items() if e.get("failure")}
@@ -1119,7 +1154,9 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
                    for c in sorted(entries, key=lambda c: _case_order(run, c))
                    if entries[c].get("timing")}
         notes.append("rendered again from its summary.csv by `" + command + " --from-summary`"
-                     + (f"; predicted with model code sha256 {code[:12]}" if code else
+                     + ("; predicted with code sha256 " + ", ".join(
+                         f"{kind} {h[:12]}" for kind, h in sorted(codes.items()) if h)
+                        if codes else
                         "; no prediction record names every case, so the run times and "
                         "failures of the prediction run are not shown"))
         resumed, predicted_now, store_path, store_messages = len(wanted), 0, None, []
@@ -1189,7 +1226,8 @@ def _predict_cases(run, system, out: Path, wanted: list[str], measured: pd.DataF
     def on_case(case: str, rows: pd.DataFrame, failure: str | None,
                 timing: dict | None = None) -> None:
         store.add(case, rows, failure, case_inputs_hash(run, case),
-                  timing if timing is not None else new_timings.get(case))
+                  timing if timing is not None else new_timings.get(case),
+                  code=store.code_for(run, case))
         bar.step(case, failure)
 
     try:

@@ -5,7 +5,7 @@ are those of the note in traces/cache.py's docstring: the shared-memory
 carve-out (32 KiB), the host bytes fetched per byte read by the strided
 pattern at 16, 32 and 64 warps per SM, and the L1 hit share of random 128 B
 blocks. The SM's loads are replayed here in the twins' issue order
-(validation/twins.py: warps in turn, a warp's unrolled group of loads back
+(validation/twin_micro.py: warps in turn, a warp's unrolled group of loads back
 to back) through one SM's L1.
 """
 from __future__ import annotations

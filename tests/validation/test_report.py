@@ -161,7 +161,7 @@ def test_report_cli_end_to_end(tmp_path, capsys, data):
     summary_before = (out / "summary.csv").read_bytes()
     record["fits"] = [f for f in record["fits"] if f["name"] != "requester_limit"]
     record_path.write_text(json.dumps(record))
-    code = json.loads((out / "predictions.json").read_text())["key"]["code_sha256"]
+    code = json.loads((out / "predictions.json").read_text())["code"]["micro"]
     for p in out.glob("predictions.parquet"):
         p.unlink()                                  # the rows are not needed
     capsys.readouterr()
@@ -172,7 +172,7 @@ def test_report_cli_end_to_end(tmp_path, capsys, data):
     assert (out / "summary.csv").read_bytes() == summary_before
     md = (out / "report.md").read_text()
     assert "(not fitted)`" not in md.split("## MAPE per group")[1]   # no fit record: all fitted
-    assert f"--from-summary`; predicted with model code sha256 {code[:12]}" in md
+    assert f"--from-summary`; predicted with code sha256 micro {code[:12]}" in md
     (out / "predictions.json").unlink()
     assert main(["validate", "report", str(data), "--system", str(cal), "--fidelity", "analytic",
                  "--only", "zc_warps", "--max-requests", "8192", "--out", str(out), "--quiet",

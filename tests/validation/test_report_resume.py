@@ -133,7 +133,7 @@ def test_exception_midway_resumes_without_recomputing(tmp_path, monkeypatch, run
 
 
 @pytest.mark.parametrize("change", ["max_requests", "fidelity", "options", "twin_version",
-                                    "system", "code"])
+                                    "system"])
 def test_other_settings_start_afresh_and_keep_the_old_file(tmp_path, monkeypatch, run_dir, change):
     out = tmp_path / "out"
     _build(run_dir, out)
@@ -152,9 +152,6 @@ def test_other_settings_start_afresh_and_keep_the_old_file(tmp_path, monkeypatch
         kw["calibration_path"] = rec
     elif change == "twin_version":
         monkeypatch.setattr(report, "TWIN_VERSION", report.TWIN_VERSION + "-next")
-    elif change == "code":
-        real_hash = report.code_hash()
-        monkeypatch.setattr(report, "code_hash", lambda: real_hash[::-1])
     else:
         system = "h100-pcie5"
         from hostlink.model.config import load_system, write_resolved
@@ -170,8 +167,45 @@ def test_other_settings_start_afresh_and_keep_the_old_file(tmp_path, monkeypatch
     assert (out / report.STALE_PARQUET).read_bytes() == before
     assert (out / report.STALE_JSON).is_file()
     key_name = {"options": "model_options", "twin_version": "twin_version",
-                "system": "system_sha256", "code": "code_sha256"}.get(change, change)
+                "system": "system_sha256"}.get(change, change)
     assert any(key_name in m for m in res["store_messages"])
+
+
+@pytest.mark.parametrize("kind", ["micro", "traversal"])
+def test_a_code_change_predicts_its_own_kind_again(tmp_path, monkeypatch, run_dir, kind):
+    out = tmp_path / "out"
+    _build(run_dir, out)
+    stored = _stored(out)
+    assert set(stored["code"]) == {"micro", "traversal"}
+    assert stored["cases"][BALANCED]["code"] == report.kind_code_hash("traversal")
+    real = report.kind_code_hash
+    monkeypatch.setattr(report, "kind_code_hash",
+                        lambda k: real(k)[::-1] if k == kind else real(k))
+    micro, traversal = Counting(), []
+    real_traversal = twins.predict_traversal
+    monkeypatch.setattr(twins, "build_micro", micro)
+    monkeypatch.setattr(twins, "predict_traversal",
+                        lambda *a, **kw: traversal.append(a[0]) or real_traversal(*a, **kw))
+    res = _build(run_dir, out)
+    assert not (out / report.STALE_JSON).exists()          # the rest of the store is kept
+    if kind == "micro":
+        assert micro.calls == N_MICRO and traversal == [] and res["resumed"] == 1
+    else:
+        assert micro.calls == 0 and traversal == [BALANCED] and res["resumed"] == N_MICRO
+    assert any(f"{kind} case(s) made with other code" in m for m in res["store_messages"])
+    assert {e["code"] for c, e in _stored(out)["cases"].items()
+            if (c == BALANCED) == (kind == "traversal")} == {real(kind)[::-1]}
+
+
+def test_a_format_1_store_is_kept_aside(tmp_path, run_dir):
+    out = tmp_path / "out"
+    _build(run_dir, out)
+    meta = _stored(out)
+    meta["format"] = 1
+    (out / report.PREDICTIONS_JSON).write_text(json.dumps(meta))
+    res = _build(run_dir, out)
+    assert res["resumed"] == 0 and (out / report.STALE_JSON).is_file()
+    assert any("format-2" in m for m in res["store_messages"])
 
 
 def test_system_hash_ignores_labels_but_not_values():
@@ -197,6 +231,12 @@ def test_code_hash_follows_every_source_file(tmp_path, monkeypatch):
     assert report.code_hash(("fakepkg",)) != first
     assert report.code_hash() == report.code_hash()
     assert report.code_hash() != report.code_hash(("hostlink.model",))
+    # per kind: the shared code and the kind's own twins, not the other kind's
+    micro, traversal = (report.kind_code_hash(k) for k in ("micro", "traversal"))
+    assert micro != traversal != report.code_hash()
+    assert micro == report.code_hash(report.PREDICTION_CODE["micro"])
+    assert "hostlink.validation.twin_traversal" not in report.PREDICTION_CODE["micro"]
+    assert "hostlink.validation.twin_micro" not in report.PREDICTION_CODE["traversal"]
 
 
 def test_changed_case_inputs_are_predicted_again(tmp_path, monkeypatch, run_dir):

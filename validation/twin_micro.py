@@ -1,0 +1,709 @@
+"""Microbenchmark twins: the request stream each CUDA program of ``gpu_kernels/micro`` issues.
+
+A microbenchmark case ``micro/<benchmark>/<parameters>`` is predicted on the
+request stream its program issues, built here from the program's documented
+access pattern (the coalescing rule of
+:func:`hostlink.traces.emulator.fast.coalesce_ranges`: one request per run
+of contiguous 32 B sectors within a 128 B line):
+
+``zc_read``/``zc_warps`` coalesced: warp w's j-th load covers block
+w + j W of 32 x bytes_per_lane bytes at offset_B (misaligned offsets split
+each block into a 32/64/96 B head and tail); strided: thread t reads its
+own chunk_B chunk bytes_per_lane at a time (one sector per lane and load);
+random: warp w's loads cover blocks ``mix64(seed ^ mix64(j)) % blocks`` of
+the first region_B bytes (the program's hash, reproduced bit for bit).
+The program issues ``unroll`` loads and then uses them all before the next
+ones, so an unrolled group is one instruction of the twin (it completes with
+its last load) and a warp keeps one instruction in flight. The random
+pattern's run takes at least the SMs' and each warp's time for its hashes
+(``options.micro.random_load_ns``, ``random_chain_ns``) and, with ``ld.cv`` on host
+memory, one round trip per line of the region for each read of it
+(:func:`random_pattern_floor_ns`).
+``ptr_chase``: one thread, one dependent 8 B load per step (a 32 B request),
+an untimed pass then a timed pass (the twin times the second): over the next
+links of the cycle where the program reports ``revisits`` (fresh nodes), else
+over the same nodes (the first H200 run's program). In host memory the
+requests go through the model; in device memory each load costs the latency
+of the level that serves it (:mod:`hostlink.model.device_memory`), replayed
+through the GPU's L1 and L2 with the program's flushes
+(:func:`device_chase_levels`). ``uvm_touch``: 4 B per lane, one 128 B line per warp load,
+sequential, the program's permutation ``j * 2654435761 mod n`` or one line
+every ``stride_B`` (sparse), in the UVM
+model by advice; ``prefetch`` is :func:`hostlink.model.uvm.prefetch_time_s`
+followed by the kernel on device memory. ``memcpy``: the copy engine's stream
+of 256 B reads (H2D) or posted 256 B writes (D2H) at the analytic model's
+link bound (REFERENCE.md: the copy engine issues 256 B requests), not held
+to the SMs' read limits (``gpu.max_outstanding_host_reads``,
+``link.cpl_buffer_B``).
+
+Caches: host loads with the default cache operator go through the caches
+:func:`hostlink.traces.cache.host_read_cache` gives for the system's GPU (the
+coalescer with ``cache_host=True``; ``cache = cg``: those without the L1,
+``cv``: none),
+loads reaching them in issue order (warps in turn, the loads of an unrolled
+group back to back); a load that hits sends no request and costs the model no
+time.
+
+Assumptions of these twins (not of the model):
+- a large run is predicted on a prefix of its traffic: every warp of the real
+  grid is kept, each issues at most enough loads that the twin holds about
+  ``max_requests`` requests; the steady-state bandwidth of the prefix (the
+  bytes its loads read over kernel time) stands for the whole run, whose time
+  is the launch overhead plus its bytes over that bandwidth (a warp keeps at
+  least 8 x unroll loads, 2 x unroll for the strided pattern's 32-request
+  instructions). UVM first touch is predicted on a prefix of the buffer of at
+  most ``max_uvm_B`` (1 GiB by default: buffers up to 1 GiB whole) and scaled by
+  size, all but the run's one-off first fault; a sparse prefix keeps whole
+  strides, at least one line.
+- warps = 0 ("as many as fit") takes the grid the program reported
+  (``warps_launched``) where the measured results hold it, else every
+  resident warp slot of the GPU (``sm_count * max_warps_per_sm``).
+- a buffer starts at a 2 MiB boundary (the allocators return page-aligned
+  memory; the GPU page size of the mapping is the translation model's).
+- the pointer chase's random cycle is drawn with NumPy (the program uses
+  std::mt19937_64): the same number of distinct random nodes, not the same
+  nodes.
+- ``memcpy`` pays ``gpu.copy_setup_ns`` per copy (the program times copies
+  back to back in a stream) and, host to device, one round trip before its
+  first byte.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, LaunchInfo, RequestStream
+from hostlink.validation.twin_common import (COPY_ENGINE_REQUEST_B, DEFAULT_MAX_REQUESTS,
+                                             DEFAULT_MAX_UVM_B, LINE_B, MICRO_BASE,
+                                             MIN_LOADS_PER_WARP, PERM_MULTIPLIER, PREDICT_MODE,
+                                             SECTOR_B, UVM_MODES, TwinError, run_model)
+
+
+# ----------------------------------------------------------------------------
+# Request streams of the microbenchmarks
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """The programs' 64-bit mixer (zc_common.cuh), wrapping like C++ uint64_t."""
+    x = np.asarray(x, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def warps_per_block(warps: int, sm_count: int) -> int:
+    """The programs' block shape: the largest of 8, 4, 2, 1 dividing ``warps``
+    that still gives one block per SM or more (zc_common.cuh)."""
+    for w in (8, 4, 2, 1):
+        if warps % w == 0 and warps // w >= min(warps, sm_count):
+            return w
+    return 1
+
+
+def _stream(inst_row: np.ndarray, row_warp: np.ndarray, row_inst: np.ndarray,
+            addr: np.ndarray, size: np.ndarray, useful: np.ndarray, *, space: int,
+            launch: np.ndarray | int = 0, launches: tuple[LaunchInfo, ...] = ()) -> RequestStream:
+    n = len(addr)
+    launch_col = (np.full(n, launch, dtype=np.uint32) if np.isscalar(launch)
+                  else np.asarray(launch)[inst_row])
+    return RequestStream(
+        launch=launch_col.astype(np.uint32), warp=row_warp[inst_row].astype(np.uint32),
+        inst=row_inst[inst_row].astype(np.uint32), addr=addr.astype(np.uint64),
+        size_B=size.astype(np.uint16), useful_B=useful.astype(np.uint16),
+        space=np.full(n, space, dtype=np.uint8), is_write=np.zeros(n, dtype=bool),
+        launches=launches)
+
+
+def _ranges_stream(row_warp, row_inst, lo, hi, range_row, *, space, launches,
+                   launch=0, presorted=True) -> RequestStream:
+    """Coalesce lane byte ranges [lo, hi) of instructions ``range_row`` into requests."""
+    from hostlink.traces.emulator.fast import coalesce_ranges
+
+    r, addr, size, useful = coalesce_ranges(range_row.astype(np.int64), lo, hi, presorted)
+    return _stream(r, row_warp, row_inst, addr, size, useful, space=space, launch=launch,
+                   launches=launches)
+
+
+def host_cache_for(params: dict, system):
+    """The caches a microbenchmark's host loads go through: the GPU's
+    (:func:`hostlink.traces.cache.host_read_cache`) for the default cache
+    operator, without the L1 for ``cache = cg`` (``ld.cg`` bypasses it), none for
+    ``cache = cv`` (``ld.cv`` fetches again) or when no level is left."""
+    from hostlink.traces.cache import host_read_cache
+
+    op = str(params.get("cache", "default"))
+    if op == "cv":
+        return None
+    cache = host_read_cache(system.gpu)
+    if cache is not None and op == "cg":
+        import dataclasses
+        cache = dataclasses.replace(cache, l1_size_B=0)
+    if cache is None or (cache.l1_size_B == 0 and cache.l2_size_B == 0):
+        return None
+    return cache
+
+
+def _lane_stream(warp, j, gid, lane_addr, lane_mask, width_B: int, *, launches, cache,
+                 region_B: int, launch=None) -> RequestStream:
+    """Requests of lane-level loads through the caches (:func:`hostlink.traces.coalescer.coalesce`).
+
+    Row ``r`` is the ``j[r]``-th load of warp ``warp[r]`` (0, 1, ... per warp and
+    launch), ``gid[r]`` its instruction in the twin (loads of one unrolled group share
+    it); ``lane_addr`` (n, 32) and ``lane_mask`` the lanes. Loads reach the caches
+    in issue order: each launch's warps take their next instruction in turn, a
+    warp issuing the loads of one instruction (an unrolled group) back to back."""
+    from hostlink.traces.coalescer import coalesce
+    from hostlink.traces.schema import (LOCATION_HOST, OP_LOAD, SPACE_GLOBAL, InstTable,
+                                        KernelLaunch, Region)
+
+    n = len(warp)
+    launch = np.zeros(n, dtype=np.int64) if launch is None else np.asarray(launch, np.int64)
+    wpc = np.array([li.warps_per_cta for li in launches], dtype=np.int64)[launch]
+    order = np.lexsort((j, warp, np.asarray(gid, dtype=np.int64), launch))
+    table = InstTable(
+        launch=launch[order], cta=(warp // wpc)[order], warp=(warp % wpc)[order],
+        pc=np.zeros(n), opcode=np.zeros(n), op=np.full(n, OP_LOAD), space=np.full(n, SPACE_GLOBAL),
+        width_B=np.full(n, width_B), mask=np.asarray(lane_mask, dtype=np.uint32)[order],
+        addrs=np.asarray(lane_addr, dtype=np.int64)[order].astype(np.uint64))
+    kls = [KernelLaunch(li.name, (li.ctas, 1, 1), (li.warps_per_cta * 32, 1, 1)) for li in launches]
+    s = coalesce(table, [Region("buffer", MICRO_BASE, int(region_B), LOCATION_HOST)],
+                 launches=kls, cache=cache, cache_host=True)
+    if len(s) == 0:
+        return s
+    # the coalescer numbers a warp's loads 0, 1, ... in row order, i.e. j: map j to gid
+    key = (launch * (int(warp.max()) + 1) + warp) * (int(j.max()) + 1) + j
+    srt = np.argsort(key)
+    skey = key[srt]
+    want = ((s.launch.astype(np.int64) * (int(warp.max()) + 1) + s.warp.astype(np.int64))
+            * (int(j.max()) + 1) + s.inst.astype(np.int64))
+    inst = np.asarray(gid, dtype=np.int64)[srt[np.searchsorted(skey, want)]]
+    return RequestStream(launch=s.launch, warp=s.warp, inst=inst.astype(np.uint32), addr=s.addr,
+                         size_B=s.size_B, useful_B=s.useful_B, space=s.space,
+                         is_write=s.is_write, launches=launches)
+
+
+def _per_warp_counts(n_items: int, warps: int) -> np.ndarray:
+    """Loads of each warp when warp w takes items w, w + W, w + 2W, ... < n_items."""
+    w = np.arange(warps, dtype=np.int64)
+    return np.maximum(0, -(-(n_items - w) // warps))
+
+
+def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(warp, j) of every instruction for per-warp instruction counts."""
+    warp = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    first = np.cumsum(counts) - counts
+    j = np.arange(len(warp), dtype=np.int64) - np.repeat(first, counts)
+    return warp, j
+
+
+@dataclass
+class MicroTwin:
+    """A microbenchmark case's request stream and how its metrics follow from a prediction."""
+    case: str
+    benchmark: str
+    params: dict
+    mode: str                        # prediction mode
+    stream: RequestStream | None
+    full_bytes_B: float              # useful bytes of the measured run
+    twin_bytes_B: float              # useful bytes of the twin
+    loads_in_flight: int = 1
+    steps: int = 0                   # ptr_chase
+    size_B: int = 0                  # memcpy, uvm_touch
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def scale(self) -> float:
+        return self.full_bytes_B / self.twin_bytes_B if self.twin_bytes_B else 1.0
+
+    def system_for(self, system):
+        """The system with the case's own launch knobs (loads in flight per warp)."""
+        from hostlink.model.config import system_with
+        if self.loads_in_flight != system.gpu.loads_in_flight_per_warp:
+            return system_with(system, {"gpu.loads_in_flight_per_warp": int(self.loads_in_flight)})
+        return system
+
+    def predict(self, system, fidelity: str = "des", options: dict | None = None) -> dict[str, float]:
+        """Predicted metrics (same names and units as the program's); ``options``: see
+        :func:`run_model`."""
+        fn = _PREDICTORS[self.benchmark]
+        return fn(self, self.system_for(system), fidelity, options)
+
+
+def _resolve_warps(params: dict, system, hint: float | None) -> int:
+    w = int(params.get("warps", 0) or 0)
+    if w > 0:
+        return w
+    if hint is not None and hint > 0:
+        return int(round(hint))
+    return int(system.gpu.sm_count * system.gpu.max_warps_per_sm)
+
+
+def _launch(name: str, warps: int, sm_count: int) -> tuple[LaunchInfo, ...]:
+    wpb = warps_per_block(warps, sm_count)
+    return (LaunchInfo(name, warps // wpb, wpb, wpb * 32),)
+
+
+def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None,
+             max_requests: int = DEFAULT_MAX_REQUESTS) -> MicroTwin:
+    """Twin of a zc_read or zc_warps point."""
+    bench = params["benchmark"]
+    pattern = params.get("pattern", "coalesced")
+    bpl = int(params.get("bytes_per_lane", 4))
+    blk = 32 * bpl
+    unroll = int(params.get("unroll", 4 if bench == "zc_read" else 1))
+    warps = _resolve_warps(params, system, warps_hint)
+    total_B = int(params.get("total_B", 1 << 30))
+    per_warp_B = int(params.get("max_per_warp_B", 1 << 30))
+    mode_name = params.get("memory_mode", "zerocopy")
+    if mode_name not in PREDICT_MODE:
+        raise TwinError(f"case '{case}': unknown memory_mode '{mode_name}'")
+    space = SPACE_DEVICE if mode_name == "device" else SPACE_HOST
+    mode = "device" if mode_name == "device" else PREDICT_MODE[mode_name]
+    launches = _launch(bench, warps, system.gpu.sm_count)
+    nbytes = min(total_B, warps * per_warp_B)
+    group = unroll
+    cache = host_cache_for(params, system) if space == SPACE_HOST else None
+    lane = np.arange(32, dtype=np.int64)
+
+    if pattern == "coalesced":
+        offset = int(params.get("offset_B", 0))
+        nblocks = nbytes // blk
+        full = nblocks * blk
+        counts = _per_warp_counts(nblocks, warps)
+        per_inst = -(-(offset % LINE_B + blk) // LINE_B)
+        cap = max(MIN_LOADS_PER_WARP * unroll, -(-max_requests // max(1, warps * per_inst)))
+        counts = np.minimum(counts, cap)
+        warp, j = _expand(counts)
+        lo = MICRO_BASE + offset + (warp + j * warps) * blk
+        loaded = len(lo) * blk
+        if cache is None:
+            stream = _ranges_stream(warp, j // group, lo, lo + blk, np.arange(len(lo)),
+                                    space=space, launches=launches)
+        else:
+            stream = _lane_stream(warp, j, j // group, lo[:, None] + lane * bpl,
+                                  np.full(len(lo), 0xFFFFFFFF), bpl, launches=launches,
+                                  cache=cache, region_B=offset + nbytes + LINE_B)
+    elif pattern == "strided":
+        chunk = int(params.get("chunk_B", 4096))
+        if chunk % bpl:
+            raise TwinError(f"case '{case}': chunk_B {chunk} is not a multiple of {bpl}")
+        threads = warps * 32
+        nchunks = max(1, nbytes // chunk)
+        full = nchunks * chunk
+        per_chunk = chunk // bpl
+        # thread t: chunks t, t + T, ...; a warp's instruction (k, j) covers lane chunks
+        # w*32 + l + k*T, element j of each.
+        rounds = -(-nchunks // threads)
+        cap = max(2 * unroll, -(-max_requests // max(1, warps * 32)))
+        n_inst = min(rounds * per_chunk, cap)
+        kk = np.arange(n_inst, dtype=np.int64) // per_chunk
+        jj = np.arange(n_inst, dtype=np.int64) % per_chunk
+        warp = np.repeat(np.arange(warps, dtype=np.int64), n_inst)
+        k = np.tile(kk, warps)
+        e = np.tile(jj, warps)
+        lane = np.arange(32, dtype=np.int64)
+        chunk_id = warp[:, None] * 32 + lane[None, :] + k[:, None] * threads
+        active = chunk_id < nchunks
+        keep = active.any(axis=1)
+        warp, k, e, chunk_id, active = warp[keep], k[keep], e[keep], chunk_id[keep], active[keep]
+        inst = np.arange(len(warp))
+        lane_lo = MICRO_BASE + chunk_id * chunk + e[:, None] * bpl
+        gid = k * (-(-per_chunk // group)) + e // group
+        loaded = int(active.sum()) * bpl
+        if cache is None:
+            rows = np.broadcast_to(inst[:, None], lane_lo.shape)[active]
+            lo = lane_lo[active]
+            stream = _ranges_stream(warp, gid, lo, lo + bpl, rows, space=space,
+                                    launches=launches)
+        else:
+            mask = (active.astype(np.int64) << lane).sum(axis=1)
+            stream = _lane_stream(warp, k * per_chunk + e, gid,
+                                  np.where(active, lane_lo, MICRO_BASE), mask, bpl,
+                                  launches=launches, cache=cache, region_B=nchunks * chunk)
+    elif pattern == "random":
+        region = int(params.get("region_B", 1 << 30))
+        region_blocks = max(1, region // blk)
+        nblocks = nbytes // blk
+        full = nblocks * blk
+        per_warp = -(-nblocks // warps)
+        first = np.arange(warps, dtype=np.int64) * per_warp
+        counts = np.clip(np.minimum(nblocks, first + per_warp) - first, 0, None)
+        cap = max(MIN_LOADS_PER_WARP * unroll, -(-max_requests // max(1, warps * (blk // LINE_B))))
+        counts = np.minimum(counts, cap)
+        warp, jl = _expand(counts)
+        jg = first[warp] + jl
+        seed = np.uint64(int(params.get("seed", 1)))
+        line = mix64(seed ^ mix64(jg.astype(np.uint64))) % np.uint64(region_blocks)
+        lo = MICRO_BASE + line.astype(np.int64) * blk
+        loaded = len(lo) * blk
+        if cache is None:
+            stream = _ranges_stream(warp, jl // group, lo, lo + blk, np.arange(len(lo)),
+                                    space=space, launches=launches)
+        else:
+            stream = _lane_stream(warp, jl, jl // group, lo[:, None] + lane * bpl,
+                                  np.full(len(lo), 0xFFFFFFFF), bpl, launches=launches,
+                                  cache=cache, region_B=region_blocks * blk)
+    else:
+        raise TwinError(f"case '{case}': unknown pattern '{pattern}'")
+    if len(stream) == 0:
+        raise TwinError(f"case '{case}': every load of the twin hits in the caches (the model "
+                        "gives cache hits no time)")
+    # the bytes the twin's loads read (cache hits included), as the program counts them
+    return MicroTwin(case, bench, params, mode, stream, float(full), float(loaded),
+                     loads_in_flight=unroll // group,
+                     extra={"warps": warps, "cached": cache is not None})
+
+
+def without_launch(system):
+    """``system`` without the launch's own costs (``gpu.launch_ns``,
+    ``gpu.cta_dispatch_ns``): for twins that time the steady state of a prefix of
+    the traffic or time inside the kernel (the pointer chase's %globaltimer)."""
+    from hostlink.model.config import system_with
+    if system.gpu.launch_ns == 0 and system.gpu.cta_dispatch_ns == 0:
+        return system
+    return system_with(system, {"gpu.launch_ns": 0.0, "gpu.cta_dispatch_ns": 0.0})
+
+
+def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None,
+                            traffic_GBps: float | None = None) -> float:
+    """Least time of a zc_read/zc_warps random-pattern run beyond its memory traffic, ns
+    (0 for the other patterns).
+
+    - The kernel's own work: each load's line is ``mix64(seed ^ mix64(j)) % blocks``
+      (gpu_kernels/micro/zc_common.cuh), two 64-bit hashes and a 64-bit modulo, about
+      130 SASS instructions per warp load (validation/results/h200/sass), so loads the
+      caches serve run at the SMs' issue rate, not the L1's: every SM spends
+      ``options.micro.random_load_ns`` per warp load, and a warp, whose instructions
+      depend on one another (the modulo is a called routine), at least
+      ``options.micro.random_chain_ns`` per load. Both are fitted on random lines in
+      device memory (640-660 GB/s at full occupancy on an H100 and an H200 from 4 KiB
+      to 16 MiB regions; 65-71 GB/s with one warp per SM over 4 KiB,
+      validation/results/*/hot_lines); 0, the default, leaves a bound out. The bound
+      does not add a load's own latency to the chain: loads that miss the L1 make one
+      warp slower than it (1 MiB of device memory, L2 hits: 52-53 GB/s with one warp
+      per SM).
+    - With ``cache = cv`` on host memory (``LDG.E.STRONG.SYS``) a warp's loads wait for
+      each other (0.08 GB/s for one warp at every unroll, validation/results/h200/
+      unroll_probe), so each warp spends its chain time plus a host round trip
+      (``link.rtt_ns + gpu.host_path_ns``) per load (132 warps over 1 MiB: 11.4-11.5 GB/s
+      on both GPUs).
+    - With ``cache = cv`` on host memory reads of one line do not overlap either: a line
+      has one read at a time, and a read holds its line for
+      ``options.micro.cv_line_ns`` (at least the round trip) plus
+      ``options.micro.cv_line_gap_ns`` for every line read at once, so
+      ``region_B / 128`` lines bound the bandwidth. The lines read at once are at most
+      the lines, the warps, and the reads the memory model's bandwidth for the run
+      (``traffic_GBps``, when given) keeps in flight over one round trip.
+      Measured with 2112 and 8448 warps (validation/results/*/hot_lines): 4 KiB (32
+      lines) 2.5 GB/s on both GPUs, whatever the warps; 16 KiB 9.4-9.5; 64 KiB 23-24
+      on the H200, 27 on the H100: a line is held about 1.65 us with 32 lines and
+      2.4-2.7 us with 512, where one round trip is 1.19-1.21 us; 256 KiB (2048 lines)
+      reaches the link. Both options are fitted on those points (calibrate step
+      ``cv_lines``); 0, the default, holds a line one round trip."""
+    p = twin.params
+    if twin.benchmark not in ("zc_read", "zc_warps") or p.get("pattern") != "random":
+        return 0.0
+    micro = (options or {}).get("micro") or {}
+    load_ns = float(micro.get("random_load_ns", 0.0) or 0.0)
+    chain_ns = float(micro.get("random_chain_ns", 0.0) or 0.0)
+    blk = 32 * int(p.get("bytes_per_lane", 4))
+    warps = int(twin.extra.get("warps", 0) or 0) or system.gpu.sm_count
+    loads = twin.full_bytes_B / blk
+    floor = max(loads / min(warps, system.gpu.sm_count) * load_ns, loads / warps * chain_ns)
+    if p.get("cache") == "cv" and twin.mode == "zerocopy":
+        region = max(1, int(p.get("region_B", 1 << 30)) // blk) * blk
+        lines = max(1, region // LINE_B)
+        round_trip_ns = system.link.rtt_ns + system.gpu.host_path_ns
+        hold_ns = max(round_trip_ns, float(micro.get("cv_line_ns", 0.0) or 0.0))
+        gap_ns = float(micro.get("cv_line_gap_ns", 0.0) or 0.0)
+        at_once = min(lines, warps)
+        if traffic_GBps is not None and traffic_GBps > 0:
+            at_once = min(at_once, traffic_GBps * round_trip_ns / LINE_B)
+        line_ns = hold_ns + gap_ns * at_once
+        floor = max(floor, loads / warps * (chain_ns + round_trip_ns),
+                    twin.full_bytes_B * line_ns / (lines * LINE_B))
+    return floor
+
+
+def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str,
+                           options: dict | None = None) -> dict[str, float]:
+    run = run_model(twin.stream, without_launch(system), twin.mode, fidelity, options)
+    kernel_ns = float(np.sum(run.kernel_ns))
+    if kernel_ns <= 0:
+        raise TwinError(f"case '{twin.case}': the model predicted no time")
+    bw = twin.twin_bytes_B / kernel_ns                      # B/ns = GB/s
+    body_ns = max(twin.full_bytes_B / bw, random_pattern_floor_ns(twin, system, options, bw))
+    time_ns = system.launch_overhead_us * 1e3 + body_ns
+    return {"time_ms": time_ns * 1e-6, "bw_GBps": twin.full_bytes_B / time_ns}
+
+
+def build_ptr_chase(case: str, params: dict, system, *,
+                    revisits_hint: float | None = None) -> MicroTwin:
+    """Twin of a pointer-chase point: an untimed pass, then the timed pass (launch 1).
+
+    Programs that report ``revisits`` (``revisits_hint`` not None) time the next
+    ``steps`` links of the cycle, nodes never loaded before when the chain holds
+    2 x steps of them; earlier ones (first_run) timed the untimed pass's links again."""
+    stride = int(params.get("stride_B", 4096))
+    footprint = int(params.get("footprint_B", 64 << 20))
+    steps = int(params.get("steps", 2000))
+    n = footprint // stride
+    if n < 2:
+        raise TwinError(f"case '{case}': footprint holds fewer than 2 nodes")
+    fresh = revisits_hint is not None
+    total = 2 * steps if fresh else steps
+    if params.get("order", "random") == "seq":
+        chain = np.arange(total, dtype=np.int64) % n
+    else:
+        rng = np.random.default_rng(int(params.get("seed", 1)))
+        k = min(total, n)
+        others = rng.choice(np.arange(1, n, dtype=np.int64), size=k - 1, replace=False) \
+            if n <= 1 << 24 else (rng.integers(1, n, size=k - 1, dtype=np.int64))
+        cyc = np.concatenate([[0], others])
+        chain = np.resize(cyc, total)
+    nodes, timed = (chain[:steps], chain[steps:]) if fresh else (chain, chain)
+    space = SPACE_DEVICE if params.get("memory_mode") == "device" else SPACE_HOST
+    if space == SPACE_DEVICE:
+        levels = device_chase_levels(nodes, timed, stride, str(params.get("cache", "default")),
+                                     system.gpu, l2_flushed=fresh)
+        return MicroTwin(case, "ptr_chase", params, "device", None, float(8 * steps),
+                         float(8 * steps), loads_in_flight=1, steps=steps,
+                         extra={"levels": levels})
+    mode = "device" if space == SPACE_DEVICE else PREDICT_MODE.get(params.get("memory_mode",
+                                                                              "zerocopy"))
+    lo = MICRO_BASE + np.concatenate([nodes, timed]) * stride
+    n_inst = len(lo)
+    row_inst = np.arange(n_inst, dtype=np.int64) % steps
+    row_warp = np.zeros(n_inst, dtype=np.int64)
+    launch_of_row = np.repeat(np.arange(2), steps)
+    li = LaunchInfo("ptr_chase", 1, 1, 1)
+    cache = host_cache_for(params, system) if space == SPACE_HOST else None
+    if cache is None:
+        stream = _ranges_stream(row_warp, row_inst, lo, lo + 8, np.arange(n_inst), space=space,
+                                launches=(li, li), launch=launch_of_row)
+    else:
+        addr = np.zeros((n_inst, 32), dtype=np.int64)
+        addr[:, 0] = lo
+        stream = _lane_stream(row_warp, row_inst, row_inst, addr, np.ones(n_inst), 8,
+                              launches=(li, li), cache=cache, region_B=footprint,
+                              launch=launch_of_row)
+    return MicroTwin(case, "ptr_chase", params, mode, stream, float(8 * steps), float(8 * steps),
+                     loads_in_flight=1, steps=steps)
+
+
+def device_chase_levels(untimed: np.ndarray, timed: np.ndarray, stride_B: int, cache: str,
+                        gpu, *, l2_flushed: bool) -> np.ndarray:
+    """Loads of a device pointer chase's timed pass served by the L1, the L2 and DRAM
+    (:data:`hostlink.model.device_memory.LEVELS` order).
+
+    The program flushes the L2 before each pass where it reports ``revisits``
+    (``l2_flushed``): the timed pass starts from empty caches. The first H200 run's
+    program flushed only before the untimed pass, so the timed pass finds the nodes
+    the untimed one loaded in the L2. The L1 starts empty at each launch; loads with
+    ``cg`` or ``cv`` skip it (device memory's point of coherence is the L2)."""
+    from hostlink.model.device_memory import level_counts
+    from hostlink.traces.cache import CacheConfig, CacheState
+
+    if cache not in ("default", "cg", "cv"):
+        raise TwinError(f"pointer chase: unknown cache operator '{cache}'")
+    state = CacheState(CacheConfig.from_gpu(gpu, l1=cache == "default"))
+
+    def sectors(nodes: np.ndarray) -> np.ndarray:
+        return (MICRO_BASE + np.asarray(nodes, dtype=np.int64) * stride_B) // SECTOR_B
+
+    if not l2_flushed:
+        state.levels(0, sectors(untimed))
+        state.flush_l1()
+    return level_counts(state.levels(0, sectors(timed)))
+
+
+def _predict_ptr_chase(twin: MicroTwin, system, fidelity: str,
+                       options: dict | None = None) -> dict[str, float]:
+    if "levels" in twin.extra:          # device memory: one dependent load at a time
+        from hostlink.model.device_memory import dependent_chain_ns
+        timed_ns = dependent_chain_ns(system.gpu, twin.extra["levels"])
+        return {"lat_ns": timed_ns / twin.steps, "time_ms": timed_ns * 1e-6}
+    run = run_model(twin.stream, without_launch(system), twin.mode, fidelity, options)
+    if len(run.kernel_ns) < 2:
+        raise TwinError(f"case '{twin.case}': the model returned no per-launch times")
+    timed_ns = float(run.kernel_ns[1])
+    if timed_ns <= 0:
+        raise TwinError(f"case '{twin.case}': every load of the timed pass hits in the caches "
+                        "(the model gives cache hits no time)")
+    return {"lat_ns": timed_ns / twin.steps, "time_ms": timed_ns * 1e-6}
+
+
+def build_memcpy(case: str, params: dict, system) -> MicroTwin:
+    size = int(params.get("size_B", 1 << 30))
+    return MicroTwin(case, "memcpy", params, "zerocopy", None, float(size), float(size),
+                     size_B=size)
+
+
+def _predict_memcpy(twin: MicroTwin, system, fidelity: str,
+                    options: dict | None = None) -> dict[str, float]:
+    from hostlink.model.analytic import SizeHistogram, predict_system
+
+    from hostlink.model.config import system_with
+
+    write = twin.params.get("direction", "h2d") == "d2h"
+    hist = SizeHistogram.of([COPY_ENGINE_REQUEST_B], [1.0], 0, write)
+    # the copy engine is not held to the SMs' read limits (calibrated from SM reads)
+    if system.link.cpl_buffer_B:
+        system = system_with(system, {"link.cpl_buffer_B": 0})
+    res = predict_system(system, hist, requester_limit=0)
+    bw = float(res.bw_GBps)
+    time_ns = (system.gpu.copy_setup_ns + twin.size_B / bw
+               + (0.0 if write else system.link.rtt_ns))
+    return {"time_ms": time_ns * 1e-6, "bw_GBps": twin.size_B / time_ns}
+
+
+def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None = None,
+                    max_uvm_B: int = DEFAULT_MAX_UVM_B) -> MicroTwin:
+    """Twin of a UVM first-touch point (advice none, readmostly, prefetch or accessedby)."""
+    size = int(params.get("size_B", 256 << 20))
+    pattern = params.get("pattern", "seq")
+    advice = params.get("advice", "none")
+    warps = _resolve_warps(params, system, warps_hint)
+    warps = -(-warps // 8) * 8                       # the program launches whole 8-warp blocks
+    launches = _launch("uvm_touch", warps, system.gpu.sm_count)
+    twin_size = min(size, max_uvm_B)
+    full_B = size
+    nblocks = twin_size // LINE_B
+    if pattern == "seq":
+        counts = _per_warp_counts(nblocks, warps)
+        warp, j = _expand(counts)
+        block = warp + j * warps
+    elif pattern == "sparse":
+        stride = int(params.get("stride_B", 2 << 20))
+        if stride < LINE_B or stride % LINE_B:
+            raise TwinError(f"case '{case}': stride_B must be a multiple of {LINE_B}")
+        # the program touches size // stride lines; the prefix keeps whole strides and at
+        # least one line (a stride above max_uvm_B would otherwise leave it empty)
+        lines = size // stride
+        twin_lines = min(lines, max(1, max_uvm_B // stride))
+        full_B, twin_size = lines * stride, twin_lines * stride
+        counts = _per_warp_counts(twin_lines, warps)
+        warp, j = _expand(counts)
+        block = (warp + j * warps) * (stride // LINE_B)
+    elif pattern == "random":
+        per = -(-nblocks // warps)
+        first = np.arange(warps, dtype=np.int64) * per
+        counts = np.clip(np.minimum(nblocks, first + per) - first, 0, None)
+        warp, jl = _expand(counts)
+        jg = first[warp] + jl
+        block = (jg * PERM_MULTIPLIER) % nblocks
+        j = jl
+    else:
+        raise TwinError(f"case '{case}': unknown pattern '{pattern}'")
+    lo = MICRO_BASE + block * LINE_B
+    mode = {"none": "uvm", "readmostly": "uvm_readmostly", "accessedby": "zerocopy",
+            "prefetch": "device"}.get(advice)
+    if mode is None:
+        raise TwinError(f"case '{case}': unknown advice '{advice}'")
+    space = SPACE_DEVICE if advice == "prefetch" else SPACE_HOST
+    stream = _ranges_stream(warp, j, lo, lo + LINE_B, np.arange(len(lo)), space=space,
+                            launches=launches)
+    return MicroTwin(case, "uvm_touch", params, mode, stream, float(full_B), float(twin_size),
+                     loads_in_flight=1, size_B=size, extra={"warps": warps, "advice": advice})
+
+
+def _predict_uvm_touch(twin: MicroTwin, system, fidelity: str,
+                       options: dict | None = None) -> dict[str, float]:
+    run = run_model(twin.stream, system, twin.mode, fidelity, options)
+    body_ns = run.time_ns - system.launch_overhead_us * 1e3
+    if twin.scale != 1.0:
+        # a prefix stands for the buffer: its per-line time scales, the run's one-off
+        # first fault (options.uvm.first_fault_us, with the first batch) does not
+        once_ns = 0.0
+        if twin.mode in UVM_MODES and len(twin.stream):
+            once_ns = float(((options or {}).get("uvm") or {}).get("first_fault_us", 0.0) or 0.0) * 1e3
+        body_ns = once_ns + (body_ns - once_ns) * twin.scale
+    out: dict[str, float] = {}
+    prefetch_ns = 0.0
+    if twin.extra.get("advice") == "prefetch":
+        from hostlink.model.uvm import prefetch_time_s
+        call_us = float(((options or {}).get("prefetch") or {}).get("call_us", 0.0) or 0.0)
+        prefetch_ns = prefetch_time_s(twin.size_B, system, call_us=call_us) * 1e9
+        out["prefetch_ms"] = prefetch_ns * 1e-6
+    time_ns = system.launch_overhead_us * 1e3 + body_ns + prefetch_ns
+    out["time_ms"] = time_ns * 1e-6
+    out["bw_GBps"] = twin.size_B / time_ns
+    out["kernel_ms"] = (time_ns - prefetch_ns) * 1e-6
+    return out
+
+
+def build_launch(case: str, params: dict, system, *,
+                 max_requests: int = DEFAULT_MAX_REQUESTS) -> MicroTwin:
+    """Twin of a launch-time point: ``ctas`` CTAs of ``threads_per_cta`` threads;
+    work ``label``: each warp loads the 4 B word of its global warp id (all lanes one
+    address: one 32 B device read per warp), ``empty``: no memory traffic. The
+    label loads of at most ``max_requests`` warps (whole CTAs) are simulated and
+    their time scaled to the grid."""
+    ctas = int(params.get("ctas", 1))
+    threads = int(params.get("threads_per_cta", 256))
+    work = params.get("work", "empty")
+    if ctas < 1 or threads < 32 or threads % 32:
+        raise TwinError(f"case '{case}': ctas must be >= 1 and threads_per_cta a multiple of 32")
+    if work not in ("empty", "label"):
+        raise TwinError(f"case '{case}': unknown work '{work}'")
+    wpc = threads // 32
+    stream = None
+    sim_ctas = ctas
+    if work == "label":
+        sim_ctas = max(1, min(ctas, max_requests // wpc))
+        warps = sim_ctas * wpc
+        warp = np.arange(warps, dtype=np.int64)
+        lo = MICRO_BASE + (warp * 4) // SECTOR_B * SECTOR_B
+        stream = _ranges_stream(warp, np.zeros(warps, dtype=np.int64), lo, lo + SECTOR_B,
+                                np.arange(warps), space=SPACE_DEVICE,
+                                launches=(LaunchInfo("launch_grid", sim_ctas, wpc, threads),))
+    return MicroTwin(case, "launch", params, "device", stream, float(ctas), float(sim_ctas),
+                     extra={"ctas": ctas})
+
+
+def _predict_launch(twin: MicroTwin, system, fidelity: str,
+                    options: dict | None = None) -> dict[str, float]:
+    """``launch_ns + max(work, ctas x cta_dispatch_ns)`` (:func:`hostlink.model.predict.launch_floor`),
+    the work the label loads' device time scaled from the simulated CTAs."""
+    work_ns = 0.0
+    if twin.stream is not None:
+        run = run_model(twin.stream, without_launch(system), "device", fidelity, options)
+        work_ns = float(np.sum(run.kernel_ns)) * twin.scale
+    ctas = int(twin.extra["ctas"])
+    gpu = system.gpu
+    time_ns = max(work_ns, ctas * gpu.cta_dispatch_ns) + gpu.launch_ns
+    if time_ns <= 0:
+        raise TwinError(f"case '{twin.case}': the model predicted no time (gpu.launch_ns and "
+                        "gpu.cta_dispatch_ns are 0: the launch is not modelled)")
+    return {"time_us": time_ns * 1e-3, "time_ms": time_ns * 1e-6, "ns_per_cta": time_ns / ctas}
+
+
+_PREDICTORS: dict[str, Callable] = {
+    "launch": _predict_launch,
+    "zc_read": _predict_bandwidth_run, "zc_warps": _predict_bandwidth_run,
+    "ptr_chase": _predict_ptr_chase, "memcpy": _predict_memcpy, "uvm_touch": _predict_uvm_touch,
+}
+
+
+def build_micro(case: str, params: dict, system, *, hints: Callable[[str], float | None] | None = None,
+                max_requests: int = DEFAULT_MAX_REQUESTS,
+                max_uvm_B: int = DEFAULT_MAX_UVM_B) -> MicroTwin:
+    """The twin of one microbenchmark case (``hints(metric)``: measured launch facts)."""
+    bench = params.get("benchmark")
+    warps_hint = hints("warps_launched") if hints else None
+    if bench in ("zc_read", "zc_warps"):
+        return build_zc(case, params, system, warps_hint=warps_hint, max_requests=max_requests)
+    if bench == "ptr_chase":
+        return build_ptr_chase(case, params, system,
+                               revisits_hint=hints("revisits") if hints else None)
+    if bench == "memcpy":
+        return build_memcpy(case, params, system)
+    if bench == "uvm_touch":
+        return build_uvm_touch(case, params, system, warps_hint=warps_hint, max_uvm_B=max_uvm_B)
+    if bench == "launch":
+        return build_launch(case, params, system, max_requests=max_requests)
+    raise TwinError(f"case '{case}': no twin for benchmark '{bench}'")
+
+

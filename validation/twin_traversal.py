@@ -1,0 +1,228 @@
+"""Traversal twins: the traversal kernels of ``gpu_kernels/traversal`` predicted on their graphs.
+
+A traversal case ``<kernel>/<graph>/<variant>/<memory_mode>/<id_bytes>B`` is
+predicted on the same graph (regenerated from the manifest's generator and seed, or read
+from the run's graph files), the same sources (``metadata.json``), the same
+kernel, variant and id width, emulated by :mod:`hostlink.traces.emulator`
+and predicted in the memory mode's model (zero-copy, UVM, device).
+
+Edge-list loads with the default cache operator go through the caches
+:func:`hostlink.traces.cache.host_read_cache` gives for the system's GPU, as the
+microbenchmark twins' host loads do (:mod:`hostlink.validation.twin_micro`).
+
+Assumptions of these twins (not of the model):
+- a traversal twin carries the kernel's device-array accesses only on graphs of
+  at most ``DEFAULT_MAX_DEVICE_EDGES`` edges (2^24: the scale-14 graphs, not the
+  scale-21 and -24 ones, whose device accesses would not fit in memory); above
+  it, a launch's device-side time is its CTA dispatch and launch time only.
+- SSSP and CC launches run in waves of the GPU's resident warps
+  (:mod:`hostlink.traces.emulator.algorithms`), an approximation of how far
+  updates spread within a launch.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from hostlink.validation.twin_common import (DEFAULT_MAX_DEVICE_EDGES, PREDICT_MODE, SECTOR_B,
+                                             WEIGHT_B, RunData, TwinError, run_model)
+
+
+# ----------------------------------------------------------------------------
+# Traversal twins
+
+
+class GraphSource:
+    """The graphs of a run: read from the run's .bel files, else regenerated from the manifest."""
+
+    def __init__(self, run: RunData, graph_dir: str | Path | None = None):
+        self.run = run
+        self.graph_dir = Path(graph_dir) if graph_dir else None
+        self._cache: dict[str, object] = {}
+        self._specs = None
+        self._streams: dict[tuple, tuple] = {}
+
+    def emulated(self, config: tuple, source: int, make):
+        """The emulated request stream of a configuration (graph, kernel, variant, id
+        width, ...) and source; the memory modes of one configuration share it (the
+        streams of the last configuration only are kept)."""
+        if config not in self._streams:
+            self._streams = {config: {}}
+        per_source = self._streams[config]
+        if source not in per_source:
+            per_source[source] = make()
+        return per_source[source]
+
+    def _spec(self, name: str):
+        if self._specs is None:
+            from hostlink.validation.manifest import load_manifest
+            mpath = self.run.path / "manifest.toml"
+            self._specs = load_manifest(mpath).graphs if mpath.is_file() else {}
+        return self._specs.get(name)
+
+    def get(self, name: str):
+        if name in self._cache:
+            return self._cache[name]
+        from hostlink.traces.graphs.generators import generate
+        from hostlink.traces.graphs.readers import read_bel
+
+        csr = None
+        prefixes = []
+        if self.graph_dir is not None:
+            prefixes.append(self.graph_dir / name)
+        info = (self.run.metadata.get("graphs") or {}).get(name) or {}
+        prefixes.append(self.run.path / "graphs" / name)
+        spec = self._spec(name)
+        for prefix in prefixes:
+            if Path(f"{prefix}.bel.col").is_file() and Path(f"{prefix}.bel.dst").is_file():
+                csr = read_bel(prefix, id_bytes=8, name=name)
+                break
+        if csr is None:
+            kind = getattr(spec, "kind", None) or info.get("kind")
+            if kind in ("kron", "urand"):
+                scale = getattr(spec, "scale", None) or info.get("scale")
+                degree = getattr(spec, "degree", None) or info.get("degree")
+                seed = getattr(spec, "seed", None) or info.get("seed")
+                csr = generate(kind, int(scale), int(degree), int(seed), weighted=True, id_bytes=8,
+                               name=name)
+            elif kind == "file" and spec is not None and spec.path is not None:
+                csr = read_bel(spec.path, id_bytes=8, name=name)
+            else:
+                raise TwinError(f"graph '{name}': no .bel files under "
+                                f"{', '.join(map(str, prefixes))} and no generator in the manifest")
+        self._cache = {name: csr}            # one graph in memory at a time
+        return csr
+
+
+def requests_ahead(variant: str, load_ahead: int, id_bytes: int, weighted: bool = False) -> int:
+    """Host requests a warp of a traversal kernel keeps in flight at load-ahead
+    ``load_ahead`` (gpu_kernels/traversal/walk.cuh): the merged variants issue
+    ``load_ahead`` warp-wide trips, each of one line or more (and as many loads of
+    the weights where the kernel is ``weighted``), before the first use;
+    in the naive kernel a thread's ``load_ahead`` trips are consecutive elements of
+    its own list, which share one 32 B sector while ``load_ahead x id_bytes <= 32``:
+    the later loads wait on the first one's sector (an L1 hit in the twin's
+    stream), so only ``ceil(load_ahead x id_bytes / 32)`` requests are in flight
+    (and ``ceil(load_ahead x WEIGHT_B / 32)`` of the weights)."""
+    if variant == "naive":
+        n = max(1, min(load_ahead, -(-load_ahead * id_bytes // SECTOR_B)))
+        return n + (max(1, min(load_ahead, -(-load_ahead * WEIGHT_B // SECTOR_B)))
+                    if weighted else 0)
+    return max(1, load_ahead) * (2 if weighted else 1)
+
+
+def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
+                      fidelity: str = "des", options: dict | None = None,
+                      timing: dict | None = None,
+                      max_sources: int | None = None,
+                      max_device_edges: int = DEFAULT_MAX_DEVICE_EDGES) -> list[tuple[str, float, int]]:
+    """(metric, value, rep) rows of a traversal case's twin, one set per source.
+
+    The kernel's load-ahead (``load_ahead`` trips of loads issued before their
+    visits; 1 where the run does not record it) sets the model's loads in flight
+    per warp (:func:`requests_ahead`: the naive kernel's trips share a sector).
+    A twin that carries the device accesses is put in the kernel's issue order at
+    that load-ahead (a group's host loads, then its visits) and marks what each
+    instruction waits for (:mod:`hostlink.traces.emulator.issue_order`): the visits
+    run one after another and the next group waits for them.
+    The kernel's loads of the edge list go through the GPU's caches
+    (:func:`hostlink.traces.cache.host_read_cache`; one emulated stream serves every
+    memory mode of a configuration: device and migrated managed memory are cached
+    alike). ``timing`` (a dict) receives the wall-clock seconds spent emulating
+    (``emulate_s``; a stream shared by memory modes counts once) and predicting
+    (``model_s``), the sources and the requests predicted. ``max_sources``: predict
+    only the first sources (a sample; rep numbers stay those of the measured run,
+    ``source_index * reps + repetition``). The twin holds the kernel's device-array
+    accesses too (vertex labels, offsets, atomics: :mod:`hostlink.traces.emulator.program`)
+    on graphs of at most ``max_device_edges`` edges; larger graphs (scale 21 and up
+    at degree 16) keep only the edge list's requests, as those accesses alone would
+    need about 14 times the requests (9 GiB for a kron-21 BFS), and their device-side
+    time is then the launches' dispatch and latency floor only."""
+    import time
+
+    from hostlink.model.config import system_with
+    from hostlink.traces.emulator import emulate
+
+    kernel, variant = params["kernel"], params["variant"]
+    mode_name = params["memory_mode"]
+    if mode_name not in PREDICT_MODE:
+        raise TwinError(f"case '{case}': unknown memory mode '{mode_name}'")
+    if variant == "balanced":
+        raise TwinError(f"case '{case}': the balanced variant runs on the GPU only (no emulation)")
+    mode = PREDICT_MODE[mode_name]
+    id_bytes = int(params["id_bytes"])
+    csr = graphs.get(params["graph"])
+    reps = int(params.get("reps", 1) or 1)
+    if kernel in ("bfs", "sssp"):
+        sources = [int(s) for s in (params.get("sources") or [])]
+        if not sources:
+            raise TwinError(f"case '{case}': no sources recorded (metadata.json 'cases')")
+        if max_sources is not None:
+            sources = sources[:max(1, int(max_sources))]
+    else:
+        sources = [0]
+    kw = {}
+    if kernel == "pagerank":
+        kw["iterations"] = int(params.get("iterations", 10))
+    elem_B = id_bytes + (4 if kernel == "sssp" else 0)
+    from hostlink.traces.cache import CacheConfig, host_read_cache
+    from hostlink.traces.coalescer import coalesce
+    from hostlink.traces.emulator.issue_order import issue_order, walk_waits
+    from hostlink.traces.emulator.program import program
+    host_cache = host_read_cache(system.gpu)
+    cache = host_cache if host_cache is not None else CacheConfig.from_gpu(system.gpu, l2=False)
+    load_ahead = int(params.get("load_ahead", 1) or 1)
+    ahead = requests_ahead(variant, load_ahead, id_bytes, weighted=kernel == "sssp")
+    if ahead != system.gpu.loads_in_flight_per_warp:
+        system = system_with(system, {"gpu.loads_in_flight_per_warp": ahead})
+    # SSSP and CC launches run in waves of the resident warps (later waves see the
+    # earlier waves' updates: :mod:`hostlink.traces.emulator.algorithms`)
+    resident = system.gpu.sm_count * system.gpu.max_warps_per_sm
+    # the device arrays' accesses (labels, offsets, atomics) are about 14x the edge
+    # list's requests: kept for graphs whose twin fits in memory
+    with_device = csr.num_edges <= max_device_edges
+    rows: list[tuple[str, float, int]] = []
+    for si, source in enumerate(sources):
+        # the emulator lays the edge list out in host memory and the other arrays in
+        # device memory; in device mode the predictor serves the edge list's requests
+        # from device memory too
+        def make(source=source):
+            em = emulate(csr, kernel, variant, source=source, id_bytes=id_bytes,
+                         memory="zerocopy", include_device=with_device, resident_warps=resident,
+                         **kw)
+            edges = int(sum(int((csr.offsets[a + 1] - csr.offsets[a]).sum()) for a in em.active))
+            trace = em.trace()
+            if with_device:      # the kernel's order at its load-ahead, and its dependences
+                trace = issue_order(trace, program(kernel, id_bytes, True), load_ahead)
+            stream = coalesce(trace, cache=cache, cache_host=host_cache is not None,
+                              include_device=with_device)
+            if with_device:
+                stream = stream.with_waits(walk_waits(stream))
+            return stream, edges, len(em.active)
+        config = (params["graph"], kernel, variant, id_bytes, kw.get("iterations"),
+                  host_cache is not None, with_device, resident,
+                  load_ahead if with_device else None)
+        t0 = time.perf_counter()
+        stream, edges, iterations = graphs.emulated(config, source, make)
+        t1 = time.perf_counter()
+        if len(stream) == 0:
+            raise TwinError(f"case '{case}': the emulated run issues no requests")
+        run = run_model(stream, system, mode, fidelity, options)
+        if timing is not None:
+            timing["emulate_s"] = timing.get("emulate_s", 0.0) + (t1 - t0)
+            timing["model_s"] = timing.get("model_s", 0.0) + (time.perf_counter() - t1)
+            timing["sources"] = timing.get("sources", 0) + 1
+            timing["requests"] = timing.get("requests", 0) + len(stream)
+        kernel_ns = float(np.sum(run.kernel_ns))
+        values = {"time_ms": run.time_ns * 1e-6, "kernel_time_ms": kernel_ns * 1e-6,
+                  "iterations": float(iterations), "edges_read": float(edges),
+                  "bytes_read_B": float(edges * elem_B),
+                  "bw_GBps": edges * elem_B / kernel_ns if kernel_ns > 0 else math.nan}
+        for r in range(reps):
+            for metric, value in values.items():
+                rows.append((metric, float(value), si * reps + r))
+    return rows
+
+
