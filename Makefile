@@ -108,6 +108,14 @@ reports-h100: $(STAMP)
 	$(REPORT) $(H100)/hot_lines --system $(H100)/first_run/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H100)/scale24 --system $(H100)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H100)/scale24 --system $(H100)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
+	@# UVM first touch and UVM traversals measured in one session: the UVM costs fitted on
+	@# the session's own first touch (uvm_session also on first touch split over launches,
+	@# calibrate step uvm_first_launch, and _repeat on a later lease; _a and _b, two
+	@# earlier leases, without it)
+	for r in uvm_session uvm_session_repeat uvm_session_a uvm_session_b; do \
+	  $(CAL) $(H100)/$$r --system $(H100)/first_run/calibrated.toml --quiet && \
+	  $(REPORT) $(H100)/$$r --system $(H100)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

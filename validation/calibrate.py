@@ -110,7 +110,20 @@ the fit), after a coarse scan of the parameter range:
    validation/results/h100/uvm_counters), and run costs fitted on first touch
    leave BFS twice as fast as the GPU runs it. The transfer curve keeps its
    base (UVMSmart's, scaled to the link);
-7. ``options.prefetch.call_us``, ``cudaMemPrefetchAsync``'s fixed cost per
+7. ``options.uvm.first_fault_us`` again, where the run splits first touch over
+   launches (``uvm_touch`` with ``launches`` > 1:
+   ``micro/uvm_touch/*/launches``, judged on ``first_launch_ms``): a run's
+   one-off cost is the wake-up of the driver's fault servicing, which grows
+   with the host's idle time before the first faulting launch
+   (validation/results/*/uvm_launches), so the single-launch first touch of
+   step 6 (CPU fill, advice, L2 flush before it) and a traversal (residency
+   reset, then launches back to back) pay different ones; a first touch of
+   pages returned to the host split over launches that follow at once is a
+   traversal's context. On one lent H100 the traversals wanted 100-150 us where
+   step 6 fitted 235 and this first launch measured 110-130
+   (validation/results/h100/uvm_session). The later value replaces step 6's;
+   the start is the median of measured less predicted first launch without it;
+8. ``options.prefetch.call_us``, ``cudaMemPrefetchAsync``'s fixed cost per
    call, from prefetched first touch of at most 16 MiB
    (``micro/uvm_touch/prefetch/*``, a ``uvm_sizes`` run; larger prefetches
    hide it, and a run without small ones keeps the base value and holds the
@@ -456,6 +469,20 @@ def _is_small_prefetch(p: dict) -> bool:
     return int(p.get("size_B", 0) or 0) <= PREFETCH_CALL_MAX_B
 
 
+#: first touch with the read split over launches (uvm_touch launches > 1), judged on its
+#: first launch
+UVM_LAUNCH_GROUPS = tuple(f"micro/uvm_touch/{advice}/{pattern}{state}/launches"
+                          for advice in ("none", "readmostly")
+                          for pattern in ("seq", "sparse") for state in HOST_STATES)
+
+
+def _guess_first_launch(prob, system, base):
+    """The first launch's time moves one for one with the run's one-off cost: the median
+    of measured less predicted time without it (ms -> us)."""
+    pred = prob.predict(system, {"options.uvm.first_fault_us": 0.0})
+    return {"options.uvm.first_fault_us": max(0.0, float(np.median(prob.measured_arr - pred)) * 1e3)}
+
+
 def _guess_prefetch_call(prob, system, base):
     """A prefetched touch's time moves one for one with the call's cost: the median
     of measured less predicted time (ms -> us)."""
@@ -545,6 +572,14 @@ STEPS: tuple[Step, ...] = (
          explain="UVM first touch, dense and sparse, without advice and with ReadMostly: the "
                  "service time is linear in the per-batch, per-block, per-copied-page and "
                  "per-moved-page costs and a run's one-off first-fault cost"),
+    Step("uvm_first_launch", (Param("options.uvm.first_fault_us", 0.0, 1e5, log=False,
+                                    sens_step=20.0),),
+         UVM_LAUNCH_GROUPS, guess=_guess_first_launch,
+         explain="UVM first touch split over launches that follow one another at once, after "
+                 "the buffer's pages went to the GPU and back to the host, as a traversal's "
+                 "launches find them: the first launch pays the run's one-off cost of waking "
+                 "the driver's fault servicing, which this context sets and a single-launch "
+                 "first touch does not (it refits the uvm_batches value)"),
     Step("uvm_prefetch", (Param("options.prefetch.call_us", 0.0, 1e5, log=False, sens_step=20.0),),
          UVM_PREFETCH_GROUPS, select=_is_small_prefetch,
          select_doc=f"of at most {PREFETCH_CALL_MAX_B >> 20} MiB",

@@ -51,7 +51,8 @@ points, with the naming parameters of :data:`MICRO_BENCHMARKS` in their
 listed order (sizes in bytes) and only those that apply to the point (for
 zc_read and zc_warps: offset_B for the coalesced pattern, chunk_B for
 strided, region_B for random; for uvm_touch: stride_B for the sparse
-pattern, host_state where it is ``returned``). Self-traced runs are named
+pattern, host_state where it is ``returned``, launches where the timed read
+is split over more than one launch). Self-traced runs are named
 ``trace/<kernel>/<graph>/<variant>/<memory_mode>/<id_bytes>B``.
 
 Sources: :func:`choose_sources` draws them from the vertices with degree > 0
@@ -147,6 +148,7 @@ MICRO_BENCHMARKS: dict[str, tuple[str, dict[str, Param]]] = {
         "stride_B": Param("size", 2 << 20, minimum=128),
         "advice": Param("choice", "none", ("none", "readmostly", "prefetch", "accessedby")),
         "host_state": Param("choice", "fresh", ("fresh", "returned")),
+        "launches": Param("int", 1, minimum=1),
         "warps": Param("int", 0, naming=False),
         "reps": Param("int", 3, naming=False, minimum=1),
     }),
@@ -294,9 +296,9 @@ def expand_micro(benchmark: str, lists: dict) -> list[dict]:
 
     For zc_read and zc_warps only the knob of each point's pattern is kept
     (offset_B, chunk_B or region_B), as the programs do; uvm_touch keeps
-    stride_B for its sparse pattern only, and host_state only where it is not
-    ``fresh`` (the program prints it only then; names stay those of runs made
-    before the setting existed).
+    stride_B for its sparse pattern only, host_state only where it is not
+    ``fresh`` and launches only where it is above 1 (the program prints them
+    only then; names stay those of runs made before the settings existed).
     """
     spec = MICRO_BENCHMARKS[benchmark][1]
     keys = [k for k, p in spec.items() if p.naming]
@@ -313,6 +315,8 @@ def expand_micro(benchmark: str, lists: dict) -> list[dict]:
                 point.pop("stride_B", None)
             if point.get("host_state") == "fresh":
                 point.pop("host_state", None)
+            if point.get("launches") == 1:
+                point.pop("launches", None)
         name = micro_case_name(benchmark, point)
         if name not in seen:
             seen.add(name)

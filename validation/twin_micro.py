@@ -597,6 +597,29 @@ def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None
         j = jl
     else:
         raise TwinError(f"case '{case}': unknown pattern '{pattern}'")
+    launch_of_row: np.ndarray | int = 0
+    parts = int(params.get("launches", 1))
+    if parts > 1:
+        # the timed read split over launches: launch k reads lines [k n / K, (k+1) n / K)
+        # of the n the pattern touches, in the pattern's order within its part, with
+        # the whole grid (gpu_kernels/micro/uvm_touch.cu); its warps are numbered apart
+        if pattern not in ("seq", "sparse") or twin_size != size:
+            raise TwinError(f"case '{case}': a read split over launches is modelled for the "
+                            "seq and sparse patterns of a buffer predicted whole only")
+        per_line = 1 if pattern == "seq" else int(params.get("stride_B", 2 << 20)) // LINE_B
+        n = nblocks if pattern == "seq" else lines
+        parts = min(parts, n)
+        ws, js, bs, ks = [], [], [], []
+        for k in range(parts):
+            first, last = k * n // parts, (k + 1) * n // parts
+            w, jj = _expand(_per_warp_counts(last - first, warps))
+            ws.append(w + k * warps)
+            js.append(jj)
+            bs.append((first + w + jj * warps) * per_line)
+            ks.append(np.full(len(w), k, dtype=np.int64))
+        warp, j, block = np.concatenate(ws), np.concatenate(js), np.concatenate(bs)
+        launch_of_row = np.concatenate(ks)
+        launches = launches * parts
     lo = MICRO_BASE + block * LINE_B
     mode = {"none": "uvm", "readmostly": "uvm_readmostly", "accessedby": "zerocopy",
             "prefetch": "device"}.get(advice)
@@ -604,7 +627,7 @@ def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None
         raise TwinError(f"case '{case}': unknown advice '{advice}'")
     space = SPACE_DEVICE if advice == "prefetch" else SPACE_HOST
     stream = _ranges_stream(warp, j, lo, lo + LINE_B, np.arange(len(lo)), space=space,
-                            launches=launches)
+                            launches=launches, launch=launch_of_row)
     return MicroTwin(case, "uvm_touch", params, mode, stream, float(full_B), float(twin_size),
                      loads_in_flight=1, size_B=size, extra={"warps": warps, "advice": advice})
 
@@ -631,6 +654,11 @@ def _predict_uvm_touch(twin: MicroTwin, system, fidelity: str,
     out["time_ms"] = time_ns * 1e-6
     out["bw_GBps"] = twin.size_B / time_ns
     out["kernel_ms"] = (time_ns - prefetch_ns) * 1e-6
+    if int(twin.params.get("launches", 1)) > 1 and len(run.kernel_ns) > 1:
+        # each launch as its event pair times it: its kernel time and the launch overhead
+        launch_ns = run.kernel_ns + system.launch_overhead_us * 1e3
+        out["first_launch_ms"] = float(launch_ns[0]) * 1e-6
+        out["later_launch_ms"] = float(np.mean(launch_ns[1:])) * 1e-6
     return out
 
 

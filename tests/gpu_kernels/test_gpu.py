@@ -98,10 +98,13 @@ def test_uvm_touch_split_over_launches(bin_dir):
                          "--idle-us", "0,100", "--reps", 1))
     named = [(x["params"].get("launches"), x["params"].get("idle_us")) for x in m]
     assert named == [(None, None), (4, None), (4, 100)]
-    assert "detail" not in m[0]
+    assert "detail" not in m[0] and "first_launch_ms" not in m[0]["metrics"]
     for x in m[1:]:
         launch_ms = x["detail"]["launch_ms"]
         assert len(launch_ms) == 4 and all(t > 0 for t in launch_ms)
+        # the first launch and the mean of the later ones, as metrics
+        assert x["metrics"]["first_launch_ms"] == pytest.approx(launch_ms[0])
+        assert x["metrics"]["later_launch_ms"] == pytest.approx(sum(launch_ms[1:]) / 3)
         assert sum(launch_ms) <= x["metrics"]["time_ms"] * 1.001
         assert x["metrics"]["lines_touched"] == 4
     # the waits count in the total, not in the launches
