@@ -347,9 +347,9 @@ EFFECTS = {
         "launches follow at once and pay about 20 us more per faulting launch than the "
         "same faults within one launch. A first touch split over back-to-back launches "
         "in the run's own session gives the traversal's one-off cost (calibrate step "
-        "uvm_first_launch: an H100's traversals from 31-41% to 21.9%, validation/results/"
+        "uvm_first_launch: an H100's traversals from 31-41% to 21.7-21.9%, validation/results/"
         "h100/uvm_session); one fitted on another lease carries the machines' difference "
-        "(the same traversals ran 1.0-1.5x apart on three H100 leases)"),
+        "(the same traversals ran 1.0-1.5x apart on H100 leases)"),
     "traversal/device": (
         "device work on graphs above 2^24 edges (their twins carry the edge list only) and "
         "loads that miss the L2 (the request-stream models give every device load past the "

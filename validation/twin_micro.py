@@ -245,6 +245,20 @@ def _launch(name: str, warps: int, sm_count: int) -> tuple[LaunchInfo, ...]:
     return (LaunchInfo(name, warps // wpb, wpb, wpb * 32),)
 
 
+def _block_stream(warp, j, group, lo, bpl: int, *, space, launches, cache, region_B: int):
+    """The stream of warp loads of whole blocks (32 lanes x ``bpl`` bytes from ``lo``),
+    ``group`` loads to an instruction: coalesced directly, or lane by lane through the
+    caches where ``cache`` is given."""
+    blk = 32 * bpl
+    if cache is None:
+        return _ranges_stream(warp, j // group, lo, lo + blk, np.arange(len(lo)),
+                              space=space, launches=launches)
+    lane = np.arange(32, dtype=np.int64)
+    return _lane_stream(warp, j, j // group, lo[:, None] + lane * bpl,
+                        np.full(len(lo), 0xFFFFFFFF), bpl, launches=launches, cache=cache,
+                        region_B=region_B)
+
+
 def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None,
              max_requests: int = DEFAULT_MAX_REQUESTS) -> MicroTwin:
     """Twin of a zc_read or zc_warps point."""
@@ -265,7 +279,6 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     nbytes = min(total_B, warps * per_warp_B)
     group = unroll
     cache = host_cache_for(params, system) if space == SPACE_HOST else None
-    lane = np.arange(32, dtype=np.int64)
 
     if pattern == "coalesced":
         offset = int(params.get("offset_B", 0))
@@ -278,13 +291,8 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         warp, j = _expand(counts)
         lo = MICRO_BASE + offset + (warp + j * warps) * blk
         loaded = len(lo) * blk
-        if cache is None:
-            stream = _ranges_stream(warp, j // group, lo, lo + blk, np.arange(len(lo)),
-                                    space=space, launches=launches)
-        else:
-            stream = _lane_stream(warp, j, j // group, lo[:, None] + lane * bpl,
-                                  np.full(len(lo), 0xFFFFFFFF), bpl, launches=launches,
-                                  cache=cache, region_B=offset + nbytes + LINE_B)
+        stream = _block_stream(warp, j, group, lo, bpl, space=space, launches=launches,
+                               cache=cache, region_B=offset + nbytes + LINE_B)
     elif pattern == "strided":
         chunk = int(params.get("chunk_B", 4096))
         if chunk % bpl:
@@ -338,13 +346,8 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         line = mix64(seed ^ mix64(jg.astype(np.uint64))) % np.uint64(region_blocks)
         lo = MICRO_BASE + line.astype(np.int64) * blk
         loaded = len(lo) * blk
-        if cache is None:
-            stream = _ranges_stream(warp, jl // group, lo, lo + blk, np.arange(len(lo)),
-                                    space=space, launches=launches)
-        else:
-            stream = _lane_stream(warp, jl, jl // group, lo[:, None] + lane * bpl,
-                                  np.full(len(lo), 0xFFFFFFFF), bpl, launches=launches,
-                                  cache=cache, region_B=region_blocks * blk)
+        stream = _block_stream(warp, jl, group, lo, bpl, space=space, launches=launches,
+                               cache=cache, region_B=region_blocks * blk)
     else:
         raise TwinError(f"case '{case}': unknown pattern '{pattern}'")
     if len(stream) == 0:
