@@ -119,9 +119,10 @@ the fit), after a coarse scan of the parameter range:
    step 6 (CPU fill, advice, L2 flush before it) and a traversal (residency
    reset, then launches back to back) pay different ones; a first touch of
    pages returned to the host split over launches that follow at once is a
-   traversal's context. On one lent H100 the traversals wanted 100-150 us where
-   step 6 fitted 235 and this first launch measured 110-130
-   (validation/results/h100/uvm_session). The later value replaces step 6's;
+   traversal's context. On two H100 leases it gave 191 and 138 us and their
+   traversals 21.9% and 21.7% MAPE, where step 6 alone gave 0-556 us on four
+   leases and left them at 31-41% (validation/results/h100/uvm_session*). The
+   later value replaces step 6's;
    the start is the median of measured less predicted first launch without it;
 8. ``options.prefetch.call_us``, ``cudaMemPrefetchAsync``'s fixed cost per
    call, from prefetched first touch of at most 16 MiB

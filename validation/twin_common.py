@@ -25,16 +25,9 @@ import pandas as pd
 from hostlink.model.errors import HostlinkError
 from hostlink.model.workload import RequestStream
 
-MICRO_BASE = 0x7F00_0000_0000          # 2 MiB aligned
 SECTOR_B = 32
-LINE_B = 128
-COPY_ENGINE_REQUEST_B = 256            # REFERENCE.md (NVIDIA/nccl-tests #149)
-PERM_MULTIPLIER = 2654435761           # gpu_kernels/micro/uvm_touch.cu
-DEFAULT_MAX_REQUESTS = 1 << 20
-DEFAULT_MAX_UVM_B = 1 << 30
 DEFAULT_MAX_DEVICE_EDGES = 1 << 24     # graphs up to this many edges carry their device arrays
 WEIGHT_B = 4                           # an edge weight: uint32 (gpu_kernels/traversal/walk.cuh)
-MIN_LOADS_PER_WARP = 8
 
 #: The metric each benchmark is judged by (the others are reported too).
 PRIMARY_METRIC = {"memcpy": "bw_GBps", "zc_read": "bw_GBps", "zc_warps": "bw_GBps",

@@ -75,10 +75,16 @@ from typing import Callable
 import numpy as np
 
 from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, LaunchInfo, RequestStream
-from hostlink.validation.twin_common import (COPY_ENGINE_REQUEST_B, DEFAULT_MAX_REQUESTS,
-                                             DEFAULT_MAX_UVM_B, LINE_B, MICRO_BASE,
-                                             MIN_LOADS_PER_WARP, PERM_MULTIPLIER, PREDICT_MODE,
-                                             SECTOR_B, UVM_MODES, TwinError, run_model)
+from hostlink.validation.twin_common import (PREDICT_MODE, SECTOR_B, UVM_MODES, TwinError,
+                                             run_model)
+
+MICRO_BASE = 0x7F00_0000_0000          # 2 MiB aligned
+LINE_B = 128
+COPY_ENGINE_REQUEST_B = 256            # REFERENCE.md (NVIDIA/nccl-tests #149)
+PERM_MULTIPLIER = 2654435761           # gpu_kernels/micro/uvm_touch.cu
+DEFAULT_MAX_REQUESTS = 1 << 20
+DEFAULT_MAX_UVM_B = 1 << 30
+MIN_LOADS_PER_WARP = 8
 
 
 # ----------------------------------------------------------------------------

@@ -34,15 +34,15 @@ import pandas as pd
 
 from hostlink.model.errors import HostlinkError
 from hostlink.validation.twin_common import (  # noqa: F401  (the twins' names, re-exported)
-    COPY_ENGINE_REQUEST_B, DEFAULT_MAX_DEVICE_EDGES, DEFAULT_MAX_REQUESTS, DEFAULT_MAX_UVM_B,
-    LINE_B, LOADED_RTT_PASSES, LOADED_RTT_TOL, MICRO_BASE, MIN_LOADS_PER_WARP,
-    PERM_MULTIPLIER, PREDICT_MODE, PRIMARY_METRIC, SECTOR_B, TRAVERSAL_PRIMARY, UVM_MODES,
-    WEIGHT_B, ZEROCOPY_MODES, ModelRun, RunData, TwinError, case_group, link_utilisation,
-    load_run, loaded_prediction, micro_group, params_from_name, primary_metric, run_model)
+    DEFAULT_MAX_DEVICE_EDGES, LOADED_RTT_PASSES, LOADED_RTT_TOL, PREDICT_MODE, PRIMARY_METRIC,
+    SECTOR_B, TRAVERSAL_PRIMARY, UVM_MODES, WEIGHT_B, ZEROCOPY_MODES, ModelRun, RunData,
+    TwinError, case_group, link_utilisation, load_run, loaded_prediction, micro_group,
+    params_from_name, primary_metric, run_model)
 from hostlink.validation.twin_micro import (  # noqa: F401
-    MicroTwin, build_launch, build_memcpy, build_micro, build_ptr_chase, build_uvm_touch,
-    build_zc, device_chase_levels, host_cache_for, mix64, random_pattern_floor_ns,
-    warps_per_block, without_launch)
+    COPY_ENGINE_REQUEST_B, DEFAULT_MAX_REQUESTS, DEFAULT_MAX_UVM_B, LINE_B, MICRO_BASE,
+    MIN_LOADS_PER_WARP, PERM_MULTIPLIER, MicroTwin, build_launch, build_memcpy, build_micro,
+    build_ptr_chase, build_uvm_touch, build_zc, device_chase_levels, host_cache_for, mix64,
+    random_pattern_floor_ns, warps_per_block, without_launch)
 from hostlink.validation.twin_traversal import (  # noqa: F401
     GraphSource, predict_traversal, requests_ahead)
 
