@@ -116,6 +116,21 @@ reports-h100: $(STAMP)
 	  $(CAL) $(H100)/$$r --system $(H100)/first_run/calibrated.toml --quiet && \
 	  $(REPORT) $(H100)/$$r --system $(H100)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
+	@# first_run's link calibration groups and zero-copy read patterns in one session, each
+	@# run fitted on its own microbenchmarks (micro_session and _repeat: repetitions back to
+	@# back; micro_rounds: in three rounds), and the hot_lines run of the same lease predicted
+	@# with that calibration; micro_rounds_b on top of tag_window_b, its lease's 32 B reads
+	for r in micro_session micro_session_repeat micro_rounds; do \
+	  $(CAL) $(H100)/$$r --system $(H100)/first_run/calibrated.toml --quiet && \
+	  $(REPORT) $(H100)/$$r --system $(H100)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
+	done
+	$(REPORT) $(H100)/hot_lines_session --system $(H100)/micro_session/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(H100)/hot_lines_session_repeat --system $(H100)/micro_session_repeat/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(H100)/hot_lines_rounds --system $(H100)/micro_rounds/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(H100)/tag_window_b --system $(H100)/first_run/calibrated.toml --quiet
+	$(REPORT) $(H100)/tag_window_b --system $(H100)/tag_window_b/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(H100)/micro_rounds_b --system $(H100)/tag_window_b/calibrated.toml --quiet
+	$(REPORT) $(H100)/micro_rounds_b --system $(H100)/micro_rounds_b/calibrated.toml --jobs $(JOBS) --quiet
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

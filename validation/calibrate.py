@@ -163,7 +163,7 @@ import numpy as np
 
 from hostlink.model.errors import HostlinkError
 from hostlink.validation.twins import (MicroTwin, RunData, build_micro, load_run, micro_group,
-                                       primary_metric)
+                                       primary_metric, run_loads_in_flight)
 
 SENSITIVITY_MIN = 0.005       # |d log(prediction)| below this for a 20% step: not identifiable
 MAX_FIT_MAPE_PCT = 25.0       # a best fit worse than this is rejected: the model lacks an effect
@@ -786,7 +786,8 @@ class _Problem:
             self.measured.append(float(value))
             self.twins.append(build_micro(case, params, system,
                                           hints=lambda m, c=case: run.hint(c, m),
-                                          max_requests=max_requests))
+                                          max_requests=max_requests,
+                                          loads_in_flight=run_loads_in_flight(run.path)))
         self.measured_arr = np.asarray(self.measured)
         self.evaluations = 0
         self._memo: dict[tuple, np.ndarray] = {}

@@ -12,6 +12,7 @@ Layout (every key is checked; an unknown key or a bad value raises
     name = "h100-first"        # letters, digits, '-', '_', '.'
     seed = 27491095            # draws the traversal sources
     description = "..."        # optional
+    micro_rounds = 1           # optional: rounds over every [[micro]] group (below)
 
     [graphs.kron20]            # one table per graph, keyed by its name
     kind = "kron"              # kron | urand (generated) | file (read)
@@ -44,6 +45,14 @@ Layout (every key is checked; an unknown key or a bad value raises
     pattern = ["coalesced"]    # each parameter: one value or a list
     offset_B = [0, 32, 64, 96] # sizes: integers (bytes) or strings like "64 MiB"
     reps = 5                   # settings (see MICRO_BENCHMARKS) take one value
+
+Rounds: with ``micro_rounds = N`` the runner runs every ``[[micro]]`` group N
+times, round by round (every group once, then every group again), each time
+with the group's ``reps``; repetition ``r`` of round ``k`` is recorded as rep
+``k * reps + r``. A drop of the host's bandwidth that lasts a moment then
+touches one round of many cases rather than every repetition of one (the lent
+H100s showed drops of up to half the bandwidth over two or three back-to-back
+repetitions: validation/results/h100/micro_session).
 
 Case names: ``<kernel>/<graph>/<variant>/<memory_mode>/<id_bytes>B`` for
 traversal runs, ``micro/<benchmark>/<key>=<value>,...`` for microbenchmark
@@ -244,6 +253,8 @@ class Manifest:
     traversal: list[TraversalGroup] = field(default_factory=list)
     self_trace: list[SelfTraceSpec] = field(default_factory=list)
     micro: list[MicroGroup] = field(default_factory=list)
+    #: rounds over every [[micro]] group, each with the group's reps (experiment.micro_rounds)
+    micro_rounds: int = 1
 
     def traversal_cases(self) -> list[TraversalCase]:
         out, seen = [], set()
@@ -466,12 +477,13 @@ def load_manifest(path: str | Path) -> Manifest:
     exp = c.table(doc.get("experiment"), "experiment") if "experiment" in doc else None
     if exp is None:
         raise c.err("experiment", "is required")
-    c.no_unknown(exp, {"name", "seed", "description"}, "experiment")
+    c.no_unknown(exp, {"name", "seed", "description", "micro_rounds"}, "experiment")
     name = c.string(exp, "name", "experiment")
     if not _NAME.match(name):
         raise c.err("experiment.name", f"'{name}' may hold only letters, digits, '-', '_' and '.'")
     seed = c.integer(exp, "seed", "experiment", default=GAP_SEED, lo=0)
     description = c.string(exp, "description", "experiment", default="")
+    micro_rounds = c.integer(exp, "micro_rounds", "experiment", default=1, lo=1, hi=100)
 
     graphs: dict[str, GraphSpec] = {}
     for gname, g in c.table(doc.get("graphs", {}), "graphs").items():
@@ -577,4 +589,4 @@ def load_manifest(path: str | Path) -> Manifest:
                 raise c.err(f"traversal[{i}]", f"case '{case}' is measured by {owner[case]} already")
             owner[case] = f"traversal[{i}]"
     return Manifest(path=path, name=name, seed=seed, description=description, graphs=graphs,
-                    traversal=traversal, self_trace=traces, micro=micro)
+                    traversal=traversal, self_trace=traces, micro=micro, micro_rounds=micro_rounds)

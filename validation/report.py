@@ -225,14 +225,16 @@ EFFECTS = {
         "read or per registered page (the H100's host: 24-29 GB/s at offsets 32 and 96 and "
         "40 GB/s from cudaHostRegister buffers, against 38 and 51 GB/s on the H200's)"),
     "micro/zc_read/strided": (
-        "host sectors the GPU's L1 fetches again, which the compiled kernel causes: ptxas "
-        "issues the unroll-4 group of 8 B and 16 B loads as two pairs (hostlink validate "
-        "sass on validation/results/h200/sass), so with 8 B per lane a lane reads its "
-        "sector over two round trips where the twin reads it in one, and the L1 loses "
-        "1.22-1.45 of them at 48 warps per SM (unroll 8, the sector in one round trip: "
-        "1.01; validation/results/h200/unroll_probe); the model's L1 (trace order, LRU) "
-        "keeps them all even when given the pairs: its replacement or the timing of its "
-        "fills is what is left to model. With 4 B per lane it does give the 2.0",
+        "host sectors the GPU's L1 fetches again: ptxas issues the unroll-4 group of 8 B "
+        "and 16 B loads as two pairs (the twin follows the kernels' SASS), so with 8 B per "
+        "lane a lane reads its sector over two round trips, and the L1 loses 1.22-1.45 of "
+        "them at 48 warps per SM (validation/results/h200/l1_probe, unroll_probe); the "
+        "model's L1 (trace order, LRU) keeps them all: its replacement or the timing of its "
+        "fills is what is left to model (with 4 B per lane it does give the 2.0). Or the "
+        "host's rate of 32 B reads, which differs by machine more than the link does (4 KiB "
+        "chunks: 17.5-21.9 GB/s on four lent H100s, 23.3-23.8 on the H200s, "
+        "validation/results/h100/micro_rounds, micro_session*), where the calibration "
+        "chain's tag window (micro/zc_warps/strided) comes from another machine",
         "a tag window (link.rtt_ns) longer than the split of the load-to-use latency gives: "
         "gpu.host_path_ns is fitted from 32 B reads against warps in flight (micro/zc_warps/"
         "strided) on the H100, and the H200 takes the H100's value (validation/results/h200/"
@@ -244,11 +246,10 @@ EFFECTS = {
         "micro.random_load_ns and random_chain_ns, fitted on random lines in device "
         "memory) and how long an ld.cv read holds its line (options.micro.cv_line_ns and "
         "cv_line_gap_ns, fitted on ld.cv over 4-64 KiB against warps); with the default "
-        "cache operator over regions the L1 nearly holds, its misses (3.2% of sectors over "
-        "64 KiB, validation/results/h200/l1_probe) stall the SMs more than the kernel's "
-        "own rate shows (500 GB/s against 645 at full occupancy), or L1 misses that "
-        "lengthen a warp's chain where few warps read (the floor does not add a load's "
-        "latency to the chain)",
+        "cache operator, L1 misses beyond the compulsory ones of the empty L1s (which the "
+        "twin adds: 132 x 64 KiB over 64 KiB, validation/results/h200/l1_probe), or L1 "
+        "misses that lengthen a warp's chain where few warps read (the floor does not add "
+        "a load's latency to the chain)",
         "translation reach larger than configured (fewer misses), or, for regions the "
         "caches hold, a kernel rate above the one fitted on device memory"),
     "micro/zc_warps/random": (
@@ -256,9 +257,8 @@ EFFECTS = {
         "being read wait for it (the floor takes every warp's read to be at once: 16 KiB "
         "with 132 warps, 6.9 GB/s against 8.8), or, with few warps, L1 misses that "
         "lengthen a warp's chain of instructions beyond the chain fitted on 4 KiB of device "
-        "memory; with the default cache operator over 64 KiB, the L1's misses stall the "
-        "SMs beyond the kernel's own rate (450-530 GB/s against 645 with 2112 and 8448 "
-        "warps)",
+        "memory (the twin adds the empty L1s' fill from the host, not the misses of a "
+        "chain that is short of warps)",
         "a kernel rate above the one fitted on device memory, or, with ld.cv over 2048 "
         "lines and more, a hold that grows with the lines read at once beyond what the "
         "link keeps in flight"),
@@ -271,15 +271,12 @@ EFFECTS = {
     "micro/zc_warps/strided": (
         "a tag window longer than the fitted split of the load-to-use latency gives (the "
         "GPU-internal path, gpu.host_path_ns, holds no tag), the round trip's growth with "
-        "the link's load, or fewer loads in flight than the twin's unroll: ptxas issues "
-        "unroll 4 of 16 B per lane as two pairs, one sector per round trip where the twin "
-        "has two (one warp: 0.70 GB/s on the H100, the twin 1.5; validation/results/h200/"
-        "sass, unroll_probe)",
+        "the link's load, or, with few warps, a warp's instruction of 32 sectors taking "
+        "longer than one pointer-chase round trip (one warp at 4 B per lane: 0.63 GB/s on "
+        "the H100, 1.6 us per instruction, where the chase's round trip is 1.3 us and the "
+        "twin gives 0.79 GB/s; validation/results/h100/tag_window)",
         "reads in flight beyond the tags (a larger tag window than configured), a shorter "
-        "loaded round trip, or more loads in flight than the unroll: nvcc unrolls the "
-        "strided pattern's unroll-1 loop four times, so with 16 B per lane two sectors "
-        "of a line are read at once where the twin reads one (validation/results/h200/"
-        "sass, unroll_probe)"),
+        "loaded round trip, or more loads in flight than the kernels' SASS shows"),
     "micro/memcpy": (
         "a per-copy setup cost above the fitted one for this size and direction",
         "larger copy-engine requests than 256 B"),

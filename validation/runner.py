@@ -9,7 +9,9 @@ Steps, all under the output directory ``OUT``:
 3. generate the manifest's graphs with ``hostlink graph gen`` into
    ``OUT/graphs`` (or ``--graph-dir``), unless their files exist;
 4. draw the traversal sources (:func:`~hostlink.validation.manifest.choose_sources`);
-5. run the jobs: one per ``[[self_trace]]``, one per ``[[micro]]`` group,
+5. run the jobs: one per ``[[self_trace]]``, one per ``[[micro]]`` group
+   (and round: ``experiment.micro_rounds``, rounds after the first named
+   ``<job>__round<k>``, their reps numbered on from the round before),
    one per (kernel, graph) of each ``[[traversal]]`` group (all its memory
    modes, variants and id sizes in one program run, which loads the graph
    and computes each CPU reference once), in that order. Each job's JSON lines go to
@@ -81,6 +83,7 @@ class Job:
     expected_cases: list[str]
     case_of: Callable[[Measurement], str | None] = field(repr=False, default=lambda m: None)
     trace_dir: Path | None = None
+    rep_offset: int = 0  # added to the program's rep (rounds of a micro group)
 
 
 @dataclass
@@ -127,20 +130,24 @@ def _slug(*parts: object) -> str:
 
 def plan_jobs(m: Manifest, bin_dir: Path, prefixes: dict[str, Path], sources: dict[str, list[int]],
               out_dir: Path) -> list[Job]:
-    """Every job of the manifest, in run order: self traces (short), micro groups, traversal."""
+    """Every job of the manifest, in run order: self traces (short), micro groups (round by
+    round where the manifest asks for ``micro_rounds``), traversal."""
     jobs: list[Job] = []
     traces: list[Job] = []
-    for i, g in enumerate(m.micro):
-        argv = [str(bin_dir / g.program)]
-        for k, p in MICRO_BENCHMARKS[g.benchmark][1].items():
-            flag = f"--{k.replace('_', '-')}"
-            if p.naming:
-                argv += [flag, ",".join(str(v) for v in g.lists.get(k, (p.default,)))]
-            else:
-                argv += [flag, str(g.settings[k])]
-        bench = g.benchmark
-        jobs.append(Job(id=_slug("micro", i, bench), kind="micro", argv=argv, expected_cases=g.cases(),
-                        case_of=lambda meas, b=bench: micro_case_name(b, meas.params)))
+    for k in range(m.micro_rounds):
+        for i, g in enumerate(m.micro):
+            argv = [str(bin_dir / g.program)]
+            for key, p in MICRO_BENCHMARKS[g.benchmark][1].items():
+                flag = f"--{key.replace('_', '-')}"
+                if p.naming:
+                    argv += [flag, ",".join(str(v) for v in g.lists.get(key, (p.default,)))]
+                else:
+                    argv += [flag, str(g.settings[key])]
+            bench = g.benchmark
+            jid = _slug("micro", i, bench) if k == 0 else _slug("micro", i, bench, f"round{k}")
+            jobs.append(Job(id=jid, kind="micro", argv=argv, expected_cases=g.cases(),
+                            case_of=lambda meas, b=bench: micro_case_name(b, meas.params),
+                            rep_offset=k * int(g.settings["reps"])))
     for gi, t in enumerate(m.traversal):
         for kernel in t.kernels:
             for graph in t.graphs:
@@ -474,6 +481,8 @@ def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobRe
         device = device or parsed.device
         wanted = set(j.expected_cases)
         df = rows_from_output(parsed, run_id, m.name, lambda meas, j=j: j.case_of(meas))
+        if j.rep_offset:
+            df["rep"] = df["rep"] + j.rep_offset
         extra = ~df["case"].isin(wanted)
         if extra.any():  # points the manifest did not ask this job for
             dropped[j.id] = sorted(df.loc[extra, "case"].unique())
@@ -482,7 +491,7 @@ def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobRe
         tables.append(df)
     table = pd.concat(tables, ignore_index=True) if tables else make_table([])
     write_results(table, out)
-    expected = [c for j in jobs for c in j.expected_cases]
+    expected = list(dict.fromkeys(c for j in jobs for c in j.expected_cases))
     old = _load_json(out / "metadata.json") or {}
     prior = {r["id"]: r for r in old.get("jobs", [])}
     job_rows = []

@@ -12,9 +12,13 @@ each block into a 32/64/96 B head and tail); strided: thread t reads its
 own chunk_B chunk bytes_per_lane at a time (one sector per lane and load);
 random: warp w's loads cover blocks ``mix64(seed ^ mix64(j)) % blocks`` of
 the first region_B bytes (the program's hash, reproduced bit for bit).
-The program issues ``unroll`` loads and then uses them all before the next
-ones, so an unrolled group is one instruction of the twin (it completes with
-its last load) and a warp keeps one instruction in flight. The random
+A warp issues the loads its kernel keeps in flight and then uses them all
+before the next ones, so those loads are one instruction of the twin (it
+completes with its last load) and a warp keeps one instruction in flight. How
+many: what the kernel's SASS shows (:func:`read_kernel_in_flight`: the run's
+own record, else the committed build's), which is the source's ``unroll``
+except where ptxas pairs wide loads, unrolls a loop further or waits on
+``ld.cv`` loads one by one. The random
 pattern's run takes at least the SMs' and each warp's time for its hashes
 (``options.micro.random_load_ns``, ``random_chain_ns``) and, with ``ld.cv`` on host
 memory, one round trip per line of the region for each read of it
@@ -69,7 +73,10 @@ Assumptions of these twins (not of the model):
 """
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -85,6 +92,13 @@ PERM_MULTIPLIER = 2654435761           # gpu_kernels/micro/uvm_touch.cu
 DEFAULT_MAX_REQUESTS = 1 << 20
 DEFAULT_MAX_UVM_B = 1 << 30
 MIN_LOADS_PER_WARP = 8
+#: loads in flight of the read kernels for runs without a record of their own: the SASS of
+#: gpu_kernels/micro/zc_read (nvcc 13.0, sm_90; zc_warps holds the same kernels), unchanged
+#: since the first run, as every later run's own record shows
+REFERENCE_LOADS_IN_FLIGHT = (Path(__file__).resolve().parents[1] / "validation" / "results"
+                             / "h200" / "sass" / "loads_in_flight.json")
+_CACHE_OPERATOR = {"default": 0, "cg": 1, "cv": 2}          # zc_common.cuh: enum Cache
+_PATTERN = {"coalesced": 0, "strided": 1, "random": 2}      # zc_common.cuh: enum Pattern
 
 
 # ----------------------------------------------------------------------------
@@ -237,6 +251,64 @@ class MicroTwin:
         return fn(self, self.system_for(system), fidelity, options)
 
 
+def read_kernel_symbol(bytes_per_lane: int, cache: str, unroll: int, pattern: str) -> str:
+    """The mangled name of ``zc::read_kernel<BPL, CACHE, UNROLL, PATTERN>``
+    (gpu_kernels/micro/zc_common.cuh), as cuobjdump names it."""
+    return (f"_ZN2zc11read_kernelILi{int(bytes_per_lane)}ELi{_CACHE_OPERATOR[cache]}"
+            f"ELi{int(unroll)}ELi{_PATTERN[pattern]}EEEvNS_6LaunchE")
+
+
+@functools.lru_cache(maxsize=1)
+def _reference_programs() -> dict:
+    try:
+        return json.loads(REFERENCE_LOADS_IN_FLIGHT.read_text())["programs"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise TwinError(f"{REFERENCE_LOADS_IN_FLIGHT}: cannot read the read kernels' loads "
+                        f"in flight ({exc})") from None
+
+
+@functools.lru_cache(maxsize=64)
+def run_loads_in_flight(run_dir: str | Path) -> dict | None:
+    """A run's record of the global loads each kernel keeps in flight, read from the
+    programs' SASS by the runner (``loads_in_flight.json``: ``{program: {"kernels":
+    {...}}}``); None where the run has none."""
+    path = Path(run_dir) / "loads_in_flight.json"
+    if not path.is_file():
+        return None
+    try:
+        programs = json.loads(path.read_text())["programs"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise TwinError(f"{path}: not a record of loads in flight ({exc})") from None
+    if not isinstance(programs, dict):
+        raise TwinError(f"{path}: 'programs' is not a table")
+    return programs
+
+
+def read_kernel_in_flight(params: dict, programs: dict | None = None) -> int | None:
+    """Global loads one thread of a zc_read/zc_warps point's kernel keeps in flight, as
+    its SASS shows: from ``programs`` (a run's record, :func:`run_loads_in_flight`),
+    else from :data:`REFERENCE_LOADS_IN_FLIGHT`; None where neither names the kernel.
+
+    ptxas does not always keep the source's ``unroll``: 8 B per lane strided and 16 B
+    per lane coalesced or strided at unroll 4 issue two pairs, the strided loop at
+    unroll 1 four loads (it unrolls the loop), the random one at unroll 1 two (it
+    issues the next line's load before the sum), and ``ld.cv`` loads one at a time
+    (validation/results/h200/sass, unroll_probe)."""
+    cache = str(params.get("cache", "default"))
+    pattern = str(params.get("pattern", "coalesced"))
+    if cache not in _CACHE_OPERATOR or pattern not in _PATTERN:
+        return None
+    bench = str(params.get("benchmark", "zc_read"))
+    unroll = int(params.get("unroll", 4 if bench == "zc_read" else 1))
+    symbol = read_kernel_symbol(int(params.get("bytes_per_lane", 4)), cache, unroll, pattern)
+    for record in (programs or {}, _reference_programs()):
+        for program in (bench, "zc_read"):        # zc_warps holds zc_read's kernels
+            n = ((record.get(program) or {}).get("kernels") or {}).get(symbol)
+            if n:
+                return int(n)
+    return None
+
+
 def _resolve_warps(params: dict, system, hint: float | None) -> int:
     w = int(params.get("warps", 0) or 0)
     if w > 0:
@@ -266,8 +338,11 @@ def _block_stream(warp, j, group, lo, bpl: int, *, space, launches, cache, regio
 
 
 def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None,
-             max_requests: int = DEFAULT_MAX_REQUESTS) -> MicroTwin:
-    """Twin of a zc_read or zc_warps point."""
+             max_requests: int = DEFAULT_MAX_REQUESTS,
+             in_flight: int | None = None) -> MicroTwin:
+    """Twin of a zc_read or zc_warps point: a warp's instruction is the ``in_flight``
+    loads its kernel keeps in flight (:func:`read_kernel_in_flight`), ``unroll`` where
+    that is not known."""
     bench = params["benchmark"]
     pattern = params.get("pattern", "coalesced")
     bpl = int(params.get("bytes_per_lane", 4))
@@ -283,7 +358,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     mode = "device" if mode_name == "device" else PREDICT_MODE[mode_name]
     launches = _launch(bench, warps, system.gpu.sm_count)
     nbytes = min(total_B, warps * per_warp_B)
-    group = unroll
+    group = int(in_flight) if in_flight else unroll
     cache = host_cache_for(params, system) if space == SPACE_HOST else None
 
     if pattern == "coalesced":
@@ -292,7 +367,8 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         full = nblocks * blk
         counts = _per_warp_counts(nblocks, warps)
         per_inst = -(-(offset % LINE_B + blk) // LINE_B)
-        cap = max(MIN_LOADS_PER_WARP * unroll, -(-max_requests // max(1, warps * per_inst)))
+        cap = max(MIN_LOADS_PER_WARP * max(unroll, group),
+                  -(-max_requests // max(1, warps * per_inst)))
         counts = np.minimum(counts, cap)
         warp, j = _expand(counts)
         lo = MICRO_BASE + offset + (warp + j * warps) * blk
@@ -310,7 +386,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         # thread t: chunks t, t + T, ...; a warp's instruction (k, j) covers lane chunks
         # w*32 + l + k*T, element j of each.
         rounds = -(-nchunks // threads)
-        cap = max(2 * unroll, -(-max_requests // max(1, warps * 32)))
+        cap = max(2 * max(unroll, group), -(-max_requests // max(1, warps * 32)))
         n_inst = min(rounds * per_chunk, cap)
         kk = np.arange(n_inst, dtype=np.int64) // per_chunk
         jj = np.arange(n_inst, dtype=np.int64) % per_chunk
@@ -344,7 +420,8 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         per_warp = -(-nblocks // warps)
         first = np.arange(warps, dtype=np.int64) * per_warp
         counts = np.clip(np.minimum(nblocks, first + per_warp) - first, 0, None)
-        cap = max(MIN_LOADS_PER_WARP * unroll, -(-max_requests // max(1, warps * (blk // LINE_B))))
+        cap = max(MIN_LOADS_PER_WARP * max(unroll, group),
+                  -(-max_requests // max(1, warps * (blk // LINE_B))))
         counts = np.minimum(counts, cap)
         warp, jl = _expand(counts)
         jg = first[warp] + jl
@@ -361,8 +438,8 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
                         "gives cache hits no time)")
     # the bytes the twin's loads read (cache hits included), as the program counts them
     return MicroTwin(case, bench, params, mode, stream, float(full), float(loaded),
-                     loads_in_flight=unroll // group,
-                     extra={"warps": warps, "cached": cache is not None})
+                     loads_in_flight=1,
+                     extra={"warps": warps, "cached": cache is not None, "group": group})
 
 
 def without_launch(system):
@@ -376,7 +453,8 @@ def without_launch(system):
 
 
 def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None,
-                            traffic_GBps: float | None = None) -> float:
+                            traffic_GBps: float | None = None,
+                            host_GBps: float | None = None) -> float:
     """Least time of a zc_read/zc_warps random-pattern run beyond its memory traffic, ns
     (0 for the other patterns).
 
@@ -410,7 +488,11 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
       on the H200, 27 on the H100: a line is held about 1.65 us with 32 lines and
       2.4-2.7 us with 512, where one round trip is 1.19-1.21 us; 256 KiB (2048 lines)
       reaches the link. Both options are fitted on those points (calibrate step
-      ``cv_lines``); 0, the default, holds a line one round trip."""
+      ``cv_lines``); 0, the default, holds a line one round trip.
+    - With the default cache operator on host memory every SM's L1 starts empty, so
+      each SM first fetches the lines of the region it reads
+      (:func:`cold_fill_ns`): the loads that hit wait for that fill, and the time it
+      adds comes on top of the kernel's own."""
     p = twin.params
     if twin.benchmark not in ("zc_read", "zc_warps") or p.get("pattern") != "random":
         return 0.0
@@ -433,7 +515,54 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
         line_ns = hold_ns + gap_ns * at_once
         floor = max(floor, loads / warps * (chain_ns + round_trip_ns),
                     twin.full_bytes_B * line_ns / (lines * LINE_B))
+    elif floor > 0:
+        floor += cold_fill_ns(twin, system, host_GBps)
     return floor
+
+
+def cold_fill_ns(twin: MicroTwin, system, host_GBps: float | None) -> float:
+    """Time a random-pattern run with the default cache operator on host memory
+    spends filling its SMs' empty L1s, beyond the kernel's own time, ns (0 where the
+    loads skip the L1 or read device memory).
+
+    Each SM reads ``min(region_B, L1)`` bytes of distinct lines (all of a region
+    that fits; about ``L1`` bytes before the misses of a larger one turn to capacity
+    misses, which the memory model's stream holds), the lines its loads pick before
+    they are filled. Two bounds on the fill:
+
+    - the link: all SMs' fill bytes at ``host_GBps``, the rate the memory model gives
+      the run's host requests; the SMs' loads that hit proceed meanwhile, a warp
+      only when all ``g`` lines of the loads it keeps in flight are present. With lines
+      arriving at a constant rate over the fill time T, a warp's group finds its
+      lines present with probability (t/T)^g, so the SMs do T / (g + 1) of their
+      work during the fill and the fill adds T g / (g + 1);
+    - the round trip: an SM's ``w`` warps keep ``w g`` misses in flight, so its
+      lines take ``lines / (w g)`` round trips (``link.rtt_ns + gpu.host_path_ns``),
+      during which its warps wait.
+
+    The larger is added. Measured (validation/results/*/hot_lines, l1_probe):
+    random 128 B lines over 64 KiB of host memory with the default cache operator
+    at full occupancy miss the L1 on exactly 132 x 64 KiB (Nsight Compute: 270 336
+    sectors, every one from the host; the L2 never holds host lines) and read at
+    500-527 GB/s where the same kernel over 4 KiB reads at 637-680 GB/s."""
+    p = twin.params
+    if twin.mode == "device" or not twin.extra.get("cached") or not host_GBps:
+        return 0.0
+    cache = host_cache_for(p, system)
+    if cache is None or cache.l1_size_B == 0:
+        return 0.0
+    blk = 32 * int(p.get("bytes_per_lane", 4))
+    warps = int(twin.extra.get("warps", 0) or 0) or system.gpu.sm_count
+    sms = max(1, min(system.gpu.sm_count, warps // warps_per_block(warps, system.gpu.sm_count)))
+    region_B = max(blk, int(p.get("region_B", 1 << 30)) // blk * blk)
+    loads_per_sm = twin.full_bytes_B / blk / sms
+    lines = min(region_B, cache.l1_size_B) / LINE_B
+    lines *= -np.expm1(-loads_per_sm * (blk / LINE_B) / lines)   # the lines its loads pick
+    g = max(1, int(twin.extra.get("group") or twin.params.get("unroll", 1)))
+    link_ns = sms * lines * LINE_B / host_GBps * g / (g + 1)
+    round_trip_ns = system.link.rtt_ns + system.gpu.host_path_ns
+    latency_ns = lines / (max(1.0, warps / sms) * g) * round_trip_ns
+    return float(max(link_ns, latency_ns))
 
 
 def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str,
@@ -443,7 +572,9 @@ def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str,
     if kernel_ns <= 0:
         raise TwinError(f"case '{twin.case}': the model predicted no time")
     bw = twin.twin_bytes_B / kernel_ns                      # B/ns = GB/s
-    body_ns = max(twin.full_bytes_B / bw, random_pattern_floor_ns(twin, system, options, bw))
+    host_GBps = run.host_bytes_B / kernel_ns if run.host_bytes_B > 0 else None
+    body_ns = max(twin.full_bytes_B / bw,
+                  random_pattern_floor_ns(twin, system, options, bw, host_GBps))
     time_ns = system.launch_overhead_us * 1e3 + body_ns
     return {"time_ms": time_ns * 1e-6, "bw_GBps": twin.full_bytes_B / time_ns}
 
@@ -726,12 +857,16 @@ _PREDICTORS: dict[str, Callable] = {
 
 def build_micro(case: str, params: dict, system, *, hints: Callable[[str], float | None] | None = None,
                 max_requests: int = DEFAULT_MAX_REQUESTS,
-                max_uvm_B: int = DEFAULT_MAX_UVM_B) -> MicroTwin:
-    """The twin of one microbenchmark case (``hints(metric)``: measured launch facts)."""
+                max_uvm_B: int = DEFAULT_MAX_UVM_B,
+                loads_in_flight: dict | None = None) -> MicroTwin:
+    """The twin of one microbenchmark case (``hints(metric)``: measured launch facts;
+    ``loads_in_flight``: the run's record of its kernels' loads in flight,
+    :func:`run_loads_in_flight`)."""
     bench = params.get("benchmark")
     warps_hint = hints("warps_launched") if hints else None
     if bench in ("zc_read", "zc_warps"):
-        return build_zc(case, params, system, warps_hint=warps_hint, max_requests=max_requests)
+        return build_zc(case, params, system, warps_hint=warps_hint, max_requests=max_requests,
+                        in_flight=read_kernel_in_flight(params, loads_in_flight))
     if bench == "ptr_chase":
         return build_ptr_chase(case, params, system,
                                revisits_hint=hints("revisits") if hints else None)

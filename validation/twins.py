@@ -41,8 +41,9 @@ from hostlink.validation.twin_common import (  # noqa: F401  (the twins' names, 
 from hostlink.validation.twin_micro import (  # noqa: F401
     COPY_ENGINE_REQUEST_B, DEFAULT_MAX_REQUESTS, DEFAULT_MAX_UVM_B, LINE_B, MICRO_BASE,
     MIN_LOADS_PER_WARP, PERM_MULTIPLIER, MicroTwin, build_launch, build_memcpy, build_micro,
-    build_ptr_chase, build_uvm_touch, build_zc, device_chase_levels, host_cache_for, mix64,
-    random_pattern_floor_ns, warps_per_block, without_launch)
+    build_ptr_chase, build_uvm_touch, build_zc, cold_fill_ns, device_chase_levels,
+    host_cache_for, mix64, random_pattern_floor_ns, read_kernel_in_flight, read_kernel_symbol,
+    run_loads_in_flight, warps_per_block, without_launch)
 from hostlink.validation.twin_traversal import (  # noqa: F401
     GraphSource, predict_traversal, requests_ahead)
 
@@ -90,7 +91,8 @@ def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
         try:
             if kind == "micro":
                 twin = build_micro(case, params, system, hints=lambda m, c=case: run.hint(c, m),
-                                   max_requests=max_requests, max_uvm_B=max_uvm_B)
+                                   max_requests=max_requests, max_uvm_B=max_uvm_B,
+                                   loads_in_flight=run_loads_in_flight(run.path))
                 for metric, value in twin.predict(system, fidelity, options).items():
                     rows.append((run_id, run.experiment, case, fidelity, metric, value,
                                  unit_of(metric), 0))

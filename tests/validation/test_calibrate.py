@@ -3,8 +3,10 @@
 The measurements are the model's own predictions of microbenchmark twins on
 the h100-pcie5 preset with the parameters in TRUTH, with a little log-normal
 noise (twins.synthesize, seeded); calibration starts from the preset's own
-values and must find the truth again. Host loads use ``ld.cv`` (no caches), so
-the data do not depend on the cache model. The values are chosen so that
+values and must find the truth again. Host loads skip the caches (the zero-copy
+reads use ``ld.cg``: no L1, and the L2 holds no host lines; the pointer chase
+``ld.cv``), so the data do not depend on the cache model; ``ld.cv`` reads keep
+one load in flight (the programs' SASS), which the twins follow. The values are chosen so that
 every calibrated key is identifiable (a 400 x 128 B completion limit over a
 1.3 us round trip is 39 GB/s, below the 128 B link bound of about 51 GB/s).
 """
@@ -62,7 +64,7 @@ def link_points():
         for size in (64 << 10, 16 * MiB, 256 * MiB):
             pts.append(("memcpy", dict(direction=d, size_B=size), {}))
     zc = dict(pattern="coalesced", offset_B=0, bytes_per_lane=4, memory_mode="zerocopy",
-              cache="cv")
+              cache="cg")
     for w in (1, 8, 66, 132, 264, 528, 1056, 4224):
         for u in (1, 4):
             pts.append(("zc_warps", dict(zc, warps=w, unroll=u),
@@ -109,7 +111,7 @@ def _truth_base():
 @pytest.mark.slow
 def test_recovers_translation_reach_and_miss_cost(tmp_path):
     zc = dict(pattern="random", bytes_per_lane=4, memory_mode="zerocopy", unroll=4, warps=0,
-              cache="cv")
+              cache="cg")
     pts = [("zc_read", dict(zc, region_B=r), {}) for r in (64 * MiB, 1 << 30, 4 << 30, 16 << 30)]
     run = write_synthetic(tmp_path, micro_cases(pts), fidelity="des", max_requests=1 << 15)
     cal = calibrate(run, _truth_base(), fidelity="des", max_requests=1 << 15, only=["translation"])
@@ -339,7 +341,7 @@ def test_tag_window_splits_the_load_to_use_latency(tmp_path):
                               order="random", cache="cv"), dict(steps=500, seed=1))
            for s in (128, 4096)]
     strided = dict(pattern="strided", chunk_B=4096, bytes_per_lane=4, memory_mode="zerocopy",
-                   cache="cv")
+                   cache="cg")
     for w in (1, 8, 66, 264, 1056, 4224):
         pts.append(("zc_warps", dict(strided, warps=w, unroll=4),
                     dict(total_B=64 * MiB, max_per_warp_B=1 * MiB)))

@@ -237,6 +237,42 @@ def test_full_run_writes_tidy_results_and_metadata(setup):
     assert "--offset-B" in zc["argv"] and zc["argv"][zc["argv"].index("--offset-B") + 1] == "0,64"
 
 
+def test_micro_rounds_interleave_the_repetitions(setup):
+    # micro_rounds = 3: every micro group runs three times, round by round, and the
+    # repetitions of later rounds are numbered on from the round before
+    manifest, bin_dir, out = setup
+    text = manifest.read_text().replace("seed = 1\n", "seed = 1\nmicro_rounds = 3\n", 1)
+    manifest.write_text(text)
+    assert load_manifest(manifest).micro_rounds == 3
+    meta = runner.run(manifest, out, bin_dir=bin_dir, progress=False, only="micro")
+    ids = [j["id"] for j in meta["jobs"]]
+    assert ids == ["micro__0__zc_read", "micro__1__memcpy",
+                   "micro__0__zc_read__round1", "micro__1__memcpy__round1",
+                   "micro__0__zc_read__round2", "micro__1__memcpy__round2"]
+    assert meta["missing_cases"] == []
+    df = read_results(out / "results.parquet")
+    zc = df[df["case"].str.startswith("micro/zc_read/") & (df["metric"] == "bw_GBps")]
+    for _, g in zc.groupby("case"):                       # reps = 2 per round
+        assert sorted(g["rep"]) == [0, 1, 2, 3, 4, 5]
+    cp = df[df["case"].str.startswith("micro/memcpy/") & (df["metric"] == "bw_GBps")]
+    for _, g in cp.groupby("case"):                       # reps = 1 per round
+        assert sorted(g["rep"]) == [0, 1, 2]
+    # a rerun resumes: every round is done, none runs again
+    stamps = {p.name: p.stat().st_mtime_ns for p in (out / "raw").glob("*.jsonl")}
+    assert len(stamps) == 6
+    runner.run(manifest, out, bin_dir=bin_dir, progress=False, only="micro")
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "raw").glob("*.jsonl")} == stamps
+    assert len(read_results(out / "results.parquet")) == len(df)
+
+
+@pytest.mark.parametrize("value", [0, 101, "3"])
+def test_micro_rounds_out_of_range_is_refused(setup, value):
+    manifest, _, _ = setup
+    manifest.write_text(manifest.read_text().replace("seed = 1\n", f"seed = 1\nmicro_rounds = {value!r}\n".replace("'", '"'), 1))
+    with pytest.raises(HostlinkError, match="micro_rounds"):
+        load_manifest(manifest)
+
+
 FAKE_SASS = """\t\tFunction : _Z4walkILi4EEvv
         /*0000*/                   LDG.E.64 R4, desc[UR4][R2.64] ;
         /*0010*/                   LDG.E.64 R6, desc[UR4][R2.64+0x100] ;

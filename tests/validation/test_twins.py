@@ -437,3 +437,155 @@ def test_requests_ahead_follow_the_kernels_load_ahead():
     assert requests_ahead("merged", 4, 8, weighted=True) == 8
     assert requests_ahead("naive", 4, 8, weighted=True) == 2      # a sector of each array
     assert requests_ahead("naive", 16, 8, weighted=True) == 4 + 2
+
+
+def test_cold_l1_fill_adds_to_the_random_patterns_own_time(h100):
+    # the default cache operator on host memory: each SM fetches the region's lines into
+    # its empty L1 first, at the link's rate (a warp waits for its group's g lines) or a
+    # round trip per line a warp keeps in flight, whichever is longer
+    sms = h100.gpu.sm_count
+    round_trip = h100.link.rtt_ns + h100.gpu.host_path_ns
+    l1_B = twins.host_cache_for({"cache": "default"}, h100).l1_size_B
+
+    def fill(host_GBps=50.0, **kw):
+        p = dict(kind="micro", benchmark="zc_warps", pattern="random", bytes_per_lane=4,
+                 memory_mode="zerocopy", unroll=1, cache="default", region_B=64 << 10,
+                 warps=64 * sms, total_B=1 << 30, max_per_warp_B=1 << 30)
+        p.update(kw)
+        t = twins.build_micro("c", p, h100, max_requests=1 << 14)
+        return twins.cold_fill_ns(t, h100, host_GBps)
+
+    link_ns = sms * (64 << 10) / 50.0
+    # g: the loads a warp keeps in flight, as the SASS shows (2 for the random loop at
+    # unroll 1: ptxas issues the next line's load before the sum)
+    assert fill(unroll=4) == pytest.approx(link_ns * 4 / 5, rel=1e-3)     # g = 4
+    assert fill(unroll=1) == pytest.approx(link_ns * 2 / 3, rel=1e-3)     # g = 2
+    assert fill(unroll=4, host_GBps=25.0) == pytest.approx(2 * link_ns * 4 / 5, rel=1e-3)
+    # one warp per SM: its 512 lines, g at a time, one round trip after another
+    assert fill(unroll=4, warps=sms, host_GBps=500.0) == pytest.approx(512 / 4 * round_trip,
+                                                                       rel=1e-3)
+    # a region beyond the L1 fills the L1's worth before its misses turn to capacity ones
+    assert fill(unroll=4, region_B=1 << 20) == pytest.approx(sms * l1_B / 50.0 * 4 / 5,
+                                                             rel=1e-3)
+    # a short run touches the lines its loads pick: 512 loads per SM over 512 lines
+    few = fill(unroll=4, total_B=sms * 512 * 128)
+    assert few == pytest.approx(link_ns * 4 / 5 * (1 - np.exp(-1)), rel=1e-3)
+    # no L1 on the way: ld.cv, ld.cg, device memory; no rate known: nothing added
+    assert fill(cache="cv") == fill(cache="cg") == fill(memory_mode="device") == 0.0
+    assert fill(host_GBps=None) == 0.0
+
+
+def test_cold_l1_fill_against_the_measured_hot_lines():
+    """Random 128 B lines over 64 KiB of host memory with the default cache operator
+    read 20-25% slower than over 4 KiB on the H200 (validation/results/h200/hot_lines):
+    the fill of 132 empty L1s from the host (Nsight Compute, ../l1_probe). Predicted
+    with the first run's calibration, within 10% of the measurement at full occupancy."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from hostlink.model.config import load_any_system
+    from hostlink.validation.report import load_calibration
+
+    root = Path(__file__).resolve().parents[2] / "validation" / "results" / "h200"
+    cal = root / "first_run" / "calibrated.toml"
+    system = load_any_system(str(cal))
+    options = load_calibration(None, cal)["model_options"]
+    res = pd.read_parquet(root / "hot_lines" / "results.parquet")
+    for region_B, unroll in ((4096, 1), (4096, 4), (65536, 1), (65536, 4)):
+        params = dict(kind="micro", benchmark="zc_warps", pattern="random", region_B=region_B,
+                      bytes_per_lane=4, memory_mode="zerocopy", warps=8448, unroll=unroll,
+                      cache="default", total_B=256 << 20)
+        name = micro_case_name("zc_warps", {k: v for k, v in params.items()
+                                            if k not in ("kind", "benchmark", "total_B")})
+        rows = res[(res["case"] == name) & (res["metric"] == "bw_GBps")]
+        assert len(rows) == 3, name
+        measured = float(rows["value"].median())
+        got = twins.build_micro(name, params, system).predict(system, "des", options)
+        assert got["bw_GBps"] == pytest.approx(measured, rel=0.10), name
+
+
+def test_read_kernels_keep_the_loads_their_sass_shows_in_flight(h100):
+    # the committed build's SASS (validation/results/h200/sass): ptxas pairs wide loads,
+    # unrolls the strided loop at unroll 1, and waits on ld.cv loads one by one
+    def n(**kw):
+        p = dict(benchmark="zc_read", pattern="coalesced", bytes_per_lane=4, unroll=4,
+                 cache="default")
+        p.update(kw)
+        return twins.read_kernel_in_flight(p)
+
+    assert n() == 4 and n(bytes_per_lane=16) == 2
+    assert n(pattern="strided", bytes_per_lane=8) == 2
+    assert n(pattern="strided", unroll=1) == 4 and n(pattern="strided", unroll=1,
+                                                     bytes_per_lane=16) == 4
+    assert n(pattern="random", unroll=1) == 2
+    assert n(cache="cv") == n(cache="cv", pattern="random") == 1
+    assert n(benchmark="zc_warps", unroll=1) == 1           # zc_warps: zc_read's kernels
+    assert n(unroll=3) is None and n(cache="nc") is None    # no such kernel
+    # a run's own record comes first
+    sym = twins.read_kernel_symbol(4, "default", 4, "coalesced")
+    assert sym == "_ZN2zc11read_kernelILi4ELi0ELi4ELi0EEEvNS_6LaunchE"
+    own = {"zc_read": {"kernels": {sym: 3}}}
+    assert twins.read_kernel_in_flight(dict(benchmark="zc_read", unroll=4), own) == 3
+    # the twin's instruction is those loads: 16 B per lane strided at unroll 4 keeps one
+    # sector of a lane in flight, not two, and one warp reads half as fast
+    p = zc(pattern="strided", chunk_B=4096, bytes_per_lane=16, warps=1, cache="default",
+           total_B=1 << 22)
+    paired = twins.build_micro("c", p, h100)
+    whole = twins.build_micro("c", p, h100, loads_in_flight={"zc_read": {"kernels": {
+        twins.read_kernel_symbol(16, "default", 4, "strided"): 4}}})
+    assert paired.extra["group"] == 2 and whole.extra["group"] == 4
+    ratio = (paired.predict(h100, "analytic")["bw_GBps"]
+             / whole.predict(h100, "analytic")["bw_GBps"])
+    assert ratio == pytest.approx(0.5, rel=0.05)
+
+
+def test_paired_wide_loads_against_the_measured_tag_window():
+    """One and four warps reading 16 B per lane in 4 KiB chunks on the H100
+    (validation/results/h100/tag_window): unroll 1 reads 1.8 times as fast as unroll
+    4 (1.25 against 0.70 GB/s for one warp), where the source's unroll would make it
+    4 times slower: ptxas keeps 4 and 2 loads of a lane in flight (2 sectors and 1).
+    Predicted with that run's calibration: the ratio within 15%, each point within
+    25% (the model's one-warp round trip for 32 sectors at once is short by about as
+    much for 4 B per lane, which every unroll reads one sector at a time)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from hostlink.model.config import load_any_system
+    from hostlink.validation.report import load_calibration
+
+    run = Path(__file__).resolve().parents[2] / "validation" / "results" / "h100" / "tag_window"
+    system = load_any_system(str(run / "calibrated.toml"))
+    options = load_calibration(None, run / "calibrated.toml")["model_options"]
+    res = pd.read_parquet(run / "results.parquet")
+    for warps in (1, 4):
+        got, measured = {}, {}
+        for unroll in (1, 4):
+            naming = dict(pattern="strided", chunk_B=4096, bytes_per_lane=16,
+                          memory_mode="zerocopy", warps=warps, unroll=unroll, cache="default")
+            name = micro_case_name("zc_warps", naming)
+            rows = res[(res["case"] == name) & (res["metric"] == "bw_GBps")]
+            assert len(rows) == 3, name
+            measured[unroll] = float(rows["value"].median())
+            params = dict(kind="micro", benchmark="zc_warps", **naming, total_B=256 << 20)
+            got[unroll] = twins.build_micro(name, params, system).predict(
+                system, "des", options)["bw_GBps"]
+            assert got[unroll] == pytest.approx(measured[unroll], rel=0.25), name
+        assert got[1] / got[4] == pytest.approx(measured[1] / measured[4], rel=0.15)
+
+
+def test_a_runs_record_of_loads_in_flight_is_read_or_refused(tmp_path):
+    from hostlink.validation.twin_common import TwinError
+
+    assert twins.run_loads_in_flight(tmp_path / "none") is None
+    good = tmp_path / "good"
+    good.mkdir()
+    (good / "loads_in_flight.json").write_text(
+        '{"tool": "cuobjdump -sass", "programs": {"zc_read": {"kernels": {"k": 2}}}}')
+    assert twins.run_loads_in_flight(good) == {"zc_read": {"kernels": {"k": 2}}}
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "loads_in_flight.json").write_text('{"programs": ')
+    with pytest.raises(TwinError, match="loads_in_flight.json"):
+        twins.run_loads_in_flight(bad)
