@@ -477,18 +477,14 @@ UVM_LAUNCH_GROUPS = tuple(f"micro/uvm_touch/{advice}/{pattern}{state}/launches"
                           for pattern in ("seq", "sparse") for state in HOST_STATES)
 
 
-def _guess_first_launch(prob, system, base):
-    """The first launch's time moves one for one with the run's one-off cost: the median
-    of measured less predicted time without it (ms -> us)."""
-    pred = prob.predict(system, {"options.uvm.first_fault_us": 0.0})
-    return {"options.uvm.first_fault_us": max(0.0, float(np.median(prob.measured_arr - pred)) * 1e3)}
-
-
-def _guess_prefetch_call(prob, system, base):
-    """A prefetched touch's time moves one for one with the call's cost: the median
-    of measured less predicted time (ms -> us)."""
-    pred = prob.predict(system, {"options.prefetch.call_us": 0.0})
-    return {"options.prefetch.call_us": max(0.0, float(np.median(prob.measured_arr - pred)) * 1e3)}
+def _guess_added_us(key: str):
+    """A guess for a cost in us that a group's time (ms) carries one for one (a first
+    launch's one-off fault cost, a prefetch call's fixed cost): the median of measured
+    less predicted time without it."""
+    def guess(prob, system, base):
+        pred = prob.predict(system, {key: 0.0})
+        return {key: max(0.0, float(np.median(prob.measured_arr - pred)) * 1e3)}
+    return guess
 
 
 STEPS: tuple[Step, ...] = (
@@ -575,7 +571,7 @@ STEPS: tuple[Step, ...] = (
                  "per-moved-page costs and a run's one-off first-fault cost"),
     Step("uvm_first_launch", (Param("options.uvm.first_fault_us", 0.0, 1e5, log=False,
                                     sens_step=20.0),),
-         UVM_LAUNCH_GROUPS, guess=_guess_first_launch,
+         UVM_LAUNCH_GROUPS, guess=_guess_added_us("options.uvm.first_fault_us"),
          explain="UVM first touch split over launches that follow one another at once, after "
                  "the buffer's pages went to the GPU and back to the host, as a traversal's "
                  "launches find them: the first launch pays the run's one-off cost of waking "
@@ -584,7 +580,7 @@ STEPS: tuple[Step, ...] = (
     Step("uvm_prefetch", (Param("options.prefetch.call_us", 0.0, 1e5, log=False, sens_step=20.0),),
          UVM_PREFETCH_GROUPS, select=_is_small_prefetch,
          select_doc=f"of at most {PREFETCH_CALL_MAX_B >> 20} MiB",
-         guess=_guess_prefetch_call,
+         guess=_guess_added_us("options.prefetch.call_us"),
          explain=f"prefetched first touch of at most {PREFETCH_CALL_MAX_B >> 20} MiB: "
                  "cudaMemPrefetchAsync's fixed cost per call, which larger prefetches hide"),
 )
@@ -775,6 +771,7 @@ class _Problem:
             preferred = [c for c in chosen if str(run.cases[c].get(key)) == value]
             if preferred:
                 chosen = preferred
+        in_flight = run_loads_in_flight(run.path)
         for case in chosen:
             params = run.cases[case]
             metric = primary_metric(params)
@@ -787,7 +784,7 @@ class _Problem:
             self.twins.append(build_micro(case, params, system,
                                           hints=lambda m, c=case: run.hint(c, m),
                                           max_requests=max_requests,
-                                          loads_in_flight=run_loads_in_flight(run.path)))
+                                          loads_in_flight=in_flight))
         self.measured_arr = np.asarray(self.measured)
         self.evaluations = 0
         self._memo: dict[tuple, np.ndarray] = {}

@@ -232,9 +232,11 @@ EFFECTS = {
         "model's L1 (trace order, LRU) keeps them all: its replacement or the timing of its "
         "fills is what is left to model (with 4 B per lane it does give the 2.0). Or the "
         "host's rate of 32 B reads, which differs by machine more than the link does (4 KiB "
-        "chunks: 17.5-21.9 GB/s on four lent H100s, 23.3-23.8 on the H200s, "
-        "validation/results/h100/micro_rounds, micro_session*), where the calibration "
-        "chain's tag window (micro/zc_warps/strided) comes from another machine",
+        "chunks: 17.1-22.2 GB/s on the lent H100s, 23.3-23.8 on the H200s, "
+        "validation/results/h100/micro_rounds/README.md) and moves within a session, where "
+        "the calibration chain's tag window (micro/zc_warps/strided) comes from another "
+        "machine: fitted on 32 B reads among the run's own rounds (manifest micro_tags) it "
+        "follows them",
         "a tag window (link.rtt_ns) longer than the split of the load-to-use latency gives: "
         "gpu.host_path_ns is fitted from 32 B reads against warps in flight (micro/zc_warps/"
         "strided) on the H100, and the H200 takes the H100's value (validation/results/h200/"

@@ -267,7 +267,6 @@ def _reference_programs() -> dict:
                         f"in flight ({exc})") from None
 
 
-@functools.lru_cache(maxsize=64)
 def run_loads_in_flight(run_dir: str | Path) -> dict | None:
     """A run's record of the global loads each kernel keeps in flight, read from the
     programs' SASS by the runner (``loads_in_flight.json``: ``{program: {"kernels":
@@ -359,6 +358,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     launches = _launch(bench, warps, system.gpu.sm_count)
     nbytes = min(total_B, warps * per_warp_B)
     group = int(in_flight) if in_flight else unroll
+    issued = max(unroll, group)       # a prefix keeps whole unrolled and compiled groups
     cache = host_cache_for(params, system) if space == SPACE_HOST else None
 
     if pattern == "coalesced":
@@ -367,8 +367,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         full = nblocks * blk
         counts = _per_warp_counts(nblocks, warps)
         per_inst = -(-(offset % LINE_B + blk) // LINE_B)
-        cap = max(MIN_LOADS_PER_WARP * max(unroll, group),
-                  -(-max_requests // max(1, warps * per_inst)))
+        cap = max(MIN_LOADS_PER_WARP * issued, -(-max_requests // max(1, warps * per_inst)))
         counts = np.minimum(counts, cap)
         warp, j = _expand(counts)
         lo = MICRO_BASE + offset + (warp + j * warps) * blk
@@ -386,7 +385,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         # thread t: chunks t, t + T, ...; a warp's instruction (k, j) covers lane chunks
         # w*32 + l + k*T, element j of each.
         rounds = -(-nchunks // threads)
-        cap = max(2 * max(unroll, group), -(-max_requests // max(1, warps * 32)))
+        cap = max(2 * issued, -(-max_requests // max(1, warps * 32)))
         n_inst = min(rounds * per_chunk, cap)
         kk = np.arange(n_inst, dtype=np.int64) // per_chunk
         jj = np.arange(n_inst, dtype=np.int64) % per_chunk
@@ -420,7 +419,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         per_warp = -(-nblocks // warps)
         first = np.arange(warps, dtype=np.int64) * per_warp
         counts = np.clip(np.minimum(nblocks, first + per_warp) - first, 0, None)
-        cap = max(MIN_LOADS_PER_WARP * max(unroll, group),
+        cap = max(MIN_LOADS_PER_WARP * issued,
                   -(-max_requests // max(1, warps * (blk // LINE_B))))
         counts = np.minimum(counts, cap)
         warp, jl = _expand(counts)

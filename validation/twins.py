@@ -82,6 +82,7 @@ def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
     order = sorted(cases, key=order_key)
     rows, failures = [], {}
     run_id = f"{run.experiment}-twin-{fidelity}"
+    in_flight = run_loads_in_flight(run.path)
     bar = _progress(len(order), progress)
     for case in order:
         params = run.cases[case]
@@ -92,7 +93,7 @@ def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
             if kind == "micro":
                 twin = build_micro(case, params, system, hints=lambda m, c=case: run.hint(c, m),
                                    max_requests=max_requests, max_uvm_B=max_uvm_B,
-                                   loads_in_flight=run_loads_in_flight(run.path))
+                                   loads_in_flight=in_flight)
                 for metric, value in twin.predict(system, fidelity, options).items():
                     rows.append((run_id, run.experiment, case, fidelity, metric, value,
                                  unit_of(metric), 0))
