@@ -225,14 +225,16 @@ EFFECTS = {
         "read or per registered page (the H100's host: 24-29 GB/s at offsets 32 and 96 and "
         "40 GB/s from cudaHostRegister buffers, against 38 and 51 GB/s on the H200's)"),
     "micro/zc_read/strided": (
-        "host sectors the GPU's L1 fetches again: ptxas issues the unroll-4 group of 8 B "
-        "and 16 B loads as two pairs (the twin follows the kernels' SASS), so with 8 B per "
-        "lane a lane reads its sector over two round trips, and the L1 loses 1.22-1.45 of "
-        "them at 48 warps per SM (validation/results/h200/l1_probe, unroll_probe); the "
-        "model's L1 (trace order, LRU) keeps them all: its replacement or the timing of its "
-        "fills is what is left to model (with 4 B per lane it does give the 2.0). Or the "
-        "host's rate of 32 B reads, which differs by machine more than the link does (4 KiB "
-        "chunks: 17.1-22.2 GB/s on the lent H100s, 23.3-23.8 on the H200s, "
+        "host sectors the GPU's L1 fetches again beyond the twin's replays: with 8 B per "
+        "lane ptxas issues the unroll-4 group as two pairs (the twin follows the kernels' "
+        "SASS), so a lane reads its sector over two round trips, and at 48 warps per SM the "
+        "L1 fetches 1.22 (128 B chunks) and 1.44 (512 B) host sectors per sector read "
+        "(validation/results/h200/l1_probe, unroll_probe); the twin replays the loads in "
+        "step and with the warps drifted apart and keeps the replay that loses more "
+        "(1.32-1.34 and 1.23-1.25: its prefix leaves out the lines a warp leaves behind), "
+        "and with 16 B per lane the L1 still refetches 1.05-1.09, which no LRU order "
+        "gives. Or the host's rate of 32 B reads, which differs by machine more than the "
+        "link does (4 KiB chunks: 17.1-22.2 GB/s on the lent H100s, 23.3-23.8 on the H200s, "
         "validation/results/h100/micro_rounds/README.md) and moves within a session, where "
         "the calibration chain's tag window (micro/zc_warps/strided) comes from another "
         "machine: fitted on 32 B reads among the run's own rounds (manifest micro_tags) it "
@@ -240,7 +242,9 @@ EFFECTS = {
         "a tag window (link.rtt_ns) longer than the split of the load-to-use latency gives: "
         "gpu.host_path_ns is fitted from 32 B reads against warps in flight (micro/zc_warps/"
         "strided) on the H100, and the H200 takes the H100's value (validation/results/h200/"
-        "base_system.toml)"),
+        "base_system.toml); or, with 8 B per lane over 128 B chunks, an L1 that keeps more "
+        "than the drifted warps' replay (1.22 host sectors per sector measured, 1.32-1.34 "
+        "replayed)"),
     "micro/zc_read/random": (
         "translation misses beyond the TLB reach (large regions); without a hot_lines "
         "calibration in the chain, the kernel's own instructions (each load's block is a "

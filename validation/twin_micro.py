@@ -48,6 +48,26 @@ loads reaching them in issue order (warps in turn, the loads of an unrolled
 group back to back); a load that hits sends no request and costs the model no
 time.
 
+The strided pattern's L1 losses depend on where the warps stand in their
+sequences, which the issue order above keeps in step. The twin replays its
+loads twice, in step and with every warp at an independent, uniform point of
+its own sequence (at a sector's first load; :data:`DRIFT_SEED`), and keeps the
+replay that fetches more host bytes per byte read (``extra["phases"]``).
+Assumption: warps whose lines survive in the L1 run ahead of those whose lines
+are lost, so over a long grid-stride run they drift apart, and their lines then
+crowd some sets past the L1's ways; where the SM's lines exceed the L1 no line
+survives a round trip, every warp is held back alike and they stay in step.
+Measured on the H200 (host sectors fetched per sector read, Nsight Compute,
+``validation/results/h200/l1_probe`` and ``unroll_probe``; 128 B / 512 B
+chunks) against the twin (tests/validation/test_twin_strided_l1.py):
+4 B per lane at 16, 32, 64 warps per SM 1.01 / 1.00, 1.12 / 1.23, 1.95 / 2.19
+(twin 1.00, 1.07-1.08 drifted, 2.00 in step); 8 B per lane (two pairs of loads
+per sector) at 48 warps per SM 1.22 / 1.44 (twin 1.32-1.34 / 1.23-1.25
+drifted, 1.00 in step). The twin's prefix holds a few sectors per lane, so the
+lines a warp leaves behind (which the LRU evicts first) do not enter it, nor do
+the 5-9% that 16 B per lane refetches (one sector per round trip: nothing to
+lose in LRU order).
+
 Assumptions of these twins (not of the model):
 - a large run is predicted on a prefix of its traffic: every warp of the real
   grid is kept, each issues at most enough loads that the twin holds about
@@ -336,6 +356,54 @@ def _block_stream(warp, j, group, lo, bpl: int, *, space, launches, cache, regio
                         region_B=region_B)
 
 
+#: seed of the drifted warps' phases (any fixed value: the twins are deterministic)
+DRIFT_SEED = 0x5EED_D81F
+
+
+def _drifted_starts(warps: int, span: int, per_chunk: int, step: int) -> np.ndarray:
+    """Where each warp stands in its own sequence of loads once the warps have
+    drifted apart: independent, uniform over the first ``span`` loads, at a
+    multiple of ``step`` loads into its chunk."""
+    rng = np.random.default_rng(DRIFT_SEED)
+    q = rng.integers(0, max(1, span), size=warps, dtype=np.int64)
+    k, e = np.divmod(q, per_chunk)
+    return k * per_chunk + (e // step) * step
+
+
+def _strided_stream(warps: int, starts: np.ndarray, n_inst: int, chunk: int, bpl: int,
+                    group: int, nchunks: int, *, space, launches, cache):
+    """The strided pattern's stream and the bytes its loads read: warp w issues loads
+    ``starts[w]`` to ``starts[w] + n_inst - 1`` of its threads' sequence (thread t:
+    chunks t, t + T, ..., ``bpl`` bytes at a time; load q is element q mod per_chunk of
+    the thread's chunk round q div per_chunk), ``group`` loads of a chunk to an
+    instruction."""
+    threads = warps * 32
+    per_chunk = chunk // bpl
+    warp = np.repeat(np.arange(warps, dtype=np.int64), n_inst)
+    i = np.tile(np.arange(n_inst, dtype=np.int64), warps)
+    q = starts[warp] + i
+    k, e = np.divmod(q, per_chunk)
+    lane = np.arange(32, dtype=np.int64)
+    chunk_id = warp[:, None] * 32 + lane[None, :] + k[:, None] * threads
+    active = chunk_id < nchunks
+    keep = active.any(axis=1)
+    warp, i, k, e, chunk_id, active = (warp[keep], i[keep], k[keep], e[keep], chunk_id[keep],
+                                       active[keep])
+    lane_lo = MICRO_BASE + chunk_id * chunk + e[:, None] * bpl
+    groups_per_chunk = -(-per_chunk // group)
+    gid = k * groups_per_chunk + e // group
+    gid -= (starts // per_chunk * groups_per_chunk + starts % per_chunk // group)[warp]
+    loaded = int(active.sum()) * bpl
+    if cache is None:
+        rows = np.broadcast_to(np.arange(len(warp))[:, None], lane_lo.shape)[active]
+        lo = lane_lo[active]
+        return _ranges_stream(warp, gid, lo, lo + bpl, rows, space=space,
+                              launches=launches), loaded
+    mask = (active.astype(np.int64) << lane).sum(axis=1)
+    return _lane_stream(warp, i, gid, np.where(active, lane_lo, MICRO_BASE), mask, bpl,
+                        launches=launches, cache=cache, region_B=nchunks * chunk), loaded
+
+
 def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None,
              max_requests: int = DEFAULT_MAX_REQUESTS,
              in_flight: int | None = None) -> MicroTwin:
@@ -360,6 +428,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     group = int(in_flight) if in_flight else unroll
     issued = max(unroll, group)       # a prefix keeps whole unrolled and compiled groups
     cache = host_cache_for(params, system) if space == SPACE_HOST else None
+    phases = None                     # strided through the L1: the warps' phases replayed
 
     if pattern == "coalesced":
         offset = int(params.get("offset_B", 0))
@@ -382,35 +451,27 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         nchunks = max(1, nbytes // chunk)
         full = nchunks * chunk
         per_chunk = chunk // bpl
-        # thread t: chunks t, t + T, ...; a warp's instruction (k, j) covers lane chunks
-        # w*32 + l + k*T, element j of each.
         rounds = -(-nchunks // threads)
         cap = max(2 * issued, -(-max_requests // max(1, warps * 32)))
         n_inst = min(rounds * per_chunk, cap)
-        kk = np.arange(n_inst, dtype=np.int64) // per_chunk
-        jj = np.arange(n_inst, dtype=np.int64) % per_chunk
-        warp = np.repeat(np.arange(warps, dtype=np.int64), n_inst)
-        k = np.tile(kk, warps)
-        e = np.tile(jj, warps)
-        lane = np.arange(32, dtype=np.int64)
-        chunk_id = warp[:, None] * 32 + lane[None, :] + k[:, None] * threads
-        active = chunk_id < nchunks
-        keep = active.any(axis=1)
-        warp, k, e, chunk_id, active = warp[keep], k[keep], e[keep], chunk_id[keep], active[keep]
-        inst = np.arange(len(warp))
-        lane_lo = MICRO_BASE + chunk_id * chunk + e[:, None] * bpl
-        gid = k * (-(-per_chunk // group)) + e // group
-        loaded = int(active.sum()) * bpl
-        if cache is None:
-            rows = np.broadcast_to(inst[:, None], lane_lo.shape)[active]
-            lo = lane_lo[active]
-            stream = _ranges_stream(warp, gid, lo, lo + bpl, rows, space=space,
-                                    launches=launches)
-        else:
-            mask = (active.astype(np.int64) << lane).sum(axis=1)
-            stream = _lane_stream(warp, k * per_chunk + e, gid,
-                                  np.where(active, lane_lo, MICRO_BASE), mask, bpl,
-                                  launches=launches, cache=cache, region_B=nchunks * chunk)
+        in_step = np.zeros(warps, dtype=np.int64)
+        stream, loaded = _strided_stream(warps, in_step, n_inst, chunk, bpl, group, nchunks,
+                                         space=space, launches=launches, cache=cache)
+        if cache is not None and rounds * per_chunk > n_inst:
+            # the L1's losses depend on the warps' phases: replay the loads of warps
+            # drifted apart too (each at the first load of a sector and of a compiled
+            # group) and keep the replay that fetches more per byte read
+            step = int(np.lcm(group, max(1, SECTOR_B // bpl)))
+            starts = _drifted_starts(warps, rounds * per_chunk - n_inst, per_chunk, step)
+            drifted, drifted_loaded = _strided_stream(
+                warps, starts, n_inst, chunk, bpl, group, nchunks, space=space,
+                launches=launches, cache=cache)
+            if (drifted.size_B.astype(np.int64).sum() * loaded
+                    > stream.size_B.astype(np.int64).sum() * drifted_loaded):
+                stream, loaded = drifted, drifted_loaded
+                phases = "drifted"
+            else:
+                phases = "in step"
     elif pattern == "random":
         region = int(params.get("region_B", 1 << 30))
         region_blocks = max(1, region // blk)
@@ -438,7 +499,8 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     # the bytes the twin's loads read (cache hits included), as the program counts them
     return MicroTwin(case, bench, params, mode, stream, float(full), float(loaded),
                      loads_in_flight=1,
-                     extra={"warps": warps, "cached": cache is not None, "group": group})
+                     extra={"warps": warps, "cached": cache is not None, "group": group,
+                            **({"phases": phases} if phases else {})})
 
 
 def without_launch(system):
