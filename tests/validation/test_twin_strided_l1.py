@@ -6,9 +6,17 @@ Nsight Compute (``lts__t_sectors_srcunit_tex_aperture_sysmem_op_read``,
 validation/results/h200/l1_probe/ncu.csv; tabled in hostlink.traces.cache's
 notes). The compiled kernel keeps 4 loads in flight with 4 B per lane and two
 pairs with 8 B per lane (validation/results/h200/sass): 2.0 means no sector
-survived from a lane's first round trip on it to its second.
+survived from a lane's first round trip on it to its second. The same counter
+on an NVIDIA H100 against the run's length (16 MiB to 1 GiB at 32-48 warps per
+SM, validation/results/h100/drift_probe) shows the losses growing as the warps
+drift apart.
 """
 from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -98,3 +106,69 @@ def test_drifted_starts_stand_at_a_sector_in_range():
     # chunks that are not a multiple of the step: the step counts from the chunk's start
     odd = twin_micro._drifted_starts(5000, 600, 12, 8)
     assert set(np.unique(odd % 12)) <= {0, 8}
+
+
+# ------------------------------------------------------------------ run length (H100)
+
+DRIFT_PROBE = (Path(__file__).resolve().parents[2] / "validation" / "results" / "h100"
+               / "drift_probe")
+TOTALS_B = {"16MiB": 16 << 20, "64MiB": 64 << 20, "256MiB": 256 << 20, "1GiB": 1 << 30}
+
+
+def measured_refetch() -> dict[tuple[int, int, int, int], float]:
+    """Host sectors fetched per sector read in each ncu_<point>.csv of the H100's
+    drift probe (mean of the point's two launches): {(chunk_B, bytes_per_lane, warps,
+    total_B): refetch}."""
+    out = {}
+    for f in sorted(DRIFT_PROBE.glob("ncu_*.csv")):
+        m = re.fullmatch(r"ncu_chunk(\d+)_bpl(\d+)_warps(\d+)_total(\w+)\.csv", f.name)
+        text = "".join(line for line in f.read_text().splitlines(keepends=True)
+                       if line.startswith('"'))
+        rows = list(csv.DictReader(io.StringIO(text)))[1:]          # first row: units
+        fetched = [float(r["lts__t_sectors_srcunit_tex_aperture_sysmem_op_read.sum"]
+                         .replace(",", "")) for r in rows]
+        total = TOTALS_B[m.group(4)]
+        out[(int(m.group(1)), int(m.group(2)), int(m.group(3)), total)] = \
+            float(np.mean(fetched)) / (total / 32)
+    return out
+
+
+@pytest.fixture(scope="module")
+def drift_points():
+    h100 = load_system("h100-pcie5")
+    points = {}
+    for (chunk, bpl, warps, total), measured in measured_refetch().items():
+        p = dict(strided(chunk, bpl, warps // SMS), total_B=total)
+        twin = twins.build_zc("t", p, h100, in_flight=IN_FLIGHT[bpl])
+        points[(chunk, bpl, warps, total)] = (
+            measured, float(twin.stream.size_B.astype(np.int64).sum()) / twin.twin_bytes_B)
+    return points
+
+
+def test_drift_probe_holds_every_point():
+    got = measured_refetch()
+    assert len(got) == 24
+    assert all(0.99 < v < 1.6 for v in got.values())
+
+
+def test_short_runs_stay_in_step(drift_points):
+    """16 MiB over 4224-6336 warps: a thread reads at most one chunk, the warps have
+    no time to drift apart, and the H100 refetched at most 4%; the twin's replay
+    keeps them in step."""
+    for (chunk, bpl, warps, total), (measured, twin) in drift_points.items():
+        if total == 16 << 20:
+            assert measured < 1.04 and twin == pytest.approx(1.0, abs=0.005)
+
+
+def test_losses_grow_with_the_run_as_measured(drift_points):
+    """Both the H100 and the twin lose more over 1 GiB than over 16 MiB at every
+    point; over all 24 points the twin's replay is off by 0.065 sectors per sector
+    on average, the replay in step by 0.14."""
+    for chunk, bpl, warps in {k[:3] for k in drift_points}:
+        short, long = drift_points[(chunk, bpl, warps, 16 << 20)], \
+            drift_points[(chunk, bpl, warps, 1 << 30)]
+        assert long[0] > short[0] + 0.05 and long[1] > short[1] + 0.05
+    measured = np.array([m for m, _ in drift_points.values()])
+    twin = np.array([t for _, t in drift_points.values()])
+    assert np.mean(np.abs(twin - measured)) < 0.08
+    assert np.mean(np.abs(twin - measured)) < 0.6 * np.mean(np.abs(1.0 - measured))
