@@ -119,7 +119,8 @@ reports-h100: $(STAMP)
 	@# first_run's link calibration groups and zero-copy read patterns in one session, each
 	@# run fitted on its own microbenchmarks (micro_session and _repeat: repetitions back to
 	@# back; micro_rounds: in three rounds), and the hot_lines run of the same lease predicted
-	@# with that calibration; micro_rounds_b on top of tag_window_b, its lease's 32 B reads
+	@# with that calibration; micro_rounds_b and _c on top of tag_window_b and _c, their
+	@# leases' 32 B reads
 	for r in micro_session micro_session_repeat micro_rounds; do \
 	  $(CAL) $(H100)/$$r --system $(H100)/first_run/calibrated.toml --quiet && \
 	  $(REPORT) $(H100)/$$r --system $(H100)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
@@ -127,13 +128,15 @@ reports-h100: $(STAMP)
 	$(REPORT) $(H100)/hot_lines_session --system $(H100)/micro_session/calibrated.toml --jobs $(JOBS) --quiet
 	$(REPORT) $(H100)/hot_lines_session_repeat --system $(H100)/micro_session_repeat/calibrated.toml --jobs $(JOBS) --quiet
 	$(REPORT) $(H100)/hot_lines_rounds --system $(H100)/micro_rounds/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H100)/tag_window_b --system $(H100)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H100)/tag_window_b --system $(H100)/tag_window_b/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H100)/micro_rounds_b --system $(H100)/tag_window_b/calibrated.toml --quiet
-	$(REPORT) $(H100)/micro_rounds_b --system $(H100)/micro_rounds_b/calibrated.toml --jobs $(JOBS) --quiet
+	for l in b c; do \
+	  $(CAL) $(H100)/tag_window_$$l --system $(H100)/first_run/calibrated.toml --quiet && \
+	  $(REPORT) $(H100)/tag_window_$$l --system $(H100)/tag_window_$$l/calibrated.toml --jobs $(JOBS) --quiet && \
+	  $(CAL) $(H100)/micro_rounds_$$l --system $(H100)/tag_window_$$l/calibrated.toml --quiet && \
+	  $(REPORT) $(H100)/micro_rounds_$$l --system $(H100)/micro_rounds_$$l/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
+	done
 	@# micro_tags: the same with tag_window's 32 B reads among the rounds, so its own
-	@# calibration fits the tag window (twice on one lease, then on another)
-	for r in micro_tags micro_tags_repeat micro_tags_b; do \
+	@# calibration fits the tag window (twice on one lease, then on two others)
+	for r in micro_tags micro_tags_repeat micro_tags_b micro_tags_c; do \
 	  $(CAL) $(H100)/$$r --system $(H100)/first_run/calibrated.toml --quiet && \
 	  $(REPORT) $(H100)/$$r --system $(H100)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done

@@ -61,7 +61,7 @@ Measured on the H200 (host sectors fetched per sector read, Nsight Compute,
 ``validation/results/h200/l1_probe`` and ``unroll_probe``; 128 B / 512 B
 chunks) against the twin (tests/validation/test_twin_strided_l1.py):
 4 B per lane at 16, 32, 64 warps per SM 1.01 / 1.00, 1.12 / 1.23, 1.95 / 2.19
-(twin 1.00, 1.07-1.08 drifted, 2.00 in step); 8 B per lane (two pairs of loads
+(twin 1.00, 1.06-1.08 drifted, 2.00 in step); 8 B per lane (two pairs of loads
 per sector) at 48 warps per SM 1.22 / 1.44 (twin 1.32-1.34 / 1.23-1.25
 drifted, 1.00 in step). The twin's prefix holds a few sectors per lane, so the
 lines a warp leaves behind (which the LRU evicts first) do not enter it, nor do
