@@ -80,6 +80,13 @@ reports-h200: $(STAMP)
 	$(REPORT) $(H200)/uvm_host_state --system $(H200)/uvm_host_state/calibrated.toml --jobs $(JOBS) --quiet
 	$(REPORT) $(H200)/uvm_alloc --system $(H200)/first_run/calibrated.toml --jobs $(JOBS) --quiet
 	$(REPORT) $(H200)/hot_lines --system $(H200)/first_run/calibrated.toml --jobs $(JOBS) --quiet
+	@# a run's one-off fault cost fitted on first touch split over launches (uvm_launches,
+	@# reparsed from uvm_launches.sh's output), and the scale-14 UVM traversals of the two
+	@# traversal14 runs predicted with it
+	$(CAL) $(H200)/uvm_launches --system $(H200)/first_run/calibrated.toml --steps uvm_first_launch --quiet
+	for r in traversal14_la1 traversal14_la1_again; do \
+	  $(REPORT) $(H200)/$$r --system $(H200)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/ --jobs $(JOBS) --quiet || exit 1; \
+	done
 	$(CAL) $(H200)/scale24 --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/scale24 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
 	$(REPORT) $(H200)/scale24_load_ahead1 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet

@@ -126,8 +126,26 @@ def _measurement(obj: dict, source: str, no: int) -> Measurement:
             metrics[k] = float(v)
         else:
             raise ResultsError(f"{where}: metric '{k}' is not a number: {v!r}")
+    detail = obj.get("detail", {})
+    if obj["benchmark"] == "uvm_touch" and "first_launch_ms" not in metrics:
+        _launch_metrics(metrics, detail, where)
     return Measurement(benchmark=obj["benchmark"], params=obj["params"], rep=obj["rep"], metrics=metrics,
-                       kind=obj["type"], detail=obj.get("detail", {}), line=no)
+                       kind=obj["type"], detail=detail, line=no)
+
+
+def _launch_metrics(metrics: dict, detail: dict, where: str) -> None:
+    """``first_launch_ms`` and ``later_launch_ms`` of a uvm_touch point split over
+    launches, from its ``detail.launch_ms`` as gpu_kernels/micro/uvm_touch.cu computes
+    them (the first launch; the mean of the later ones): builds before those two
+    metrics printed the per-launch times only (validation/results/h200/uvm_launches)."""
+    launch_ms = detail.get("launch_ms") if isinstance(detail, dict) else None
+    if launch_ms is None:
+        return
+    if (not isinstance(launch_ms, list) or len(launch_ms) < 2
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in launch_ms)):
+        raise ResultsError(f"{where}: detail 'launch_ms' is not a list of two or more numbers")
+    metrics["first_launch_ms"] = float(launch_ms[0])
+    metrics["later_launch_ms"] = float(sum(launch_ms[1:])) / (len(launch_ms) - 1)
 
 
 def read_output(path: str | Path) -> ProgramOutput:

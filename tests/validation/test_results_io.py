@@ -104,3 +104,21 @@ def test_summarise_median_and_spread():
     assert s.loc["c", "iqr"] == pytest.approx(2.0)  # quartiles 2 and 4
     assert s.loc["c", "spread_pct"] == pytest.approx(200.0 / 3.0)
     assert s.loc["a", "iqr"] == 0.0
+
+
+def test_uvm_touch_launch_metrics_from_the_per_launch_times():
+    """An older uvm_touch build (validation/results/h200/uvm_launches) printed a point's
+    per-launch times only: the first launch and the mean of the later ones are derived
+    from them as the program now prints them; a point in one launch gets neither."""
+    line = ('{"type":"measurement","benchmark":"uvm_touch","params":{"launches":3},"rep":0,'
+            '"metrics":{"time_ms":0.5},"detail":{"launch_ms":[0.2,0.1,0.2]}}')
+    m = parse_lines([line]).measurements[0]
+    assert m.metrics["first_launch_ms"] == 0.2
+    assert m.metrics["later_launch_ms"] == pytest.approx(0.15)
+    printed = line.replace('"time_ms":0.5', '"time_ms":0.5,"first_launch_ms":0.25')
+    assert parse_lines([printed]).measurements[0].metrics["first_launch_ms"] == 0.25
+    one = '{"type":"measurement","benchmark":"uvm_touch","params":{},"rep":0,"metrics":{"time_ms":1}}'
+    assert "first_launch_ms" not in parse_lines([one]).measurements[0].metrics
+    bad = line.replace("[0.2,0.1,0.2]", "[0.2]")
+    with pytest.raises(ResultsError, match=r"<output>:1: detail 'launch_ms'"):
+        parse_lines([bad])
