@@ -134,18 +134,21 @@ def plan_jobs(m: Manifest, bin_dir: Path, prefixes: dict[str, Path], sources: di
     round where the manifest asks for ``micro_rounds``), traversal."""
     jobs: list[Job] = []
     traces: list[Job] = []
+    argvs = []
+    for g in m.micro:
+        argv = [str(bin_dir / g.program)]
+        for key, p in MICRO_BENCHMARKS[g.benchmark][1].items():
+            flag = f"--{key.replace('_', '-')}"
+            if p.naming:
+                argv += [flag, ",".join(str(v) for v in g.lists.get(key, (p.default,)))]
+            else:
+                argv += [flag, str(g.settings[key])]
+        argvs.append(argv)
     for k in range(m.micro_rounds):
-        for i, g in enumerate(m.micro):
-            argv = [str(bin_dir / g.program)]
-            for key, p in MICRO_BENCHMARKS[g.benchmark][1].items():
-                flag = f"--{key.replace('_', '-')}"
-                if p.naming:
-                    argv += [flag, ",".join(str(v) for v in g.lists.get(key, (p.default,)))]
-                else:
-                    argv += [flag, str(g.settings[key])]
+        for i, (g, argv) in enumerate(zip(m.micro, argvs)):
             bench = g.benchmark
             jid = _slug("micro", i, bench) if k == 0 else _slug("micro", i, bench, f"round{k}")
-            jobs.append(Job(id=jid, kind="micro", argv=argv, expected_cases=g.cases(),
+            jobs.append(Job(id=jid, kind="micro", argv=list(argv), expected_cases=g.cases(),
                             case_of=lambda meas, b=bench: micro_case_name(b, meas.params),
                             rep_offset=k * int(g.settings["reps"])))
     for gi, t in enumerate(m.traversal):

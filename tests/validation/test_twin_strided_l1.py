@@ -39,9 +39,11 @@ def strided(chunk_B: int, bpl: int, warps_per_sm: int, cache: str = "default") -
                 total_B=256 << 20)
 
 
-def refetch(system, chunk_B: int, bpl: int, warps_per_sm: int) -> tuple[float, str | None]:
-    twin = twins.build_zc("t", strided(chunk_B, bpl, warps_per_sm), system,
-                          in_flight=IN_FLIGHT[bpl])
+def refetch(system, chunk_B: int, bpl: int, warps_per_sm: int,
+            total_B: int = 256 << 20) -> tuple[float, str | None]:
+    """Host bytes the twin fetches per byte its loads read, and the replay it keeps."""
+    params = dict(strided(chunk_B, bpl, warps_per_sm), total_B=total_B)
+    twin = twins.build_zc("t", params, system, in_flight=IN_FLIGHT[bpl])
     return (float(twin.stream.size_B.astype(np.int64).sum()) / twin.twin_bytes_B,
             twin.extra.get("phases"))
 
@@ -138,10 +140,8 @@ def drift_points():
     h100 = load_system("h100-pcie5")
     points = {}
     for (chunk, bpl, warps, total), measured in measured_refetch().items():
-        p = dict(strided(chunk, bpl, warps // SMS), total_B=total)
-        twin = twins.build_zc("t", p, h100, in_flight=IN_FLIGHT[bpl])
         points[(chunk, bpl, warps, total)] = (
-            measured, float(twin.stream.size_B.astype(np.int64).sum()) / twin.twin_bytes_B)
+            measured, refetch(h100, chunk, bpl, warps // SMS, total)[0])
     return points
 
 
