@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hostlink.model.config import load_system
+from hostlink.model.config import load_system, system_with
 from hostlink.validation import twins
 from hostlink.validation.manifest import micro_case_name
 
@@ -212,7 +212,7 @@ def test_default_cache_operator_loads_go_through_the_gpus_caches(h100):
 
 def test_a_chase_over_a_few_lines_hits_in_the_l1(h100):
     # 32 nodes of 128 B, 200 steps: the timed pass (the L1 is empty at each launch)
-    # misses once per node and hits otherwise; hits cost the model no time
+    # misses once per node and hits otherwise; the chain waits gpu.l1_hit_ns for each hit
     p = dict(benchmark="ptr_chase", memory_mode="zerocopy", stride_B=128, footprint_B=4096,
              order="random", steps=200, cache="default")
     t = twins.build_ptr_chase("p", p, h100)
@@ -221,7 +221,13 @@ def test_a_chase_over_a_few_lines_hits_in_the_l1(h100):
     cv = twins.build_ptr_chase("p", dict(p, cache="cv"), h100).predict(h100, "des")["lat_ns"]
     cached = t.predict(h100, "des")["lat_ns"]
     assert cv > 900
-    assert cached == pytest.approx(cv * 32 / 200, rel=0.02)
+    hit_ns = h100.gpu.l1_hit_ns
+    assert hit_ns > 0
+    assert cached == pytest.approx((cv * 32 + hit_ns * 168) / 200, rel=0.02)
+    # slower L1 hits, slower chain; the misses' share unchanged
+    slow = system_with(h100, {"gpu.l1_hit_ns": 4 * hit_ns})
+    assert t.predict(slow, "des")["lat_ns"] == pytest.approx(cached + 3 * hit_ns * 168 / 200,
+                                                            rel=0.02)
 
 
 def test_a_chase_with_revisits_reported_times_fresh_nodes(h100):
