@@ -90,6 +90,9 @@ reports-h200: $(STAMP)
 	$(CAL) $(H200)/scale24 --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/scale24 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
 	$(REPORT) $(H200)/scale24_load_ahead1 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
+	@# a few warps' loads with ld.cv and the default operator (its own tag window and chase)
+	$(CAL) $(H200)/cv_overlap --system $(H200)/first_run/calibrated.toml --quiet
+	$(REPORT) $(H200)/cv_overlap --system $(H200)/cv_overlap/calibrated.toml --jobs $(JOBS) --quiet
 
 # The H100 chain splits the host read's latency with the tag-window run, which
 # rests on first_run's loaded round trip: first_run is calibrated once before it
@@ -147,6 +150,9 @@ reports-h100: $(STAMP)
 	  $(CAL) $(H100)/$$r --system $(H100)/first_run/calibrated.toml --quiet && \
 	  $(REPORT) $(H100)/$$r --system $(H100)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
+	@# a few warps' rounds of 1 to 32 requests (its own tag window and chase)
+	$(CAL) $(H100)/warp_rounds --system $(H100)/first_run/calibrated.toml --quiet
+	$(REPORT) $(H100)/warp_rounds --system $(H100)/warp_rounds/calibrated.toml --jobs $(JOBS) --quiet
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

@@ -317,7 +317,8 @@ def record_loads_in_flight(out_dir: Path, programs: list[Path]) -> Path | None:
         except HostlinkError as exc:
             record[prog.name] = {"error": str(exc)}
     path = out_dir / LOADS_IN_FLIGHT
-    path.write_text(json.dumps({"tool": "cuobjdump -sass", "programs": record}, indent=1) + "\n")
+    path.write_text(json.dumps({"tool": "cuobjdump -sass", "wait_model": sass.WAIT_MODEL,
+                                "programs": record}, indent=1) + "\n")
     return path
 
 

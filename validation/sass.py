@@ -8,12 +8,28 @@ many of those loads are outstanding at once: the groups of loads issued
 before the first of them is waited for.
 
 Model (assumptions):
-- A load's destination registers are pending from the load until an
-  instruction reads one of them or writes one of them (the scoreboard wait
-  of a read after the load, or of a write after it); the wait retires the
-  loads whose registers it touches, no others (one scoreboard per load;
-  Hopper has six per warp, so a function with more than six loads in flight
-  may wait on several at once: the count is an upper bound there).
+- A load is waited for where the compiler says so. Every Volta-and-later
+  instruction carries control bits in the high word of its encoding (the
+  second ``/* 0x... */`` of each instruction in ``cuobjdump -sass``; bits
+  41-44 stall, 45 yield, 46-48 write barrier, 49-51 read barrier, 52-57
+  wait mask, 58-61 operand reuse, as decoded by Jia et al., "Dissecting the
+  NVIDIA Volta GPU Architecture via Microbenchmarking", 2018): a load sets
+  one of six scoreboards when its data arrives (its write barrier), and an
+  instruction whose wait mask names that scoreboard waits for every load
+  pending on it; ``DEPBAR.LE SBk, n`` waits until at most n are. A load's
+  read barrier (its address registers read) is not a wait for its data.
+- Without encodings (hand-written SASS) a load is waited for by the first
+  instruction that reads or writes its destination registers (what the
+  scoreboard wait of a read or a write after the load amounts to), the
+  scoreboards' sharing aside.
+- A ``CALL`` is not followed: the callee's own waits are not seen. The
+  compiler makes the call itself wait for what the callee needs: the
+  random pattern of the read kernels calls a 64-bit modulo routine before
+  each load, and the call waits for the load before it (its wait mask holds
+  the load's write barrier), so those kernels keep one load in flight
+  whatever the unroll, with either cache operator (measured: one warp at
+  0.085-0.095 GB/s at unroll 1 to 8 over 64 KiB to 1 GiB, on an H200,
+  validation/results/h200/cv_overlap).
 - A load is ``LDG`` (global memory; ``LD`` generic, ``LDS`` shared and
   ``LDC`` constant loads are not counted); its destination spans 1, 2 or 4
   registers for 32, 64 and 128 bit widths (``.64``, ``.128``).
@@ -29,22 +45,24 @@ Model (assumptions):
   reported is the second walk.
 - Predicated instructions count as executed (the guards of a group's loads
   are true in the steady state of the loops measured here).
-- A system-scope strong load (``LDG.E.STRONG.SYS``, what ``ld.volatile`` and
-  ``__ldcv`` compile to) waits for the one before it: measured, one warp's
-  ld.cv reads of random host lines run at one load per round trip whatever
-  the number ptxas issues back to back (0.08 GB/s at unroll 1 to 8 on the
-  H200, validation/results/h200/unroll_probe), where default loads overlap.
+- System-scope strong loads (``LDG.E.STRONG.SYS``, ``ld.volatile`` and
+  ``__ldcv``) count like any other: ptxas issues them back to back without a
+  wait, and one warp's ld.cv reads of consecutive lines overlap exactly as
+  the default operator's (0.10 / 0.19 / 0.37 / 0.71 GB/s at unroll 1 / 2 / 4
+  / 8 with either operator, an H100 and an H200: validation/results/h100/
+  warp_rounds, h200/cv_overlap). What keeps a warp's ld.cv loads of one line
+  apart is the memory system's, not the SASS's (the twins').
 
 Checked against measured bandwidth of one warp (validation/results/h200/
-unroll_probe): the loads in flight found here for the zero-copy read kernels
-match the measured bandwidth's steps with ``unroll`` (tests/validation/
-test_sass.py).
+unroll_probe, cv_overlap): the loads in flight found here for the zero-copy
+read kernels match the measured bandwidth's steps with ``unroll``
+(tests/validation/test_sass.py).
 """
 from __future__ import annotations
 
 import gzip
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hostlink.model.errors import HostlinkError
@@ -62,6 +80,13 @@ _FUNCTION = re.compile(r"Function : (\S+)")
 _INST = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:(@!?U?P\w+)\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")
 _REG = re.compile(r"\bR(\d+)(\.64)?\b")
 _BRA_TARGET = re.compile(r"^\s*(?:`\(\S+\)|0x([0-9a-f]+))")
+#: the high word of an instruction's encoding, alone on the line after it
+_CONTROL = re.compile(r"^\s*/\*\s*(0x[0-9a-f]{16})\s*\*/\s*$")
+_DEPBAR = re.compile(r"SB(\d)\s*,\s*(0x[0-9a-f]+|\d+)")
+#: marks a record of loads in flight made with this module's wait model
+#: (``loads_in_flight.json``'s ``"wait_model"``)
+WAIT_MODEL = "scoreboard"
+NO_BARRIER = 7
 
 
 @dataclass(frozen=True)
@@ -72,6 +97,9 @@ class Inst:
     dst: tuple[int, ...]
     src: tuple[int, ...]
     target: int | None = None          # a branch's target address
+    wait_mask: int | None = None       # scoreboards it waits for (None: no encoding read)
+    write_barrier: int | None = None   # scoreboard a load sets when its data arrives
+    depbar: tuple[int, int] | None = None  # DEPBAR.LE SBk, n: (k, n)
 
 
 @dataclass(frozen=True)
@@ -104,6 +132,10 @@ def parse_instruction(addr: int, op: str, operands: str) -> Inst:
         if m and m.group(1):
             target = int(m.group(1), 16)
     base = op.split(".")[0]
+    if base == "DEPBAR":
+        m = _DEPBAR.search(operands)
+        return Inst(addr, op, (), (), None,
+                    depbar=(int(m.group(1)), int(m.group(2), 0)) if m else None)
     parts = [p.strip() for p in operands.split(",")] if operands.strip() else []
     if base.startswith(NO_DESTINATION) or not parts or not re.fullmatch(r"R\d+", parts[0]):
         return Inst(addr, op, (), tuple(_registers(operands)), target)
@@ -115,8 +147,16 @@ def parse_instruction(addr: int, op: str, operands: str) -> Inst:
                 tuple(_registers(",".join(parts[1:]))), target)
 
 
+def control_bits(high_word: int) -> tuple[int, int | None]:
+    """Wait mask and write barrier (None: none) of an instruction's control bits, from
+    the high 64 bits of its encoding (see the module's assumptions)."""
+    barrier = (high_word >> 46) & 0x7
+    return (high_word >> 52) & 0x3F, (None if barrier == NO_BARRIER else barrier)
+
+
 def parse_sass(text: str, source: str = "<sass>") -> dict[str, list[Inst]]:
-    """Instructions of every function in ``cuobjdump -sass`` output, by mangled name."""
+    """Instructions of every function in ``cuobjdump -sass`` output, by mangled name,
+    with their control bits where the output holds the encodings."""
     functions: dict[str, list[Inst]] = {}
     current: list[Inst] | None = None
     for line in text.splitlines():
@@ -127,6 +167,11 @@ def parse_sass(text: str, source: str = "<sass>") -> dict[str, list[Inst]]:
         m = _INST.search(line)
         if m and current is not None:
             current.append(parse_instruction(int(m.group(1), 16), m.group(3), m.group(4)))
+            continue
+        m = _CONTROL.match(line)
+        if m and current and current[-1].wait_mask is None:
+            wait, barrier = control_bits(int(m.group(1), 16))
+            current[-1] = replace(current[-1], wait_mask=wait, write_barrier=barrier)
     if not functions:
         raise SassError(f"{source}: no 'Function :' headers (not cuobjdump -sass output)")
     return functions
@@ -147,33 +192,42 @@ def _is_load(inst: Inst) -> bool:
     return inst.op.split(".")[0] == "LDG"
 
 
-def _serialised(inst: Inst) -> bool:
-    return _is_load(inst) and ".STRONG.SYS" in inst.op
+#: a pending load: its issue number, destination registers and the scoreboard it
+#: sets (None where the SASS has no encodings)
+_Pending = tuple[int, frozenset[int], "int | None"]
 
 
-#: a pending load: its destination registers, and whether it is a strong
-#: system-scope load (which the next such load waits for)
-_Pending = tuple[frozenset[int], bool]
+def _waited(inst: Inst, pending: list[_Pending]) -> set[int]:
+    """Issue numbers of the pending loads ``inst`` waits for."""
+    if inst.wait_mask is None:
+        touched = set(inst.src) | set(inst.dst)
+        return {p[0] for p in pending if p[1] & touched}
+    waited = {p[0] for p in pending if p[2] is not None and inst.wait_mask >> p[2] & 1}
+    if inst.depbar is not None:
+        sb, keep = inst.depbar
+        on_sb = [p[0] for p in pending if p[2] == sb]          # oldest first
+        waited.update(on_sb[:max(0, len(on_sb) - keep)])
+    return waited
 
 
 def _walk(body: list[Inst], pending: list[_Pending]) -> tuple[list[_Pending], list[int], int]:
     """Walk ``body`` with ``pending`` loads; returns the loads pending after it, the
     counts outstanding at each first wait of a run of loads, and the largest count."""
     pending = list(pending)
+    issued = max((p[0] for p in pending), default=-1)
     groups: list[int] = []
     peak = len(pending)
     issued_since_wait = bool(pending)
     for inst in body:
-        touched = set(inst.src) | set(inst.dst)
-        strong = _serialised(inst)
-        waited = [p for p in pending if p[0] & touched or (strong and p[1])]
+        waited = _waited(inst, pending)
         if waited:
             if issued_since_wait:
                 groups.append(len(pending))
                 issued_since_wait = False
-            pending = [p for p in pending if p not in waited]
+            pending = [p for p in pending if p[0] not in waited]
         if _is_load(inst):
-            pending.append((frozenset(inst.dst), strong))
+            issued += 1
+            pending.append((issued, frozenset(inst.dst), inst.write_barrier))
             issued_since_wait = True
             peak = max(peak, len(pending))
     return pending, groups, peak

@@ -17,8 +17,9 @@ before the next ones, so those loads are one instruction of the twin (it
 completes with its last load) and a warp keeps one instruction in flight. How
 many: what the kernel's SASS shows (:func:`read_kernel_in_flight`: the run's
 own record, else the committed build's), which is the source's ``unroll``
-except where ptxas pairs wide loads, unrolls a loop further or waits on
-``ld.cv`` loads one by one. The random
+except where ptxas pairs wide loads, unrolls a loop further or waits for a
+load before calling a routine (the random pattern's modulo); strided ``ld.cv``
+loads of host memory overlap one per line (:func:`cv_lines_in_flight`). The random
 pattern's run takes at least the SMs' and each warp's time for its hashes
 (``options.micro.random_load_ns``, ``random_chain_ns``) and, with ``ld.cv`` on host
 memory, one round trip per line of the region for each read of it
@@ -106,6 +107,7 @@ from typing import Callable
 import numpy as np
 
 from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, LaunchInfo, RequestStream
+from hostlink.validation.sass import WAIT_MODEL
 from hostlink.validation.twin_common import (PREDICT_MODE, SECTOR_B, UVM_MODES, TwinError,
                                              run_model)
 
@@ -299,11 +301,16 @@ def run_loads_in_flight(run_dir: str | Path) -> dict | None:
     if not path.is_file():
         return None
     try:
-        programs = json.loads(path.read_text())["programs"]
+        record = json.loads(path.read_text())
+        programs = record["programs"]
     except (ValueError, KeyError, TypeError) as exc:
         raise TwinError(f"{path}: not a record of loads in flight ({exc})") from None
     if not isinstance(programs, dict):
         raise TwinError(f"{path}: 'programs' is not a table")
+    if record.get("wait_model") != WAIT_MODEL:
+        # read with an earlier wait model (register dependences, ld.cv loads one by one):
+        # the reference, read from the same sources' SASS with the current one, stands in
+        return None
     return programs
 
 
@@ -314,9 +321,9 @@ def read_kernel_in_flight(params: dict, programs: dict | None = None) -> int | N
 
     ptxas does not always keep the source's ``unroll``: 8 B per lane strided and 16 B
     per lane coalesced or strided at unroll 4 issue two pairs, the strided loop at
-    unroll 1 four loads (it unrolls the loop), the random one at unroll 1 two (it
-    issues the next line's load before the sum), and ``ld.cv`` loads one at a time
-    (validation/results/h200/sass, unroll_probe)."""
+    unroll 1 four loads (it unrolls the loop), and the random pattern one load
+    whatever the unroll (the call to its modulo routine waits for the load before;
+    validation/results/h200/sass, unroll_probe, cv_overlap)."""
     cache = str(params.get("cache", "default"))
     pattern = str(params.get("pattern", "coalesced"))
     if cache not in _CACHE_OPERATOR or pattern not in _PATTERN:
@@ -330,6 +337,21 @@ def read_kernel_in_flight(params: dict, programs: dict | None = None) -> int | N
             if n:
                 return int(n)
     return None
+
+
+def cv_lines_in_flight(group: int, bytes_per_lane: int) -> int:
+    """Loads of a strided group with ``ld.cv`` on host memory that overlap: one per
+    128 B line the group's loads span in a lane's chunk.
+
+    A warp's ld.cv loads of a line it has a load in flight for wait for that load,
+    where its loads of distinct lines overlap as the default operator's do: one warp
+    reads consecutive lines at 0.10 / 0.19 / 0.37 / 0.71 GB/s at unroll 1 / 2 / 4 / 8
+    with either operator, but its strided ld.cv loads (a lane's next 4-16 B of one
+    line) at one load per round trip whatever the unroll: 0.088-0.11 GB/s at 4 B per
+    lane, 0.19-0.24 at 8 B (an H100, validation/results/h100/warp_rounds; the H200's
+    cv_overlap the same). At 16 B per lane the loads come 1.3-1.4 per round trip
+    (0.47-0.59 GB/s against 0.38), which this rule leaves out."""
+    return max(1, min(group, group * bytes_per_lane // LINE_B))
 
 
 def _resolve_warps(params: dict, system, hint: float | None) -> int:
@@ -431,6 +453,8 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     nbytes = min(total_B, warps * per_warp_B)
     group = int(in_flight) if in_flight else unroll
     issued = max(unroll, group)       # a prefix keeps whole unrolled and compiled groups
+    if pattern == "strided" and space == SPACE_HOST and params.get("cache") == "cv":
+        group = cv_lines_in_flight(group, bpl)
     cache = host_cache_for(params, system) if space == SPACE_HOST else None
     phases = None                     # strided through the L1: the warps' phases replayed
 
@@ -536,9 +560,9 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
       does not add a load's own latency to the chain: loads that miss the L1 make one
       warp slower than it (1 MiB of device memory, L2 hits: 52-53 GB/s with one warp
       per SM).
-    - With ``cache = cv`` on host memory (``LDG.E.STRONG.SYS``) a warp's loads wait for
-      each other (0.08 GB/s for one warp at every unroll, validation/results/h200/
-      unroll_probe), so each warp spends its chain time plus a host round trip
+    - With ``cache = cv`` on host memory every load goes to the host, one at a time
+      (0.08 GB/s for one warp at every unroll, validation/results/h200/unroll_probe):
+      each warp spends its chain time plus a host round trip
       (``link.rtt_ns + gpu.host_path_ns``) per load (132 warps over 1 MiB: 11.4-11.5 GB/s
       on both GPUs).
     - With ``cache = cv`` on host memory reads of one line do not overlap either: a line
@@ -557,7 +581,13 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
     - With the default cache operator on host memory every SM's L1 starts empty, so
       each SM first fetches the lines of the region it reads
       (:func:`cold_fill_ns`): the loads that hit wait for that fill, and the time it
-      adds comes on top of the kernel's own."""
+      adds comes on top of the kernel's own.
+    - The kernel keeps one load in flight whatever the unroll (the call to its modulo
+      routine waits for the load before it; validation/sass.py), so with either
+      operator each warp spends its chain time plus a round trip per load the caches
+      do not serve (:func:`steady_miss_fraction`): one warp over 2 MiB to 1
+      GiB of host memory reads at 0.085-0.096 GB/s at unroll 1 to 8, ld.cv or not
+      (an H200, validation/results/h200/cv_overlap)."""
     p = twin.params
     if twin.benchmark not in ("zc_read", "zc_warps") or p.get("pattern") != "random":
         return 0.0
@@ -582,7 +612,24 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
                     twin.full_bytes_B * line_ns / (lines * LINE_B))
     elif floor > 0:
         floor += cold_fill_ns(twin, system, host_GBps)
+        if twin.mode == "zerocopy":
+            round_trip_ns = system.link.rtt_ns + system.gpu.host_path_ns
+            floor = max(floor, loads / warps * (chain_ns + steady_miss_fraction(twin, system)
+                                                * round_trip_ns))
     return floor
+
+
+def steady_miss_fraction(twin: MicroTwin, system) -> float:
+    """Share of a random-pattern run's loads of host memory that miss once the caches
+    are warm: 1 - L1 / region for a region larger than the L1 that holds host lines
+    (uniform random lines), 1 where the loads skip the L1, 0 for a region it holds
+    (its first fetches are :func:`cold_fill_ns`'s)."""
+    cache = host_cache_for(twin.params, system)
+    if cache is None or cache.l1_size_B == 0:
+        return 1.0
+    blk = 32 * int(twin.params.get("bytes_per_lane", 4))
+    region_B = max(blk, int(twin.params.get("region_B", 1 << 30)) // blk * blk)
+    return max(0.0, 1.0 - cache.l1_size_B / region_B)
 
 
 def cold_fill_ns(twin: MicroTwin, system, host_GBps: float | None) -> float:
