@@ -86,6 +86,7 @@ _DEPBAR = re.compile(r"SB(\d)\s*,\s*(0x[0-9a-f]+|\d+)")
 #: marks a record of loads in flight made with this module's wait model
 #: (``loads_in_flight.json``'s ``"wait_model"``)
 WAIT_MODEL = "scoreboard"
+#: the 3-bit write-barrier field's value for "sets no scoreboard" (six scoreboards, 0-5)
 NO_BARRIER = 7
 
 

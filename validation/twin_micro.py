@@ -599,7 +599,7 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
     loads = twin.full_bytes_B / blk
     floor = max(loads / min(warps, system.gpu.sm_count) * load_ns, loads / warps * chain_ns)
     if p.get("cache") == "cv" and twin.mode == "zerocopy":
-        region = max(1, int(p.get("region_B", 1 << 30)) // blk) * blk
+        region = random_region_B(p)
         lines = max(1, region // LINE_B)
         round_trip_ns = system.link.rtt_ns + system.gpu.host_path_ns
         hold_ns = max(round_trip_ns, float(micro.get("cv_line_ns", 0.0) or 0.0))
@@ -627,9 +627,14 @@ def steady_miss_fraction(twin: MicroTwin, system) -> float:
     cache = host_cache_for(twin.params, system)
     if cache is None or cache.l1_size_B == 0:
         return 1.0
-    blk = 32 * int(twin.params.get("bytes_per_lane", 4))
-    region_B = max(blk, int(twin.params.get("region_B", 1 << 30)) // blk * blk)
-    return max(0.0, 1.0 - cache.l1_size_B / region_B)
+    return max(0.0, 1.0 - cache.l1_size_B / random_region_B(twin.params))
+
+
+def random_region_B(params: dict) -> int:
+    """The bytes a random-pattern run draws its blocks from: ``region_B`` in whole blocks
+    of 32 x bytes_per_lane (at least one), as the program rounds it."""
+    blk = 32 * int(params.get("bytes_per_lane", 4))
+    return max(1, int(params.get("region_B", 1 << 30)) // blk) * blk
 
 
 def cold_fill_ns(twin: MicroTwin, system, host_GBps: float | None) -> float:
@@ -666,7 +671,7 @@ def cold_fill_ns(twin: MicroTwin, system, host_GBps: float | None) -> float:
     blk = 32 * int(p.get("bytes_per_lane", 4))
     warps = int(twin.extra.get("warps", 0) or 0) or system.gpu.sm_count
     sms = max(1, min(system.gpu.sm_count, warps // warps_per_block(warps, system.gpu.sm_count)))
-    region_B = max(blk, int(p.get("region_B", 1 << 30)) // blk * blk)
+    region_B = random_region_B(p)
     loads_per_sm = twin.full_bytes_B / blk / sms
     lines = min(region_B, cache.l1_size_B) / LINE_B
     lines *= -np.expm1(-loads_per_sm * (blk / LINE_B) / lines)   # the lines its loads pick
