@@ -153,6 +153,8 @@ reports-h100: $(STAMP)
 	@# a few warps' rounds of 1 to 32 requests (its own tag window and chase)
 	$(CAL) $(H100)/warp_rounds --system $(H100)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H100)/warp_rounds --system $(H100)/warp_rounds/calibrated.toml --jobs $(JOBS) --quiet
+	@# UVM first touch of 512 MiB to 4 GiB, nothing fitted on it: the chain's UVM costs
+	$(REPORT) $(H100)/uvm_large --system $(H100)/first_run/calibrated.toml --jobs $(JOBS) --quiet
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

@@ -14,7 +14,10 @@ Assumptions of these twins (not of the model):
 - a traversal twin carries the kernel's device-array accesses only on graphs of
   at most ``DEFAULT_MAX_DEVICE_EDGES`` edges (2^24: the scale-14 graphs, not the
   scale-21 and -24 ones, whose device accesses would not fit in memory); above
-  it, a launch's device-side time is its CTA dispatch and launch time only.
+  it, the walk's dependent device steps stand in for them, one request each
+  (:func:`hostlink.traces.emulator.visits.with_visit_skeleton`: a vertex's test
+  and offsets, each trip's visit after its group's host loads), and the tests of
+  inactive vertices are left to the launch's CTA dispatch.
 - SSSP and CC launches run in waves of the GPU's resident warps
   (:mod:`hostlink.traces.emulator.algorithms`), an approximation of how far
   updates spread within a launch.
@@ -137,9 +140,14 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     ``source_index * reps + repetition``). The twin holds the kernel's device-array
     accesses too (vertex labels, offsets, atomics: :mod:`hostlink.traces.emulator.program`)
     on graphs of at most ``max_device_edges`` edges; larger graphs (scale 21 and up
-    at degree 16) keep only the edge list's requests, as those accesses alone would
-    need about 14 times the requests (9 GiB for a kron-21 BFS), and their device-side
-    time is then the launches' dispatch and latency floor only."""
+    at degree 16) keep the edge list's requests and one device request per dependent
+    step of the walk (:func:`hostlink.traces.emulator.visits.with_visit_skeleton`), as
+    the accesses themselves would need about 14 times the requests (9 GiB for a
+    kron-21 BFS). Measured on the H100 (``validation/results/h100/device_work``): a
+    hub's warp walks its list alone for a whole launch of a Kronecker graph, and its
+    trips are paced by their visits, which the edge list alone leaves out (kron21
+    BFS, merged_aligned, zero-copy, 4 B ids, one source: 7.47 ms predicted without
+    the steps, 7.84 with them, 8.61 measured)."""
     import time
 
     from hostlink.model.config import system_with
@@ -171,6 +179,7 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     from hostlink.traces.coalescer import coalesce
     from hostlink.traces.emulator.issue_order import issue_order, walk_waits
     from hostlink.traces.emulator.program import program
+    from hostlink.traces.emulator.visits import with_visit_skeleton
     host_cache = host_read_cache(system.gpu)
     cache = host_cache if host_cache is not None else CacheConfig.from_gpu(system.gpu, l2=False)
     load_ahead = int(params.get("load_ahead", 1) or 1)
@@ -200,10 +209,11 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
                               include_device=with_device)
             if with_device:
                 stream = stream.with_waits(walk_waits(stream))
+            else:                # the walk's dependent device steps, one request each
+                stream = with_visit_skeleton(stream, em, load_ahead)
             return stream, edges, len(em.active)
         config = (params["graph"], kernel, variant, id_bytes, kw.get("iterations"),
-                  host_cache is not None, with_device, resident,
-                  load_ahead if with_device else None)
+                  host_cache is not None, with_device, resident, load_ahead)
         t0 = time.perf_counter()
         stream, edges, iterations = graphs.emulated(config, source, make)
         t1 = time.perf_counter()

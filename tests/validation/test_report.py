@@ -124,6 +124,27 @@ def test_diagnosis_names_the_parameter_the_error_follows():
     assert "too fast" in text and "`region_B`" in text and "translation" in text
 
 
+def test_groups_without_a_target_far_off_are_diagnosed():
+    # device-memory traversals have no target; far off, the report still says what the
+    # model lacks for them (the GPU's own work: validation/results/h100/device_work)
+    cases = {f"bfs/kron21/{v}/device/8B": {"kind": "traversal", "kernel": "bfs",
+                                          "graph": "kron21", "variant": v,
+                                          "memory_mode": "device", "id_bytes": 8}
+             for v in ("merged", "chunked")}
+    s = pd.DataFrame({"case": list(cases), "metric": "kernel_time_ms", "unit": "ms",
+                      "measured": 4.0, "predicted": 1.5, "error_pct": -62.5})
+    ann = report.annotate(s, cases)
+    (st,) = report.group_stats(ann, set())
+    assert st.group == "traversal/device" and st.target_pct is None and st.passed is None
+    kw = dict(title="t", system_name="s", fidelity="des", calibration=None,
+              results_dir="r", unpredicted=[])
+    text = report.markdown(ann, [st], **kw)
+    assert "What the model lacks here" in text and "cost for each request" in text
+    close = ann.assign(error_pct=-10.0)
+    assert "What the model lacks here" not in report.markdown(
+        close, report.group_stats(close, set()), **kw)
+
+
 def test_report_cli_end_to_end(tmp_path, capsys, data):
     cal = tmp_path / "cal" / "calibrated.toml"
     assert main(["validate", "calibrate", str(data), "--system", "h100-pcie5", "--fidelity",

@@ -327,6 +327,36 @@ def test_traversal_twins_carry_the_device_arrays_and_the_launches(tmp_path):
         assert kernel_ms(slow, mode) >= launches * (ctas * 1000.0 + 1000.0) * 1e-6
 
 
+def test_large_graphs_twins_carry_the_walks_dependent_steps(tmp_path):
+    # above max_device_edges the twin keeps the edge list and one device request per
+    # dependent step (validation/results/h100/device_work): close to the twin with
+    # every device access, and slower than the edge list alone, on the hub's walk
+    _, base, graphs = kron10_run(tmp_path, "merged_aligned", "zerocopy")
+    h200 = load_system("h200-pcie5")
+    timing = {}
+
+    def kernel_ms(limit, **kw):
+        rows = twins.predict_traversal("c", dict(base, load_ahead=4), h200, graphs,
+                                       fidelity="des", max_device_edges=limit, **kw)
+        return dict((m, v) for m, v, _ in rows)["kernel_time_ms"]
+
+    full = kernel_ms(1 << 24)
+    steps = kernel_ms(0, timing=timing)
+    assert steps == pytest.approx(full, rel=0.1)
+    from hostlink.traces.cache import host_read_cache
+    from hostlink.traces.coalescer import coalesce
+    from hostlink.traces.emulator import emulate
+    from hostlink.validation.twin_common import run_model
+    from hostlink.model.config import system_with
+    em = emulate(graphs.get("kron10"), "bfs", "merged_aligned", source=base["sources"][0],
+                 id_bytes=8, include_device=False)
+    host = coalesce(em.trace(), cache=host_read_cache(h200.gpu), cache_host=True)
+    alone = run_model(host, system_with(h200, {"gpu.loads_in_flight_per_warp": 4}),
+                      "zerocopy", "des").kernel_ns.sum() * 1e-6
+    assert alone < 0.8 * steps
+    assert timing["requests"] > 2 * len(host)
+
+
 def test_sparse_uvm_touch_touches_one_line_per_stride(h100):
     p = dict(kind="micro", benchmark="uvm_touch", size_B=64 << 20, pattern="sparse",
              stride_B=2 << 20, advice="none", warps=64)

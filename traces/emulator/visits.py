@@ -1,0 +1,154 @@
+"""A compact stand-in for a walk's device accesses: one request per dependent step.
+
+A twin of a large graph keeps only the edge list's requests: the kernel's
+device-array accesses (:mod:`.program`: each vertex's test and offsets, each
+trip's reads and updates of its neighbours' state) are about 14 times as many
+requests, since a trip's neighbours sit at up to 32 random addresses. But what
+those accesses cost a warp is mostly their latency, in a fixed order: the walk
+(gpu_kernels/traversal/walk.cuh) tests its vertex and reads its offsets, then in
+groups of ``load_ahead`` trips issues the group's host loads and visits the
+trips one after another, each visit reading (and for SSSP and CC atomically
+lowering) the neighbours' values before the next group is issued. A warp with
+a long list (a hub of a Kronecker graph) runs that chain thousands of times in
+one launch, alone.
+
+:func:`with_visit_skeleton` adds that chain to a host-only request stream
+with one device request per dependent step instead of one per lane:
+
+- per active unit (a vertex; a warp of 32 vertices for ``naive``): one request
+  for its test (the program's ``check`` instructions) and, where it has
+  ``active`` instructions, one for them (its offsets: issued together);
+- per trip: one request per device instruction of the trip that returns data
+  (loads, and atomics that are not reductions), in program order; stores and
+  reductions are left out (the warp does not wait for them).
+
+Each request is one 32 B read of the instruction's array at the unit's vertex.
+The host loads keep their requests; their instruction numbers move to make
+room, in the kernel's order at ``load_ahead``, and the result carries the
+walk's dependences (:func:`hostlink.traces.emulator.issue_order.walk_waits`).
+
+Assumptions: the steps are those of the device-inclusive twin with every lane
+merged into one request, so a visit costs one device access latency whatever
+its lanes (the neighbours' values of a trip are read by one instruction, and
+the model's device requests queue only on the device's bandwidth, which the
+dropped requests would barely load); a trip's atomic is counted whether or not
+a lane attempts it; inactive vertices' tests (CTAs with no active vertex) are
+left out, as in the host-only stream: their cost is the launch's CTA dispatch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hostlink.model.workload import REQUEST_DTYPES, SPACE_DEVICE, RequestStream
+from hostlink.traces.emulator.emit import plan_launch
+from hostlink.traces.emulator.program import full_program, program
+from hostlink.traces.schema import OP_ATOMIC, OP_LOAD
+
+SECTOR_B = 32
+
+
+class SkeletonError(ValueError):
+    """The host-only stream does not match the emulation's walk."""
+
+
+def _steps(kernel: str, id_bytes: int):
+    """(prologue regions, visit regions): one device request each, in program order."""
+    full = full_program(kernel, id_bytes)
+    pro = [full.check[0]] + ([full.active[0]] if full.active else [])
+    visit = [i for i in full.trip if not i.is_host_array
+             and (i.op == OP_LOAD or (i.op == OP_ATOMIC and not i.opcode.startswith("RED")))]
+    return pro, visit
+
+
+def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> RequestStream:
+    """``stream`` (the host-only requests of ``emulation``, in any row order) with the
+    walk's dependent device steps added (module notes), waits marked."""
+    from hostlink.traces.emulator.issue_order import walk_waits
+
+    csr, kernel, variant = emulation.csr, emulation.kernel, emulation.variant
+    id_bytes = emulation.id_bytes
+    amap = emulation.address_map
+    host_prog = program(kernel, id_bytes, False)
+    P = len(host_prog.trip)
+    A = max(1, int(load_ahead))
+    pro, visit = _steps(kernel, id_bytes)
+    npro, nvis = len(pro), len(visit)
+    pro_base = np.array([amap.base(i.region) for i in pro], dtype=np.uint64)
+    pro_w = np.array([i.width_B for i in pro], dtype=np.uint64)
+    vis_base = np.array([amap.base(i.region) for i in visit], dtype=np.uint64)
+    vis_w = np.array([i.width_B for i in visit], dtype=np.uint64)
+
+    launch = stream.launch.astype(np.int64)
+    warp = stream.warp.astype(np.int64)
+    inst = stream.inst.astype(np.int64)
+    new_inst = np.empty(len(stream), dtype=np.int64)
+    seen = np.zeros(len(stream), dtype=bool)
+    dev_parts: list[dict[str, np.ndarray]] = []
+    for li, active in enumerate(emulation.active):
+        plan = plan_launch(csr, variant, host_prog, active, li, False, id_bytes)
+        w_u = plan.warp.astype(np.int64)
+        T = plan.trips.astype(np.int64)
+        if not len(w_u):
+            continue
+        vtx = np.where(plan.vertex >= 0, plan.vertex, w_u * 32)   # naive: the warp's first vertex
+        first = np.ones(len(w_u), dtype=bool)
+        first[1:] = w_u[1:] != w_u[:-1]
+        old_len, new_len = T * P, npro + T * (P + nvis)
+        seg = np.cumsum(first) - 1
+        starts = np.flatnonzero(first)
+
+        def base_of(lengths):
+            c = np.cumsum(lengths) - lengths
+            return c - c[starts][seg]
+        old_base, new_base = base_of(old_len), base_of(new_len)
+
+        # host rows of this launch: their unit, trip and place in its group
+        rows = np.flatnonzero(launch == li)
+        if len(rows):
+            key_u = (w_u << 32) | old_base
+            key_r = (warp[rows] << 32) | inst[rows]
+            u = np.searchsorted(key_u, key_r, side="right") - 1
+            k = inst[rows] - old_base[np.maximum(u, 0)]
+            bad = (u < 0) | (w_u[np.maximum(u, 0)] != warp[rows]) | (k >= old_len[np.maximum(u, 0)])
+            if bad.any():
+                r = rows[np.flatnonzero(bad)[0]]
+                raise SkeletonError(f"launch {li}: warp {int(warp[r])} instruction {int(inst[r])} "
+                                    "is no trip of the emulated walk")
+            t, p = k // P, k % P
+            g = t // A
+            new_inst[rows] = new_base[u] + npro + g * A * (P + nvis) + (t - g * A) * P + p
+            seen[rows] = True
+
+        # device steps: the prologue, then each trip's visits after its group's host loads
+        n_vis = T * nvis
+        tot = npro + n_vis
+        unit = np.repeat(np.arange(len(w_u)), tot)
+        j = np.arange(int(tot.sum())) - np.repeat(np.cumsum(tot) - tot, tot)
+        is_pro = j < npro
+        jv = np.where(is_pro, 0, j - npro)
+        t = jv // max(1, nvis)
+        s = jv % max(1, nvis)
+        g = t // A
+        n_g = np.minimum(A, T[unit] - g * A)
+        dinst = np.where(is_pro, new_base[unit] + j,
+                         new_base[unit] + npro + g * A * (P + nvis) + n_g * P
+                         + (t - g * A) * nvis + s)
+        base = np.where(is_pro, pro_base[np.minimum(j, npro - 1)], vis_base[s] if nvis else 0)
+        width = np.where(is_pro, pro_w[np.minimum(j, npro - 1)], vis_w[s] if nvis else 4)
+        addr = base + vtx[unit].astype(np.uint64) * width
+        dev_parts.append({"launch": np.full(len(unit), li), "warp": w_u[unit], "inst": dinst,
+                          "addr": addr - addr % SECTOR_B, "size_B": np.full(len(unit), SECTOR_B),
+                          "useful_B": width, "space": np.full(len(unit), SPACE_DEVICE),
+                          "is_write": np.zeros(len(unit), dtype=bool)})
+    if not seen.all():
+        r = int(np.flatnonzero(~seen)[0])
+        raise SkeletonError(f"request {r} (launch {int(launch[r])}) falls in no launch of the "
+                            "emulated walk")
+    cols = {}
+    for name, dtype in REQUEST_DTYPES.items():
+        host_col = new_inst if name == "inst" else getattr(stream, name)
+        parts = [np.asarray(host_col)] + [d[name] for d in dev_parts]
+        cols[name] = np.concatenate(parts).astype(dtype)
+    order = np.lexsort((cols["addr"], cols["inst"], cols["warp"], cols["launch"]))
+    out = RequestStream(**{k: v[order] for k, v in cols.items()}, launches=stream.launches)
+    return out.with_waits(walk_waits(out))
