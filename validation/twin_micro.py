@@ -598,10 +598,10 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
     warps = int(twin.extra.get("warps", 0) or 0) or system.gpu.sm_count
     loads = twin.full_bytes_B / blk
     floor = max(loads / min(warps, system.gpu.sm_count) * load_ns, loads / warps * chain_ns)
+    round_trip_ns = system.link.rtt_ns + system.gpu.host_path_ns
     if p.get("cache") == "cv" and twin.mode == "zerocopy":
         region = random_region_B(p)
         lines = max(1, region // LINE_B)
-        round_trip_ns = system.link.rtt_ns + system.gpu.host_path_ns
         hold_ns = max(round_trip_ns, float(micro.get("cv_line_ns", 0.0) or 0.0))
         gap_ns = float(micro.get("cv_line_gap_ns", 0.0) or 0.0)
         at_once = min(lines, warps)
@@ -613,7 +613,6 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
     elif floor > 0:
         floor += cold_fill_ns(twin, system, host_GBps)
         if twin.mode == "zerocopy":
-            round_trip_ns = system.link.rtt_ns + system.gpu.host_path_ns
             floor = max(floor, loads / warps * (chain_ns + steady_miss_fraction(twin, system)
                                                 * round_trip_ns))
     return floor

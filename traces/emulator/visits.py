@@ -40,11 +40,10 @@ from __future__ import annotations
 import numpy as np
 
 from hostlink.model.workload import REQUEST_DTYPES, SPACE_DEVICE, RequestStream
+from hostlink.traces.coalescer import REDUCTION_PREFIX, SECTOR_B
 from hostlink.traces.emulator.emit import plan_launch
 from hostlink.traces.emulator.program import full_program, program
 from hostlink.traces.schema import OP_ATOMIC, OP_LOAD
-
-SECTOR_B = 32
 
 
 class SkeletonError(ValueError):
@@ -52,11 +51,13 @@ class SkeletonError(ValueError):
 
 
 def _steps(kernel: str, id_bytes: int):
-    """(prologue regions, visit regions): one device request each, in program order."""
+    """(prologue instructions, visit instructions): one device request each, in program
+    order."""
     full = full_program(kernel, id_bytes)
     pro = [full.check[0]] + ([full.active[0]] if full.active else [])
     visit = [i for i in full.trip if not i.is_host_array
-             and (i.op == OP_LOAD or (i.op == OP_ATOMIC and not i.opcode.startswith("RED")))]
+             and (i.op == OP_LOAD or (i.op == OP_ATOMIC
+                                       and not i.opcode.startswith(REDUCTION_PREFIX)))]
     return pro, visit
 
 
@@ -69,8 +70,8 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
     id_bytes = emulation.id_bytes
     amap = emulation.address_map
     host_prog = program(kernel, id_bytes, False)
-    P = len(host_prog.trip)
-    A = max(1, int(load_ahead))
+    P = len(host_prog.trip)                 # host loads per trip (emit.py's P)
+    A = max(1, int(load_ahead))             # trips per group
     pro, visit = _steps(kernel, id_bytes)
     npro, nvis = len(pro), len(visit)
     pro_base = np.array([amap.base(i.region) for i in pro], dtype=np.uint64)
@@ -83,6 +84,8 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
     inst = stream.inst.astype(np.int64)
     new_inst = np.empty(len(stream), dtype=np.int64)
     seen = np.zeros(len(stream), dtype=bool)
+    by_launch = np.argsort(launch, kind="stable")       # each launch's rows, found once
+    launch_ends = np.searchsorted(launch[by_launch], np.arange(len(emulation.active) + 1))
     dev_parts: list[dict[str, np.ndarray]] = []
     for li, active in enumerate(emulation.active):
         plan = plan_launch(csr, variant, host_prog, active, li, False, id_bytes)
@@ -103,7 +106,7 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
         old_base, new_base = base_of(old_len), base_of(new_len)
 
         # host rows of this launch: their unit, trip and place in its group
-        rows = np.flatnonzero(launch == li)
+        rows = by_launch[launch_ends[li]:launch_ends[li + 1]]
         if len(rows):
             key_u = (w_u << 32) | old_base
             key_r = (warp[rows] << 32) | inst[rows]
