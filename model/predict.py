@@ -308,7 +308,8 @@ def _zerocopy_des(stream, system, common, engine="fast", nbins=1024, as_device=F
                                   ("launch", "warp", "inst", "addr", "size_B", "useful_B",
                                    "is_write")},
                                space=np.full(len(stream), SPACE_DEVICE, dtype=np.uint8),
-                               launches=stream.launches, waits=stream.waits)
+                               launches=stream.launches, waits=stream.waits,
+                               lines=stream.lines)
     inputs, out = simulate(stream, system, engine=engine, nbins=nbins)
     stats = {name: float(out.stats[i]) for i, name in enumerate(STAT_NAMES)}
     stats["walk_busy_ns"] = stats["walks"] * inputs.walk_ns / max(1, inputs.walkers)

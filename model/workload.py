@@ -52,7 +52,14 @@ class RequestStream:
     them), whatever the warp's ``gpu.loads_in_flight_per_warp``. None: no such
     dependences are known, instructions wait only for a free slot of that
     window. It is not stored with a trace: the source that knows the kernel's
-    dependences sets it (:func:`hostlink.traces.emulator.issue_order.walk_waits`)."""
+    dependences sets it (:func:`hostlink.traces.emulator.issue_order.walk_waits`).
+
+    ``lines`` (optional, one count >= 1 per row): the 128 B lines of its
+    instruction a request stands for in the SM's issue stage
+    (:mod:`hostlink.model.des.events`); a compact stream that folds an
+    instruction's scattered reads into one request sets it
+    (:func:`hostlink.traces.emulator.visits.with_visit_skeleton`). None: one each.
+    Not stored with a trace either."""
     launch: np.ndarray
     warp: np.ndarray
     inst: np.ndarray
@@ -63,6 +70,7 @@ class RequestStream:
     is_write: np.ndarray
     launches: tuple[LaunchInfo, ...] = field(default=())
     waits: np.ndarray | None = None
+    lines: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.addr)
@@ -77,11 +85,25 @@ class RequestStream:
                 raise ValueError(f"RequestStream column 'waits' has {len(self.waits)} rows, "
                                  f"expected {n}")
             object.__setattr__(self, "waits", np.asarray(self.waits, dtype=np.bool_))
+        if self.lines is not None:
+            if len(self.lines) != n:
+                raise ValueError(f"RequestStream column 'lines' has {len(self.lines)} rows, "
+                                 f"expected {n}")
+            lines = np.asarray(self.lines)
+            if n and lines.min() < 1:
+                raise ValueError(f"RequestStream column 'lines': row {int(np.argmin(lines))} "
+                                 f"stands for {int(lines.min())} lines (at least 1)")
+            object.__setattr__(self, "lines", lines.astype(np.uint16))
 
     def with_waits(self, waits: np.ndarray | None) -> "RequestStream":
         """The same requests with the given dependences (see the class notes)."""
         return RequestStream(**{k: getattr(self, k) for k in REQUEST_DTYPES},
-                             launches=self.launches, waits=waits)
+                             launches=self.launches, waits=waits, lines=self.lines)
+
+    def with_lines(self, lines: np.ndarray | None) -> "RequestStream":
+        """The same requests, each standing for ``lines`` issue lines (see the class notes)."""
+        return RequestStream(**{k: getattr(self, k) for k in REQUEST_DTYPES},
+                             launches=self.launches, waits=self.waits, lines=lines)
 
     def __len__(self) -> int:
         return len(self.addr)
@@ -108,7 +130,8 @@ class RequestStream:
     def select(self, mask: np.ndarray) -> "RequestStream":
         return RequestStream(**{k: getattr(self, k)[mask] for k in REQUEST_DTYPES},
                              launches=self.launches,
-                             waits=None if self.waits is None else self.waits[mask])
+                             waits=None if self.waits is None else self.waits[mask],
+                             lines=None if self.lines is None else self.lines[mask])
 
     def host_reads(self) -> "RequestStream":
         return self.select((self.space == SPACE_HOST) & ~self.is_write)

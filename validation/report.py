@@ -319,11 +319,14 @@ EFFECTS = {
         "and 98 us on the H100: validation/results/*/uvm_launches)",
         "fault batches that the driver overlaps or that serve more faults than modelled"),
     "traversal/zerocopy": (
-        "the SM's cost for each request of a load beyond the first (6-11 ns in device "
-        "memory, 14-15 ns from host memory on the H100: validation/results/h100/request_cost), "
-        "which paces a hub's walk by its visits (a visit's 32 label reads take 0.39 us on "
-        "kron21's hub where one L2 access takes 0.14: validation/results/h100/device_work); "
-        "on graphs above 2^24 edges, whose twins carry one request per dependent step of "
+        "the SM's issue stage where a report predates it or a system leaves it at 0 "
+        "(gpu.request_gap_ns, gpu.host_request_gap_ns, gpu.sm_request_ns: each line of a "
+        "load beyond the first costs a warp 6.5 ns in device memory and 13.6 ns from host "
+        "memory, an SM lets one line out per 4.3 ns, validation/results/h100/request_cost "
+        "and request_share), which paces a hub's walk by its visits (a visit's 32 label "
+        "reads take 0.39 us on kron21's hub where one L2 access takes 0.14: "
+        "validation/results/h100/device_work); the loop's cost per load instruction beyond "
+        "its lines (about 28 ns in the read kernel: request_cost); on graphs above 2^24 edges, whose twins carry one request per dependent step of "
         "the walk (traces/emulator/visits.py), the tests of inactive vertices, which bind "
         "chunked's launches by instruction issue (70 us at scale 21 against 26 modelled); "
         "a loaded round trip above the run's mean for launches busier than the average; "
@@ -334,9 +337,9 @@ EFFECTS = {
         "quiet launches, or SSSP/CC launches that converge sooner on the GPU than in the "
         "model's waves"),
     "traversal/uvm": (
-        "the kernel's own work beyond its loads' latencies (the SM's cost per request, which "
-        "makes a visit of 32 neighbours cost more than one device access: "
-        "validation/results/h100/device_work), fault-service costs a level's scattered "
+        "the kernel's own work beyond its loads' latencies (the SM's issue stage where a "
+        "report predates it: it makes a visit of 32 neighbours cost more than one device "
+        "access, validation/results/h100/device_work), fault-service costs a level's scattered "
         "lists pay beyond first touch's, and the run-to-run spread of UVM on small graphs "
         "(tenths of a millisecond)",
         "prefetching or batching in the driver that the model under-credits, per-page "
@@ -360,15 +363,20 @@ EFFECTS = {
         "(the same traversals ran 1.0-1.5x apart on H100 leases)"),
     "traversal/device": (
         "the kernel's work in device memory beyond one latency per dependent step: the SM's "
-        "cost for each request of a load (validation/results/h100/request_cost), the stores "
-        "and flags the twins leave out or give no latency, the instruction issue of scans "
+        "issue stage where a report predates it (an SM lets one read line out per 4.3 ns: "
+        "kron21 BFS from 62% too fast to 6-12%, validation/results/h100/request_share), "
+        "the stores and reductions it does not charge (PageRank's), the flags the twins "
+        "leave out or give no latency, the instruction issue of scans "
         "(chunked: 3.3 of 4 warp instructions a cycle on every SM) and warps stalled on "
         "loads at 62-81% occupancy in the bulk levels (kron21 BFS: 2.0 ms measured against "
         "0.62 predicted for its largest level: validation/results/h100/device_work); and "
         "loads that miss the L2 (the request-stream models give every device load past the "
         "L1 the L2's latency, gpu.device_lat_ns; gpu.dram_lat_ns, about 340-350 ns on the "
         "H100 and H200, is used by the pointer chase's cache replay only)",
-        "device-memory caching beyond the L1 that the model does not credit"),
+        "device-memory caching beyond the L1 that the model does not credit, or an SM "
+        "that lets lines out faster than request_share's 4.3 ns (its reads came from DRAM; "
+        "an L2-resident graph's lines return sooner: urand21 chunked BFS comes out 57-60% "
+        "slow with the issue stage)"),
 }
 
 

@@ -192,7 +192,7 @@ def host_cache_for(params: dict, system):
 
 
 def _lane_stream(warp, j, gid, lane_addr, lane_mask, width_B: int, *, launches, cache,
-                 region_B: int, launch=None) -> RequestStream:
+                 region_B: int, launch=None, space=SPACE_HOST) -> RequestStream:
     """Requests of lane-level loads through the caches (:func:`hostlink.traces.coalescer.coalesce`).
 
     Row ``r`` is the ``j[r]``-th load of warp ``warp[r]`` (0, 1, ... per warp and
@@ -201,8 +201,8 @@ def _lane_stream(warp, j, gid, lane_addr, lane_mask, width_B: int, *, launches, 
     in issue order: each launch's warps take their next instruction in turn, a
     warp issuing the loads of one instruction (an unrolled group) back to back."""
     from hostlink.traces.coalescer import coalesce
-    from hostlink.traces.schema import (LOCATION_HOST, OP_LOAD, SPACE_GLOBAL, InstTable,
-                                        KernelLaunch, Region)
+    from hostlink.traces.schema import (LOCATION_DEVICE, LOCATION_HOST, OP_LOAD, SPACE_GLOBAL,
+                                        InstTable, KernelLaunch, Region)
 
     n = len(warp)
     launch = np.zeros(n, dtype=np.int64) if launch is None else np.asarray(launch, np.int64)
@@ -214,8 +214,9 @@ def _lane_stream(warp, j, gid, lane_addr, lane_mask, width_B: int, *, launches, 
         width_B=np.full(n, width_B), mask=np.asarray(lane_mask, dtype=np.uint32)[order],
         addrs=np.asarray(lane_addr, dtype=np.int64)[order].astype(np.uint64))
     kls = [KernelLaunch(li.name, (li.ctas, 1, 1), (li.warps_per_cta * 32, 1, 1)) for li in launches]
-    s = coalesce(table, [Region("buffer", MICRO_BASE, int(region_B), LOCATION_HOST)],
-                 launches=kls, cache=cache, cache_host=True)
+    location = LOCATION_DEVICE if space == SPACE_DEVICE else LOCATION_HOST
+    s = coalesce(table, [Region("buffer", MICRO_BASE, int(region_B), location)],
+                 launches=kls, cache=cache, cache_host=True, include_device=True)
     if len(s) == 0:
         return s
     # the coalescer numbers a warp's loads 0, 1, ... in row order, i.e. j: map j to gid
@@ -379,7 +380,7 @@ def _block_stream(warp, j, group, lo, bpl: int, *, space, launches, cache, regio
     lane = np.arange(32, dtype=np.int64)
     return _lane_stream(warp, j, j // group, lo[:, None] + lane * bpl,
                         np.full(len(lo), 0xFFFFFFFF), bpl, launches=launches, cache=cache,
-                        region_B=region_B)
+                        region_B=region_B, space=space)
 
 
 #: seed of the drifted warps' phases (any fixed value: the twins are deterministic)
@@ -427,7 +428,8 @@ def _strided_stream(warps: int, starts: np.ndarray, n_inst: int, chunk: int, bpl
                               launches=launches), loaded
     mask = (active.astype(np.int64) << lane).sum(axis=1)
     return _lane_stream(warp, i, gid, np.where(active, lane_lo, MICRO_BASE), mask, bpl,
-                        launches=launches, cache=cache, region_B=nchunks * chunk), loaded
+                        launches=launches, cache=cache, region_B=nchunks * chunk,
+                        space=space), loaded
 
 
 def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None,
@@ -455,7 +457,9 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     issued = max(unroll, group)       # a prefix keeps whole unrolled and compiled groups
     if pattern == "strided" and space == SPACE_HOST and params.get("cache") == "cv":
         group = cv_lines_in_flight(group, bpl)
-    cache = host_cache_for(params, system) if space == SPACE_HOST else None
+    # device loads pass the same L1 (host_read_cache: the L1 alone; a device load
+    # it misses is served at the L2's latency, gpu.device_lat_ns)
+    cache = host_cache_for(params, system)
     phases = None                     # strided through the L1: the warps' phases replayed
 
     if pattern == "coalesced":
@@ -735,7 +739,9 @@ def build_ptr_chase(case: str, params: dict, system, *,
     row_warp = np.zeros(n_inst, dtype=np.int64)
     launch_of_row = np.repeat(np.arange(2), steps)
     li = LaunchInfo("ptr_chase", 1, 1, 1)
-    cache = host_cache_for(params, system) if space == SPACE_HOST else None
+    # device loads pass the same L1 (host_read_cache: the L1 alone; a device load
+    # it misses is served at the L2's latency, gpu.device_lat_ns)
+    cache = host_cache_for(params, system)
     if cache is None:
         stream = _ranges_stream(row_warp, row_inst, lo, lo + 8, np.arange(n_inst), space=space,
                                 launches=(li, li), launch=launch_of_row)

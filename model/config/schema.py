@@ -142,6 +142,17 @@ class GpuConfig:
     cta_dispatch_ns: float = param(0.0, doc="time between CTA dispatches: a launch of n CTAs "
                                    "takes at least n times this (0: not modelled)", ge=0,
                                    provenance="assumption")
+    request_gap_ns: float = param(0.0, doc="time between two device-memory lines a warp's "
+                                  "reads send leaving it: each line of a load beyond the first "
+                                  "costs the warp this much (0: a load's requests leave "
+                                  "together; stores and reductions are not charged)", ge=0,
+                                  le=1e4, provenance="assumption")
+    host_request_gap_ns: float = param(0.0, doc="the same for host-memory lines (zero-copy "
+                                       "reads)", ge=0, le=1e4,
+                                       provenance="assumption")
+    sm_request_ns: float = param(0.0, doc="time between two read lines leaving one SM, "
+                                 "whatever warp sends them (0: unlimited)", ge=0, le=1e4,
+                                 provenance="assumption")
     caches_host_reads: bool = param(True, doc="zero-copy loads allocate in L1/L2, so a thread "
                                     "walking a list sends a new 32 B request only when it "
                                     "crosses a 32 B boundary (EMOGI §3.3); false: every load "

@@ -38,7 +38,25 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
 - Device requests: one first-come-first-served server at device bandwidth;
   a read's data returns ``device_lat_ns`` after its service, a write is done
   for the warp when served.
-- Warps issue round robin; a request enters its path the moment it is issued.
+- The SM's issue stage: a CTA runs on one SM (its CTA slot modulo
+  ``sm_count``; a CTA that starts takes the slot the last finished one freed,
+  the first wave goes round robin over the SMs). The requests of one
+  instruction reach their SM's queue one after another, each ``issue_gap_ns``
+  (by the request's kind) after the one before, and the warp's next
+  instruction starts one gap after its last; the SM lets them leave first
+  come first served in the order they reach it, at most one per
+  ``sm_request_ns``, so the warps of one SM interleave. What costs is a line:
+  the requests an instruction sends to one 128 B line (a device line's
+  sectors) leave together, with the first (``leads``). A request that stands
+  for k lines (``issue_lines``: a compact stream's one request for an
+  instruction's scattered reads) takes k - 1 more gaps of its warp and k
+  turns of its SM, and leaves with its last line (the SM's turns counted as
+  work, not held: others' lines fill its warp's gaps). Reads alone pass the
+  stage (loads and atomics that return data: what was measured); stores and
+  reductions leave at once. A request enters its path when it leaves its SM. The first request of an idle warp on an idle SM
+  leaves at once, so neither cost changes an unloaded latency. Both 0 (the
+  default): every request leaves the moment its instruction issues.
+- Warps issue round robin; a request enters its path the moment it leaves its SM.
   Simultaneous events are taken in the order they were scheduled, as SimPy
   does; a launch ends with its last completion.
 
@@ -58,8 +76,8 @@ the tag window and the link completions; ``done_ns`` is when the warp has the
 data.
 
 Assumptions: compute time between memory instructions is zero (the traversal
-kernels are memory bound); all SMs share one pool of CTA slots (no per-SM
-placement); the link's DLLP and SKP share is taken out of its rate, not sent
+kernels are memory bound); CTAs take the slots as they free, whatever the
+SM (the SM matters only to the issue stage); the link's DLLP and SKP share is taken out of its rate, not sent
 as packets; DRAM is one server of the aggregate bandwidth (no banks, rows or
 refresh); requests never reorder inside the root complex; the round trip
 does not grow with load beyond the queueing modelled here (the seed measured
@@ -68,7 +86,9 @@ does not grow with load beyond the queueing modelled here (the seed measured
 References: emogi_vldb2020 §3.3 (tags bound outstanding reads, the round trip,
 32 B reads against 64 B DRAM bursts); shared/design/REFERENCE.md (completion
 credits: outstanding = min(tags, completion headers, completion data); the
-GPU's own outstanding limit); the byte counts are the packetiser's
+GPU's own outstanding limit); the issue stage's costs,
+validation/results/h100/request_cost and request_share (a warp's load of
+32 sector requests against one line; 1 to 8 warps per SM); the byte counts are the packetiser's
 (:mod:`hostlink.model.pcie.tlp`) and the DRAM model's (:mod:`hostlink.model.dram`).
 """
 from __future__ import annotations
@@ -94,6 +114,7 @@ STAT_NAMES = (
     "peak_outstanding",  # most host reads holding tags at once
     "walks",             # GPU TLB misses (page walks)
     "sum_walk_wait_ns",  # sum over walks of the time waiting for a walker
+    "sum_issue_ns",      # sum over requests of the time from issue to leaving the SM
 )
 STAT = {name: i for i, name in enumerate(STAT_NAMES)}
 
@@ -138,6 +159,15 @@ class DesInputs:
     launch_overhead_ns: float
     level_sync_ns: float
     host_path_ns: float = 0.0  # GPU-internal latency of a host read after its credits return
+    sm_count: int = 1          # SMs the CTA slots are spread over (slot modulo sm_count)
+    # float64 (4,), by kind: time between two requests leaving one warp (0: at once)
+    issue_gap_ns: np.ndarray = field(default_factory=lambda: np.zeros(4))
+    sm_request_ns: float = 0.0  # time between two requests leaving one SM (0: unlimited)
+    # bool (n,): the request opens a line of its instruction and pays the issue stage;
+    # one that does not leaves with the request before it (None: every request opens one)
+    leads: np.ndarray | None = None
+    # int64 (n,): the lines a request stands for (the stream's ``lines``); None: one each
+    issue_lines: np.ndarray | None = None
     # bool (n_inst,): the instruction issues only when its warp has none in flight
     inst_waits: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
@@ -148,6 +178,18 @@ class DesInputs:
         if self.inst_waits is None:
             return np.zeros(n_inst, dtype=np.bool_)
         return np.asarray(self.inst_waits, dtype=np.bool_)
+
+    def leads_per_request(self) -> np.ndarray:
+        """``leads``, all True where not given."""
+        if self.leads is None:
+            return np.ones(len(self.kind), dtype=np.bool_)
+        return np.asarray(self.leads, dtype=np.bool_)
+
+    def lines_per_request(self) -> np.ndarray:
+        """``issue_lines``, all 1 where not given."""
+        if self.issue_lines is None:
+            return np.ones(len(self.kind), dtype=np.int64)
+        return np.asarray(self.issue_lines, dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.kind)

@@ -18,7 +18,12 @@ reads already waiting, starts CTAs into free slots, and lets the warps that
 can issue do so round robin (one instruction per warp per round, warps in the
 order they became ready, a new CTA's in id order); each request issued enters
 its path at once (a read joins the credit queue and is granted if it is at
-its head and the credits are free), so requests reach the link in issue order.
+its head and the credits are free), so requests reach the link in issue order. Where the SM's issue stage
+costs time (``issue_gap_ns``, ``sm_request_ns``), every request passes an
+eighth structure, a binary heap keyed like the queues (time, time scheduled,
+sequence), twice: once reaching its SM's queue (then it takes the SM first
+come first served) and once leaving it. Requests of different SMs leave out of
+issue order, so a ring would not stay sorted. Costs O(log n) per request.
 
 The queues are rings in one flat array, each sized once from a bound it
 cannot exceed (host reads holding credits <= tags; requests issued but not done <=
@@ -47,7 +52,8 @@ _NQ = 7
 # Float state: current time and the times the servers become free.
 _F_NOW, _F_UP, _F_DRAM, _F_DOWN, _F_DEV = 0, 1, 2, 3, 4
 # Integer state: free credits, reads holding tags, event sequence.
-_I_TAGS, _I_HDRS, _I_DATA, _I_OUT, _I_SEQ = 0, 1, 2, 3, 4
+_I_TAGS, _I_HDRS, _I_DATA, _I_OUT, _I_SEQ, _I_WALKER = 0, 1, 2, 3, 4, 5
+_S_ISSUE = STAT["sum_issue_ns"]
 
 
 @njit(cache=True, inline="always")
@@ -104,17 +110,106 @@ def _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record
             grant_t[r] = now
 
 
+@njit(cache=True, inline="always")
+def _key_less(t1, k1, s1, t2, k2, s2):
+    return t1 < t2 or (t1 == t2 and (k1 < k2 or (k1 == k2 and s1 < s2)))
+
+
+@njit(cache=True)
+def _heap_push(ht, hk, hs, hr, n, t, k, s, r):
+    """Push (t, k, s, r) onto the binary heap of ``n`` entries; returns the new size."""
+    i = n
+    while i > 0:
+        p = (i - 1) >> 1
+        if not _key_less(t, k, s, ht[p], hk[p], hs[p]):
+            break
+        ht[i], hk[i], hs[i], hr[i] = ht[p], hk[p], hs[p], hr[p]
+        i = p
+    ht[i], hk[i], hs[i], hr[i] = t, k, s, r
+    return n + 1
+
+
+@njit(cache=True)
+def _heap_pop(ht, hk, hs, hr, n):
+    """Remove the least entry of the heap of ``n`` entries; returns the new size."""
+    n -= 1
+    t, k, s, r = ht[n], hk[n], hs[n], hr[n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and _key_less(ht[c + 1], hk[c + 1], hs[c + 1], ht[c], hk[c], hs[c]):
+            c += 1
+        if not _key_less(ht[c], hk[c], hs[c], t, k, s):
+            break
+        ht[i], hk[i], hs[i], hr[i] = ht[c], hk[c], hs[c], hr[c]
+        i = c
+    ht[i], hk[i], hs[i], hr[i] = t, k, s, r
+    return n
+
+
+@njit(cache=True)
+def _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record,
+           kind, need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, dev_ns, iommu_ns,
+           walk, walker_free, walk_ns, dev_lat, half_rtt):
+    """Request ``r`` leaves its SM at ``now`` and enters its path."""
+    kd = kind[r]
+    if kd == HOST_READ:
+        if walk[r]:
+            wk = st[_I_WALKER]
+            start = max(now, walker_free[wk])
+            fin = start + walk_ns
+            walker_free[wk] = fin
+            st[_I_WALKER] = wk + 1 if wk + 1 < walker_free.shape[0] else 0
+            stats[_S_WALKS] += 1.0
+            stats[_S_WALKWAIT] += start - now
+            _push(_Q_WALK, fin, start, st[_I_SEQ], r, qt, qk, qs, qr, base, mask, head, cnt)
+            st[_I_SEQ] += 1
+        else:
+            _push(_Q_WAIT, now, now, 0, r, qt, qk, qs, qr, base, mask, head, cnt)
+            _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record,
+                   need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, iommu_ns, half_rtt)
+        return
+    if record:
+        grant_t[r] = now
+    if kd == HOST_WRITE:
+        # posted: done for the warp once its MWr has left the GPU
+        sched = max(now, fs[_F_UP])
+        fin = sched + ser_up[r]
+        fs[_F_UP] = fin
+        fs[_F_DRAM] = max(fin + half_rtt, fs[_F_DRAM]) + dram_ns[r]
+        stats[_S_UP] += ser_up[r]
+        stats[_S_DRAM] += dram_ns[r]
+        q = _Q_HWRITE
+    else:
+        sched = max(now, fs[_F_DEV])
+        fin = sched + dev_ns[r]
+        fs[_F_DEV] = fin
+        stats[_S_DEV] += dev_ns[r]
+        if kd == DEVICE_READ:
+            sched = fin
+            fin += dev_lat
+            q = _Q_DEV
+        else:
+            q = _Q_DWRITE
+    _push(q, fin, sched, st[_I_SEQ], r, qt, qk, qs, qr, base, mask, head, cnt)
+    st[_I_SEQ] += 1
+
+
 @njit(cache=True)
 def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
               kind, size_B, ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data,
               walk, iommu_ns, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, lif, walkers, walk_ns,
-              launch_overhead_ns, level_sync_ns, host_path, caps, max_ready, nbins, record):
+              launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_req_ns,
+              leads, nlines, caps, heap_cap, max_ready, nbins, record):
     n = kind.shape[0]
     n_inst = inst_ptr.shape[0] - 1
     n_warp = warp_ptr.shape[0] - 1
     n_cta = cta_ptr.shape[0] - 1
     n_launch = launch_slots.shape[0]
     half_rtt = rtt_ns * 0.5
+    staged = sm_req_ns > 0.0 or issue_gap.max() > 0.0
 
     # request -> instruction -> warp -> CTA
     inst_of = np.empty(n, dtype=np.int64)
@@ -135,6 +230,22 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
             cta_of[w] = c
     warp_next = warp_ptr[:-1].copy()
     warp_busy = np.zeros(n_warp, dtype=np.int64)
+    # the SM issue stage: a CTA runs on the SM of its slot (slot mod sm_count); a
+    # warp's requests reach its SM issue_gap apart, and leave it sm_req_ns apart.
+    # Heap entries: r, a request reaching its SM; -1 - r, one leaving it
+    cta_slot = np.zeros(n_cta, dtype=np.int64)
+    max_slots = 1
+    for L in range(n_launch):
+        max_slots = max(max_slots, launch_slots[L])
+    slot_stack = np.empty(max_slots, dtype=np.int64)
+    warp_free = np.zeros(n_warp, dtype=np.float64)
+    sm_free = np.zeros(max(sm_count, 1), dtype=np.float64)
+    sm_last = np.zeros(max(sm_count, 1), dtype=np.float64)   # when its last line left
+    ht = np.empty(heap_cap, dtype=np.float64)
+    hk = np.empty(heap_cap, dtype=np.float64)
+    hs = np.empty(heap_cap, dtype=np.int64)
+    hr = np.empty(heap_cap, dtype=np.int64)
+    n_heap = 0
 
     # rings: queue q holds slots base[q] .. base[q] + caps[q] - 1 (caps powers of two)
     nq = caps.shape[0]
@@ -150,7 +261,7 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
     head = np.zeros(nq, dtype=np.int64)
     cnt = np.zeros(nq, dtype=np.int64)
     fs = np.zeros(5, dtype=np.float64)
-    st = np.zeros(5, dtype=np.int64)
+    st = np.zeros(6, dtype=np.int64)
     walker_free = np.zeros(max(walkers, 1), dtype=np.float64)
     ready = np.empty(max_ready, dtype=np.int64)  # warps that may issue now
 
@@ -171,9 +282,13 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
         st[_I_HDRS] = cpl_hdrs
         st[_I_DATA] = cpl_data
         st[_I_OUT] = 0
+        st[_I_WALKER] = 0
         walker_free[:] = 0.0
-        wk = 0
+        sm_free[:] = 0.0
+        sm_last[:] = 0.0
         free_slots = launch_slots[L]
+        for k in range(free_slots):        # popped from the top: slot 0 first
+            slot_stack[k] = free_slots - 1 - k
         next_cta = launch_ptr[L]
         n_ready = 0
         while True:
@@ -184,6 +299,7 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                 c = next_cta
                 next_cta += 1
                 free_slots -= 1
+                cta_slot[c] = slot_stack[free_slots]
                 for w in range(cta_ptr[c], cta_ptr[c + 1]):
                     ready[n_ready] = w
                     n_ready += 1
@@ -201,53 +317,30 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                     i = warp_next[w]
                     warp_next[w] += 1
                     warp_busy[w] += 1
+                    t = max(now, warp_free[w])
+                    charged = -1
                     for r in range(inst_ptr[i], inst_ptr[i + 1]):
-                        kd = kind[r]
-                        if record:
-                            ready_t[r] = now
-                        if kd == HOST_READ:
-                            if walk[r]:
-                                start = max(now, walker_free[wk])
-                                fin = start + walk_ns
-                                walker_free[wk] = fin
-                                wk = wk + 1 if wk + 1 < walker_free.shape[0] else 0
-                                stats[_S_WALKS] += 1.0
-                                stats[_S_WALKWAIT] += start - now
-                                _push(_Q_WALK, fin, start, st[_I_SEQ], r,
-                                      qt, qk, qs, qr, base, mask, head, cnt)
-                                st[_I_SEQ] += 1
-                            else:
-                                _push(_Q_WAIT, now, now, 0, r, qt, qk, qs, qr, base, mask, head,
-                                      cnt)
-                                _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats,
-                                       grant_t, record, need_tags, need_hdr, need_data, ser_up,
-                                       ser_down, dram_ns, iommu_ns, half_rtt)
+                        if staged and (kind[r] == HOST_READ or kind[r] == DEVICE_READ):
+                            # reaches its SM's queue when the warp has sent the ones
+                            # before it (an event even when that is now: the SM takes
+                            # its requests in the order they reach it)
+                            if charged >= 0 and leads[r]:
+                                t += issue_gap[kind[r]]
+                            charged = r
+                            stats[_S_ISSUE] += t - now
+                            n_heap = _heap_push(ht, hk, hs, hr, n_heap, now + (t - now), now,
+                                                st[_I_SEQ], r)
+                            st[_I_SEQ] += 1
+                            t += (nlines[r] - 1) * issue_gap[kind[r]]   # its other lines
                             continue
                         if record:
-                            grant_t[r] = now
-                        if kd == HOST_WRITE:
-                            # posted: done for the warp once its MWr has left the GPU
-                            sched = max(now, fs[_F_UP])
-                            fin = sched + ser_up[r]
-                            fs[_F_UP] = fin
-                            fs[_F_DRAM] = max(fin + half_rtt, fs[_F_DRAM]) + dram_ns[r]
-                            stats[_S_UP] += ser_up[r]
-                            stats[_S_DRAM] += dram_ns[r]
-                            q = _Q_HWRITE
-                        else:
-                            sched = max(now, fs[_F_DEV])
-                            fin = sched + dev_ns[r]
-                            fs[_F_DEV] = fin
-                            stats[_S_DEV] += dev_ns[r]
-                            if kd == DEVICE_READ:
-                                sched = fin
-                                fin += dev_lat
-                                q = _Q_DEV
-                            else:
-                                q = _Q_DWRITE
-                        _push(q, fin, sched, st[_I_SEQ], r, qt, qk, qs, qr, base, mask, head,
-                              cnt)
-                        st[_I_SEQ] += 1
+                            ready_t[r] = now
+                        _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats,
+                               grant_t, record, kind, need_tags, need_hdr, need_data, ser_up,
+                               ser_down, dram_ns, dev_ns, iommu_ns, walk, walker_free, walk_ns,
+                               dev_lat, half_rtt)
+                    if charged >= 0:
+                        warp_free[w] = t + issue_gap[kind[charged]]
             n_ready = 0
 
             # the next event: the earliest queue head; among equal times the one
@@ -260,17 +353,51 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                 if cnt[q] > 0:
                     h = base[q] + head[q]
                     t = qt[h]
-                    if best < 0 or t < bt or (t == bt and (qk[h] < bk
-                                                           or (qk[h] == bk and qs[h] < bs))):
+                    if best < 0 or _key_less(t, qk[h], qs[h], bt, bk, bs):
                         best, bt, bk, bs = q, t, qk[h], qs[h]
-            if best < 0:
+            if n_heap > 0 and (best < 0 or _key_less(ht[0], hk[0], hs[0], bt, bk, bs)):
+                best, bt = _NQ, ht[0]
+                r = hr[0]
+                n_heap = _heap_pop(ht, hk, hs, hr, n_heap)
+            elif best < 0:
                 break
-            r = qr[base[best] + head[best]]
-            head[best] = (head[best] + 1) & mask[best]
-            cnt[best] -= 1
+            else:
+                r = qr[base[best] + head[best]]
+                head[best] = (head[best] + 1) & mask[best]
+                cnt[best] -= 1
             fs[_F_NOW] = bt
             now = bt
 
+            if best == _NQ:
+                if r >= 0:
+                    # reaches its SM: leaves it first come first served
+                    sm = cta_slot[cta_of[warp_of[inst_of[r]]]] % sm_count
+                    if leads[r]:
+                        # its last line reaches the SM (k - 1) gaps after its first and
+                        # leaves after the SM's k turns; the SM is busy for those k turns
+                        # only (between them it serves others: no idle time is held)
+                        more = nlines[r] - 1
+                        turn = max(now, sm_free[sm])
+                        t = max(now + more * issue_gap[kind[r]], turn + more * sm_req_ns)
+                        sm_free[sm] = turn + (more + 1) * sm_req_ns
+                        sm_last[sm] = t
+                    else:   # its line's first request reached the SM just before it
+                        t = sm_last[sm]
+                    if t > now:
+                        stats[_S_ISSUE] += t - now
+                        n_heap = _heap_push(ht, hk, hs, hr, n_heap, now + (t - now), now,
+                                            st[_I_SEQ], -1 - r)
+                        st[_I_SEQ] += 1
+                        continue
+                else:
+                    r = -1 - r
+                # leaves its SM: enters its path
+                if record:
+                    ready_t[r] = now
+                _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t,
+                       record, kind, need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns,
+                       dev_ns, iommu_ns, walk, walker_free, walk_ns, dev_lat, half_rtt)
+                continue
             if best == _Q_WALK:  # translated: now wait for credits
                 if record:
                     ready_t[r] = now
@@ -311,6 +438,7 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                     c = cta_of[w]
                     cta_rem[c] -= 1
                     if cta_rem[c] == 0:
+                        slot_stack[free_slots] = cta_slot[c]
                         free_slots += 1
 
         # the kernel ends with its last completion (a write's: leaving the GPU)
@@ -345,6 +473,16 @@ def queue_capacities(x: DesInputs) -> tuple[np.ndarray, int]:
             max(resident, 1) + 1)
 
 
+def heap_capacity(x: DesInputs) -> int:
+    """Most requests waiting to leave their SM at once: every request issued and not done."""
+    if not (x.sm_request_ns > 0 or np.max(x.issue_gap_ns) > 0):
+        return 1
+    warps_per_cta = int(np.diff(x.cta_ptr).max()) if len(x.cta_ptr) > 1 else 1
+    resident = int(x.launch_slots.max()) * warps_per_cta if len(x.launch_slots) else 1
+    per_inst = int(np.diff(x.inst_ptr).max()) if len(x.inst_ptr) > 1 else 1
+    return max(1, min(len(x.kind), resident * int(x.loads_in_flight) * per_inst))
+
+
 def run(inputs: DesInputs, *, record: bool = False, nbins: int = 1024) -> DesOutput:
     """Simulate ``inputs``; ``record`` keeps per-request times (24 B per request)."""
     if nbins < 2 or nbins & (nbins - 1):
@@ -357,7 +495,10 @@ def run(inputs: DesInputs, *, record: bool = False, nbins: int = 1024) -> DesOut
         x.need_hdr, x.need_data_B, x.walk, x.iommu_ns, int(x.tags), int(x.cpl_hdrs),
         int(x.cpl_data_B), float(x.rtt_ns), float(x.device_lat_ns), int(x.loads_in_flight),
         int(x.walkers), float(x.walk_ns), float(x.launch_overhead_ns), float(x.level_sync_ns),
-        float(x.host_path_ns), caps, int(max_ready), int(nbins), bool(record))
+        float(x.host_path_ns), int(x.sm_count), np.asarray(x.issue_gap_ns, dtype=np.float64),
+        float(x.sm_request_ns), x.leads_per_request(), x.lines_per_request(), caps,
+        heap_capacity(x), int(max_ready), int(nbins),
+        bool(record))
     out = DesOutput(kernel_ns=kernel_ns, stats=stats, bw_bins_B=bins, bin_ns=float(bin_ns))
     if record:
         out.ready_ns, out.granted_ns, out.done_ns = ready, grant, done

@@ -17,6 +17,11 @@ into service times:
   its completion data credits (16 B units); the tags are the least of
   ``link.tags`` and ``gpu.max_outstanding_host_reads``; completion buffers of
   0 are unlimited;
+- the SM's issue stage: ``gpu.request_gap_ns`` between two device lines
+  leaving a warp, ``gpu.host_request_gap_ns`` between two host lines,
+  ``gpu.sm_request_ns`` between two lines leaving an SM (a line: the read
+  requests of one instruction to one 128 B line, :func:`line_leads`; writes do
+  not pass the stage);
 - occupancy: CTA slots per launch = ``sm_count * (max_warps_per_sm //
   warps_per_cta)``; a stream without launch records is taken as one warp per CTA.
 - translation (when ``translation.enabled``): which host reads miss the GPU
@@ -62,6 +67,34 @@ def dram_rate_Bpns(system: SystemConfig) -> float:
 def tag_limit(system: SystemConfig) -> int:
     """Reads in flight the tags and the GPU allow (completion credits come on top)."""
     return int(min(system.link.tags, system.gpu.max_outstanding_host_reads))
+
+
+def issue_gaps_ns(system: SystemConfig) -> np.ndarray:
+    """Time between two lines leaving one warp, by request kind (reads alone pass the
+    issue stage: the writes' entries are 0)."""
+    gaps = np.zeros(4)
+    gaps[HOST_READ] = float(system.gpu.host_request_gap_ns)
+    gaps[DEVICE_READ] = float(system.gpu.request_gap_ns)
+    return gaps
+
+
+#: the unit the issue stage costs: one 128 B line of an instruction
+ISSUE_LINE_B = 128
+
+
+def line_leads(stream: RequestStream, row: np.ndarray, inst_ptr: np.ndarray) -> np.ndarray:
+    """Per request (``row`` order): True where it opens a line, i.e. is its
+    instruction's first request or lies in another 128 B line or memory space
+    than the request before it."""
+    n = len(row)
+    leads = np.ones(n, dtype=np.bool_)
+    if n < 2:
+        return leads
+    line = stream.addr[row] // np.uint64(ISSUE_LINE_B)
+    space = stream.space[row]
+    leads[1:] = (line[1:] != line[:-1]) | (space[1:] != space[:-1])
+    leads[inst_ptr[:-1]] = True
+    return leads
 
 
 def _order(stream: RequestStream) -> np.ndarray | None:
@@ -293,6 +326,11 @@ def build_inputs(stream: RequestStream, system: SystemConfig, *, translation: bo
         launch_overhead_ns=system.launch_overhead_us * 1e3,
         level_sync_ns=system.level_sync_us * 1e3,
         host_path_ns=float(system.gpu.host_path_ns),
+        sm_count=int(system.gpu.sm_count),
+        issue_gap_ns=issue_gaps_ns(system),
+        sm_request_ns=float(system.gpu.sm_request_ns),
+        leads=line_leads(stream, row, lay["inst_ptr"]),
+        issue_lines=None if stream.lines is None else stream.lines[row].astype(np.int64),
         inst_waits=(None if stream.waits is None
                     else stream.waits[row][lay["inst_ptr"][:-1]].astype(np.bool_)),
         extra={"dram_B": costs["dram_B"], "wire_B": costs["wire"]})

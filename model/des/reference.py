@@ -86,6 +86,16 @@ class _Launch:
         self.requests_left = {}            # instruction -> requests not done
         self.last_done = 0.0               # last request completion
         self.waits = x.waits_per_inst()    # instruction -> issues only with none in flight
+        # the SM issue stage: free CTA slots (popped from the end: slot 0 first), the
+        # slot of each running CTA, when each SM and warp may next let a request leave
+        self.slots = list(range(self.free_slots - 1, -1, -1))
+        self.cta_slot = {}
+        self.sm_free = [0.0] * max(int(x.sm_count), 1)
+        self.sm_last = [0.0] * max(int(x.sm_count), 1)
+        self.leads = x.leads_per_request()
+        self.lines = x.lines_per_request()
+        self.warp_free = {}
+        self.staged = x.sm_request_ns > 0 or float(np.max(x.issue_gap_ns)) > 0
 
     def run(self) -> float:
         """The kernel's time: its last completion (writes complete when they leave the GPU)."""
@@ -101,6 +111,7 @@ class _Launch:
             c = self.next_cta
             self.next_cta += 1
             self.free_slots -= 1
+            self.cta_slot[c] = self.slots.pop()
             warps = range(x.cta_ptr[c], x.cta_ptr[c + 1])
             self.warps_left[c] = len(warps)
             for w in warps:
@@ -116,20 +127,58 @@ class _Launch:
                         and not (self.waits[i] and self.in_flight[w] > 0)):
                     self.next_inst[w] += 1
                     self.in_flight[w] += 1
-                    self.issue(i)
+                    self.issue(i, w)
                     issued = True
 
-    def issue(self, i: int) -> None:
-        """Start the requests of instruction ``i``, each on its path."""
+    def issue(self, i: int, w: int) -> None:
+        """Start the requests of instruction ``i`` of warp ``w``: each leaves the SM
+        (the issue stage) and then takes its path."""
         x = self.x
+        now = self.env.now
         self.requests_left[i] = x.inst_ptr[i + 1] - x.inst_ptr[i]
         paths = {HOST_READ: self.host_read, DEVICE_READ: self.device_read,
                  HOST_WRITE: self.host_write, DEVICE_WRITE: self.device_write}
+        c = int(np.searchsorted(x.cta_ptr, w, side="right")) - 1
+        sm = self.cta_slot[c] % max(int(x.sm_count), 1)
+        t = max(now, self.warp_free.get(w, 0.0))
+        charged = None     # the last request that passed the issue stage
         for r in range(x.inst_ptr[i], x.inst_ptr[i + 1]):
-            self.ready[r] = self.env.now
-            if x.kind[r] != HOST_READ:
-                self.granted[r] = self.env.now
-            self.env.process(paths[x.kind[r]](r, i))
+            if not (self.staged and x.kind[r] in (HOST_READ, DEVICE_READ)):
+                self.env.process(self.leave_sm(paths[x.kind[r]], r, i, None, 0.0))
+                continue
+            if charged is not None and self.leads[r]:
+                t += x.issue_gap_ns[x.kind[r]]
+            charged = r
+            self.stats[STAT["sum_issue_ns"]] += t - now
+            self.env.process(self.leave_sm(paths[x.kind[r]], r, i, sm, t - now))
+            t += (self.lines[r] - 1) * x.issue_gap_ns[x.kind[r]]     # its other lines
+        if charged is not None:
+            self.warp_free[w] = t + x.issue_gap_ns[x.kind[charged]]
+
+    def leave_sm(self, path, r: int, i: int, sm: int | None, delay: float):
+        """Request ``r`` reaches SM ``sm``'s queue after ``delay``, leaves it first come
+        first served, then takes ``path`` (``sm`` None: no issue stage, it leaves at once)."""
+        env = self.env
+        if sm is not None:
+            yield env.timeout(delay)
+            if self.leads[r]:
+                # its last line arrives k - 1 gaps after its first, leaves after k turns
+                more = self.lines[r] - 1
+                x = self.x
+                turn = max(env.now, self.sm_free[sm])
+                leave = max(env.now + more * x.issue_gap_ns[x.kind[r]],
+                            turn + more * x.sm_request_ns)
+                self.sm_free[sm] = turn + (more + 1) * x.sm_request_ns
+                self.sm_last[sm] = leave
+            else:   # leaves with its line's first request, which reached the SM just before
+                leave = self.sm_last[sm]
+            if leave > env.now:
+                self.stats[STAT["sum_issue_ns"]] += leave - env.now
+                yield env.timeout(leave - env.now)
+        self.ready[r] = env.now
+        if self.x.kind[r] != HOST_READ:
+            self.granted[r] = env.now
+        yield from path(r, i)
 
     def complete(self, r: int, i: int) -> None:
         """Request ``r`` of instruction ``i`` is done (a read's data is back, a write
@@ -148,6 +197,7 @@ class _Launch:
             self.warps_left[c] -= 1
             if self.warps_left[c] == 0:
                 self.free_slots += 1
+                self.slots.append(self.cta_slot[c])
                 self.schedule([])
 
     # -- the paths of a request ----------------------------------------------------

@@ -83,32 +83,45 @@ def assert_same(a, b):
        iommu=st.booleans(), walkers=st.integers(1, 3), hdrs=st.sampled_from([0, 4, 9]),
        data=st.sampled_from([0, 256, 1024]), rcb=st.sampled_from([64, 128]),
        rtt=st.floats(300, 1500), p_write=st.sampled_from([0.0, 0.3]),
-       host_path=st.one_of(st.just(0.0), st.floats(1.0, 900.0)))
+       host_path=st.one_of(st.just(0.0), st.floats(1.0, 900.0)),
+       gaps=st.one_of(st.just((0.0, 0.0, 0.0)),
+                      st.tuples(st.floats(0.0, 40.0), st.floats(0.0, 40.0), st.floats(0.0, 30.0)),
+                      st.tuples(st.sampled_from([0.0, 4.0, 8.0]), st.sampled_from([0.0, 8.0]),
+                                st.sampled_from([0.0, 2.0, 4.0]))),
+       lines=st.booleans())
 def test_engines_agree_on_random_streams(seed, sms, warps_per_sm, tags, lif, translate, iommu,
-                                         walkers, hdrs, data, rcb, rtt, p_write, host_path):
+                                         walkers, hdrs, data, rcb, rtt, p_write, host_path,
+                                         gaps, lines):
     rng = np.random.default_rng(seed)
     s = random_stream(rng, int(rng.integers(1, 4)), int(rng.integers(1, 30)),
                       int(rng.choice([1, 2])), float(rng.random() * 0.5), p_write,
                       int(rng.integers(1, 20)))
+    if lines:
+        s = s.with_lines(rng.integers(1, 6, len(s)))
     sysc = load_system("v100-pcie3", {
         "gpu.sm_count": sms, "gpu.max_warps_per_sm": warps_per_sm, "link.tags": tags,
         "gpu.loads_in_flight_per_warp": lif, "translation.enabled": translate,
         "translation.tlb_entries": 3, "translation.walkers": walkers, "translation.page_B": 4096,
         "translation.iommu": iommu, "translation.iommu_iotlb_entries": 3,
         "translation.iommu_page_B": 4096, "link.rtt_ns": rtt, "link.cpl_buffer_hdrs": hdrs,
-        "link.cpl_buffer_B": data, "link.rcb_B": rcb, "gpu.host_path_ns": host_path})
+        "link.cpl_buffer_B": data, "link.rcb_B": rcb, "gpu.host_path_ns": host_path,
+        "gpu.request_gap_ns": gaps[0], "gpu.host_request_gap_ns": gaps[1],
+        "gpu.sm_request_ns": gaps[2]})
     _, fast = simulate(s, sysc, record=True)
     _, ref = simulate(s, sysc, engine="reference")
     assert_same(fast, ref)
 
 
-@pytest.mark.parametrize("host_path", [0.0, 350.0])
-def test_engines_agree_on_a_busy_launch(host_path):
+@pytest.mark.parametrize("host_path, gaps", [(0.0, (0.0, 0.0, 0.0)), (350.0, (0.0, 0.0, 0.0)),
+                                             (350.0, (6.0, 14.5, 4.3))])
+def test_engines_agree_on_a_busy_launch(host_path, gaps):
     """Hundreds of warps contending for 32 tags, with device traffic and writes."""
     rng = np.random.default_rng(7)
     s = random_stream(rng, 2, 300, 8, 0.2, 0.1, 200)
     sysc = system(**{"gpu.sm_count": 4, "gpu.max_warps_per_sm": 16, "link.tags": 32,
-                     "gpu.loads_in_flight_per_warp": 2, "gpu.host_path_ns": host_path})
+                     "gpu.loads_in_flight_per_warp": 2, "gpu.host_path_ns": host_path,
+                     "gpu.request_gap_ns": gaps[0], "gpu.host_request_gap_ns": gaps[1],
+                     "gpu.sm_request_ns": gaps[2]})
     _, fast = simulate(s, sysc, record=True)
     _, ref = simulate(s, sysc, engine="reference")
     assert_same(fast, ref)
@@ -154,6 +167,95 @@ def test_cta_slots_run_ctas_in_waves():
     starts = out.ready_ns.reshape(3, 2)[:, 0]
     assert starts[0] == 0 and np.all(np.diff(starts) > 1000)
     assert out.kernel_ns[0] == pytest.approx(3 * (out.done_ns[0] - out.ready_ns[0]), rel=0.02)
+
+
+# ---------------------------------------------------------------- the SM's issue stage
+
+def _sector_loads(n_warps: int, per_warp: int, wpc: int, space=SPACE_DEVICE) -> RequestStream:
+    """Each warp sends ``per_warp`` loads of 32 sector requests (one per lane, each in
+    its own line), one load in flight."""
+    rows = [(w, i, ((w * per_warp + i) * 32 + lane) * 128)
+            for w in range(n_warps) for i in range(per_warp) for lane in range(32)]
+    w, i, a = (np.array(c) for c in zip(*rows))
+    n = len(a)
+    return stream(np.zeros(n), w, i, a, np.full(n, 32), space=np.full(n, space, np.uint8),
+                  launches=[LaunchInfo("k", -(-n_warps // wpc), wpc, 32 * wpc)])
+
+
+ISSUE = {"gpu.request_gap_ns": 6.0, "gpu.host_request_gap_ns": 14.5, "gpu.sm_request_ns": 4.3}
+
+
+def test_a_warps_requests_leave_one_gap_apart():
+    """One warp, one load of 32 device requests: the last leaves 31 gaps after the first,
+    and the load ends one service and one latency after that."""
+    s = _sector_loads(1, 1, 1)
+    x, out = simulate(s, system(**ISSUE), record=True)
+    np.testing.assert_allclose(out.ready_ns, 6.0 * np.arange(32))
+    assert out.kernel_ns[0] == pytest.approx(31 * 6.0 + x.dev_ns[-1] + x.device_lat_ns)
+    assert out.stat("sum_issue_ns") == pytest.approx(6.0 * np.arange(32).sum())
+    # host requests take the host gap
+    xh, host = simulate(_sector_loads(1, 1, 1, SPACE_HOST), system(**ISSUE), record=True)
+    np.testing.assert_allclose(host.ready_ns, 14.5 * np.arange(32))
+
+
+def test_a_request_standing_for_lines_costs_them():
+    """One request standing for 32 lines takes as long as a load of 32 sector requests
+    alone on its SM; with 2 and 8 warps sharing the SM, the SM's turns add up as the
+    interleaved lines' do (the compact request's SM time is its k turns, not held)."""
+    for n_warps, rel in ((1, 1e-12), (2, 0.01), (8, 0.01)):
+        sysc = system(**ISSUE, **{"gpu.sm_count": 1, "gpu.max_warps_per_sm": n_warps})
+        full = _sector_loads(n_warps, 1, n_warps)
+        first = np.flatnonzero(np.r_[True, np.diff(full.warp.astype(np.int64)) != 0])
+        compact = full.select(first).with_lines(np.full(n_warps, 32))
+        _, a = simulate(full, sysc)
+        _, b = simulate(compact, sysc)
+        assert b.kernel_ns[0] == pytest.approx(a.kernel_ns[0], rel=rel), n_warps
+    with pytest.raises(ValueError, match="lines"):
+        full.with_lines(np.zeros(len(full)))
+
+
+def test_an_sms_warps_queue_for_it_and_other_sms_do_not():
+    """Eight warps on one SM send 256 requests: they leave one per sm_request_ns, the
+    warps interleaved; the same eight warps on eight SMs leave at each warp's own pace."""
+    s = _sector_loads(8, 1, 8)
+    one_sm = system(**ISSUE, **{"gpu.sm_count": 1, "gpu.max_warps_per_sm": 8})
+    _, out = simulate(s, one_sm, record=True)
+    leave = np.sort(out.ready_ns)
+    np.testing.assert_allclose(np.diff(leave), 4.3, rtol=1e-9)
+    assert leave[-1] == pytest.approx(255 * 4.3)
+    per_sm = stream(np.zeros(len(s)), s.warp, s.inst, s.addr, s.size_B, space=s.space,
+                    launches=[LaunchInfo("k", 8, 1, 32)])
+    spread = system(**ISSUE, **{"gpu.sm_count": 8, "gpu.max_warps_per_sm": 1})
+    _, out8 = simulate(per_sm, spread, record=True)
+    assert out8.ready_ns.max() == pytest.approx(31 * 6.0)
+    assert out.kernel_ns[0] > 5 * out8.kernel_ns[0] - 5 * 400
+
+
+def test_the_issue_stage_leaves_a_lone_request_and_the_default_untouched():
+    """A lone read's latency is the same with the issue costs on; without them every
+    request leaves the moment its load issues."""
+    s = stream([0], [0], [0], [4096], [128])
+    base = simulate(s, system())[1].kernel_ns[0]
+    assert simulate(s, system(**ISSUE))[1].kernel_ns[0] == base
+    _, out = simulate(_sector_loads(4, 2, 4), system(), record=True)
+    assert out.stat("sum_issue_ns") == 0.0
+    assert np.all(out.ready_ns.reshape(4, 2, 32) == out.ready_ns.reshape(4, 2, 32)[:, :, :1])
+
+
+def test_a_new_cta_takes_the_sm_its_predecessor_freed():
+    """Two SMs, one CTA slot each: CTA 0 (SM 0) sends one request, CTA 1 (SM 1) a long
+    load; CTA 2 starts on SM 0 when CTA 0 ends and does not queue behind CTA 1."""
+    rows = [(0, 0, 0)] + [(1, 0, 4096 * (1 + k)) for k in range(32)] + [(2, 0, 999 * 4096)]
+    w, i, a = (np.array(c) for c in zip(*rows))
+    n = len(a)
+    s = stream(np.zeros(n), w, i, a, np.full(n, 32), space=np.full(n, SPACE_DEVICE, np.uint8),
+               launches=[LaunchInfo("k", 3, 1, 32)])
+    sysc = system(**{"gpu.sm_count": 2, "gpu.max_warps_per_sm": 1, "gpu.request_gap_ns": 50.0,
+                     "gpu.sm_request_ns": 40.0})
+    x, out = simulate(s, sysc, record=True)
+    done0 = out.done_ns[0]
+    assert out.ready_ns[-1] == pytest.approx(done0)       # left SM 0 at once
+    assert out.ready_ns[1:33].max() == pytest.approx(31 * 50.0)
 
 
 def test_launches_run_one_after_another_with_their_overheads():

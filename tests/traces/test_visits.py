@@ -141,3 +141,41 @@ def test_a_stream_that_is_not_the_walks_is_refused(kron):
                          inst=host.inst + 1000, launches=host.launches)
     with pytest.raises(SkeletonError, match="launch 0: warp .* instruction .* is no trip"):
         with_visit_skeleton(bad, em, 4)
+
+
+@pytest.mark.parametrize("variant", ["naive", "merged", "merged_aligned", "chunked"])
+def test_a_visit_stands_for_the_lines_its_trip_reads(kron, variant, monkeypatch):
+    """trip_lines against a lane-by-lane count of each trip's distinct 128 B lines, in
+    batches small enough to cut the edges several times."""
+    import hostlink.traces.emulator.visits as visits
+    from hostlink.traces.emulator.emit import align_elems, plan_launch
+
+    monkeypatch.setattr(visits, "TRIP_LINES_BATCH_EDGES", 100)
+    em, host = host_stream(kron, "bfs", variant, source=3)
+    csr, prog = em.csr, program("bfs", em.id_bytes, False)
+    offsets = csr.offsets.astype(np.int64)
+    base, width = 4096 + 64, 4
+    checked = 0
+    for li, active in enumerate(em.active):
+        plan = plan_launch(csr, variant, prog, active, li, False, em.id_bytes)
+        got = visits.trip_lines(csr, plan, variant, base, width)
+        want = []
+        for u in range(len(plan.warp)):
+            for t in range(int(plan.trips[u])):
+                if variant == "naive":
+                    lanes = [v for v in active if v // 32 == plan.warp[u]
+                             and offsets[v + 1] - offsets[v] > t]
+                    edges = [offsets[v] + t for v in lanes]
+                else:
+                    a = int(plan.a[u])
+                    edges = [i for i in range(a + 32 * t, a + 32 * t + 32)
+                             if plan.s[u] <= i < plan.e[u]]
+                want.append(len({(base + int(csr.dst[i]) * width) // 128 for i in edges}) or 1)
+        np.testing.assert_array_equal(got, want)
+        checked += len(want)
+    assert checked > 50
+    # the skeleton's visits carry these counts; its other requests stand for one line
+    out = with_visit_skeleton(host, em, 4)
+    dev = out.space == SPACE_DEVICE
+    assert out.lines is not None and np.all(out.lines[~dev] == 1)
+    assert out.lines[dev].max() > 1

@@ -139,7 +139,7 @@ def test_groups_without_a_target_far_off_are_diagnosed():
     kw = dict(title="t", system_name="s", fidelity="des", calibration=None,
               results_dir="r", unpredicted=[])
     text = report.markdown(ann, [st], **kw)
-    assert "What the model lacks here" in text and "cost for each request" in text
+    assert "What the model lacks here" in text and "issue stage" in text
     close = ann.assign(error_pct=-10.0)
     assert "What the model lacks here" not in report.markdown(
         close, report.group_stats(close, set()), **kw)

@@ -23,6 +23,10 @@ with one device request per dependent step instead of one per lane:
   reductions are left out (the warp does not wait for them).
 
 Each request is one 32 B read of the instruction's array at the unit's vertex.
+A visit's request stands for the lines its lanes read (the stream's ``lines``:
+the distinct 128 B lines of the array at the trip's neighbours), which the SM's
+issue stage charges (:mod:`hostlink.model.des.events`); the prologue's stand
+for one line each.
 The host loads keep their requests; their instruction numbers move to make
 room, in the kernel's order at ``load_ahead``, and the result carries the
 walk's dependences (:func:`hostlink.traces.emulator.issue_order.walk_waits`).
@@ -43,7 +47,7 @@ from hostlink.model.workload import REQUEST_DTYPES, SPACE_DEVICE, RequestStream
 from hostlink.traces.coalescer import REDUCTION_PREFIX, SECTOR_B
 from hostlink.traces.emulator.emit import plan_launch
 from hostlink.traces.emulator.program import full_program, program
-from hostlink.traces.schema import OP_ATOMIC, OP_LOAD
+from hostlink.traces.schema import OP_ATOMIC, OP_LOAD, WARP_SIZE
 
 
 class SkeletonError(ValueError):
@@ -59,6 +63,66 @@ def _steps(kernel: str, id_bytes: int):
              and (i.op == OP_LOAD or (i.op == OP_ATOMIC
                                        and not i.opcode.startswith(REDUCTION_PREFIX)))]
     return pro, visit
+
+
+#: edges of one batch of :func:`trip_lines` (bounds its working memory)
+TRIP_LINES_BATCH_EDGES = 1 << 23
+ISSUE_LINE_B = 128
+
+
+def trip_lines(csr, plan, variant: str, base: int, width_B: int) -> np.ndarray:
+    """Distinct 128 B lines of an array (at ``base``, ``width_B`` per vertex) that each
+    trip of ``plan`` reads at its neighbours, one count per trip in unit order (unit
+    u's trips at ``cumsum(plan.trips) - plan.trips``); every lane that has an edge
+    counts, attempted or not. A merged unit's trip t reads edges ``a + 32 t`` to
+    ``a + 32 t + 31`` of ``[s, e)``; a naive warp's trip t the t-th edge of each of its
+    active vertices."""
+    T = plan.trips.astype(np.int64)
+    trip_off = np.cumsum(T) - T
+    counts = np.zeros(int(T.sum()), dtype=np.int64)
+    if not len(T):
+        return counts
+    offsets = csr.offsets.astype(np.int64)
+    if variant == "naive":
+        # lanes: the active vertices of each unit's warp
+        v = np.flatnonzero(plan.is_active_v)
+        unit_of = np.searchsorted(plan.warp, v // WARP_SIZE)
+        keep = (unit_of < len(plan.warp)) & (plan.warp[np.minimum(unit_of, len(plan.warp) - 1)]
+                                              == v // WARP_SIZE)
+        v, unit_of = v[keep], unit_of[keep]
+        lo, hi = offsets[v], offsets[v + 1]
+        first_trip = trip_off[unit_of]
+    else:
+        unit_of = np.arange(len(T))
+        lo, hi = plan.s.astype(np.int64), plan.e.astype(np.int64)
+        first_trip = trip_off
+    deg = hi - lo
+    ends = np.cumsum(deg)
+    start = 0
+    while start < len(deg):
+        stop = int(np.searchsorted(ends, (ends[start] - deg[start]) + TRIP_LINES_BATCH_EDGES,
+                                   side="right"))
+        # whole units per batch (a naive trip's lanes are several vertices)
+        stop = int(np.searchsorted(unit_of, unit_of[max(stop, start + 1) - 1], side="right"))
+        d = deg[start:stop]
+        n = int(d.sum())
+        if n:
+            owner = np.repeat(np.arange(start, stop), d)
+            k = np.arange(n) - np.repeat(np.cumsum(d) - d, d)          # edge index in its list
+            idx = lo[owner] + k
+            if variant == "naive":
+                trip = first_trip[owner] + k
+            else:
+                a = plan.a.astype(np.int64)[unit_of[owner]]
+                trip = first_trip[owner] + (idx - a) // WARP_SIZE
+            # lines counted from the array's first (< 2^34 for any array of < 2^41 B)
+            line = ((np.uint64(base % ISSUE_LINE_B) + csr.dst[idx].astype(np.uint64)
+                     * np.uint64(width_B)) // np.uint64(ISSUE_LINE_B))
+            pairs = np.unique((trip.astype(np.uint64) << np.uint64(34)) | line)
+            counts += np.bincount((pairs >> np.uint64(34)).astype(np.int64),
+                                  minlength=len(counts))
+        start = stop
+    return np.maximum(counts, 1)
 
 
 def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> RequestStream:
@@ -139,10 +203,17 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
         base = np.where(is_pro, pro_base[np.minimum(j, npro - 1)], vis_base[s] if nvis else 0)
         width = np.where(is_pro, pro_w[np.minimum(j, npro - 1)], vis_w[s] if nvis else 4)
         addr = base + vtx[unit].astype(np.uint64) * width
+        lines = np.ones(len(unit), dtype=np.int64)
+        if nvis:
+            trip_off = np.cumsum(T) - T
+            for k in range(nvis):
+                counts = trip_lines(csr, plan, variant, int(vis_base[k]), int(vis_w[k]))
+                at = ~is_pro & (s == k)
+                lines[at] = counts[trip_off[unit[at]] + t[at]]
         dev_parts.append({"launch": np.full(len(unit), li), "warp": w_u[unit], "inst": dinst,
                           "addr": addr - addr % SECTOR_B, "size_B": np.full(len(unit), SECTOR_B),
                           "useful_B": width, "space": np.full(len(unit), SPACE_DEVICE),
-                          "is_write": np.zeros(len(unit), dtype=bool)})
+                          "is_write": np.zeros(len(unit), dtype=bool), "lines": lines})
     if not seen.all():
         r = int(np.flatnonzero(~seen)[0])
         raise SkeletonError(f"request {r} (launch {int(launch[r])}) falls in no launch of the "
@@ -152,6 +223,9 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
         host_col = new_inst if name == "inst" else getattr(stream, name)
         parts = [np.asarray(host_col)] + [d[name] for d in dev_parts]
         cols[name] = np.concatenate(parts).astype(dtype)
+    lines = np.concatenate([np.ones(len(stream), dtype=np.int64)]
+                           + [d["lines"] for d in dev_parts])
     order = np.lexsort((cols["addr"], cols["inst"], cols["warp"], cols["launch"]))
-    out = RequestStream(**{k: v[order] for k, v in cols.items()}, launches=stream.launches)
+    out = RequestStream(**{k: v[order] for k, v in cols.items()}, launches=stream.launches,
+                        lines=np.minimum(lines[order], np.iinfo(np.uint16).max))
     return out.with_waits(walk_waits(out))
