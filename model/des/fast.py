@@ -115,7 +115,7 @@ def _key_less(t1, k1, s1, t2, k2, s2):
     return t1 < t2 or (t1 == t2 and (k1 < k2 or (k1 == k2 and s1 < s2)))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _heap_push(ht, hk, hs, hr, n, t, k, s, r):
     """Push (t, k, s, r) onto the binary heap of ``n`` entries; returns the new size."""
     i = n
@@ -129,7 +129,7 @@ def _heap_push(ht, hk, hs, hr, n, t, k, s, r):
     return n + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _heap_pop(ht, hk, hs, hr, n):
     """Remove the least entry of the heap of ``n`` entries; returns the new size."""
     n -= 1
@@ -333,12 +333,52 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                             st[_I_SEQ] += 1
                             t += (nlines[r] - 1) * issue_gap[kind[r]]   # its other lines
                             continue
+                        kd = kind[r]
                         if record:
                             ready_t[r] = now
-                        _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats,
-                               grant_t, record, kind, need_tags, need_hdr, need_data, ser_up,
-                               ser_down, dram_ns, dev_ns, iommu_ns, walk, walker_free, walk_ns,
-                               dev_lat, half_rtt)
+                        if kd == HOST_READ:
+                            if walk[r]:
+                                start = max(now, walker_free[st[_I_WALKER]])
+                                fin = start + walk_ns
+                                walker_free[st[_I_WALKER]] = fin
+                                st[_I_WALKER] = st[_I_WALKER] + 1 if st[_I_WALKER] + 1 < walker_free.shape[0] else 0
+                                stats[_S_WALKS] += 1.0
+                                stats[_S_WALKWAIT] += start - now
+                                _push(_Q_WALK, fin, start, st[_I_SEQ], r,
+                                      qt, qk, qs, qr, base, mask, head, cnt)
+                                st[_I_SEQ] += 1
+                            else:
+                                _push(_Q_WAIT, now, now, 0, r, qt, qk, qs, qr, base, mask, head,
+                                      cnt)
+                                _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats,
+                                       grant_t, record, need_tags, need_hdr, need_data, ser_up,
+                                       ser_down, dram_ns, iommu_ns, half_rtt)
+                            continue
+                        if record:
+                            grant_t[r] = now
+                        if kd == HOST_WRITE:
+                            # posted: done for the warp once its MWr has left the GPU
+                            sched = max(now, fs[_F_UP])
+                            fin = sched + ser_up[r]
+                            fs[_F_UP] = fin
+                            fs[_F_DRAM] = max(fin + half_rtt, fs[_F_DRAM]) + dram_ns[r]
+                            stats[_S_UP] += ser_up[r]
+                            stats[_S_DRAM] += dram_ns[r]
+                            q = _Q_HWRITE
+                        else:
+                            sched = max(now, fs[_F_DEV])
+                            fin = sched + dev_ns[r]
+                            fs[_F_DEV] = fin
+                            stats[_S_DEV] += dev_ns[r]
+                            if kd == DEVICE_READ:
+                                sched = fin
+                                fin += dev_lat
+                                q = _Q_DEV
+                            else:
+                                q = _Q_DWRITE
+                        _push(q, fin, sched, st[_I_SEQ], r, qt, qk, qs, qr, base, mask, head,
+                              cnt)
+                        st[_I_SEQ] += 1
                     if charged >= 0:
                         warp_free[w] = t + issue_gap[kind[charged]]
             n_ready = 0
