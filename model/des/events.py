@@ -38,24 +38,24 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
 - Device requests: one first-come-first-served server at device bandwidth;
   a read's data returns ``device_lat_ns`` after its service, a write is done
   for the warp when served.
-- The SM's issue stage: a CTA runs on one SM (its CTA slot modulo
-  ``sm_count``; a CTA that starts takes the slot the last finished one freed,
-  the first wave goes round robin over the SMs). The requests of one
-  instruction reach their SM's queue one after another, each ``issue_gap_ns``
-  (by the request's kind) after the one before, and the warp's next
-  instruction starts one gap after its last; the SM lets them leave first
-  come first served in the order they reach it, at most one per
-  ``sm_request_ns``, so the warps of one SM interleave. What costs is a line:
-  the requests an instruction sends to one 128 B line (a device line's
-  sectors) leave together, with the first (``leads``). A request that stands
-  for k lines (``issue_lines``: a compact stream's one request for an
-  instruction's scattered reads) takes k - 1 more gaps of its warp and k
-  turns of its SM, and leaves with its last line (the SM's turns counted as
-  work, not held: others' lines fill its warp's gaps). Reads alone pass the
-  stage (loads and atomics that return data: what was measured); stores and
-  reductions leave at once. A request enters its path when it leaves its SM. The first request of an idle warp on an idle SM
-  leaves at once, so neither cost changes an unloaded latency. Both 0 (the
-  default): every request leaves the moment its instruction issues.
+- The SM's issue stage: a CTA runs on one SM (its CTA slot modulo ``sm_count``;
+  a CTA that starts takes the slot the last finished one freed, the first wave
+  goes round robin over the SMs). The requests of one instruction reach their
+  SM's queue one after another, each ``issue_gap_ns`` (by the request's kind)
+  after the one before, and the warp's next instruction starts one gap after its
+  last; the SM lets them leave first come first served in the order they reach
+  it, at most one per ``sm_request_ns``, so the warps of one SM interleave. What
+  costs is a line: the requests an instruction sends to one 128 B line (a device
+  line's sectors) leave together, with the first (``leads``). A request that
+  stands for k lines (``issue_lines``: a compact stream's one request for an
+  instruction's scattered reads) takes k - 1 more gaps of its warp and k turns
+  of its SM, and leaves with its last line (the SM's turns counted as work, not
+  held: others' lines fill its warp's gaps). Reads alone pass the stage (loads
+  and atomics that return data: what was measured); stores and reductions leave
+  at once. A request enters its path when it leaves its SM. The first request of
+  an idle warp on an idle SM leaves at once, so neither cost changes an unloaded
+  latency. Both 0 (the default): every request leaves the moment its instruction
+  issues.
 - Warps issue round robin; a request enters its path the moment it leaves its SM.
   Simultaneous events are taken in the order they were scheduled, as SimPy
   does; a launch ends with its last completion.
@@ -76,12 +76,12 @@ the tag window and the link completions; ``done_ns`` is when the warp has the
 data.
 
 Assumptions: compute time between memory instructions is zero (the traversal
-kernels are memory bound); CTAs take the slots as they free, whatever the
-SM (the SM matters only to the issue stage); the link's DLLP and SKP share is taken out of its rate, not sent
-as packets; DRAM is one server of the aggregate bandwidth (no banks, rows or
-refresh); requests never reorder inside the root complex; the round trip
-does not grow with load beyond the queueing modelled here (the seed measured
-1.0 to 1.6 us, emogi_vldb2020 §3.3).
+kernels are memory bound); CTAs take the slots as they free, whatever the SM
+(the SM matters only to the issue stage); the link's DLLP and SKP share is taken
+out of its rate, not sent as packets; DRAM is one server of the aggregate
+bandwidth (no banks, rows or refresh); requests never reorder inside the root
+complex; the round trip does not grow with load beyond the queueing modelled
+here (the seed measured 1.0 to 1.6 us, emogi_vldb2020 §3.3).
 
 References: emogi_vldb2020 §3.3 (tags bound outstanding reads, the round trip,
 32 B reads against 64 B DRAM bursts); shared/design/REFERENCE.md (completion

@@ -18,9 +18,9 @@ reads already waiting, starts CTAs into free slots, and lets the warps that
 can issue do so round robin (one instruction per warp per round, warps in the
 order they became ready, a new CTA's in id order); each request issued enters
 its path at once (a read joins the credit queue and is granted if it is at
-its head and the credits are free), so requests reach the link in issue order. Where the SM's issue stage
-costs time (``issue_gap_ns``, ``sm_request_ns``), every request passes an
-eighth structure, a binary heap keyed like the queues (time, time scheduled,
+its head and the credits are free), so requests reach the link in issue order.
+Where the SM's issue stage costs time (``issue_gap_ns``, ``sm_request_ns``),
+every read passes an eighth structure, a binary heap keyed like the queues (time, time scheduled,
 sequence), twice: once reaching its SM's queue (then it takes the SM first
 come first served) and once leaving it. Requests of different SMs leave out of
 issue order, so a ring would not stay sorted. Costs O(log n) per request.
@@ -333,15 +333,18 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                             st[_I_SEQ] += 1
                             t += (nlines[r] - 1) * issue_gap[kind[r]]   # its other lines
                             continue
+                        # enters its path now: _enter written out (a call here made the
+                        # engine without the stage 2.5 times slower, bench_des's streams)
                         kd = kind[r]
                         if record:
                             ready_t[r] = now
                         if kd == HOST_READ:
                             if walk[r]:
-                                start = max(now, walker_free[st[_I_WALKER]])
+                                wk = st[_I_WALKER]
+                                start = max(now, walker_free[wk])
                                 fin = start + walk_ns
-                                walker_free[st[_I_WALKER]] = fin
-                                st[_I_WALKER] = st[_I_WALKER] + 1 if st[_I_WALKER] + 1 < walker_free.shape[0] else 0
+                                walker_free[wk] = fin
+                                st[_I_WALKER] = wk + 1 if wk + 1 < walker_free.shape[0] else 0
                                 stats[_S_WALKS] += 1.0
                                 stats[_S_WALKWAIT] += start - now
                                 _push(_Q_WALK, fin, start, st[_I_SEQ], r,

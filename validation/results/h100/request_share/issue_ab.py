@@ -49,7 +49,8 @@ for case, params in sorted(run.cases.items()):
     meas = float(np.median(m.value.values))
     b, a = value(before), value(after)
     print(json.dumps({"case": case, "measured_ms": round(meas, 4), "before_ms": round(b, 4),
-                      "issue_stage_ms": round(a, 4), "err_before_pct": round(100 * (b / meas - 1), 1),
+                      "issue_stage_ms": round(a, 4),
+                      "err_before_pct": round(100 * (b / meas - 1), 1),
                       "err_issue_stage_pct": round(100 * (a / meas - 1), 1),
                       **{k: v for k, v in costs.items()}, "wall_s": round(time.time() - t0, 1)}),
           flush=True)
