@@ -179,6 +179,11 @@ class DesInputs:
             return np.zeros(n_inst, dtype=np.bool_)
         return np.asarray(self.inst_waits, dtype=np.bool_)
 
+    @property
+    def has_issue_stage(self) -> bool:
+        """Whether the SM's issue stage costs anything (a gap or an SM turn above 0)."""
+        return self.sm_request_ns > 0 or float(np.max(self.issue_gap_ns)) > 0
+
     def leads_per_request(self) -> np.ndarray:
         """``leads``, all True where not given."""
         if self.leads is None:

@@ -495,12 +495,18 @@ def _pow2_at_least(k: int) -> int:
     return 1 << max(int(k), 1).bit_length()
 
 
-def queue_capacities(x: DesInputs) -> tuple[np.ndarray, int]:
-    """Ring sizes no queue can outgrow, and the most warps ready at once."""
+def _resident_requests(x: DesInputs) -> tuple[int, int]:
+    """Resident warps of the largest launch, and a bound on the requests issued and not
+    done (resident warps x loads in flight x requests per instruction)."""
     warps_per_cta = int(np.diff(x.cta_ptr).max()) if len(x.cta_ptr) > 1 else 1
     resident = int(x.launch_slots.max()) * warps_per_cta if len(x.launch_slots) else 1
     per_inst = int(np.diff(x.inst_ptr).max()) if len(x.inst_ptr) > 1 else 1
-    in_flight = resident * int(x.loads_in_flight) * per_inst
+    return resident, resident * int(x.loads_in_flight) * per_inst
+
+
+def queue_capacities(x: DesInputs) -> tuple[np.ndarray, int]:
+    """Ring sizes no queue can outgrow, and the most warps ready at once."""
+    resident, in_flight = _resident_requests(x)
     counts = np.bincount(x.kind, minlength=4)
     reads = int(counts[HOST_READ])
     walks = int(np.count_nonzero(x.walk))
@@ -517,13 +523,10 @@ def queue_capacities(x: DesInputs) -> tuple[np.ndarray, int]:
 
 
 def heap_capacity(x: DesInputs) -> int:
-    """Most requests waiting to leave their SM at once: every request issued and not done."""
-    if not (x.sm_request_ns > 0 or np.max(x.issue_gap_ns) > 0):
+    """Most reads waiting in the issue stage at once: every request issued and not done."""
+    if not x.has_issue_stage:
         return 1
-    warps_per_cta = int(np.diff(x.cta_ptr).max()) if len(x.cta_ptr) > 1 else 1
-    resident = int(x.launch_slots.max()) * warps_per_cta if len(x.launch_slots) else 1
-    per_inst = int(np.diff(x.inst_ptr).max()) if len(x.inst_ptr) > 1 else 1
-    return max(1, min(len(x.kind), resident * int(x.loads_in_flight) * per_inst))
+    return max(1, min(len(x.kind), _resident_requests(x)[1]))
 
 
 def run(inputs: DesInputs, *, record: bool = False, nbins: int = 1024) -> DesOutput:

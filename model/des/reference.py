@@ -95,7 +95,7 @@ class _Launch:
         self.leads = x.leads_per_request()
         self.lines = x.lines_per_request()
         self.warp_free = {}
-        self.staged = x.sm_request_ns > 0 or float(np.max(x.issue_gap_ns)) > 0
+        self.staged = x.has_issue_stage
 
     def run(self) -> float:
         """The kernel's time: its last completion (writes complete when they leave the GPU)."""

@@ -52,6 +52,11 @@ def test_unmatched_points_and_odd_arguments_are_errors(tmp_path):
     mod = fit_module()
     (tmp_path / "plain.jsonl").write_text('{"type": "measurement", "params": {}, '
                                           '"metrics": {"bw_GBps": 1}}\n')
+    with pytest.raises(ValueError, match="no device record"):
+        mod.fit(tmp_path, tmp_path)
+    (tmp_path / "plain.jsonl").write_text('{"type": "device", "sm_count": 132}\n'
+                                          '{"type": "measurement", "params": {}, '
+                                          '"metrics": {"bw_GBps": 1}}\n')
     with pytest.raises(ValueError, match="expected one point"):
         mod.fit(tmp_path, tmp_path)
     (tmp_path / "plain.jsonl").write_text("not json\n")

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hostlink.model.des.inputs import ISSUE_LINE_B
 from hostlink.model.workload import REQUEST_DTYPES, SPACE_DEVICE, RequestStream
 from hostlink.traces.coalescer import REDUCTION_PREFIX, SECTOR_B
 from hostlink.traces.emulator.emit import plan_launch
@@ -67,7 +68,6 @@ def _steps(kernel: str, id_bytes: int):
 
 #: edges of one batch of :func:`trip_lines` (bounds its working memory)
 TRIP_LINES_BATCH_EDGES = 1 << 23
-ISSUE_LINE_B = 128
 
 
 def trip_lines(csr, plan, variant: str, base: int, width_B: int) -> np.ndarray:

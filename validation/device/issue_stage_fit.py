@@ -27,15 +27,16 @@ import sys
 from pathlib import Path
 from statistics import median
 
+from hostlink.traces.coalescer import LINE_B, SECTOR_B
+
 LINES = 32                  # lines of a strided load: one per lane
-SECTOR_B = 32
-LINE_B = 128
-SM_COUNT = 132              # the lent H100s (plain.jsonl's device record)
 
 
-def medians(path: str | Path) -> dict[tuple, float]:
-    """Median bw_GBps per measured point, keyed by its parameters."""
+def medians(path: str | Path) -> tuple[dict[tuple, float], int]:
+    """Median bw_GBps per measured point, keyed by its parameters, and the GPU's SM
+    count (the program's device record)."""
     reps: dict[tuple, list[float]] = {}
+    sm_count = None
     for line_no, line in enumerate(Path(path).read_text().splitlines(), 1):
         if not line.strip():
             continue
@@ -43,11 +44,15 @@ def medians(path: str | Path) -> dict[tuple, float]:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}:{line_no}: not JSON ({exc})") from None
+        if rec.get("type") == "device":
+            sm_count = int(rec["sm_count"])
         if rec.get("type") != "measurement":
             continue
         key = tuple(sorted((k, v) for k, v in rec["params"].items()))
         reps.setdefault(key, []).append(float(rec["metrics"]["bw_GBps"]))
-    return {k: median(v) for k, v in reps.items()}
+    if sm_count is None:
+        raise ValueError(f"{path}: no device record (its SM count)")
+    return {k: median(v) for k, v in reps.items()}, sm_count
 
 
 def round_ns(points: dict, *, pattern: str, memory_mode: str, warps: int,
@@ -67,8 +72,8 @@ def round_ns(points: dict, *, pattern: str, memory_mode: str, warps: int,
 
 
 def fit(request_cost_dir: str | Path, request_share_dir: str | Path) -> dict:
-    cost = medians(Path(request_cost_dir) / "plain.jsonl")
-    share = medians(Path(request_share_dir) / "plain.jsonl")
+    cost, _ = medians(Path(request_cost_dir) / "plain.jsonl")
+    share, sm_count = medians(Path(request_share_dir) / "plain.jsonl")
     out: dict = {"rounds_ns": {}}
     for key, mode in (("request_gap_ns", "device"), ("host_request_gap_ns", "zerocopy")):
         one = round_ns(cost, pattern="coalesced", memory_mode=mode, warps=1)
@@ -82,7 +87,7 @@ def fit(request_cost_dir: str | Path, request_share_dir: str | Path) -> dict:
     per_sm = 8
     sm = []
     for chunk in (128, 4096):
-        r = round_ns(share, pattern="strided", memory_mode="device", warps=per_sm * SM_COUNT,
+        r = round_ns(share, pattern="strided", memory_mode="device", warps=per_sm * sm_count,
                      chunk_B=chunk)
         out["rounds_ns"][f"device/{per_sm} warps per SM/strided {chunk} B"] = round(r, 1)
         sm.append(r / (per_sm * LINES))
