@@ -115,41 +115,90 @@ def _key_less(t1, k1, s1, t2, k2, s2):
     return t1 < t2 or (t1 == t2 and (k1 < k2 or (k1 == k2 and s1 < s2)))
 
 
+# The issue stage's events live in a 4-ary min-heap of records (t, s, k, r, sm, end,
+# raw): time, sequence, scheduling time, request, the request's SM, the end of its
+# instruction's requests and the warp's running issue time that gave t (t is
+# k + (raw - k), as a SimPy timeout's), all float64 (exact below 2^53), one row per
+# entry; the SM, the end and raw ride along so that an arrival needs no lookups by
+# request and its instruction's next arrival gets the time the issue loop gave it.
+# Entries are ordered by (t, s) alone: every entry is pushed with k = now, and both
+# now and the sequence only grow while the heap holds anything (it is empty between
+# launches), so (t, s) orders them as (t, k, s) does.
+_H_T, _H_S, _H_K, _H_R, _H_SM, _H_END, _H_RAW = 0, 1, 2, 3, 4, 5, 6
+_H_COLS = 7
+
+
 @njit(cache=True, inline="always")
-def _heap_push(ht, hk, hs, hr, n, t, k, s, r):
-    """Push (t, k, s, r) onto the binary heap of ``n`` entries; returns the new size."""
+def _heap_push(h, n, t, k, s, r, sm, end, raw):
+    """Push (t, k, s, r, sm, end, raw) onto the heap of ``n`` entries; returns the new
+    size."""
+    fs_ = float(s)
     i = n
     while i > 0:
-        p = (i - 1) >> 1
-        if not _key_less(t, k, s, ht[p], hk[p], hs[p]):
+        p = (i - 1) >> 2
+        tp = h[p, _H_T]
+        if t > tp or (t == tp and fs_ > h[p, _H_S]):
             break
-        ht[i], hk[i], hs[i], hr[i] = ht[p], hk[p], hs[p], hr[p]
+        for c in range(_H_COLS):
+            h[i, c] = h[p, c]
         i = p
-    ht[i], hk[i], hs[i], hr[i] = t, k, s, r
+    h[i, 0] = t
+    h[i, 1] = fs_
+    h[i, 2] = k
+    h[i, 3] = float(r)
+    h[i, 4] = float(sm)
+    h[i, 5] = float(end)
+    h[i, 6] = raw
     return n + 1
 
 
 @njit(cache=True, inline="always")
-def _heap_pop(ht, hk, hs, hr, n):
-    """Remove the least entry of the heap of ``n`` entries; returns the new size."""
-    n -= 1
-    t, k, s, r = ht[n], hk[n], hs[n], hr[n]
+def _heap_sift_down(h, n, t, s, k, r, sm, end, raw):
+    """Put (t, s, k, r, sm, end, raw) at the root of the heap of ``n`` entries (the root's
+    old entry is dropped) and move it down to its place."""
     i = 0
     while True:
-        c = 2 * i + 1
+        c = 4 * i + 1
         if c >= n:
             break
-        if c + 1 < n and _key_less(ht[c + 1], hk[c + 1], hs[c + 1], ht[c], hk[c], hs[c]):
-            c += 1
-        if not _key_less(ht[c], hk[c], hs[c], t, k, s):
+        # the least of up to four children
+        m = c
+        tm, sm_ = h[c, _H_T], h[c, _H_S]
+        last = min(c + 4, n)
+        for j in range(c + 1, last):
+            tj = h[j, _H_T]
+            if tj < tm or (tj == tm and h[j, _H_S] < sm_):
+                m, tm, sm_ = j, tj, h[j, _H_S]
+        if t < tm or (t == tm and s < sm_):
             break
-        ht[i], hk[i], hs[i], hr[i] = ht[c], hk[c], hs[c], hr[c]
-        i = c
-    ht[i], hk[i], hs[i], hr[i] = t, k, s, r
+        for c in range(_H_COLS):
+            h[i, c] = h[m, c]
+        i = m
+    h[i, 0] = t
+    h[i, 1] = s
+    h[i, 2] = k
+    h[i, 3] = r
+    h[i, 4] = sm
+    h[i, 5] = end
+    h[i, 6] = raw
+
+
+@njit(cache=True, inline="always")
+def _heap_pop(h, n):
+    """Remove the least entry of the heap of ``n`` entries; returns the new size."""
+    n -= 1
+    _heap_sift_down(h, n, h[n, 0], h[n, 1], h[n, 2], h[n, 3], h[n, 4], h[n, 5], h[n, 6])
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _heap_replace_top(h, n, t, k, s, r, raw):
+    """Replace the least entry of the heap of ``n`` entries by (t, k, s, r, raw) with
+    the root's SM and end; the size stays ``n``."""
+    _heap_sift_down(h, n, t, float(s), k, float(r), h[0, _H_SM], h[0, _H_END], raw)
+
+
+@njit(cache=True, inline="always")
 def _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record,
            kind, need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, dev_ns, iommu_ns,
            walk, walker_free, walk_ns, dev_lat, half_rtt):
@@ -241,10 +290,7 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
     warp_free = np.zeros(n_warp, dtype=np.float64)
     sm_free = np.zeros(max(sm_count, 1), dtype=np.float64)
     sm_last = np.zeros(max(sm_count, 1), dtype=np.float64)   # when its last line left
-    ht = np.empty(heap_cap, dtype=np.float64)
-    hk = np.empty(heap_cap, dtype=np.float64)
-    hs = np.empty(heap_cap, dtype=np.int64)
-    hr = np.empty(heap_cap, dtype=np.int64)
+    heap = np.empty((heap_cap, _H_COLS), dtype=np.float64)
     n_heap = 0
 
     # rings: queue q holds slots base[q] .. base[q] + caps[q] - 1 (caps powers of two)
@@ -319,17 +365,22 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                     warp_busy[w] += 1
                     t = max(now, warp_free[w])
                     charged = -1
+                    first_raw = 0.0
+                    first_s = 0
                     for r in range(inst_ptr[i], inst_ptr[i + 1]):
                         if staged and (kind[r] == HOST_READ or kind[r] == DEVICE_READ):
                             # reaches its SM's queue when the warp has sent the ones
                             # before it (an event even when that is now: the SM takes
-                            # its requests in the order they reach it)
+                            # its requests in the order they reach it). Only the
+                            # instruction's first arrival enters the heap; the next
+                            # takes its place when it is popped (below)
                             if charged >= 0 and leads[r]:
                                 t += issue_gap[kind[r]]
+                            if charged < 0:
+                                first_raw = t
+                                first_s = st[_I_SEQ]
                             charged = r
                             stats[_S_ISSUE] += t - now
-                            n_heap = _heap_push(ht, hk, hs, hr, n_heap, now + (t - now), now,
-                                                st[_I_SEQ], r)
                             st[_I_SEQ] += 1
                             t += (nlines[r] - 1) * issue_gap[kind[r]]   # its other lines
                             continue
@@ -384,6 +435,12 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                         st[_I_SEQ] += 1
                     if charged >= 0:
                         warp_free[w] = t + issue_gap[kind[charged]]
+                        r = inst_ptr[i]
+                        while not (kind[r] == HOST_READ or kind[r] == DEVICE_READ):
+                            r += 1
+                        n_heap = _heap_push(heap, n_heap, now + (first_raw - now), now, first_s,
+                                            r, cta_slot[cta_of[w]] % sm_count, inst_ptr[i + 1],
+                                            first_raw)
             n_ready = 0
 
             # the next event: the earliest queue head; among equal times the one
@@ -398,42 +455,62 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                     t = qt[h]
                     if best < 0 or _key_less(t, qk[h], qs[h], bt, bk, bs):
                         best, bt, bk, bs = q, t, qk[h], qs[h]
-            if n_heap > 0 and (best < 0 or _key_less(ht[0], hk[0], hs[0], bt, bk, bs)):
-                best, bt = _NQ, ht[0]
-                r = hr[0]
-                n_heap = _heap_pop(ht, hk, hs, hr, n_heap)
-            elif best < 0:
-                break
-            else:
-                r = qr[base[best] + head[best]]
-                head[best] = (head[best] + 1) & mask[best]
-                cnt[best] -= 1
-            fs[_F_NOW] = bt
-            now = bt
-
-            if best == _NQ:
-                if r >= 0:
-                    # reaches its SM: leaves it first come first served
-                    sm = cta_slot[cta_of[warp_of[inst_of[r]]]] % sm_count
-                    if leads[r]:
-                        # its last line reaches the SM (k - 1) gaps after its first and
-                        # leaves after the SM's k turns; the SM is busy for those k turns
-                        # only (between them it serves others: no idle time is held)
-                        more = nlines[r] - 1
-                        turn = max(now, sm_free[sm])
-                        t = max(now + more * issue_gap[kind[r]], turn + more * sm_req_ns)
-                        sm_free[sm] = turn + (more + 1) * sm_req_ns
-                        sm_last[sm] = t
-                    else:   # its line's first request reached the SM just before it
-                        t = sm_last[sm]
-                    if t > now:
-                        stats[_S_ISSUE] += t - now
-                        n_heap = _heap_push(ht, hk, hs, hr, n_heap, now + (t - now), now,
-                                            st[_I_SEQ], -1 - r)
-                        st[_I_SEQ] += 1
-                        continue
-                else:
+            # the issue stage's events that come first. An arrival that has to queue at
+            # its SM changes nothing but the heap: the next one is taken here at once
+            # (the queues' heads, credits, slots and ready warps are as they were)
+            entering = False
+            while n_heap > 0 and (best < 0 or _key_less(heap[0, _H_T], heap[0, _H_K],
+                                                        int(heap[0, _H_S]), bt, bk, bs)):
+                now = heap[0, _H_T]
+                fs[_F_NOW] = now
+                r = int(heap[0, _H_R])
+                if r < 0:               # leaves its SM
                     r = -1 - r
+                    n_heap = _heap_pop(heap, n_heap)
+                    entering = True
+                    break
+                # reaches its SM: leaves it first come first served
+                sm = int(heap[0, _H_SM])
+                if leads[r]:
+                    # its last line reaches the SM (k - 1) gaps after its first and
+                    # leaves after the SM's k turns; the SM is busy for those k turns
+                    # only (between them it serves others: no idle time is held)
+                    more = nlines[r] - 1
+                    turn = max(now, sm_free[sm])
+                    t = max(now + more * issue_gap[kind[r]], turn + more * sm_req_ns)
+                    sm_free[sm] = turn + (more + 1) * sm_req_ns
+                    sm_last[sm] = t
+                else:   # its line's first request reached the SM just before it
+                    t = sm_last[sm]
+                # the next staged request of its instruction (if any) arrives after
+                # its lines, with the sequence number it was given at issue (each
+                # write between them took one); it takes the root's place
+                end = int(heap[0, _H_END])
+                r2 = r + 1
+                while r2 < end and not (kind[r2] == HOST_READ or kind[r2] == DEVICE_READ):
+                    r2 += 1
+                if r2 < end:
+                    raw = heap[0, _H_RAW] + (nlines[r] - 1) * issue_gap[kind[r]]
+                    if leads[r2]:
+                        raw += issue_gap[kind[r2]]
+                    k_iss = heap[0, _H_K]
+                    _heap_replace_top(heap, n_heap, k_iss + (raw - k_iss), k_iss,
+                                      int(heap[0, _H_S]) + (r2 - r), r2, raw)
+                    if t > now:         # (now + delay: a timeout's time in SimPy)
+                        n_heap = _heap_push(heap, n_heap, now + (t - now), now, st[_I_SEQ],
+                                            -1 - r, sm, 0, 0.0)
+                elif t > now:           # its leave takes the root's place
+                    _heap_replace_top(heap, n_heap, now + (t - now), now, st[_I_SEQ], -1 - r,
+                                      0.0)
+                else:
+                    n_heap = _heap_pop(heap, n_heap)
+                if t > now:
+                    stats[_S_ISSUE] += t - now
+                    st[_I_SEQ] += 1
+                    continue
+                entering = True
+                break
+            if entering:
                 # leaves its SM: enters its path
                 if record:
                     ready_t[r] = now
@@ -441,6 +518,13 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                        record, kind, need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns,
                        dev_ns, iommu_ns, walk, walker_free, walk_ns, dev_lat, half_rtt)
                 continue
+            if best < 0:
+                break
+            r = qr[base[best] + head[best]]
+            head[best] = (head[best] + 1) & mask[best]
+            cnt[best] -= 1
+            fs[_F_NOW] = bt
+            now = bt
             if best == _Q_WALK:  # translated: now wait for credits
                 if record:
                     ready_t[r] = now
