@@ -124,7 +124,7 @@ MIN_LOADS_PER_WARP = 8
 REFERENCE_LOADS_IN_FLIGHT = (Path(__file__).resolve().parents[1] / "validation" / "results"
                              / "h200" / "sass" / "loads_in_flight.json")
 _CACHE_OPERATOR = {"default": 0, "cg": 1, "cv": 2}          # zc_common.cuh: enum Cache
-_PATTERN = {"coalesced": 0, "strided": 1, "random": 2}      # zc_common.cuh: enum Pattern
+_PATTERN = {"coalesced": 0, "strided": 1, "random": 2, "scatter": 3}   # zc_common.cuh: enum Pattern
 
 
 # ----------------------------------------------------------------------------
@@ -440,6 +440,13 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     that is not known."""
     bench = params["benchmark"]
     pattern = params.get("pattern", "coalesced")
+    op = params.get("op", "load")
+    if op != "load":
+        raise TwinError(f"case '{case}': op '{op}' has no twin: the twins model loads "
+                        "(device-memory writes: validation/results/h100/write_cost)")
+    if pattern == "scatter":
+        raise TwinError(f"case '{case}': pattern 'scatter' has no twin: which level (L1, L2, "
+                        "DRAM) serves each lane's line is not modelled")
     bpl = int(params.get("bytes_per_lane", 4))
     blk = 32 * bpl
     unroll = int(params.get("unroll", 4 if bench == "zc_read" else 1))

@@ -16,6 +16,16 @@
 //              (seed, w, j) among the region_B / blk blocks of the first
 //              region_B bytes: random 128 B lines (for 4 B per lane) over
 //              regions from KBs to GBs.
+//   scatter    as random, but each lane draws its own word (bytes_per_lane
+//              wide) among the region_B / bytes_per_lane words: one load
+//              instruction touches up to 32 random lines (a gather of
+//              neighbour labels; PageRank's scattered reductions with --op).
+//
+// `op` (default load) turns the accesses into writes, 4 B per lane: `store`
+// writes the word, `red` adds 1 to it with an atomic whose result no thread
+// uses (a RED instruction). Writes are not waited for: a warp issues its next
+// one at once, so `unroll` has no meaning for them (only 1 is accepted).
+// Measurement records carry "op" only when it is not a load.
 //
 // `unroll` loads are issued before their values are used (independent loads
 // in flight per warp). Each measurement moves bytes_B = min(total_B,
@@ -38,7 +48,8 @@
 
 namespace zc {
 
-enum Pattern { kCoalesced = 0, kStrided = 1, kRandom = 2 };
+enum Pattern { kCoalesced = 0, kStrided = 1, kRandom = 2, kScatter = 3 };
+enum Op { kLoad = 0, kStore = 1, kRed = 2 };
 enum Cache { kDefault = 0, kCg = 1, kCv = 2 };
 
 __host__ __device__ inline uint64_t mix64(uint64_t x) {
@@ -122,6 +133,24 @@ __global__ void read_kernel(Launch L) {
           if (j + u < per_chunk) acc += W::fold(v[u]);
       }
     }
+  } else if (PATTERN == kScatter) {
+    const uint64_t per_warp = (L.nblocks + nwarps - 1) / nwarps;
+    const uint64_t first = warp * per_warp;
+    const uint64_t last = min(L.nblocks, first + per_warp);
+    const uint64_t words = L.region_blocks * 32;
+    for (uint64_t j = first; j < last; j += UNROLL) {
+      typename W::T v[UNROLL];
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) {
+        if (j + u < last) {
+          uint64_t word = mix64(L.seed ^ mix64((j + u) * 32 + lane)) % words;
+          v[u] = load<BPL, CACHE>(L.buf + word * BPL);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u)
+        if (j + u < last) acc += W::fold(v[u]);
+    }
   } else {  // random
     const uint64_t per_warp = (L.nblocks + nwarps - 1) / nwarps;
     const uint64_t first = warp * per_warp;
@@ -143,6 +172,47 @@ __global__ void read_kernel(Launch L) {
   if (acc == 0x9e3779b9u) L.sink[0] = acc;  // keeps the loads; never true for the fill pattern
 }
 
+// The same patterns written, 4 B per lane, one write at a time per thread (the
+// addresses of read_kernel<4, *, 1, PATTERN>). The value written keeps no two
+// lanes' stores equal.
+template <int OP>
+__device__ __forceinline__ void write_word(const char* p, unsigned v) {
+  unsigned* q = reinterpret_cast<unsigned*>(const_cast<char*>(p));
+  if (OP == kRed)
+    atomicAdd(q, 1u);  // result unused: compiled to RED.E.ADD
+  else
+    *q = v;
+}
+
+template <int OP, int PATTERN>
+__global__ void write_kernel(Launch L) {
+  const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  const uint64_t nthreads = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  const uint64_t warp = tid / 32, nwarps = nthreads / 32;
+  const unsigned lane = threadIdx.x % 32;
+  if (PATTERN == kCoalesced) {
+    const char* base = L.buf + L.offset_B + lane * 4;
+    for (uint64_t b = warp; b < L.nblocks; b += nwarps) write_word<OP>(base + b * 128, static_cast<unsigned>(b));
+  } else if (PATTERN == kStrided) {
+    const uint64_t per_chunk = L.chunk_B / 4;
+    for (uint64_t c = tid; c < L.nblocks; c += nthreads)
+      for (uint64_t j = 0; j < per_chunk; ++j) write_word<OP>(L.buf + c * L.chunk_B + j * 4, static_cast<unsigned>(j));
+  } else {
+    const uint64_t per_warp = (L.nblocks + nwarps - 1) / nwarps;
+    const uint64_t first = warp * per_warp;
+    const uint64_t last = min(L.nblocks, first + per_warp);
+    for (uint64_t j = first; j < last; ++j) {
+      if (PATTERN == kScatter) {
+        uint64_t word = mix64(L.seed ^ mix64(j * 32 + lane)) % (L.region_blocks * 32);
+        write_word<OP>(L.buf + word * 4, static_cast<unsigned>(j));
+      } else {
+        uint64_t line = mix64(L.seed ^ mix64(j)) % L.region_blocks;
+        write_word<OP>(L.buf + line * 128 + lane * 4, static_cast<unsigned>(j));
+      }
+    }
+  }
+}
+
 using KernelFn = void (*)(Launch);
 
 template <int BPL, int CACHE, int UNROLL>
@@ -150,7 +220,17 @@ KernelFn pick_pattern(int pattern) {
   switch (pattern) {
     case kCoalesced: return read_kernel<BPL, CACHE, UNROLL, kCoalesced>;
     case kStrided: return read_kernel<BPL, CACHE, UNROLL, kStrided>;
+    case kScatter: return read_kernel<BPL, CACHE, UNROLL, kScatter>;
     default: return read_kernel<BPL, CACHE, UNROLL, kRandom>;
+  }
+}
+template <int OP>
+KernelFn pick_write_pattern(int pattern) {
+  switch (pattern) {
+    case kCoalesced: return write_kernel<OP, kCoalesced>;
+    case kStrided: return write_kernel<OP, kStrided>;
+    case kScatter: return write_kernel<OP, kScatter>;
+    default: return write_kernel<OP, kRandom>;
   }
 }
 template <int BPL, int CACHE>
@@ -170,7 +250,9 @@ KernelFn pick_cache(int cache, int unroll, int pattern) {
     default: return pick_unroll<BPL, kCv>(unroll, pattern);
   }
 }
-inline KernelFn pick(int bpl, int cache, int unroll, int pattern) {
+inline KernelFn pick(int bpl, int cache, int unroll, int pattern, int op) {
+  if (op == kStore) return pick_write_pattern<kStore>(pattern);
+  if (op == kRed) return pick_write_pattern<kRed>(pattern);
   switch (bpl) {
     case 4: return pick_cache<4>(cache, unroll, pattern);
     case 8: return pick_cache<8>(cache, unroll, pattern);
@@ -196,10 +278,11 @@ struct Defaults {
 
 inline int run(int argc, char** argv, const char* name, const char* summary, const Defaults& def) {
   hl::Args args(name, summary);
-  args.flag("pattern", def.pattern, "access patterns: coalesced, strided, random (list)");
+  args.flag("pattern", def.pattern, "access patterns: coalesced, strided, random, scatter (list)");
   args.flag("offset-B", "0", "coalesced: start offset from a 128 B boundary (list)");
   args.flag("chunk-B", "4096", "strided: bytes per thread chunk (list)");
-  args.flag("region-B", "1GiB", "random: region the random blocks are drawn from (list)");
+  args.flag("region-B", "1GiB", "random, scatter: region the random blocks (words) are drawn from (list)");
+  args.flag("op", "load", "what each lane does to its word: load, store, red (4 B atomic add, result unused) (list)");
   args.flag("bytes-per-lane", "4", "bytes each lane loads per instruction: 4, 8, 16 (list)");
   args.flag("memory-mode", "zerocopy", "where the buffer lives: zerocopy, registered, uvm_accessedby, device (list)");
   args.flag("warps", def.warps, "warps in the grid, 0 = as many as fit on the GPU at once (list)");
@@ -207,12 +290,14 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
   args.flag("cache", "default", "load cache operator: default, cg, cv (list)");
   args.flag("total-B", def.total_B, "useful bytes each measurement reads at most");
   args.flag("max-per-warp-B", def.max_per_warp_B, "useful bytes one warp reads at most per measurement");
+  args.flag("warps-per-block", "0", "warps per block: 1 to 32; 0 = the largest of 8, 4, 2, 1 that spreads the blocks over every SM (a block larger than its share of warps puts the warps on fewer SMs)");
   args.flag("reps", "5", "timed repetitions per point");
   args.flag("seed", "1", "seed of the random pattern");
   args.flag("device", "0", "CUDA device ordinal");
   args.parse(argc, argv);
 
-  auto patterns = args.choices("pattern", {"coalesced", "strided", "random"});
+  auto patterns = args.choices("pattern", {"coalesced", "strided", "random", "scatter"});
+  auto ops = args.choices("op", {"load", "store", "red"});
   auto offsets = args.sizes("offset-B");
   auto chunks = args.sizes("chunk-B");
   auto regions = args.sizes("region-B");
@@ -224,6 +309,8 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
   uint64_t total_B = args.size("total-B");
   uint64_t max_per_warp_B = args.size("max-per-warp-B");
   int reps = static_cast<int>(args.integer("reps"));
+  const long long wpb_req = args.integer("warps-per-block");
+  if (wpb_req < 0 || wpb_req > 32) hl::fail(hl::kExitUsage, "usage", "--warps-per-block: %lld is not 0 (auto) or 1 to 32", wpb_req);
   uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
   for (auto b : bpls)
     if (b != 4 && b != 8 && b != 16) hl::fail(hl::kExitUsage, "usage", "--bytes-per-lane: %lld is not 4, 8 or 16", (long long)b);
@@ -237,6 +324,15 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
     if (c == 0 || c % 16) hl::fail(hl::kExitUsage, "usage", "--chunk-B: %llu must be a positive multiple of 16", (unsigned long long)c);
   for (auto r : regions)
     if (r < 512) hl::fail(hl::kExitUsage, "usage", "--region-B: %llu is below one 512 B block", (unsigned long long)r);
+  for (const auto& o : ops)
+    if (o != "load") {
+      for (auto b : bpls)
+        if (b != 4) hl::fail(hl::kExitUsage, "usage", "--op %s: writes are 4 B per lane, not --bytes-per-lane %lld", o.c_str(), (long long)b);
+      for (auto u : unrolls)
+        if (u != 1) hl::fail(hl::kExitUsage, "usage", "--op %s: writes are not waited for, so --unroll must be 1, not %lld", o.c_str(), (long long)u);
+      for (const auto& c : caches)
+        if (c != "default") hl::fail(hl::kExitUsage, "usage", "--op %s: --cache is a load's operator; writes take only default, not %s", o.c_str(), c.c_str());
+    }
   if (reps < 1 || total_B < 512 || max_per_warp_B < 512) hl::fail(hl::kExitUsage, "usage", "--reps >= 1, --total-B and --max-per-warp-B >= 512 B");
 
   hl::DeviceInfo dev = hl::query_device(static_cast<int>(args.integer("device")));
@@ -246,7 +342,7 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
   // One buffer per memory mode, large enough for every point.
   uint64_t need = total_B + 4096;
   for (const auto& p : patterns)
-    if (p == "random")
+    if (p == "random" || p == "scatter")
       for (auto r : regions) need = std::max(need, r);
   need = hl::round_up(need, 4096);
 
@@ -273,80 +369,85 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
       hl::apply_advice(buf);
     }
     for (const auto& pname : patterns) {
-      int pattern = pname == "coalesced" ? kCoalesced : pname == "strided" ? kStrided : kRandom;
+      int pattern = pname == "coalesced" ? kCoalesced : pname == "strided" ? kStrided
+                  : pname == "random" ? kRandom : kScatter;
       const std::vector<uint64_t>& knob = pattern == kCoalesced ? offsets : pattern == kStrided ? chunks : regions;
       for (uint64_t k : knob)
         for (auto bpl : bpls)
           for (auto w_req : warps_list)
             for (auto unroll : unrolls)
-              for (const auto& cname : caches) {
-                int cache = cname == "default" ? kDefault : cname == "cg" ? kCg : kCv;
-                KernelFn fn = pick(static_cast<int>(bpl), cache, static_cast<int>(unroll), pattern);
-                int occ_blocks = 0;
-                uint64_t warps = static_cast<uint64_t>(w_req);
-                if (warps == 0) {
-                  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_blocks, fn, 256, 0));
-                  warps = static_cast<uint64_t>(occ_blocks) * dev.sm_count * 8;
-                }
-                int wpb = warps_per_block(warps, dev.sm_count);
-                uint64_t grid = warps / wpb;
-                CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_blocks, fn, wpb * 32, 0));
-                uint64_t resident = std::min<uint64_t>(grid, static_cast<uint64_t>(occ_blocks) * dev.sm_count) * wpb;
-                uint64_t blk = 32ull * bpl;
-                uint64_t bytes = std::min<uint64_t>(total_B, warps * max_per_warp_B);
-                Launch L{};
-                L.buf = static_cast<const char*>(buf.dev);
-                L.sink = sink;
-                L.seed = seed;
-                if (pattern == kCoalesced) {
-                  L.offset_B = k;
-                  L.nblocks = bytes / blk;
-                  bytes = L.nblocks * blk;
-                } else if (pattern == kStrided) {
-                  if (k > total_B) hl::fail(hl::kExitUsage, "usage", "--chunk-B %llu exceeds --total-B", (unsigned long long)k);
-                  if (k % bpl) hl::fail(hl::kExitUsage, "usage", "--chunk-B %llu is not a multiple of %lld", (unsigned long long)k, (long long)bpl);
-                  L.chunk_B = k;
-                  L.nblocks = std::max<uint64_t>(1, bytes / k);
-                  bytes = L.nblocks * k;
-                } else {
-                  L.region_blocks = std::max<uint64_t>(1, k / blk);
-                  L.nblocks = bytes / blk;
-                  bytes = L.nblocks * blk;
-                }
-                fn<<<static_cast<unsigned>(grid), wpb * 32, 0, stream>>>(L);  // warm-up
-                LAUNCH_CHECK("read_kernel");
-                CUDA_CHECK(cudaStreamSynchronize(stream));
-                for (int rep = 0; rep < reps; ++rep) {
-                  flusher.flush(stream);
-                  timer.start(stream);
-                  fn<<<static_cast<unsigned>(grid), wpb * 32, 0, stream>>>(L);
+              for (const auto& cname : caches)
+                for (const auto& oname : ops) {
+                  int cache = cname == "default" ? kDefault : cname == "cg" ? kCg : kCv;
+                  int op = oname == "load" ? kLoad : oname == "store" ? kStore : kRed;
+                  KernelFn fn = pick(static_cast<int>(bpl), cache, static_cast<int>(unroll), pattern, op);
+                  int occ_blocks = 0;
+                  uint64_t warps = static_cast<uint64_t>(w_req);
+                  if (warps == 0) {
+                    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_blocks, fn, 256, 0));
+                    warps = static_cast<uint64_t>(occ_blocks) * dev.sm_count * 8;
+                  }
+                  int wpb = wpb_req ? static_cast<int>(wpb_req) : warps_per_block(warps, dev.sm_count);
+                  if (warps % wpb) hl::fail(hl::kExitUsage, "usage", "--warps %llu is not a multiple of --warps-per-block %d", (unsigned long long)warps, wpb);
+                  uint64_t grid = warps / wpb;
+                  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_blocks, fn, wpb * 32, 0));
+                  uint64_t resident = std::min<uint64_t>(grid, static_cast<uint64_t>(occ_blocks) * dev.sm_count) * wpb;
+                  uint64_t blk = 32ull * bpl;
+                  uint64_t bytes = std::min<uint64_t>(total_B, warps * max_per_warp_B);
+                  Launch L{};
+                  L.buf = static_cast<const char*>(buf.dev);
+                  L.sink = sink;
+                  L.seed = seed;
+                  if (pattern == kCoalesced) {
+                    L.offset_B = k;
+                    L.nblocks = bytes / blk;
+                    bytes = L.nblocks * blk;
+                  } else if (pattern == kStrided) {
+                    if (k > total_B) hl::fail(hl::kExitUsage, "usage", "--chunk-B %llu exceeds --total-B", (unsigned long long)k);
+                    if (k % bpl) hl::fail(hl::kExitUsage, "usage", "--chunk-B %llu is not a multiple of %lld", (unsigned long long)k, (long long)bpl);
+                    L.chunk_B = k;
+                    L.nblocks = std::max<uint64_t>(1, bytes / k);
+                    bytes = L.nblocks * k;
+                  } else {
+                    L.region_blocks = std::max<uint64_t>(1, k / blk);
+                    L.nblocks = bytes / blk;
+                    bytes = L.nblocks * blk;
+                  }
+                  fn<<<static_cast<unsigned>(grid), wpb * 32, 0, stream>>>(L);  // warm-up
                   LAUNCH_CHECK("read_kernel");
-                  timer.stop(stream);
-                  double ms = timer.ms();
-                  hl::Json j;
-                  j.str("type", "measurement").str("benchmark", name);
-                  j.begin("params").str("pattern", pname);
-                  if (pattern == kCoalesced) j.uinteger("offset_B", k);
-                  if (pattern == kStrided) j.uinteger("chunk_B", k);
-                  if (pattern == kRandom) j.uinteger("region_B", k);
-                  j.integer("bytes_per_lane", bpl)
-                      .str("memory_mode", mode_name)
-                      .integer("warps", w_req)
-                      .integer("unroll", unroll)
-                      .str("cache", cname)
-                      .end();
-                  j.integer("rep", rep);
-                  j.begin("metrics")
-                      .num("time_ms", ms)
-                      .num("bw_GBps", bytes / (ms * 1e-3) / 1e9)
-                      .uinteger("bytes_B", bytes)
-                      .uinteger("warps_launched", warps)
-                      .uinteger("warps_resident", resident)
-                      .integer("warps_per_block", wpb)
-                      .end();
-                  j.print();
+                  CUDA_CHECK(cudaStreamSynchronize(stream));
+                  for (int rep = 0; rep < reps; ++rep) {
+                    flusher.flush(stream);
+                    timer.start(stream);
+                    fn<<<static_cast<unsigned>(grid), wpb * 32, 0, stream>>>(L);
+                    LAUNCH_CHECK("read_kernel");
+                    timer.stop(stream);
+                    double ms = timer.ms();
+                    hl::Json j;
+                    j.str("type", "measurement").str("benchmark", name);
+                    j.begin("params").str("pattern", pname);
+                    if (pattern == kCoalesced) j.uinteger("offset_B", k);
+                    if (pattern == kStrided) j.uinteger("chunk_B", k);
+                    if (pattern == kRandom || pattern == kScatter) j.uinteger("region_B", k);
+                    j.integer("bytes_per_lane", bpl)
+                        .str("memory_mode", mode_name)
+                        .integer("warps", w_req)
+                        .integer("unroll", unroll)
+                        .str("cache", cname);
+                    if (op != kLoad) j.str("op", oname);
+                    j.end();
+                    j.integer("rep", rep);
+                    j.begin("metrics")
+                        .num("time_ms", ms)
+                        .num("bw_GBps", bytes / (ms * 1e-3) / 1e9)
+                        .uinteger("bytes_B", bytes)
+                        .uinteger("warps_launched", warps)
+                        .uinteger("warps_resident", resident)
+                        .integer("warps_per_block", wpb)
+                        .end();
+                    j.print();
+                  }
                 }
-              }
     }
     hl::free_buffer(buf);
   }

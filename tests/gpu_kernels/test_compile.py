@@ -58,6 +58,22 @@ def test_bad_flag_is_one_json_error_line(nvcc, tmp_path):
     assert p.stderr.strip().count("\n") == 0
 
 
+@pytest.mark.parametrize("args,says", [
+    (["--op", "red", "--unroll", "4"], "--unroll must be 1"),
+    (["--op", "store", "--unroll", "1", "--bytes-per-lane", "8"], "4 B per lane"),
+    (["--op", "red", "--unroll", "1", "--cache", "cv"], "writes take only default"),
+    (["--op", "add"], "op"),
+    (["--warps-per-block", "33"], "--warps-per-block"),
+])
+def test_write_ops_refuse_what_a_write_has_not(nvcc, tmp_path, args, says):
+    # checked before any GPU is touched: one usage line, exit code 2
+    subprocess.run(["make", "-C", str(KERNELS), f"BIN={tmp_path}", f"{tmp_path}/zc_warps"], check=True,
+                   capture_output=True)
+    p = subprocess.run([str(tmp_path / "zc_warps"), *args], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stdout.startswith('{"type":"error","kind":"usage"') and says in p.stdout
+
+
 @pytest.fixture(scope="module")
 def cupti(nvcc) -> dict[str, str]:
     """Where the Makefile finds CUPTI (``make cupti``); skips where it finds none."""

@@ -56,6 +56,23 @@ def test_zc_read_patterns(bin_dir):
     assert len(m) == 4 and all(x["metrics"]["bw_GBps"] > 0 for x in m)
 
 
+def test_zc_warps_writes_and_scatter(bin_dir):
+    m = measurements(run(bin_dir, "zc_warps", "--pattern", "scatter,random", "--region-B", "64KiB",
+                         "--op", "load,store,red", "--unroll", 1, "--warps", 264, "--total-B", "4MiB",
+                         "--memory-mode", "device", "--reps", 1))
+    assert len(m) == 6 and all(x["metrics"]["bw_GBps"] > 0 for x in m)
+    # "op" is written for writes only: a load's record is as before
+    assert sorted(x["params"].get("op", "load") for x in m) == ["load", "load", "red", "red",
+                                                               "store", "store"]
+    assert sum("op" not in x["params"] for x in m) == 2
+    # a block of 16 warps puts 264 warps on 16.5 SMs' worth of blocks: refused, not rounded
+    run(bin_dir, "zc_warps", "--warps", 264, "--warps-per-block", 16, "--memory-mode", "device",
+        "--reps", 1, rc=2)
+    m = measurements(run(bin_dir, "zc_warps", "--warps", 264, "--warps-per-block", 8,
+                         "--memory-mode", "device", "--total-B", "4MiB", "--reps", 1))
+    assert m[0]["metrics"]["warps_per_block"] == 8
+
+
 def test_launch_grid(bin_dir):
     m = measurements(run(bin_dir, "launch_grid", "--ctas", "1,65536", "--work", "empty,label", "--reps", 2))
     assert len(m) == 8

@@ -719,3 +719,22 @@ def test_the_random_pattern_pays_a_round_trip_per_load_that_misses(cache):
         twin = twins.build_micro("c", params, system)
         got = twin.predict(system, "des", options)["bw_GBps"]
         assert got == pytest.approx(_one_warp_measured("h200/cv_overlap", naming), rel=0.10)
+
+
+@pytest.mark.parametrize("extra,match", [({"op": "red"}, "op 'red' has no twin"),
+                                         ({"op": "store"}, "op 'store' has no twin"),
+                                         ({"pattern": "scatter", "region_B": 1 << 24},
+                                          "pattern 'scatter' has no twin")])
+def test_write_and_scatter_points_have_no_twin(h100, extra, match):
+    # zc_warps --op store/red and --pattern scatter (validation/device/write_cost_probe.sh)
+    # are measured, not predicted: a twin that read them as plain loads would be wrong
+    params = {**zc(memory_mode="device", warps=132, unroll=1), **extra}
+    with pytest.raises(twins.TwinError, match=match):
+        twins.build_micro("micro/zc_warps/x", params, h100)
+
+
+def test_a_load_point_without_op_is_a_load(h100):
+    # the programs write "op" only for writes: a record without it is a load, as before
+    a = twins.build_micro("a", zc(memory_mode="device", warps=132, unroll=1), h100)
+    b = twins.build_micro("b", {**zc(memory_mode="device", warps=132, unroll=1), "op": "load"}, h100)
+    assert a.predict(h100, "des") == b.predict(h100, "des")
