@@ -20,10 +20,13 @@ order they became ready, a new CTA's in id order); each request issued enters
 its path at once (a read joins the credit queue and is granted if it is at
 its head and the credits are free), so requests reach the link in issue order.
 Where the SM's issue stage costs time (``issue_gap_ns``, ``sm_request_ns``),
-every read passes an eighth structure, a binary heap keyed like the queues (time, time scheduled,
+every read passes an eighth structure, a 4-ary heap ordered by (time,
 sequence), twice: once reaching its SM's queue (then it takes the SM first
-come first served) and once leaving it. Requests of different SMs leave out of
-issue order, so a ring would not stay sorted. Costs O(log n) per request.
+come first served) and once leaving it unless it leaves at once. An
+instruction holds one entry for its reads' arrivals at a time (each takes the
+last one's place), so the heap holds at most an entry per instruction in
+flight and per read queued at an SM. Requests of different SMs leave out of
+issue order, so a ring would not stay sorted. Costs O(log n) per event.
 
 The queues are rings in one flat array, each sized once from a bound it
 cannot exceed (host reads holding credits <= tags; requests issued but not done <=
@@ -281,7 +284,7 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
     warp_busy = np.zeros(n_warp, dtype=np.int64)
     # the SM issue stage: a CTA runs on the SM of its slot (slot mod sm_count); a
     # warp's requests reach its SM issue_gap apart, and leave it sm_req_ns apart.
-    # Heap entries: r, a request reaching its SM; -1 - r, one leaving it
+    # Heap entries (_H_R): r, a request reaching its SM; -1 - r, one leaving it
     cta_slot = np.zeros(n_cta, dtype=np.int64)
     max_slots = 1
     for L in range(n_launch):
