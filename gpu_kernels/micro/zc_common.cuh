@@ -173,13 +173,13 @@ __global__ void read_kernel(Launch L) {
 }
 
 // The same patterns written, 4 B per lane, one write at a time per thread (the
-// addresses of read_kernel<4, *, 1, PATTERN>). The value written keeps no two
-// lanes' stores equal.
+// addresses of read_kernel<4, *, 1, PATTERN>). A store writes the step's index;
+// nothing reads the words back.
 template <int OP>
 __device__ __forceinline__ void write_word(const char* p, unsigned v) {
   unsigned* q = reinterpret_cast<unsigned*>(const_cast<char*>(p));
   if (OP == kRed)
-    atomicAdd(q, 1u);  // result unused: compiled to RED.E.ADD
+    atomicAdd(q, 1u);  // result unused: compiled to REDG.E.ADD (sm_90)
   else
     *q = v;
 }
