@@ -387,8 +387,9 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                             st[_I_SEQ] += 1
                             t += (nlines[r] - 1) * issue_gap[kind[r]]   # its other lines
                             continue
-                        # enters its path now: _enter written out (a call here made the
-                        # engine without the stage 2.5 times slower, bench_des's streams)
+                        # enters its path now: _enter written out (a call here, inlined
+                        # or not, makes the engine without the stage 2-2.5 times slower
+                        # on bench_des's streams)
                         kd = kind[r]
                         if record:
                             ready_t[r] = now
