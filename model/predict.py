@@ -42,9 +42,15 @@ latency as above; the DES runs the stream with every request on the device path)
 
 Assumptions: compute between memory instructions is free; launches run one
 after another; the analytic critical path ignores queueing.
+
+A stream's own counts and its engine runs are kept with the stream
+(:mod:`hostlink.model.stream_memo`; the runs keyed by every part of the system but
+the ``uvm`` section): predicting one stream again on a system that differs in its
+UVM costs alone, as a UVM calibration does, replays nothing.
 """
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -128,6 +134,14 @@ def unique_useful_B(stream: RequestStream, sel: np.ndarray) -> int:
 
 
 def _common(stream: RequestStream) -> dict:
+    """The stream's own counts (computed once per stream: :mod:`hostlink.model.stream_memo`);
+    a fresh dict each call, its arrays shared."""
+    from hostlink.model.stream_memo import memoized
+    common = memoized(stream, "common", None, lambda: _count_common(stream))
+    return dict(common, requests_by_size_B=dict(common["requests_by_size_B"]))
+
+
+def _count_common(stream: RequestStream) -> dict:
     host = stream.space == SPACE_HOST
     reads = host & ~stream.is_write
     return {
@@ -300,6 +314,17 @@ def des_bound(stats: dict, kernel_ns: float, limits: dict) -> tuple[str, dict]:
 
 
 def _zerocopy_des(stream, system, common, engine="fast", nbins=1024, as_device=False) -> dict:
+    """The engine's run of ``stream`` (as device memory with ``as_device``), once per
+    stream and system less its ``uvm`` section (:mod:`hostlink.model.stream_memo`):
+    a UVM calibration replays the same kernels on every evaluation. A deep copy each
+    call: callers add to it."""
+    from hostlink.model.stream_memo import memoized, system_key_without_uvm
+    key = (system_key_without_uvm(system), engine, int(nbins), bool(as_device))
+    return copy.deepcopy(memoized(stream, "des", key, lambda: _run_des(
+        stream, system, common, engine, nbins, as_device)))
+
+
+def _run_des(stream, system, common, engine, nbins, as_device) -> dict:
     from hostlink.model.des import STAT_NAMES, simulate
     from hostlink.model.des.inputs import tag_limit
     host = common["host"]

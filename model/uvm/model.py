@@ -408,6 +408,28 @@ def _prepare(host: RequestStream, page_shift: int, block_shift: int):
     return dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids, n_pages, uniq_B
 
 
+# Streams of up to this many host requests keep their prepared accesses
+# (hostlink.model.stream_memo): a calibration predicts them on every evaluation.
+# Larger ones (traversals, predicted once or twice) do not: the arrays would add
+# about three quarters of the stream's own memory while it lives.
+PREPARED_MEMO_MAX_REQUESTS = 1 << 22
+
+
+def _fault_accesses(stream: RequestStream, host: RequestStream, fault_order: str,
+                    sm_count: int, page_shift: int, block_shift: int):
+    """:func:`_prepare` of ``host`` (the stream's host requests) in the fault order
+    asked for; kept with ``stream`` while it is small."""
+    def compute():
+        ordered = _in_fault_order(host, sm_count) if fault_order == "sm_interleaved" else host
+        return _prepare(ordered, page_shift, block_shift)
+
+    if len(host) > PREPARED_MEMO_MAX_REQUESTS:
+        return compute()
+    from hostlink.model.stream_memo import memoized
+    return memoized(stream, "uvm_accesses", (fault_order, sm_count, page_shift, block_shift),
+                    compute)
+
+
 def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bool = False,
                  accessed_by: bool = False, capacity_B: float | None = None,
                  service: str = "curve", duplicates: str = "derived", lru: str = "populate",
@@ -497,11 +519,10 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
                          host_requests=len(host), remote=remote_requests(stream),
                          per_launch=tuple(per))
 
-    if len(host) and fault_order == "sm_interleaved":
-        host = _in_fault_order(host, gpu.sm_count)
     if len(host):
         (dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids, n_pages,
-         uniq_B) = _prepare(host, page_shift, block_shift)
+         uniq_B) = _fault_accesses(stream, host, fault_order, gpu.sm_count, page_shift,
+                                   block_shift)
     else:
         dense, acc_write = np.zeros(0, np.int64), np.zeros(0, np.bool_)
         inst_ptr = warp_ptr = launch_ptr = np.zeros(1, np.int64)

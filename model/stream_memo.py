@@ -1,0 +1,57 @@
+"""Results derived from one request stream, computed once per stream.
+
+A calibration predicts the same request streams many times, changing only a few
+of the system's keys between evaluations: fitting the UVM costs changes the
+``uvm`` section alone, yet every evaluation used to count the stream's distinct
+bytes again and replay its kernel's own reads in the discrete-event engine again.
+:func:`memoized` keeps such results with the stream they came from, under a key
+that names everything else they depend on (for the engine: every part of the
+system but the ``uvm`` section).
+
+Assumptions: a :class:`~hostlink.model.workload.RequestStream` is frozen and its
+columns are not written after it is made (nothing in hostlink does); a memo lives
+as long as its stream and is dropped with it. Each kind of result keeps its most
+recent few keys only, so a sweep that changes the keys on every call holds a few
+results per stream, not one per call.
+"""
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from typing import Any, Callable, Hashable
+
+KEEP_PER_KIND = 4
+
+_MEMOS: dict[int, dict[str, OrderedDict]] = {}
+
+
+def memoized(stream, kind: str, key: Hashable, compute: Callable[[], Any],
+             keep: int = KEEP_PER_KIND) -> Any:
+    """``compute()`` for ``stream``, or its value from an earlier call with the same
+    ``kind`` and ``key``. The value is shared: callers must not change it."""
+    sid = id(stream)
+    memo = _MEMOS.get(sid)
+    if memo is None:
+        memo = _MEMOS[sid] = {}
+        weakref.finalize(stream, _MEMOS.pop, sid, None)
+    entries = memo.setdefault(kind, OrderedDict())
+    if key in entries:
+        entries.move_to_end(key)
+        return entries[key]
+    value = compute()
+    entries[key] = value
+    while len(entries) > keep:
+        entries.popitem(last=False)
+    return value
+
+
+def memo_size(stream) -> int:
+    """Results held for ``stream`` (all kinds)."""
+    return sum(len(e) for e in _MEMOS.get(id(stream), {}).values())
+
+
+def system_key_without_uvm(system) -> tuple:
+    """Everything of a system the engines read: every part but the ``uvm`` section
+    (and the name, description and provenance, which no model reads)."""
+    return (system.link, system.host, system.gpu, system.translation,
+            float(system.launch_overhead_us), float(system.level_sync_us))

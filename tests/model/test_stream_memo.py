@@ -1,0 +1,125 @@
+"""Results kept with a request stream (hostlink.model.stream_memo): predicting a
+stream again gives exactly what a fresh copy of it gives, whatever changed in
+between, and a memo goes with its stream."""
+from __future__ import annotations
+
+import dataclasses
+import gc
+
+import numpy as np
+import pytest
+
+from hostlink.model import stream_memo
+from hostlink.model.config import system_with
+from hostlink.model.predict import predict
+from hostlink.model.stream_memo import memo_size, memoized
+from hostlink.model.uvm import model as uvm_model
+from hostlink.model.uvm import simulate_uvm
+
+from test_predict import lists_stream, quiet
+
+
+def fresh(stream):
+    """The same requests in a new stream object (no memo)."""
+    return dataclasses.replace(stream, addr=stream.addr.copy())
+
+
+@pytest.fixture()
+def s():
+    return lists_stream(n_lists=1200, device_every=1)
+
+
+def same(a, b):
+    assert a.time_s == b.time_s
+    assert np.array_equal(a.per_launch_kernel_s, b.per_launch_kernel_s)
+    assert a.extra.keys() == b.extra.keys()
+
+
+def test_memoized_computes_once_per_key_and_keeps_the_latest_few():
+    class Thing:
+        pass
+
+    t = Thing()
+    calls = []
+
+    def value(k):
+        return lambda: calls.append(k) or k * 10
+
+    assert memoized(t, "kind", 1, value(1)) == 10
+    assert memoized(t, "kind", 1, value(1)) == 10
+    assert calls == [1]
+    for k in range(2, 2 + stream_memo.KEEP_PER_KIND):
+        memoized(t, "kind", k, value(k))
+    assert memo_size(t) == stream_memo.KEEP_PER_KIND     # key 1 dropped, oldest first
+    memoized(t, "kind", 1, value(1))
+    assert calls.count(1) == 2
+    memoized(t, "other", 1, value(1))                      # kinds are kept apart
+    assert calls.count(1) == 3
+
+
+def test_a_memo_goes_with_its_stream():
+    s = lists_stream(n_lists=300)
+    predict(s, quiet(), mode="uvm", fidelity="des")
+    sid = id(s)
+    assert memo_size(s) > 0
+    del s
+    gc.collect()
+    assert sid not in stream_memo._MEMOS
+
+
+@pytest.mark.parametrize("mode", ["zerocopy", "device", "uvm", "uvm_readmostly"])
+def test_a_second_prediction_equals_a_fresh_streams(s, mode):
+    system = quiet()
+    first = predict(s, system, mode=mode, fidelity="des")
+    again = predict(s, system, mode=mode, fidelity="des")
+    same(first, again)
+    same(again, predict(fresh(s), system, mode=mode, fidelity="des"))
+
+
+def test_uvm_costs_change_the_uvm_part_only(s):
+    base = quiet()
+    costly = system_with(base, {"uvm.batch_base_us": base.uvm.batch_base_us * 3})
+    a = predict(s, base, mode="uvm", fidelity="des")
+    b = predict(s, costly, mode="uvm", fidelity="des")       # reuses a's kernel run
+    assert b.time_s > a.time_s
+    same(b, predict(fresh(s), costly, mode="uvm", fidelity="des"))
+    opts = {"block_us": 20.0, "first_fault_us": 100.0}
+    c = predict(s, base, mode="uvm", fidelity="des", uvm_options=opts)
+    assert c.time_s > a.time_s
+    same(c, predict(fresh(s), base, mode="uvm", fidelity="des", uvm_options=opts))
+
+
+def test_any_other_key_runs_the_engine_again(s):
+    base = quiet()
+    slow = system_with(base, {"gpu.device_lat_ns": base.gpu.device_lat_ns * 4})
+    a = predict(s, base, mode="device", fidelity="des")
+    b = predict(s, slow, mode="device", fidelity="des")
+    assert b.time_s > a.time_s
+    same(b, predict(fresh(s), slow, mode="device", fidelity="des"))
+    narrow = system_with(base, {"link.lanes": 4})
+    z = predict(s, base, mode="zerocopy", fidelity="des")
+    assert predict(s, narrow, mode="zerocopy", fidelity="des").time_s > z.time_s
+
+
+def test_changing_a_prediction_changes_no_later_one(s):
+    system = quiet()
+    a = predict(s, system, mode="device", fidelity="des")
+    a.extra["des"]["stats"]["host_reads"] = -1.0
+    a.requests_by_size_B.clear()
+    b = predict(s, system, mode="device", fidelity="des")
+    assert b.extra["des"]["stats"]["host_reads"] != -1.0
+    assert b.requests_by_size_B
+
+
+def test_uvm_accesses_are_kept_for_small_streams_only(s, monkeypatch):
+    system = quiet()
+    simulate_uvm(s, system)
+    kept = memo_size(s)
+    assert kept == 1
+    big = fresh(s)
+    monkeypatch.setattr(uvm_model, "PREPARED_MEMO_MAX_REQUESTS", 10)
+    r_big = simulate_uvm(big, system)
+    assert memo_size(big) == 0
+    r = simulate_uvm(s, system)                      # from the memo
+    assert r.service_time_s == r_big.service_time_s
+    assert r.faults == r_big.faults and r.h2d_B == r_big.h2d_B
