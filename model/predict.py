@@ -313,15 +313,22 @@ def des_bound(stats: dict, kernel_ns: float, limits: dict) -> tuple[str, dict]:
     return "latency", util
 
 
+# Engine runs kept per stream: a zero-copy twin's loaded round trip takes up to five
+# (validation.twin_common.loaded_prediction), the device run one more; the three host
+# memory modes of a traversal (pinned, registered, AccessedBy) replay the same five
+# in turn, and fewer kept than that would evict each before its reuse (a few KB each)
+DES_RUNS_KEPT = 8
+
+
 def _zerocopy_des(stream, system, common, engine="fast", nbins=1024, as_device=False) -> dict:
     """The engine's run of ``stream`` (as device memory with ``as_device``), once per
     stream and system less its ``uvm`` section (:mod:`hostlink.model.stream_memo`):
-    a UVM calibration replays the same kernels on every evaluation. A deep copy each
-    call: callers add to it."""
+    a UVM calibration replays the same kernels on every evaluation, and a traversal
+    twin's memory modes share runs. A deep copy each call: callers add to it."""
     from hostlink.model.stream_memo import memoized, system_key_without_uvm
     key = (system_key_without_uvm(system), engine, int(nbins), bool(as_device))
     return copy.deepcopy(memoized(stream, "des", key, lambda: _run_des(
-        stream, system, common, engine, nbins, as_device)))
+        stream, system, common, engine, nbins, as_device), keep=DES_RUNS_KEPT))
 
 
 def _run_des(stream, system, common, engine, nbins, as_device) -> dict:

@@ -1,0 +1,38 @@
+"""A traversal twin's memory modes share the engine's runs of their stream
+(hostlink.model.stream_memo): pinned, registered and AccessedBy replay the same
+loaded round-trip passes, so the second replays none."""
+from __future__ import annotations
+
+import numpy as np
+
+import hostlink.model.predict as predict_module
+from hostlink.model.config import load_system
+from hostlink.model.workload import SPACE_HOST, RequestStream
+from hostlink.validation.twin_common import LOADED_RTT_PASSES, loaded_prediction
+
+
+def _stream(n_warps=2000, per_warp=24, seed=3):
+    rng = np.random.default_rng(seed)
+    n = n_warps * per_warp
+    warp = np.repeat(np.arange(n_warps), per_warp)
+    inst = np.tile(np.arange(per_warp), n_warps)
+    addr = (rng.integers(0, 1 << 24, n) * 128).astype(np.uint64)
+    return RequestStream(launch=np.zeros(n, np.int64), warp=warp, inst=inst, addr=addr,
+                         size_B=np.full(n, 128), useful_B=np.full(n, 128),
+                         space=np.full(n, SPACE_HOST, np.uint8), is_write=np.zeros(n, bool))
+
+
+def test_every_pass_of_a_loaded_round_trip_is_kept(monkeypatch):
+    assert predict_module.DES_RUNS_KEPT >= LOADED_RTT_PASSES + 2   # the passes and a device run
+    calls = []
+    real = predict_module._run_des
+    monkeypatch.setattr(predict_module, "_run_des", lambda *a: calls.append(1) or real(*a))
+    system = load_system("h100-pcie5", {"translation.enabled": False})
+    s = _stream()
+    first = loaded_prediction(s, system, "des", 800.0)
+    runs = len(calls)
+    assert runs >= 2                       # the link is loaded: the round trip moved
+    again = loaded_prediction(s, system, "des", 800.0)
+    assert len(calls) == runs
+    assert again.time_s == first.time_s
+    assert np.array_equal(again.per_launch_kernel_s, first.per_launch_kernel_s)
