@@ -93,6 +93,10 @@ reports-h200: $(STAMP)
 	@# a few warps' loads with ld.cv and the default operator (its own tag window and chase)
 	$(CAL) $(H200)/cv_overlap --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/cv_overlap --system $(H200)/cv_overlap/calibrated.toml --jobs $(JOBS) --quiet
+	@# UVM first touch and scale-24 UVM BFS in one session: the UVM costs fitted on the
+	@# session's own first touch, the BFS held out (uvm_session24/README.md)
+	$(CAL) $(H200)/uvm_session24 --system $(H200)/first_run/calibrated.toml --quiet
+	$(REPORT) $(H200)/uvm_session24 --system $(H200)/uvm_session24/calibrated.toml --jobs $(JOBS) --quiet
 
 # The H100 chain splits the host read's latency with the tag-window run, which
 # rests on first_run's loaded round trip: first_run is calibrated once before it
