@@ -96,7 +96,7 @@ reports-h200: $(STAMP)
 	@# UVM first touch and scale-24 UVM BFS in one session: the UVM costs fitted on the
 	@# session's own first touch, the BFS held out (uvm_session24/README.md)
 	$(CAL) $(H200)/uvm_session24 --system $(H200)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H200)/uvm_session24 --system $(H200)/uvm_session24/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(H200)/uvm_session24 --system $(H200)/uvm_session24/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
 
 # The H100 chain splits the host read's latency with the tag-window run, which
 # rests on first_run's loaded round trip: first_run is calibrated once before it
