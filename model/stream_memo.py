@@ -16,6 +16,7 @@ results per stream, not one per call.
 """
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Hashable
@@ -50,8 +51,12 @@ def memo_size(stream) -> int:
     return sum(len(e) for e in _MEMOS.get(id(stream), {}).values())
 
 
+# SystemConfig fields that no engine reads: the UVM model's section, and the labels
+NOT_READ_BY_ENGINES = ("uvm", "name", "description", "provenance")
+
+
 def system_key_without_uvm(system) -> tuple:
-    """Everything of a system the engines read: every part but the ``uvm`` section
-    (and the name, description and provenance, which no model reads)."""
-    return (system.link, system.host, system.gpu, system.translation,
-            float(system.launch_overhead_us), float(system.level_sync_us))
+    """Everything of a system the engines read: every field of the SystemConfig but
+    :data:`NOT_READ_BY_ENGINES` (a field added later is in the key by default)."""
+    return tuple(getattr(system, f.name) for f in dataclasses.fields(system)
+                 if f.name not in NOT_READ_BY_ENGINES)
