@@ -200,7 +200,7 @@ def host_read_cache(gpu) -> CacheConfig | None:
     of it, XOR-folded set index; see the module notes), and no L2, when
     ``gpu.caches_host_reads``; else None: the one rule every caller that
     coalesces host reads for a GPU applies (use it with ``cache_host=True``).
-    Measured on an H200 (validation/results/h200/first_run/results.csv,
+    Measured on an H200 (validation/results/h200/first_run/results.parquet,
     README.md there): random 4 B zero-copy loads over a 4 KiB host region run
     at 628 GB/s with the default cache operator and 2.6 GB/s with ``ld.cv``,
     so default loads of host memory are cached; over 64 KiB still 502 GB/s

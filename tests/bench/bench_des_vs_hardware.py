@@ -29,7 +29,7 @@ SOURCES = (322668, 1165409, 1786843)  # metadata.json of the run
 
 
 def main() -> dict:
-    measured = pd.read_csv(RUN / "results.csv")
+    measured = pd.read_parquet(RUN / "results.parquet")
     measured = measured[(measured.case == CASE) & (measured.metric == "kernel_time_ms")]
     measured_ms = float(measured.value.median())
     system = load_any_system(RUN / "calibrated.toml")

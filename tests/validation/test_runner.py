@@ -416,7 +416,7 @@ def test_committed_run_reparses_to_its_results(run_dir, tmp_path):
     assert meta["rows"] == committed["rows"]
     keys = ["case", "metric", "rep"]
     a = read_results(copy / "results.parquet").sort_values(keys).reset_index(drop=True)
-    b = read_results(run_dir / "results.csv").sort_values(keys).reset_index(drop=True)
+    b = read_results(run_dir / "results.parquet").sort_values(keys).reset_index(drop=True)
     pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-8)
     # every traversal result passed its check on the GPU
     assert (b[b["metric"] == "check_pass"]["value"] == 1).all()
