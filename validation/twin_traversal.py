@@ -95,8 +95,15 @@ class GraphSource:
             else:
                 raise TwinError(f"graph '{name}': no .bel files under "
                                 f"{', '.join(map(str, prefixes))} and no generator in the manifest")
+        if csr.weights is not None and not self._weighted(name):
+            csr = csr.without_weights()      # only SSSP reads them (2 GiB at scale 24)
         self._cache = {name: csr}            # one graph in memory at a time
         return csr
+
+    def _weighted(self, name: str) -> bool:
+        """Whether a traversal case of the run reads the graph's weights (SSSP)."""
+        return any(p.get("kind") == "traversal" and p.get("graph") == name
+                   and p.get("kernel") == "sssp" for p in self.run.cases.values())
 
 
 def requests_ahead(variant: str, load_ahead: int, id_bytes: int, weighted: bool = False) -> int:

@@ -31,6 +31,7 @@ into service times:
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from hostlink.model import dram as dram_model
 from hostlink.model.config.schema import SystemConfig
@@ -97,18 +98,26 @@ def line_leads(stream: RequestStream, row: np.ndarray, inst_ptr: np.ndarray) -> 
     return leads
 
 
+@njit(cache=True)
+def _in_program_order(la, wa, ia) -> bool:
+    """Whether the rows are already in (launch, warp, inst) order (one pass, no copies)."""
+    for r in range(1, len(la)):
+        if la[r] != la[r - 1]:
+            if la[r] < la[r - 1]:
+                return False
+        elif wa[r] != wa[r - 1]:
+            if wa[r] < wa[r - 1]:
+                return False
+        elif ia[r] < ia[r - 1]:
+            return False
+    return True
+
+
 def _order(stream: RequestStream) -> np.ndarray | None:
     """Permutation into (launch, warp, inst) order, or None when already in it."""
-    la = stream.launch.astype(np.int64)
-    wa = stream.warp.astype(np.int64)
-    ia = stream.inst.astype(np.int64)
-    if len(la) < 2:
+    if len(stream) < 2 or _in_program_order(stream.launch, stream.warp, stream.inst):
         return None
-    dl, dw, di = np.diff(la), np.diff(wa), np.diff(ia)
-    ok = (dl > 0) | ((dl == 0) & ((dw > 0) | ((dw == 0) & (di >= 0))))
-    if ok.all():
-        return None
-    return np.lexsort((ia, wa, la))
+    return np.lexsort((stream.inst, stream.warp, stream.launch))
 
 
 def program_order(stream: RequestStream) -> np.ndarray:

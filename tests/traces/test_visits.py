@@ -179,3 +179,25 @@ def test_a_visit_stands_for_the_lines_its_trip_reads(kron, variant, monkeypatch)
     dev = out.space == SPACE_DEVICE
     assert out.lines is not None and np.all(out.lines[~dev] == 1)
     assert out.lines[dev].max() > 1
+
+
+@pytest.mark.parametrize("kernel,variant", [("bfs", "merged_aligned"), ("sssp", "naive"),
+                                            ("cc", "chunked")])
+def test_the_steps_do_not_depend_on_the_batch_or_the_row_order(kron, kernel, variant,
+                                                                monkeypatch):
+    """The steps are built a batch of units at a time (bounded memory at scale 24):
+    batches of a few hundred steps, and host rows in any order, give the same stream."""
+    import hostlink.traces.emulator.visits as visits
+    from hostlink.model.workload import REQUEST_DTYPES, RequestStream
+
+    em, stream = host_stream(kron, kernel, variant, source=int(np.argmax(kron.degrees())))
+    whole = with_visit_skeleton(stream, em, 4)
+    monkeypatch.setattr(visits, "SKELETON_BATCH_STEPS", 300)
+    perm = np.random.default_rng(5).permutation(len(stream))
+    shuffled = RequestStream(**{k: getattr(stream, k)[perm] for k in REQUEST_DTYPES},
+                             launches=stream.launches)
+    batched = with_visit_skeleton(shuffled, em, 4)
+    assert len(whole) > len(stream) > 1000
+    for col in list(REQUEST_DTYPES) + ["waits", "lines"]:
+        a, b = getattr(whole, col), getattr(batched, col)
+        assert a.dtype == b.dtype and np.array_equal(a, b), col

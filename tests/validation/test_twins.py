@@ -178,6 +178,20 @@ def kron10_run(tmp_path, variant: str, memory_mode: str):
     return csr, base, twins.GraphSource(twins.load_run(tmp_path))
 
 
+def test_a_graph_keeps_its_weights_only_for_sssp(tmp_path):
+    # only SSSP reads the weights: a run without it holds the graph without them
+    # (2 GiB of a scale-24 graph), and its neighbour lists are the same
+    import json
+    csr, base, graphs = kron10_run(tmp_path, "merged", "zerocopy")
+    held = graphs.get("kron10")
+    assert held.weights is None and np.array_equal(held.dst, csr.dst)
+    meta = json.loads((tmp_path / "metadata.json").read_text())
+    meta["cases"]["sssp/kron10/merged/zerocopy/8B"] = dict(base, kernel="sssp")
+    (tmp_path / "metadata.json").write_text(json.dumps(meta))
+    weighted = twins.GraphSource(twins.load_run(tmp_path)).get("kron10")
+    assert np.array_equal(weighted.weights, csr.weights)
+
+
 def test_traversal_load_ahead_is_loads_in_flight(tmp_path):
     # the kernels issue load_ahead trips before using them (1 where a run does not say):
     # more loads in flight per warp, a shorter predicted kernel on a latency-bound graph

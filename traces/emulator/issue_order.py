@@ -35,6 +35,7 @@ list alone) has no waits: its groups' boundaries are invisible there.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from hostlink.model.workload import SPACE_DEVICE, RequestStream
 from hostlink.traces.emulator.program import Program
@@ -112,28 +113,44 @@ class _Replay:
         return self.make()
 
 
+@njit(cache=True)
+def _walk_waits(la, wa, ia, dev, order, out) -> None:
+    """:func:`walk_waits` over the rows taken in ``order`` (None: row order): an
+    instruction's rows are consecutive there; it waits when it or the warp's previous
+    instruction touches device memory."""
+    n = len(la)
+    prev_dev = False
+    start = 0
+    while start < n:
+        r0 = start if order is None else order[start]
+        stop = start + 1
+        inst_dev = dev[r0]
+        while stop < n:
+            r = stop if order is None else order[stop]
+            if la[r] != la[r0] or wa[r] != wa[r0] or ia[r] != ia[r0]:
+                break
+            inst_dev = inst_dev or dev[r]
+            stop += 1
+        if start > 0:
+            rp = start - 1 if order is None else order[start - 1]
+            if la[rp] != la[r0] or wa[rp] != wa[r0]:
+                prev_dev = False            # the warp's first instruction
+        waits = inst_dev or prev_dev
+        for k in range(start, stop):
+            out[k if order is None else order[k]] = waits
+        prev_dev = inst_dev
+        start = stop
+
+
 def walk_waits(stream: RequestStream) -> np.ndarray:
     """Per request, whether its instruction waits for every earlier instruction of its
     warp (see the module notes); the stream in (launch, warp, inst) order or not."""
-    from hostlink.model.des.inputs import program_order
+    from hostlink.model.des.inputs import _order
 
     n = len(stream)
     out = np.zeros(n, dtype=bool)
     if n == 0:
         return out
-    order = program_order(stream)
-    la = stream.launch.astype(np.int64)[order]
-    wa = stream.warp.astype(np.int64)[order]
-    ia = stream.inst.astype(np.int64)[order]
-    dev = stream.space[order] == SPACE_DEVICE
-    new = np.ones(n, dtype=bool)
-    new[1:] = (la[1:] != la[:-1]) | (wa[1:] != wa[:-1]) | (ia[1:] != ia[:-1])
-    starts = np.flatnonzero(new)
-    inst_dev = np.logical_or.reduceat(dev, starts)
-    first_of_warp = np.ones(len(starts), dtype=bool)
-    first_of_warp[1:] = (la[starts][1:] != la[starts][:-1]) | (wa[starts][1:] != wa[starts][:-1])
-    prev_dev = np.zeros(len(starts), dtype=bool)
-    prev_dev[1:] = inst_dev[:-1] & ~first_of_warp[1:]
-    inst_waits = inst_dev | prev_dev
-    out[order] = np.repeat(inst_waits, np.diff(np.append(starts, n)))
+    _walk_waits(stream.launch, stream.warp, stream.inst, stream.space == SPACE_DEVICE,
+                _order(stream), out)
     return out

@@ -69,6 +69,8 @@ def _steps(kernel: str, id_bytes: int):
 
 #: edges of one batch of :func:`trip_lines` (bounds its working memory)
 TRIP_LINES_BATCH_EDGES = 1 << 23
+#: the most lines one request stands for (RequestStream.lines is u16)
+LINES_MAX = np.iinfo(np.uint16).max
 
 
 @njit(cache=True)
@@ -157,9 +159,54 @@ def trip_lines(csr, plan, variant: str, base: int, width_B: int) -> np.ndarray:
     return np.maximum(counts, 1)
 
 
+#: device steps built at a time by :func:`with_visit_skeleton` (bounds its working memory)
+SKELETON_BATCH_STEPS = 1 << 22
+
+
+def _host_instructions(stream: RequestStream, plans: list, P: int, A: int, npro: int,
+                       nvis: int) -> np.ndarray:
+    """The host requests' instruction numbers in the kernel's order with the device
+    steps in place (module notes), launch by launch; ``plans[launch]`` is None for a
+    launch with no unit, else its units' (warp, trips, host base, new base)."""
+    n_launch = len(plans)
+    if len(stream) and int(stream.launch.max()) >= n_launch:
+        r = int(np.argmax(stream.launch >= n_launch))
+        raise SkeletonError(f"request {r} (launch {int(stream.launch[r])}) falls in no launch of "
+                            "the emulated walk")
+    new_inst = np.empty(len(stream), dtype=REQUEST_DTYPES["inst"])
+    by_launch = np.argsort(stream.launch, kind="stable")      # each launch's rows, found once
+    ends = np.concatenate(([0], np.cumsum(np.bincount(stream.launch, minlength=n_launch))))
+    for li, plan in enumerate(plans):
+        rows = by_launch[ends[li]:ends[li + 1]]
+        if not len(rows):
+            continue
+        if plan is None:
+            raise SkeletonError(f"request {int(rows[0])} (launch {li}) falls in no launch of "
+                                "the emulated walk")
+        w_u, T, old_base, new_base = plan
+        old_len = T * P
+        warp = stream.warp[rows].astype(np.int64)
+        inst = stream.inst[rows].astype(np.int64)
+        key_u = (w_u << 32) | old_base
+        u = np.searchsorted(key_u, (warp << 32) | inst, side="right") - 1
+        uc = np.maximum(u, 0)
+        k = inst - old_base[uc]
+        bad = (u < 0) | (w_u[uc] != warp) | (k >= old_len[uc])
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise SkeletonError(f"launch {li}: warp {int(warp[r])} instruction {int(inst[r])} "
+                                "is no trip of the emulated walk")
+        t, p = k // P, k % P
+        g = t // A
+        new_inst[rows] = new_base[uc] + npro + g * A * (P + nvis) + (t - g * A) * P + p
+    return new_inst
+
+
 def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> RequestStream:
     """``stream`` (the host-only requests of ``emulation``, in any row order) with the
-    walk's dependent device steps added (module notes), waits marked."""
+    walk's dependent device steps added (module notes), waits marked. The steps are
+    built ``SKELETON_BATCH_STEPS`` at a time in the stream's own column types, so a
+    scale-24 walk's tens of millions of steps need little beyond the result."""
     from hostlink.traces.emulator.issue_order import walk_waits
 
     csr, kernel, variant = emulation.csr, emulation.kernel, emulation.variant
@@ -175,89 +222,86 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
     vis_base = np.array([amap.base(i.region) for i in visit], dtype=np.uint64)
     vis_w = np.array([i.width_B for i in visit], dtype=np.uint64)
 
-    launch = stream.launch.astype(np.int64)
-    warp = stream.warp.astype(np.int64)
-    inst = stream.inst.astype(np.int64)
-    new_inst = np.empty(len(stream), dtype=np.int64)
-    seen = np.zeros(len(stream), dtype=bool)
-    by_launch = np.argsort(launch, kind="stable")       # each launch's rows, found once
-    launch_ends = np.searchsorted(launch[by_launch], np.arange(len(emulation.active) + 1))
+    plans: list[tuple | None] = []
     dev_parts: list[dict[str, np.ndarray]] = []
     for li, active in enumerate(emulation.active):
         plan = plan_launch(csr, variant, host_prog, active, li, False, id_bytes)
         w_u = plan.warp.astype(np.int64)
         T = plan.trips.astype(np.int64)
         if not len(w_u):
+            plans.append(None)
             continue
         vtx = np.where(plan.vertex >= 0, plan.vertex, w_u * 32)   # naive: the warp's first vertex
         first = np.ones(len(w_u), dtype=bool)
         first[1:] = w_u[1:] != w_u[:-1]
-        old_len, new_len = T * P, npro + T * (P + nvis)
         seg = np.cumsum(first) - 1
         starts = np.flatnonzero(first)
 
         def base_of(lengths):
             c = np.cumsum(lengths) - lengths
             return c - c[starts][seg]
-        old_base, new_base = base_of(old_len), base_of(new_len)
-
-        # host rows of this launch: their unit, trip and place in its group
-        rows = by_launch[launch_ends[li]:launch_ends[li + 1]]
-        if len(rows):
-            key_u = (w_u << 32) | old_base
-            key_r = (warp[rows] << 32) | inst[rows]
-            u = np.searchsorted(key_u, key_r, side="right") - 1
-            k = inst[rows] - old_base[np.maximum(u, 0)]
-            bad = (u < 0) | (w_u[np.maximum(u, 0)] != warp[rows]) | (k >= old_len[np.maximum(u, 0)])
-            if bad.any():
-                r = rows[np.flatnonzero(bad)[0]]
-                raise SkeletonError(f"launch {li}: warp {int(warp[r])} instruction {int(inst[r])} "
-                                    "is no trip of the emulated walk")
-            t, p = k // P, k % P
-            g = t // A
-            new_inst[rows] = new_base[u] + npro + g * A * (P + nvis) + (t - g * A) * P + p
-            seen[rows] = True
+        new_base = base_of(npro + T * (P + nvis))
+        plans.append((w_u, T, base_of(T * P), new_base))
 
         # device steps: the prologue, then each trip's visits after its group's host loads
-        n_vis = T * nvis
-        tot = npro + n_vis
-        unit = np.repeat(np.arange(len(w_u)), tot)
-        j = np.arange(int(tot.sum())) - np.repeat(np.cumsum(tot) - tot, tot)
-        is_pro = j < npro
-        jv = np.where(is_pro, 0, j - npro)
-        t = jv // max(1, nvis)
-        s = jv % max(1, nvis)
-        g = t // A
-        n_g = np.minimum(A, T[unit] - g * A)
-        dinst = np.where(is_pro, new_base[unit] + j,
-                         new_base[unit] + npro + g * A * (P + nvis) + n_g * P
-                         + (t - g * A) * nvis + s)
-        base = np.where(is_pro, pro_base[np.minimum(j, npro - 1)], vis_base[s] if nvis else 0)
-        width = np.where(is_pro, pro_w[np.minimum(j, npro - 1)], vis_w[s] if nvis else 4)
-        addr = base + vtx[unit].astype(np.uint64) * width
-        lines = np.ones(len(unit), dtype=np.int64)
-        if nvis:
-            trip_off = np.cumsum(T) - T
+        trip_off = np.cumsum(T) - T
+        counts = [trip_lines(csr, plan, variant, int(vis_base[k]), int(vis_w[k]))
+                  for k in range(nvis)]
+        tot = npro + T * nvis
+        cum = np.cumsum(tot)
+        u0 = 0
+        while u0 < len(w_u):
+            u1 = int(np.searchsorted(cum, cum[u0] - tot[u0] + SKELETON_BATCH_STEPS, side="right"))
+            u1 = max(u1, u0 + 1)
+            tb = tot[u0:u1]
+            unit = np.repeat(np.arange(u0, u1), tb)
+            j = np.arange(len(unit)) - np.repeat(np.cumsum(tb) - tb, tb)
+            is_pro = j < npro
+            jv = np.where(is_pro, 0, j - npro)
+            t = jv // max(1, nvis)
+            s = jv % max(1, nvis)
+            g = t // A
+            n_g = np.minimum(A, T[unit] - g * A)
+            dinst = np.where(is_pro, new_base[unit] + j,
+                             new_base[unit] + npro + g * A * (P + nvis) + n_g * P
+                             + (t - g * A) * nvis + s)
+            base = np.where(is_pro, pro_base[np.minimum(j, npro - 1)], vis_base[s] if nvis else 0)
+            width = np.where(is_pro, pro_w[np.minimum(j, npro - 1)], vis_w[s] if nvis else 4)
+            addr = base + vtx[unit].astype(np.uint64) * width
+            lines = np.ones(len(unit), dtype=np.int64)
             for k in range(nvis):
-                counts = trip_lines(csr, plan, variant, int(vis_base[k]), int(vis_w[k]))
                 at = ~is_pro & (s == k)
-                lines[at] = counts[trip_off[unit[at]] + t[at]]
-        dev_parts.append({"launch": np.full(len(unit), li), "warp": w_u[unit], "inst": dinst,
-                          "addr": addr - addr % SECTOR_B, "size_B": np.full(len(unit), SECTOR_B),
-                          "useful_B": width, "space": np.full(len(unit), SPACE_DEVICE),
-                          "is_write": np.zeros(len(unit), dtype=bool), "lines": lines})
-    if not seen.all():
-        r = int(np.flatnonzero(~seen)[0])
-        raise SkeletonError(f"request {r} (launch {int(launch[r])}) falls in no launch of the "
-                            "emulated walk")
+                lines[at] = counts[k][trip_off[unit[at]] + t[at]]
+            n = len(unit)
+            dev_parts.append({
+                "launch": np.full(n, li, dtype=REQUEST_DTYPES["launch"]),
+                "warp": w_u[unit].astype(REQUEST_DTYPES["warp"]),
+                "inst": dinst.astype(REQUEST_DTYPES["inst"]),
+                "addr": (addr - addr % SECTOR_B).astype(REQUEST_DTYPES["addr"]),
+                "size_B": np.full(n, SECTOR_B, dtype=REQUEST_DTYPES["size_B"]),
+                "useful_B": width.astype(REQUEST_DTYPES["useful_B"]),
+                "space": np.full(n, SPACE_DEVICE, dtype=REQUEST_DTYPES["space"]),
+                "is_write": np.zeros(n, dtype=REQUEST_DTYPES["is_write"]),
+                "lines": np.minimum(lines, LINES_MAX).astype(np.uint16)})
+            del unit, j, is_pro, jv, t, s, g, n_g, dinst, base, width, addr, lines
+            u0 = u1
+    new_inst = _host_instructions(stream, plans, P, A, npro, nvis)
+
+    def column(name, host_col):
+        parts = [np.asarray(host_col, dtype=host_col.dtype)]
+        for d in dev_parts:
+            parts.append(d.pop(name))          # each part is freed once joined
+        return np.concatenate(parts)
+
+    keys = {name: column(name, new_inst if name == "inst" else getattr(stream, name))
+            for name in ("launch", "warp", "inst", "addr")}
+    order = np.lexsort((keys["addr"], keys["inst"], keys["warp"], keys["launch"]))
     cols = {}
-    for name, dtype in REQUEST_DTYPES.items():
-        host_col = new_inst if name == "inst" else getattr(stream, name)
-        parts = [np.asarray(host_col)] + [d[name] for d in dev_parts]
-        cols[name] = np.concatenate(parts).astype(dtype)
-    lines = np.concatenate([np.ones(len(stream), dtype=np.int64)]
-                           + [d["lines"] for d in dev_parts])
-    order = np.lexsort((cols["addr"], cols["inst"], cols["warp"], cols["launch"]))
-    out = RequestStream(**{k: v[order] for k, v in cols.items()}, launches=stream.launches,
-                        lines=np.minimum(lines[order], np.iinfo(np.uint16).max))
+    for name in REQUEST_DTYPES:
+        col = keys.pop(name) if name in keys else column(name, getattr(stream, name))
+        cols[name] = col[order]
+        del col
+    lines = column("lines", np.ones(len(stream), dtype=np.uint16))[order]
+    del order
+    out = RequestStream(**cols, launches=stream.launches, lines=lines)
     return out.with_waits(walk_waits(out))
