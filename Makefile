@@ -130,6 +130,9 @@ reports-h100: $(STAMP)
 	  $(CAL) $(H100)/$$r --system $(H100)/first_run/calibrated.toml --quiet && \
 	  $(REPORT) $(H100)/$$r --system $(H100)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
+	@# the same at scale 24: first touch, then kron24 and urand24 UVM BFS (uvm_session24/README.md)
+	$(CAL) $(H100)/uvm_session24 --system $(H100)/first_run/calibrated.toml --quiet
+	$(REPORT) $(H100)/uvm_session24 --system $(H100)/uvm_session24/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
 	@# first_run's link calibration groups and zero-copy read patterns in one session, each
 	@# run fitted on its own microbenchmarks (micro_session and _repeat: repetitions back to
 	@# back; micro_rounds: in three rounds), and the hot_lines run of the same lease predicted
