@@ -1,0 +1,99 @@
+"""Benchmark: peak memory of a large traversal twin, against the 23 GiB a report has.
+
+A report predicts a scale-24 BFS twin (GAP kron24 or urand24, merged_aligned,
+8 B ids, in managed memory) in one process on a 2-core, 23 GiB machine: the
+graph, its emulation, the coalesced host requests, the walk's dependent device
+steps (hostlink.traces.emulator.visits) and the UVM model's run. This benchmark
+predicts the same case on GAP urand scale 22 (a quarter of the edges), through
+hostlink.validation.twins.predict_traversal as a report does, in a child
+process so that its peak resident memory (ru_maxrss) is its own, and records
+the peak per million twin requests.
+
+Target: the scale-22 peak at most TARGET_GiB (5.5 GiB), so that four times it,
+the scale-24 twin, stays under 22 GiB. Measured before the steps were built in
+batches: a report's urand24 twin ran out of memory at 24.4 GB; the same
+scale-22 case peaked at 7.45 GB (6.9 GiB, its graph's 0.5 GB of weights
+held too), 4.65 GiB after. Prints the figures and writes
+tests/bench/results/twin_memory.json. Exits 1 if the target is missed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results" / "twin_memory.json"
+SCALE, DEGREE, SEED = 22, 16, 27491095
+CASE = f"bfs/urand{SCALE}/merged_aligned/uvm/8B"
+TARGET_GiB = 5.5
+GiB = 1024**3
+
+
+def child(run_dir: str) -> None:
+    """Predict the case once; print its figures as one JSON line."""
+    from hostlink.model.config import load_system
+    from hostlink.validation import twins
+
+    run = twins.load_run(run_dir)
+    system = load_system("h200-pcie5")
+    timing: dict = {}
+    t0 = time.perf_counter()
+    rows = twins.predict_traversal(CASE, run.cases[CASE], system, twins.GraphSource(run),
+                                   fidelity="des", timing=timing)
+    wall = time.perf_counter() - t0
+    values = {m: v for m, v, _ in rows}
+    print(json.dumps({"wall_s": wall, "emulate_s": timing["emulate_s"],
+                      "model_s": timing["model_s"], "requests": timing["requests"],
+                      "kernel_time_ms": values["kernel_time_ms"],
+                      "peak_GiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GiB}))
+
+
+def write_run(path: Path) -> None:
+    """A one-case measured run whose graph the twin regenerates from the metadata."""
+    from hostlink.validation.results_io import make_table, write_results
+
+    params = dict(kind="traversal", kernel="bfs", graph=f"urand{SCALE}", variant="merged_aligned",
+                  memory_mode="uvm", id_bytes=8, reps=1, load_ahead=4, sources=[12345])
+    write_results(make_table([("r", "e", CASE, "measured", "kernel_time_ms", 1.0, "ms", 0)]), path)
+    (path / "metadata.json").write_text(json.dumps({
+        "cases": {CASE: params},
+        "graphs": {f"urand{SCALE}": {"kind": "urand", "scale": SCALE, "degree": DEGREE,
+                                     "seed": SEED}}}))
+
+
+def main() -> int:
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        child(sys.argv[2])
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        write_run(Path(tmp))
+        load_before = os.getloadavg()
+        out = subprocess.run([sys.executable, __file__, "--child", tmp], check=True,
+                             capture_output=True, text=True).stdout
+    fig = json.loads(out.strip().splitlines()[-1])
+    fig["peak_GiB_per_M_requests"] = fig["peak_GiB"] / (fig["requests"] / 1e6)
+    fig["scale24_estimate_GiB"] = 4 * fig["peak_GiB"]
+    ok = fig["peak_GiB"] <= TARGET_GiB
+    record = {"benchmark": "twin_memory", "case": CASE,
+              "graph": f"urand scale {SCALE} degree {DEGREE}, GAP seed",
+              "target_GiB": TARGET_GiB, "result": fig, "pass": ok,
+              "load_average_before": load_before, "load_average_after": os.getloadavg(),
+              "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                          "platform": platform.platform()},
+              "recorded_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    RESULTS.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"{CASE}: {fig['requests'] / 1e6:.1f} M requests, peak {fig['peak_GiB']:.2f} GiB "
+          f"(target {TARGET_GiB}), {fig['wall_s']:.0f} s; scale 24 about "
+          f"{fig['scale24_estimate_GiB']:.1f} GiB  {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
