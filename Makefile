@@ -97,6 +97,9 @@ reports-h200: $(STAMP)
 	@# session's own first touch, the BFS held out (uvm_session24/README.md)
 	$(CAL) $(H200)/uvm_session24 --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/uvm_session24 --system $(H200)/uvm_session24/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
+	@# the scale-14 and kron21 UVM traversals after first touch in one session (as the H100's uvm_session)
+	$(CAL) $(H200)/uvm_session --system $(H200)/first_run/calibrated.toml --quiet
+	$(REPORT) $(H200)/uvm_session --system $(H200)/uvm_session/calibrated.toml --jobs $(JOBS) --quiet
 
 # The H100 chain splits the host read's latency with the tag-window run, which
 # rests on first_run's loaded round trip: first_run is calibrated once before it
@@ -124,9 +127,9 @@ reports-h100: $(STAMP)
 	$(REPORT) $(H100)/scale24 --system $(H100)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
 	@# UVM first touch and UVM traversals measured in one session: the UVM costs fitted on
 	@# the session's own first touch (uvm_session also on first touch split over launches,
-	@# calibrate step uvm_first_launch, and _repeat on a later lease; _a and _b, two
+	@# calibrate step uvm_first_launch, and _repeat and _c on later leases; _a and _b, two
 	@# earlier leases, without it)
-	for r in uvm_session uvm_session_repeat uvm_session_a uvm_session_b; do \
+	for r in uvm_session uvm_session_repeat uvm_session_a uvm_session_b uvm_session_c; do \
 	  $(CAL) $(H100)/$$r --system $(H100)/first_run/calibrated.toml --quiet && \
 	  $(REPORT) $(H100)/$$r --system $(H100)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
