@@ -288,10 +288,8 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
     new_inst = _host_instructions(stream, plans, P, A, npro, nvis)
 
     def column(name, host_col):
-        parts = [np.asarray(host_col, dtype=host_col.dtype)]
-        for d in dev_parts:
-            parts.append(d.pop(name))          # each part is freed once joined
-        return np.concatenate(parts)
+        # the host rows, then each batch's steps; each part is freed once joined
+        return np.concatenate([host_col] + [d.pop(name) for d in dev_parts])
 
     keys = {name: column(name, new_inst if name == "inst" else getattr(stream, name))
             for name in ("launch", "warp", "inst", "addr")}
