@@ -1,6 +1,7 @@
 """Shared fixtures and the ``gpu`` marker: GPU tests skip, visibly, without one."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -41,3 +42,16 @@ def accelsim_data() -> Path:
     if not ACCELSIM_DATA.is_dir():
         pytest.skip(f"shared Accel-Sim sample traces not found at {ACCELSIM_DATA}")
     return ACCELSIM_DATA
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _graph_cache(tmp_path_factory):
+    """Generated graphs the twins keep between reports go to this session's own
+    folder, not the user's cache (hostlink.validation.twin_traversal.graph_cache_dir)."""
+    old = os.environ.get("HOSTLINK_GRAPH_CACHE")
+    os.environ["HOSTLINK_GRAPH_CACHE"] = str(tmp_path_factory.mktemp("graph_cache"))
+    yield
+    if old is None:
+        os.environ.pop("HOSTLINK_GRAPH_CACHE", None)
+    else:
+        os.environ["HOSTLINK_GRAPH_CACHE"] = old

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hostlink.model.errors import HostlinkError
 from hostlink.validation.twin_common import (DEFAULT_MAX_DEVICE_EDGES, PREDICT_MODE, SECTOR_B,
                                              WEIGHT_B, RunData, TwinError, run_model)
 
@@ -37,8 +38,68 @@ from hostlink.validation.twin_common import (DEFAULT_MAX_DEVICE_EDGES, PREDICT_M
 # Traversal twins
 
 
+#: Where generated graphs are kept as .bel files between reports (and runs): the
+#: environment's ``HOSTLINK_GRAPH_CACHE``, else ``$XDG_CACHE_HOME/hostlink/graphs``
+#: (``~/.cache/hostlink/graphs``).
+GRAPH_CACHE_ENV = "HOSTLINK_GRAPH_CACHE"
+
+
+def graph_cache_dir() -> Path:
+    """The folder generated graphs are kept in (:data:`GRAPH_CACHE_ENV`)."""
+    import os
+    env = os.environ.get(GRAPH_CACHE_ENV)
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "hostlink" / "graphs"
+
+
+def _cache_graph(csr, prefix: Path) -> bool:
+    """Write ``csr`` as ``prefix.bel.*``, each file under a temporary name first and
+    the offsets (which a reader looks for) last, so that an interrupted write leaves
+    no graph a later report would take for whole. False where it cannot be written."""
+    import os
+
+    from hostlink.traces.graphs.readers import bel_paths
+    from hostlink.traces.graphs.writers import write_bel
+    tmp = prefix.with_name(f"{prefix.name}.tmp{os.getpid()}")
+    try:
+        written = write_bel(csr, tmp)
+        final = bel_paths(prefix)
+        for key in sorted(written, key=lambda k: k == "col"):
+            os.replace(written[key], final[key])
+    except (OSError, HostlinkError):
+        for leftover in bel_paths(tmp).values():
+            try:
+                leftover.unlink(missing_ok=True)
+            except OSError:
+                pass
+        return False
+    return True
+
+
+def generated_graph_key(kind: str, scale: int, degree: int, seed: int) -> str:
+    """The cache name of a generated graph: its generator's parameters and the
+    generators' source (an edited generator makes other graphs, which are not reused)."""
+    import hashlib
+
+    from hostlink.traces.graphs import csr, generators
+    h = hashlib.sha256()
+    for mod in (generators, csr):
+        h.update(Path(mod.__file__).read_bytes())
+    code = h.hexdigest()[:12]
+    return f"{kind}_s{scale}_d{degree}_seed{seed}_{code}"
+
+
 class GraphSource:
-    """The graphs of a run: read from the run's .bel files, else regenerated from the manifest."""
+    """The graphs of a run: read from the run's .bel files, else regenerated from the
+    manifest's generator (and kept under :func:`graph_cache_dir`, keyed by the
+    generator's kind, scale, degree and seed, for the next report that needs it).
+
+    A graph read from .bel files is mapped from them (``read_bel(mmap=True)``): its
+    pages are the file's, which the OS may drop under memory pressure and read again,
+    not the report's own (a scale-24 graph is 4.3 GB of neighbour ids beside a twin
+    of 10+ GB). One graph is held at a time."""
 
     def __init__(self, run: RunData, graph_dir: str | Path | None = None):
         self.run = run
@@ -71,6 +132,12 @@ class GraphSource:
         from hostlink.traces.graphs.generators import generate
         from hostlink.traces.graphs.readers import read_bel
 
+        self._cache = {}                     # one graph at a time: the last one goes first
+        weighted = self._weighted(name)      # only SSSP reads them (2 GiB at scale 24)
+
+        def read(prefix):
+            return read_bel(prefix, id_bytes=8, name=name, weights=weighted, mmap=True)
+
         csr = None
         prefixes = []
         if self.graph_dir is not None:
@@ -80,24 +147,31 @@ class GraphSource:
         spec = self._spec(name)
         for prefix in prefixes:
             if Path(f"{prefix}.bel.col").is_file() and Path(f"{prefix}.bel.dst").is_file():
-                csr = read_bel(prefix, id_bytes=8, name=name)
+                csr = read(prefix)
                 break
         if csr is None:
             kind = getattr(spec, "kind", None) or info.get("kind")
             if kind in ("kron", "urand"):
-                scale = getattr(spec, "scale", None) or info.get("scale")
-                degree = getattr(spec, "degree", None) or info.get("degree")
-                seed = getattr(spec, "seed", None) or info.get("seed")
-                csr = generate(kind, int(scale), int(degree), int(seed), weighted=True, id_bytes=8,
-                               name=name)
+                scale = int(getattr(spec, "scale", None) or info.get("scale"))
+                degree = int(getattr(spec, "degree", None) or info.get("degree"))
+                seed = int(getattr(spec, "seed", None) or info.get("seed"))
+                cached = graph_cache_dir() / generated_graph_key(kind, scale, degree, seed)
+                if not Path(f"{cached}.bel.col").is_file():
+                    made = generate(kind, scale, degree, seed, weighted=True, id_bytes=8,
+                                    name=name)
+                    if not _cache_graph(made, cached):
+                        csr = made.without_weights() if not weighted else made
+                    del made
+                if csr is None:
+                    csr = read(cached)
             elif kind == "file" and spec is not None and spec.path is not None:
-                csr = read_bel(spec.path, id_bytes=8, name=name)
+                csr = read(spec.path)
             else:
                 raise TwinError(f"graph '{name}': no .bel files under "
                                 f"{', '.join(map(str, prefixes))} and no generator in the manifest")
-        if csr.weights is not None and not self._weighted(name):
-            csr = csr.without_weights()      # only SSSP reads them (2 GiB at scale 24)
-        self._cache = {name: csr}            # one graph in memory at a time
+        if csr.weights is not None and not weighted:
+            csr = csr.without_weights()
+        self._cache = {name: csr}
         return csr
 
     def _weighted(self, name: str) -> bool:

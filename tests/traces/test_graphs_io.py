@@ -140,6 +140,29 @@ def test_bel_round_trip_and_layout(tmp_path):
     assert read_graph(paths["col"]).equals(g)
 
 
+def _file_backed(a: np.ndarray) -> bool:
+    import mmap
+    while a is not None and not isinstance(a, mmap.mmap):
+        a = getattr(a, "base", None)
+    return a is not None
+
+
+def test_bel_mapped_from_its_files(tmp_path):
+    # mmap=True: the same graph, its arrays mapped read-only from the files (pages the
+    # OS may drop and read again), not copies; a narrowed 4 B id list is a copy
+    g = kron(9, 8, seed=4)
+    write_bel(g, tmp_path / "k9")
+    mapped = read_bel(tmp_path / "k9", id_bytes=8, mmap=True)
+    assert mapped.equals(read_bel(tmp_path / "k9", id_bytes=8)) and mapped.equals(g)
+    assert all(_file_backed(a) for a in (mapped.offsets, mapped.dst, mapped.weights))
+    assert not _file_backed(read_bel(tmp_path / "k9", id_bytes=8).dst)
+    with pytest.raises(ValueError):
+        mapped.dst[0] = 1                      # read-only
+    narrow = read_bel(tmp_path / "k9", id_bytes=4, mmap=True)
+    assert narrow.dst.dtype == np.uint32 and not _file_backed(narrow.dst) and narrow.equals(g)
+    assert read_bel(tmp_path / "k9", id_bytes=8, mmap=True, weights=False).weights is None
+
+
 def test_bel_without_weights(tmp_path):
     g = kron(7, 4, seed=1, weighted=False)
     paths = write_bel(g, tmp_path / "nw")

@@ -266,7 +266,7 @@ def bel_paths(prefix) -> dict[str, Path]:
     return {"col": Path(p + ".bel.col"), "dst": Path(p + ".bel.dst"), "val": Path(p + ".bel.val")}
 
 
-def _read_bel_array(path: Path, dtype) -> np.ndarray:
+def _read_bel_array(path: Path, dtype, mmap: bool = False) -> np.ndarray:
     try:
         size_B = os.path.getsize(path)
     except OSError:
@@ -281,22 +281,29 @@ def _read_bel_array(path: Path, dtype) -> np.ndarray:
         raise GraphError(f"{path}: header announces {count} elements of {item} B "
                          f"({want_B} B with the header), the file has {size_B} B"
                          + (" (truncated)" if size_B < want_B else ""))
-    return np.fromfile(path, dtype=np.dtype(dtype).newbyteorder("<"), count=count,
+    little = np.dtype(dtype).newbyteorder("<")
+    if mmap and count and little == np.dtype(dtype):
+        # file-backed pages: the OS can drop and re-read them under memory pressure
+        return np.memmap(path, dtype=little, mode="r", offset=BEL_HEADER_B, shape=(count,))
+    return np.fromfile(path, dtype=little, count=count,
                        offset=BEL_HEADER_B).astype(dtype, copy=False)
 
 
 def read_bel(prefix, *, id_bytes: int = 4, weights: bool = True, name: str | None = None,
-             directed: bool = True) -> CSR:
+             directed: bool = True, mmap: bool = False) -> CSR:
     """EMOGI's binary CSR ``PREFIX.bel.{col,dst,val}`` (the .val file is optional).
 
     With ``id_bytes=4`` the u64 neighbour ids are narrowed to u32, as the
-    kernels' loader does (refused if an id does not fit).
+    kernels' loader does (refused if an id does not fit). ``mmap``: map the
+    arrays read-only from the files instead of reading them into memory (with
+    8 B ids; a narrowed id list is a copy), so that a large graph's pages are
+    the file's, which the OS may drop and read again, not the process's own.
     """
     paths = bel_paths(prefix)
-    offsets = _read_bel_array(paths["col"], np.uint64)
+    offsets = _read_bel_array(paths["col"], np.uint64, mmap)
     if len(offsets) < 1:
         raise GraphError(f"{paths['col']}: no offsets (V + 1 >= 1 entries expected)")
-    dst = _read_bel_array(paths["dst"], np.uint64)
+    dst = _read_bel_array(paths["dst"], np.uint64, mmap)
     if int(offsets[0]) != 0 or int(offsets[-1]) != len(dst):
         raise GraphError(f"{paths['col']}: offsets run from {int(offsets[0])} to "
                          f"{int(offsets[-1])}, expected 0 to the edge count {len(dst)} "
@@ -312,7 +319,7 @@ def read_bel(prefix, *, id_bytes: int = 4, weights: bool = True, name: str | Non
                          f"but the graph has {V} vertices")
     w = None
     if weights and paths["val"].exists():
-        w = _read_bel_array(paths["val"], np.uint32)
+        w = _read_bel_array(paths["val"], np.uint32, mmap)
         if len(w) != len(dst):
             raise GraphError(f"{paths['val']}: {len(w)} weights for {len(dst)} edges")
     if id_bytes not in (4, 8):
