@@ -7,10 +7,14 @@ steps (hostlink.traces.emulator.visits) and the UVM model's run. This benchmark
 predicts the same case on GAP urand scale 22 (a quarter of the edges), through
 hostlink.validation.twins.predict_traversal as a report does, in a child
 process so that its peak resident memory (ru_maxrss) is its own, and records
-the peak per million twin requests.
+the peak per million twin requests. The twins map their graphs from .bel files
+(hostlink.validation.twin_traversal.GraphSource), whose pages the OS may drop
+under pressure: ru_maxrss counts them once read, so the child also samples its
+anonymous memory (RssAnon, every 20 ms), which is what a report cannot give
+back, and the target is on that.
 
-Target: the scale-22 peak at most TARGET_GiB (5.5 GiB), so that four times it,
-the scale-24 twin, stays under 22 GiB. Measured before the steps were built in
+Target: the scale-22 anonymous peak at most TARGET_GiB (5.5 GiB), so that four
+times it, the scale-24 twin, stays under 22 GiB. Measured before the steps were built in
 batches: a report's urand24 twin ran out of memory at 24.4 GB; the same
 scale-22 case peaked at 7.45 GB (6.9 GiB, its graph's 0.5 GB of weights
 held too), 4.65 GiB after. Prints the figures and writes
@@ -36,11 +40,32 @@ TARGET_GiB = 5.5
 GiB = 1024**3
 
 
+def rss_anon_B() -> int:
+    """This process's anonymous resident memory (Linux /proc; 0 where there is none)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def child(run_dir: str) -> None:
     """Predict the case once; print its figures as one JSON line."""
+    import threading
+
     from hostlink.model.config import load_system
     from hostlink.validation import twins
 
+    peak_anon = [rss_anon_B()]
+    done = threading.Event()
+
+    def sample():
+        while not done.wait(0.02):
+            peak_anon[0] = max(peak_anon[0], rss_anon_B())
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     run = twins.load_run(run_dir)
     system = load_system("h200-pcie5")
     timing: dict = {}
@@ -48,11 +73,14 @@ def child(run_dir: str) -> None:
     rows = twins.predict_traversal(CASE, run.cases[CASE], system, twins.GraphSource(run),
                                    fidelity="des", timing=timing)
     wall = time.perf_counter() - t0
+    done.set()
+    sampler.join()
     values = {m: v for m, v, _ in rows}
     print(json.dumps({"wall_s": wall, "emulate_s": timing["emulate_s"],
                       "model_s": timing["model_s"], "requests": timing["requests"],
                       "kernel_time_ms": values["kernel_time_ms"],
-                      "peak_GiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GiB}))
+                      "peak_GiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GiB,
+                      "peak_anon_GiB": peak_anon[0] / GiB}))
 
 
 def write_run(path: Path) -> None:
@@ -75,12 +103,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         write_run(Path(tmp))
         load_before = os.getloadavg()
+        # a fresh graph folder: the child generates and maps the graph as a report's
+        # first twin does (not one an earlier run kept)
+        env = dict(os.environ, HOSTLINK_GRAPH_CACHE=str(Path(tmp) / "graphs"))
         out = subprocess.run([sys.executable, __file__, "--child", tmp], check=True,
-                             capture_output=True, text=True).stdout
+                             capture_output=True, text=True, env=env).stdout
     fig = json.loads(out.strip().splitlines()[-1])
-    fig["peak_GiB_per_M_requests"] = fig["peak_GiB"] / (fig["requests"] / 1e6)
-    fig["scale24_estimate_GiB"] = 4 * fig["peak_GiB"]
-    ok = fig["peak_GiB"] <= TARGET_GiB
+    fig["peak_anon_GiB_per_M_requests"] = fig["peak_anon_GiB"] / (fig["requests"] / 1e6)
+    fig["scale24_estimate_GiB"] = 4 * fig["peak_anon_GiB"]
+    ok = fig["peak_anon_GiB"] <= TARGET_GiB
     record = {"benchmark": "twin_memory", "case": CASE,
               "graph": f"urand scale {SCALE} degree {DEGREE}, GAP seed",
               "target_GiB": TARGET_GiB, "result": fig, "pass": ok,
@@ -89,8 +120,9 @@ def main() -> int:
                           "platform": platform.platform()},
               "recorded_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     RESULTS.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"{CASE}: {fig['requests'] / 1e6:.1f} M requests, peak {fig['peak_GiB']:.2f} GiB "
-          f"(target {TARGET_GiB}), {fig['wall_s']:.0f} s; scale 24 about "
+    print(f"{CASE}: {fig['requests'] / 1e6:.1f} M requests, anonymous peak "
+          f"{fig['peak_anon_GiB']:.2f} GiB (target {TARGET_GiB}; resident with the mapped "
+          f"graph {fig['peak_GiB']:.2f}), {fig['wall_s']:.0f} s; scale 24 about "
           f"{fig['scale24_estimate_GiB']:.1f} GiB  {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
