@@ -280,7 +280,7 @@ def _zerocopy_analytic(stream, system, common) -> dict:
         outstanding, peak = float("nan"), float("nan")
     return {"kernel_ns": kernel_ns, "bound": bound, "outstanding_mean": outstanding,
             "outstanding_peak": peak, "wire_B_down": costs["wire"]["down"],
-            "wire_B_up": costs["wire"]["up"], "dram_B": int(costs["dram_B"][host].sum()),
+            "wire_B_up": costs["wire"]["up"], "dram_B": int(costs["host_dram_B"]),
             "extra": {"analytic": res, "kernel_terms_ns": {
                 "link": link_ns.tolist(), "device": dev_ns.tolist(), "latency": path_ns.tolist()}}}
 
@@ -341,7 +341,7 @@ def _run_des(stream, system, common, engine, nbins, as_device) -> dict:
                                    "is_write")},
                                space=np.full(len(stream), SPACE_DEVICE, dtype=np.uint8),
                                launches=stream.launches, waits=stream.waits,
-                               lines=stream.lines)
+                               lines=stream.lines, follows=stream.follows)
     inputs, out = simulate(stream, system, engine=engine, nbins=nbins)
     stats = {name: float(out.stats[i]) for i, name in enumerate(STAT_NAMES)}
     stats["walk_busy_ns"] = stats["walks"] * inputs.walk_ns / max(1, inputs.walkers)
@@ -355,7 +355,7 @@ def _run_des(stream, system, common, engine, nbins, as_device) -> dict:
     bound, util = des_bound(stats, total_kernel, limits)
     has_reads = stats["host_reads"] > 0
     wire = inputs.extra["wire_B"]
-    dram_B = int(inputs.extra["dram_B"][inputs.kind <= 1].sum())
+    dram_B = int(inputs.extra["host_dram_B"])
     used = np.flatnonzero(out.bw_bins_B)
     series = out.bw_bins_B[:used[-1] + 1 if len(used) else 0] / out.bin_ns  # B/ns = GB/s
     return {"kernel_ns": kernel_ns, "bound": bound,

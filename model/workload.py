@@ -59,7 +59,14 @@ class RequestStream:
     (:mod:`hostlink.model.des.events`); a compact stream that folds an
     instruction's scattered reads into one request sets it
     (:func:`hostlink.traces.emulator.visits.with_visit_skeleton`). None: one each.
-    Not stored with a trace either."""
+    Not stored with a trace either.
+
+    ``follows`` (optional, one bool per row): the request leaves the SM's issue
+    stage with its instruction's first request, whatever line it reads, and costs
+    the stage nothing of its own: the sector requests of a load that bypasses the
+    L1 (``ld.cv``), which cost a warp's round next to nothing where the default
+    operator's cost 14-15 ns each (validation/results/h100/request_cost). None:
+    every line pays. Not stored with a trace either."""
     launch: np.ndarray
     warp: np.ndarray
     inst: np.ndarray
@@ -71,6 +78,7 @@ class RequestStream:
     launches: tuple[LaunchInfo, ...] = field(default=())
     waits: np.ndarray | None = None
     lines: np.ndarray | None = None
+    follows: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.addr)
@@ -94,16 +102,30 @@ class RequestStream:
                 raise ValueError(f"RequestStream column 'lines': row {int(np.argmin(lines))} "
                                  f"stands for {int(lines.min())} lines (at least 1)")
             object.__setattr__(self, "lines", lines.astype(np.uint16))
+        if self.follows is not None:
+            if len(self.follows) != n:
+                raise ValueError(f"RequestStream column 'follows' has {len(self.follows)} rows, "
+                                 f"expected {n}")
+            object.__setattr__(self, "follows", np.asarray(self.follows, dtype=np.bool_))
 
     def with_waits(self, waits: np.ndarray | None) -> "RequestStream":
         """The same requests with the given dependences (see the class notes)."""
         return RequestStream(**{k: getattr(self, k) for k in REQUEST_DTYPES},
-                             launches=self.launches, waits=waits, lines=self.lines)
+                             launches=self.launches, waits=waits, lines=self.lines,
+                             follows=self.follows)
 
     def with_lines(self, lines: np.ndarray | None) -> "RequestStream":
         """The same requests, each standing for ``lines`` issue lines (see the class notes)."""
         return RequestStream(**{k: getattr(self, k) for k in REQUEST_DTYPES},
-                             launches=self.launches, waits=self.waits, lines=lines)
+                             launches=self.launches, waits=self.waits, lines=lines,
+                             follows=self.follows)
+
+    def with_follows(self, follows: np.ndarray | None) -> "RequestStream":
+        """The same requests, those marked leaving the issue stage with their
+        instruction's first (see the class notes)."""
+        return RequestStream(**{k: getattr(self, k) for k in REQUEST_DTYPES},
+                             launches=self.launches, waits=self.waits, lines=self.lines,
+                             follows=follows)
 
     def __len__(self) -> int:
         return len(self.addr)
@@ -131,7 +153,8 @@ class RequestStream:
         return RequestStream(**{k: getattr(self, k)[mask] for k in REQUEST_DTYPES},
                              launches=self.launches,
                              waits=None if self.waits is None else self.waits[mask],
-                             lines=None if self.lines is None else self.lines[mask])
+                             lines=None if self.lines is None else self.lines[mask],
+                             follows=None if self.follows is None else self.follows[mask])
 
     def host_reads(self) -> "RequestStream":
         return self.select((self.space == SPACE_HOST) & ~self.is_write)

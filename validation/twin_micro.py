@@ -535,6 +535,12 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     if len(stream) == 0:
         raise TwinError(f"case '{case}': every load of the twin hits in the caches (the model "
                         "gives cache hits no time)")
+    if pattern == "strided" and space == SPACE_HOST and params.get("cache") == "cv":
+        # a strided ld.cv load's sector requests leave the SM with its first: 32 of them
+        # cost a warp's round what one line does (1208-1323 against 1219-1243 ns, H100,
+        # validation/results/h100/request_cost), where the default operator's cost
+        # 14-15 ns each
+        stream = stream.with_follows(np.ones(len(stream), dtype=bool))
     # the bytes the twin's loads read (cache hits included), as the program counts them
     return MicroTwin(case, bench, params, mode, stream, float(full), float(loaded),
                      loads_in_flight=1,

@@ -24,7 +24,7 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
   Holding them, its MRd TLP serialises on the upstream link, flies
   ``rtt_ns / 2``, is served by host DRAM (bytes of whole bursts at DRAM
   bandwidth), its CplD TLPs serialise on the downstream link, and fly
-  ``rtt_ns / 2`` back (plus an IOMMU walk, ``iommu_ns``, where the IOTLB missed);
+  ``rtt_ns / 2`` back (plus an IOMMU walk, ``iommu_miss_ns``, where the IOTLB missed);
   then the credits return. All three servers are first come first served, so
   the unloaded round trip of a read is ``rtt_ns`` plus its own serialisation
   and DRAM service, and everything beyond that is queueing. The data then
@@ -46,7 +46,10 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
   last; the SM lets them leave first come first served in the order they reach
   it, at most one per ``sm_request_ns``, so the warps of one SM interleave. What
   costs is a line: the requests an instruction sends to one 128 B line (a device
-  line's sectors) leave together, with the first (``leads``). A request that
+  line's sectors) leave together, with the first (``leads``); so do the
+  requests a stream marks to follow their instruction's first (``follows``: the
+  sector requests of an ``ld.cv`` load, whatever lines they read, measured to
+  cost a warp's round next to nothing). A request that
   stands for k lines (``issue_lines``: a compact stream's one request for an
   instruction's scattered reads) takes k - 1 more gaps of its warp and k turns
   of its SM, and leaves with its last line (the SM's turns counted as work, not
@@ -122,14 +125,43 @@ UNLIMITED = np.iinfo(np.int64).max // 4
 
 
 @dataclass(frozen=True)
+class CostTable:
+    """What a request costs, by cost class: requests of one kind, size and offset in
+    their 4 KiB page cost the same (a device request's offset does not count), so the
+    engines keep one int32 class per request (:attr:`DesInputs.cost_id`) and these
+    columns once per class: a few hundred rows where the requests number hundreds of
+    millions."""
+    size_B: np.ndarray         # int64 (m,)
+    ser_up_ns: np.ndarray      # float64 (m,): upstream wire time of the request's TLPs
+    ser_down_ns: np.ndarray    # float64 (m,): downstream wire time (its CplDs)
+    dram_ns: np.ndarray        # float64 (m,): host DRAM service time
+    dev_ns: np.ndarray         # float64 (m,): device memory service time
+    need_tags: np.ndarray      # int64 (m,): tags held (MRd count)
+    need_hdr: np.ndarray       # int64 (m,): completion headers held (CplD count)
+    need_data_B: np.ndarray    # int64 (m,): completion data credits held, in bytes
+    dram_B: np.ndarray         # int64 (m,): bytes of the DRAM bursts the request touches
+
+    def __len__(self) -> int:
+        return len(self.size_B)
+
+
+#: the per-request views of :class:`CostTable`'s columns that :class:`DesInputs` offers
+PER_REQUEST_COSTS = ("size_B", "ser_up_ns", "ser_down_ns", "dram_ns", "dev_ns", "need_tags",
+                     "need_hdr", "need_data_B")
+
+
+@dataclass(frozen=True)
 class DesInputs:
-    """A request stream laid out for the engines, with every per-request cost precomputed.
+    """A request stream laid out for the engines, with every request's cost precomputed.
 
     Requests are in (launch, warp, instruction) order. ``inst_ptr`` delimits the
     requests of each instruction, ``warp_ptr`` the instructions of each warp,
     ``cta_ptr`` the warps of each CTA and ``launch_ptr`` the CTAs of each launch
     (only warps and CTAs with at least one request appear). ``row`` maps each
-    request back to its row in the original stream.
+    request back to its row in the original stream. A request's costs are row
+    ``cost_id[r]`` of ``costs``; ``x.ser_up_ns`` and the other names in
+    :data:`PER_REQUEST_COSTS` give them per request (a copy, made once, for the
+    reference engine and for inspection; the compiled engine reads the table).
     """
     row: np.ndarray            # int64 (n,)
     inst_ptr: np.ndarray       # int64 (n_inst + 1,)
@@ -138,16 +170,10 @@ class DesInputs:
     launch_ptr: np.ndarray     # int64 (n_launch + 1,)
     launch_slots: np.ndarray   # int64 (n_launch,): CTA slots of each launch
     kind: np.ndarray           # uint8 (n,): HOST_READ ...
-    size_B: np.ndarray         # int64 (n,)
-    ser_up_ns: np.ndarray      # float64 (n,): upstream wire time of the request's TLPs
-    ser_down_ns: np.ndarray    # float64 (n,): downstream wire time (its CplDs)
-    dram_ns: np.ndarray        # float64 (n,): host DRAM service time
-    dev_ns: np.ndarray         # float64 (n,): device memory service time
-    need_tags: np.ndarray      # int64 (n,): tags held (MRd count)
-    need_hdr: np.ndarray       # int64 (n,): completion headers held (CplD count)
-    need_data_B: np.ndarray    # int64 (n,): completion data credits held, in bytes
+    cost_id: np.ndarray        # int32 (n,): the request's row of ``costs``
+    costs: CostTable
     walk: np.ndarray           # bool (n,): GPU TLB miss
-    iommu_ns: np.ndarray       # float64 (n,): added round trip of an IOTLB miss
+    iommu_miss: np.ndarray     # bool (n,): IOTLB miss (adds ``iommu_miss_ns`` to its round trip)
     tags: int                  # tags (the least of the link's and the GPU's limits)
     cpl_hdrs: int              # completion header credits (UNLIMITED if not limited)
     cpl_data_B: int            # completion data credits in bytes (UNLIMITED if not limited)
@@ -156,6 +182,7 @@ class DesInputs:
     loads_in_flight: int
     walkers: int
     walk_ns: float
+    iommu_miss_ns: float       # added round trip of an IOTLB miss
     launch_overhead_ns: float
     level_sync_ns: float
     host_path_ns: float = 0.0  # GPU-internal latency of a host read after its credits return
@@ -166,11 +193,26 @@ class DesInputs:
     # bool (n,): the request opens a line of its instruction and pays the issue stage;
     # one that does not leaves with the request before it (None: every request opens one)
     leads: np.ndarray | None = None
-    # int64 (n,): the lines a request stands for (the stream's ``lines``); None: one each
+    # int (n,): the lines a request stands for (the stream's ``lines``); None: one each
     issue_lines: np.ndarray | None = None
     # bool (n_inst,): the instruction issues only when its warp has none in flight
     inst_waits: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
+
+    def __getattr__(self, name: str):
+        # the per-request views of the cost table, expanded once on first use
+        if name in PER_REQUEST_COSTS:
+            table = self.__dict__.get("costs")
+            if table is not None:
+                view = getattr(table, name)[self.cost_id]
+                self.__dict__[name] = view
+                return view
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def iommu_ns(self) -> np.ndarray:
+        """Per request: the round trip an IOTLB miss adds (0 where it hit)."""
+        return np.where(self.iommu_miss, self.iommu_miss_ns, 0.0)
 
     def waits_per_inst(self) -> np.ndarray:
         """``inst_waits``, all False where the stream marked no dependences."""
@@ -191,10 +233,10 @@ class DesInputs:
         return np.asarray(self.leads, dtype=np.bool_)
 
     def lines_per_request(self) -> np.ndarray:
-        """``issue_lines``, all 1 where not given."""
+        """``issue_lines``, all 1 where not given (int32: 4 B a request)."""
         if self.issue_lines is None:
-            return np.ones(len(self.kind), dtype=np.int64)
-        return np.asarray(self.issue_lines, dtype=np.int64)
+            return np.ones(len(self.kind), dtype=np.int32)
+        return np.asarray(self.issue_lines, dtype=np.int32)
 
     def __len__(self) -> int:
         return len(self.kind)

@@ -72,39 +72,40 @@ def _push(q, t, k, s, r, qt, qk, qs, qr, base, mask, head, cnt):
 
 @njit(cache=True, inline="always")
 def _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record,
-           need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, iommu_ns, half_rtt):
+           cid, need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, iommu_miss, iommu_lat,
+           half_rtt):
     """Grant credits to waiting reads, first come first served, and start their round trips."""
     now = fs[_F_NOW]
     w = _Q_WAIT
     while cnt[w] > 0:
         h = base[w] + head[w]
         r = qr[h]
-        if st[_I_TAGS] < need_tags[r] or st[_I_HDRS] < need_hdr[r] or st[_I_DATA] < need_data[r]:
+        if st[_I_TAGS] < need_tags[cid[r]] or st[_I_HDRS] < need_hdr[cid[r]] or st[_I_DATA] < need_data[cid[r]]:
             break
         stats[_S_WAIT] += now - qt[h]
         head[w] = (head[w] + 1) & mask[w]
         cnt[w] -= 1
-        st[_I_TAGS] -= need_tags[r]
-        st[_I_HDRS] -= need_hdr[r]
-        st[_I_DATA] -= need_data[r]
+        st[_I_TAGS] -= need_tags[cid[r]]
+        st[_I_HDRS] -= need_hdr[cid[r]]
+        st[_I_DATA] -= need_data[cid[r]]
         st[_I_OUT] += 1
         if st[_I_OUT] > stats[_S_PEAK]:
             stats[_S_PEAK] = st[_I_OUT]
-        t_up = max(now, fs[_F_UP]) + ser_up[r]
+        t_up = max(now, fs[_F_UP]) + ser_up[cid[r]]
         fs[_F_UP] = t_up
-        t_d = max(t_up + half_rtt, fs[_F_DRAM]) + dram_ns[r]
+        t_d = max(t_up + half_rtt, fs[_F_DRAM]) + dram_ns[cid[r]]
         fs[_F_DRAM] = t_d
-        t_c = max(t_d, fs[_F_DOWN]) + ser_down[r]
+        t_c = max(t_d, fs[_F_DOWN]) + ser_down[cid[r]]
         fs[_F_DOWN] = t_c
         fin = t_c + half_rtt
         sched = t_c
-        stats[_S_UP] += ser_up[r]
-        stats[_S_DRAM] += dram_ns[r]
-        stats[_S_DOWN] += ser_down[r]
+        stats[_S_UP] += ser_up[cid[r]]
+        stats[_S_DRAM] += dram_ns[cid[r]]
+        stats[_S_DOWN] += ser_down[cid[r]]
         q = _Q_HOST
-        if iommu_ns[r] > 0.0:
+        if iommu_miss[r] and iommu_lat > 0.0:
             sched = fin
-            fin += iommu_ns[r]
+            fin += iommu_lat
             q = _Q_IOMMU
         stats[_S_LAT] += fin - now
         _push(q, fin, sched, st[_I_SEQ], r, qt, qk, qs, qr, base, mask, head, cnt)
@@ -203,9 +204,13 @@ def _heap_replace_top(h, n, t, k, s, r, raw):
 
 @njit(cache=True, inline="always")
 def _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record,
-           kind, need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, dev_ns, iommu_ns,
-           walk, walker_free, walk_ns, dev_lat, half_rtt):
-    """Request ``r`` leaves its SM at ``now`` and enters its path."""
+           kind, cid, need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, dev_ns,
+           iommu_miss, walk, walker_free, lat):
+    """Request ``r`` leaves its SM at ``now`` and enters its path. ``lat``: the walk,
+    the device read's latency, half the round trip and an IOTLB miss, ns (one array:
+    Python passes a call of more than 30 arguments as ``*args``, which Numba cannot
+    inline)."""
+    walk_ns, dev_lat, half_rtt, iommu_lat = lat[0], lat[1], lat[2], lat[3]
     kd = kind[r]
     if kd == HOST_READ:
         if walk[r]:
@@ -221,24 +226,25 @@ def _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t
         else:
             _push(_Q_WAIT, now, now, 0, r, qt, qk, qs, qr, base, mask, head, cnt)
             _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record,
-                   need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, iommu_ns, half_rtt)
+                   cid, need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, iommu_miss,
+                   iommu_lat, half_rtt)
         return
     if record:
         grant_t[r] = now
     if kd == HOST_WRITE:
         # posted: done for the warp once its MWr has left the GPU
         sched = max(now, fs[_F_UP])
-        fin = sched + ser_up[r]
+        fin = sched + ser_up[cid[r]]
         fs[_F_UP] = fin
-        fs[_F_DRAM] = max(fin + half_rtt, fs[_F_DRAM]) + dram_ns[r]
-        stats[_S_UP] += ser_up[r]
-        stats[_S_DRAM] += dram_ns[r]
+        fs[_F_DRAM] = max(fin + half_rtt, fs[_F_DRAM]) + dram_ns[cid[r]]
+        stats[_S_UP] += ser_up[cid[r]]
+        stats[_S_DRAM] += dram_ns[cid[r]]
         q = _Q_HWRITE
     else:
         sched = max(now, fs[_F_DEV])
-        fin = sched + dev_ns[r]
+        fin = sched + dev_ns[cid[r]]
         fs[_F_DEV] = fin
-        stats[_S_DEV] += dev_ns[r]
+        stats[_S_DEV] += dev_ns[cid[r]]
         if kd == DEVICE_READ:
             sched = fin
             fin += dev_lat
@@ -251,8 +257,8 @@ def _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t
 
 @njit(cache=True)
 def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
-              kind, size_B, ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data,
-              walk, iommu_ns, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, lif, walkers, walk_ns,
+              kind, cid, size_B, ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data,
+              walk, iommu_miss, iommu_lat, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, lif, walkers, walk_ns,
               launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_req_ns,
               leads, nlines, caps, heap_cap, max_ready, nbins, record):
     n = kind.shape[0]
@@ -261,10 +267,11 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
     n_cta = cta_ptr.shape[0] - 1
     n_launch = launch_slots.shape[0]
     half_rtt = rtt_ns * 0.5
+    lat = np.array([walk_ns, dev_lat, half_rtt, iommu_lat])
     staged = sm_req_ns > 0.0 or issue_gap.max() > 0.0
 
     # request -> instruction -> warp -> CTA
-    inst_of = np.empty(n, dtype=np.int64)
+    inst_of = np.empty(n, dtype=np.int32)     # 4 B a request
     inst_rem = np.empty(n_inst, dtype=np.int64)
     for i in range(n_inst):
         inst_rem[i] = inst_ptr[i + 1] - inst_ptr[i]
@@ -343,7 +350,8 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
         while True:
             now = fs[_F_NOW]
             _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record,
-                   need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, iommu_ns, half_rtt)
+                   cid, need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, iommu_miss,
+                   iommu_lat, half_rtt)
             while free_slots > 0 and next_cta < launch_ptr[L + 1]:
                 c = next_cta
                 next_cta += 1
@@ -409,25 +417,26 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                                 _push(_Q_WAIT, now, now, 0, r, qt, qk, qs, qr, base, mask, head,
                                       cnt)
                                 _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats,
-                                       grant_t, record, need_tags, need_hdr, need_data, ser_up,
-                                       ser_down, dram_ns, iommu_ns, half_rtt)
+                                       grant_t, record, cid, need_tags, need_hdr, need_data,
+                                       ser_up, ser_down, dram_ns, iommu_miss, iommu_lat,
+                                       half_rtt)
                             continue
                         if record:
                             grant_t[r] = now
                         if kd == HOST_WRITE:
                             # posted: done for the warp once its MWr has left the GPU
                             sched = max(now, fs[_F_UP])
-                            fin = sched + ser_up[r]
+                            fin = sched + ser_up[cid[r]]
                             fs[_F_UP] = fin
-                            fs[_F_DRAM] = max(fin + half_rtt, fs[_F_DRAM]) + dram_ns[r]
-                            stats[_S_UP] += ser_up[r]
-                            stats[_S_DRAM] += dram_ns[r]
+                            fs[_F_DRAM] = max(fin + half_rtt, fs[_F_DRAM]) + dram_ns[cid[r]]
+                            stats[_S_UP] += ser_up[cid[r]]
+                            stats[_S_DRAM] += dram_ns[cid[r]]
                             q = _Q_HWRITE
                         else:
                             sched = max(now, fs[_F_DEV])
-                            fin = sched + dev_ns[r]
+                            fin = sched + dev_ns[cid[r]]
                             fs[_F_DEV] = fin
-                            stats[_S_DEV] += dev_ns[r]
+                            stats[_S_DEV] += dev_ns[cid[r]]
                             if kd == DEVICE_READ:
                                 sched = fin
                                 fin += dev_lat
@@ -519,8 +528,8 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                 if record:
                     ready_t[r] = now
                 _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t,
-                       record, kind, need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns,
-                       dev_ns, iommu_ns, walk, walker_free, walk_ns, dev_lat, half_rtt)
+                       record, kind, cid, need_tags, need_hdr, need_data, ser_up, ser_down,
+                       dram_ns, dev_ns, iommu_miss, walk, walker_free, lat)
                 continue
             if best < 0:
                 break
@@ -535,9 +544,9 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                 _push(_Q_WAIT, now, now, 0, r, qt, qk, qs, qr, base, mask, head, cnt)
                 continue
             if best == _Q_HOST or best == _Q_IOMMU:
-                st[_I_TAGS] += need_tags[r]
-                st[_I_HDRS] += need_hdr[r]
-                st[_I_DATA] += need_data[r]
+                st[_I_TAGS] += need_tags[cid[r]]
+                st[_I_HDRS] += need_hdr[cid[r]]
+                st[_I_DATA] += need_data[cid[r]]
                 st[_I_OUT] -= 1
                 stats[_S_READS] += 1.0
                 # bandwidth over time, in bins that double their width as time grows
@@ -549,7 +558,7 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                     bins[nbins // 2:] = 0.0
                     bin_ns *= 2.0
                     b = int(tg / bin_ns)
-                bins[b] += size_B[r]
+                bins[b] += size_B[cid[r]]
                 if host_path > 0.0:  # the data's way back to the warp holds no credit
                     _push(_Q_RETURN, now + host_path, now, st[_I_SEQ], r,
                           qt, qk, qs, qr, base, mask, head, cnt)
@@ -622,11 +631,14 @@ def run(inputs: DesInputs, *, record: bool = False, nbins: int = 1024) -> DesOut
     if nbins < 2 or nbins & (nbins - 1):
         raise ValueError(f"nbins must be a power of two >= 2, not {nbins}")
     x = inputs
+    c = x.costs
     caps, max_ready = queue_capacities(x)
     kernel_ns, stats, bins, bin_ns, ready, grant, done = _simulate(
         x.inst_ptr, x.warp_ptr, x.cta_ptr, x.launch_ptr, x.launch_slots, x.waits_per_inst(),
-        x.kind, x.size_B, x.ser_up_ns, x.ser_down_ns, x.dram_ns, x.dev_ns, x.need_tags,
-        x.need_hdr, x.need_data_B, x.walk, x.iommu_ns, int(x.tags), int(x.cpl_hdrs),
+        x.kind, np.asarray(x.cost_id, dtype=np.int32), c.size_B, c.ser_up_ns, c.ser_down_ns,
+        c.dram_ns, c.dev_ns, c.need_tags, c.need_hdr, c.need_data_B, x.walk,
+        np.asarray(x.iommu_miss, dtype=np.bool_), float(x.iommu_miss_ns), int(x.tags),
+        int(x.cpl_hdrs),
         int(x.cpl_data_B), float(x.rtt_ns), float(x.device_lat_ns), int(x.loads_in_flight),
         int(x.walkers), float(x.walk_ns), float(x.launch_overhead_ns), float(x.level_sync_ns),
         float(x.host_path_ns), int(x.sm_count), np.asarray(x.issue_gap_ns, dtype=np.float64),

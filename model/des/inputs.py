@@ -36,7 +36,7 @@ from numba import njit
 from hostlink.model import dram as dram_model
 from hostlink.model.config.schema import SystemConfig
 from hostlink.model.des.events import (DEVICE_READ, DEVICE_WRITE, HOST_READ, HOST_WRITE,
-                                       UNLIMITED, DesInputs)
+                                       UNLIMITED, CostTable, DesInputs)
 from hostlink.model.errors import ConfigError, HostlinkError
 from hostlink.model.pcie import spec
 from hostlink.model.pcie.tlp import TlpFormat, packetize_reads, packetize_writes
@@ -86,7 +86,8 @@ ISSUE_LINE_B = 128
 def line_leads(stream: RequestStream, row: np.ndarray, inst_ptr: np.ndarray) -> np.ndarray:
     """Per request (``row`` order): True where it opens a line, i.e. is its
     instruction's first request or lies in another 128 B line or memory space
-    than the request before it."""
+    than the request before it and does not follow its instruction's first
+    (the stream's ``follows``)."""
     n = len(row)
     leads = np.ones(n, dtype=np.bool_)
     if n < 2:
@@ -94,6 +95,9 @@ def line_leads(stream: RequestStream, row: np.ndarray, inst_ptr: np.ndarray) -> 
     line = stream.addr[row] // np.uint64(ISSUE_LINE_B)
     space = stream.space[row]
     leads[1:] = (line[1:] != line[:-1]) | (space[1:] != space[:-1])
+    del line, space
+    if stream.follows is not None:
+        leads &= ~stream.follows[row]
     leads[inst_ptr[:-1]] = True
     return leads
 
@@ -176,80 +180,124 @@ def layout(stream: RequestStream, system: SystemConfig) -> dict:
     }
 
 
-def _page_keys(addr: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct (offset in the 4 KiB page, size) pairs as keys ``offset << 20 | size``,
-    and each request's index among them."""
-    offset = (addr & np.uint64(spec.PAGE_4K_B - 1)).astype(np.int64)
+#: a cost class key: kind << KEY_KIND_SHIFT | offset << KEY_OFFSET_SHIFT | size
+KEY_OFFSET_SHIFT = 32
+KEY_KIND_SHIFT = 48
+
+
+def _class_keys(offset: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct (offset, size) pairs as keys ``offset << 32 | size``, and each request's
+    index among them (int32)."""
+    offset = offset.astype(np.int64)
     size = size.astype(np.int64)
     width = int(size.max()) + 1
-    if width <= 4096:
+    span = int(offset.max()) + 1
+    if span * width <= (1 << 24):
         # a dense (offset, size) table: no sort needed
         cell = offset * width + size
-        table = np.zeros(spec.PAGE_4K_B * width, dtype=np.int64)
+        table = np.zeros(span * width, dtype=np.int32)
         table[cell] = 1
         used = np.flatnonzero(table)
-        table[used] = np.arange(len(used))
-        return ((used // width) << 20) | (used % width), table[cell]
-    uniq, inv = np.unique((offset << 20) | size, return_inverse=True)
-    return uniq, inv.ravel()
+        table[used] = np.arange(len(used), dtype=np.int32)
+        return ((used // width) << KEY_OFFSET_SHIFT) | (used % width), table[cell]
+    uniq, inv = np.unique((offset << KEY_OFFSET_SHIFT) | size, return_inverse=True)
+    return uniq, inv.ravel().astype(np.int32)
 
 
 def request_costs(stream: RequestStream, system: SystemConfig, row: np.ndarray) -> dict:
-    """Kinds, service times and credit needs of the requests, in ``row`` order."""
+    """Kinds, cost classes and the cost table of the requests, in ``row`` order.
+
+    Returns ``kind`` (uint8, per request), ``cost_id`` (int32, per request), ``table``
+    (a :class:`CostTable`, per class), ``wire`` (upstream and downstream wire bytes
+    in all) and ``host_dram_B`` (bytes of the DRAM bursts the host requests touch).
+    A host request's TLPs depend only on its offset in its 4 KiB page and its size,
+    and so do its DRAM bursts (a burst divides the page): its class is its kind,
+    that offset and its size. A device request's costs depend on its kind and size
+    alone."""
     n = len(row)
     space = stream.space[row]
     write = stream.is_write[row]
-    addr = stream.addr[row]
-    size = stream.size_B[row].astype(np.int64)
-    if n and size.min() < 1:
-        bad = int(row[np.argmin(size)])
-        raise HostlinkError(f"request stream: row {bad} has size_B = 0")
     host = space == SPACE_HOST
     kind = np.where(host, np.where(write, HOST_WRITE, HOST_READ),
                     np.where(write, DEVICE_WRITE, DEVICE_READ)).astype(np.uint8)
+    del space, write, host
     rate = link_rate_Bpns(system)
     fmt = tlp_format(system)
-    ser_up = np.zeros(n)
-    ser_down = np.zeros(n)
-    need_tags = np.zeros(n, dtype=np.int64)
-    need_hdr = np.zeros(n, dtype=np.int64)
-    need_data = np.zeros(n, dtype=np.int64)
+    burst = int(system.host.burst_B)
+    if burst < 1 or spec.PAGE_4K_B % burst:
+        raise ConfigError(f"host.burst_B: {burst} must be a power of two of at most "
+                          f"{spec.PAGE_4K_B} (a request's bursts follow from its page offset)")
+    cost_id = np.zeros(n, dtype=np.int32)
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in (
+        "size_B", "ser_up_ns", "ser_down_ns", "dram_ns", "dev_ns", "need_tags", "need_hdr",
+        "need_data_B", "dram_B")}
     wire = {"up": 0.0, "down": 0.0}
-    rd = np.flatnonzero(kind == HOST_READ)
-    if len(rd):
-        # TLPs depend only on the offset in the 4 KiB page and the size:
-        # packetise each distinct pair once
-        key, inv = _page_keys(addr[rd], size[rd])
-        p = packetize_reads(key >> 20, key & 0xFFFFF, fmt)
-        ser_up[rd] = (p.up_wire_B / rate)[inv]
-        ser_down[rd] = (p.down_wire_B / rate)[inv]
-        need_tags[rd] = p.n_mrd[inv]
-        need_hdr[rd] = p.n_cpld[inv]
-        need_data[rd] = p.cpl_credit_B[inv]
-        counts = np.bincount(inv, minlength=len(key))
-        wire["up"] += float(np.dot(counts, p.up_wire_B))
-        wire["down"] += float(np.dot(counts, p.down_wire_B))
-    wr = np.flatnonzero(kind == HOST_WRITE)
-    if len(wr):
-        key, inv = _page_keys(addr[wr], size[wr])
-        p = packetize_writes(key >> 20, key & 0xFFFFF, fmt)
-        ser_up[wr] = (p.up_wire_B / rate)[inv]
-        wire["up"] += float(np.dot(np.bincount(inv, minlength=len(key)), p.up_wire_B))
-    dram_B = np.zeros(n, dtype=np.int64)
-    if host.any():
-        burst = system.host.burst_B
-        dram_B[host] = dram_model.bursts_touched(addr[host], size[host], burst) * burst
-    dev = ~host
-    dev_ns = np.where(dev, size / system.gpu.device_bw_GBps, 0.0)
-    return {"kind": kind, "size_B": size, "ser_up_ns": ser_up, "ser_down_ns": ser_down,
-            "dram_ns": dram_B / dram_rate_Bpns(system), "dev_ns": dev_ns,
-            "need_tags": need_tags, "need_hdr": need_hdr, "need_data_B": need_data,
-            "dram_B": dram_B, "wire": wire}
+    host_dram_B = 0
+    n_classes = 0
+    for k in (HOST_READ, HOST_WRITE, DEVICE_READ, DEVICE_WRITE):
+        sel = np.flatnonzero(kind == k)
+        if not len(sel):
+            continue
+        rows = row[sel]
+        size = stream.size_B[rows]
+        if size.min() < 1:
+            bad = int(rows[np.argmin(size)])
+            raise HostlinkError(f"request stream: row {bad} has size_B = 0")
+        if int(size.max()) >= 1 << KEY_OFFSET_SHIFT:
+            bad = int(rows[np.argmax(size)])
+            raise HostlinkError(f"request stream: row {bad} has size_B = {int(size.max())} "
+                                f"(at most {(1 << KEY_OFFSET_SHIFT) - 1})")
+        if k in (HOST_READ, HOST_WRITE):
+            offset = (stream.addr[rows] & np.uint64(spec.PAGE_4K_B - 1)).astype(np.int64)
+        else:
+            offset = np.zeros(len(sel), dtype=np.int64)
+        del rows
+        key, inv = _class_keys(offset, size)
+        del offset, size
+        cost_id[sel] = inv + n_classes
+        del sel
+        counts = np.bincount(inv, minlength=len(key)).astype(np.float64)
+        del inv
+        m = len(key)
+        c_off = key >> KEY_OFFSET_SHIFT
+        c_size = key & ((1 << KEY_OFFSET_SHIFT) - 1)
+        zeros_f, zeros_i = np.zeros(m), np.zeros(m, dtype=np.int64)
+        c = {name: zeros_i for name in ("need_tags", "need_hdr", "need_data_B", "dram_B")}
+        c.update({name: zeros_f for name in ("ser_up_ns", "ser_down_ns", "dram_ns", "dev_ns")})
+        c["size_B"] = c_size
+        if k == HOST_READ:
+            p = packetize_reads(c_off, c_size, fmt)
+            c["ser_up_ns"] = p.up_wire_B / rate
+            c["ser_down_ns"] = p.down_wire_B / rate
+            c["need_tags"] = np.asarray(p.n_mrd, dtype=np.int64)
+            c["need_hdr"] = np.asarray(p.n_cpld, dtype=np.int64)
+            c["need_data_B"] = np.asarray(p.cpl_credit_B, dtype=np.int64)
+            wire["up"] += float(np.dot(counts, p.up_wire_B))
+            wire["down"] += float(np.dot(counts, p.down_wire_B))
+        elif k == HOST_WRITE:
+            p = packetize_writes(c_off, c_size, fmt)
+            c["ser_up_ns"] = p.up_wire_B / rate
+            wire["up"] += float(np.dot(counts, p.up_wire_B))
+        if k in (HOST_READ, HOST_WRITE):
+            c["dram_B"] = dram_model.bursts_touched(c_off, c_size, burst) * burst
+            c["dram_ns"] = c["dram_B"] / dram_rate_Bpns(system)
+            host_dram_B += int(np.dot(counts, c["dram_B"]))
+        else:
+            c["dev_ns"] = c_size / system.gpu.device_bw_GBps
+        for name in cols:
+            cols[name].append(np.asarray(c[name], dtype=np.float64 if name.endswith("_ns")
+                                         else np.int64))
+        n_classes += m
+    table = CostTable(**{name: (np.concatenate(v) if v else
+                                np.zeros(0, dtype=np.float64 if name.endswith("_ns") else np.int64))
+                         for name, v in cols.items()})
+    return {"kind": kind, "cost_id": cost_id, "table": table, "wire": wire,
+            "host_dram_B": host_dram_B}
 
 
 def translation_flags(stream: RequestStream, system: SystemConfig, row: np.ndarray,
                       arrival: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per request (``row`` order): GPU TLB miss, and the IOTLB miss latency in ns.
+    """Per request (``row`` order): GPU TLB miss, and IOTLB miss (``translation.iommu``).
 
     ``arrival`` orders the host reads as they reach the TLB (a sort key per
     request, e.g. launch and issue time from a first simulation); without it
@@ -258,12 +306,12 @@ def translation_flags(stream: RequestStream, system: SystemConfig, row: np.ndarr
     n = len(row)
     cfg = system.translation
     walk = np.zeros(n, dtype=bool)
-    iommu_ns = np.zeros(n)
+    iommu = np.zeros(n, dtype=bool)
     if not cfg.enabled or n == 0:
-        return walk, iommu_ns
+        return walk, iommu
     reads = np.flatnonzero((stream.space[row] == SPACE_HOST) & ~stream.is_write[row])
     if len(reads) == 0:
-        return walk, iommu_ns
+        return walk, iommu
     if arrival is None:
         sub = stream.select(row[reads])
         resident = system.gpu.sm_count * system.gpu.max_warps_per_sm
@@ -273,9 +321,8 @@ def translation_flags(stream: RequestStream, system: SystemConfig, row: np.ndarr
     addr = stream.addr[row[seq]]
     walk[seq] = xl.translation_misses(addr // np.uint64(cfg.page_B), cfg)
     if cfg.iommu:
-        io = xl.lru_misses(addr // np.uint64(cfg.iommu_page_B), cfg.iommu_iotlb_entries)
-        iommu_ns[seq] = np.where(io, cfg.iommu_miss_lat_ns, 0.0)
-    return walk, iommu_ns
+        iommu[seq] = xl.lru_misses(addr // np.uint64(cfg.iommu_page_B), cfg.iommu_iotlb_entries)
+    return walk, iommu
 
 
 def pages_fit(stream: RequestStream, system: SystemConfig) -> bool:
@@ -309,29 +356,29 @@ def build_inputs(stream: RequestStream, system: SystemConfig, *, translation: bo
     tags = tag_limit(system)
     hdrs = link.cpl_buffer_hdrs or UNLIMITED
     data = link.cpl_buffer_B or UNLIMITED
+    table = costs["table"]
     for name, limit, need in (("link.tags / gpu.max_outstanding_host_reads", tags, "need_tags"),
                               ("link.cpl_buffer_hdrs", hdrs, "need_hdr"),
                               ("link.cpl_buffer_B", data, "need_data_B")):
-        if len(row) and costs[need].max() > limit:
+        col = getattr(table, need)
+        if len(col) and col.max() > limit:
             raise ConfigError(f"{name} = {limit} is less than one read needs "
-                              f"({int(costs[need].max())}): no read could ever be issued")
+                              f"({int(col.max())}): no read could ever be issued")
     use_xl = system.translation.enabled if translation is None else translation
     if use_xl:
-        walk, iommu_ns = translation_flags(stream, system, row, arrival)
+        walk, iommu = translation_flags(stream, system, row, arrival)
     else:
-        walk, iommu_ns = np.zeros(len(row), dtype=bool), np.zeros(len(row))
+        walk, iommu = np.zeros(len(row), dtype=bool), np.zeros(len(row), dtype=bool)
     cfg = system.translation
     return DesInputs(
         row=row, inst_ptr=lay["inst_ptr"], warp_ptr=lay["warp_ptr"], cta_ptr=lay["cta_ptr"],
         launch_ptr=lay["launch_ptr"], launch_slots=lay["launch_slots"],
-        kind=costs["kind"], size_B=costs["size_B"], ser_up_ns=costs["ser_up_ns"],
-        ser_down_ns=costs["ser_down_ns"], dram_ns=costs["dram_ns"], dev_ns=costs["dev_ns"],
-        need_tags=costs["need_tags"], need_hdr=costs["need_hdr"],
-        need_data_B=costs["need_data_B"], walk=walk, iommu_ns=iommu_ns,
+        kind=costs["kind"], cost_id=costs["cost_id"], costs=table, walk=walk, iommu_miss=iommu,
         tags=tags, cpl_hdrs=int(hdrs), cpl_data_B=int(data), rtt_ns=float(link.rtt_ns),
         device_lat_ns=float(system.gpu.device_lat_ns),
         loads_in_flight=int(system.gpu.loads_in_flight_per_warp),
         walkers=int(cfg.walkers), walk_ns=float(cfg.miss_lat_ns),
+        iommu_miss_ns=float(cfg.iommu_miss_lat_ns),
         launch_overhead_ns=system.launch_overhead_us * 1e3,
         level_sync_ns=system.level_sync_us * 1e3,
         host_path_ns=float(system.gpu.host_path_ns),
@@ -339,7 +386,7 @@ def build_inputs(stream: RequestStream, system: SystemConfig, *, translation: bo
         issue_gap_ns=issue_gaps_ns(system),
         sm_request_ns=float(system.gpu.sm_request_ns),
         leads=line_leads(stream, row, lay["inst_ptr"]),
-        issue_lines=None if stream.lines is None else stream.lines[row].astype(np.int64),
+        issue_lines=None if stream.lines is None else stream.lines[row].astype(np.int32),
         inst_waits=(None if stream.waits is None
                     else stream.waits[row][lay["inst_ptr"][:-1]].astype(np.bool_)),
-        extra={"dram_B": costs["dram_B"], "wire_B": costs["wire"]})
+        extra={"host_dram_B": costs["host_dram_B"], "wire_B": costs["wire"]})

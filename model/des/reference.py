@@ -225,8 +225,8 @@ class _Launch:
         yield from self.serve(self.dram, x.dram_ns[r], "busy_dram_ns")
         yield from self.serve(self.down, x.ser_down_ns[r], "busy_down_ns")
         yield env.timeout(x.rtt_ns * 0.5)              # CplD flight back
-        if x.iommu_ns[r] > 0:
-            yield env.timeout(x.iommu_ns[r])           # IOTLB miss at the root complex
+        if x.iommu_miss[r] and x.iommu_miss_ns > 0:
+            yield env.timeout(x.iommu_miss_ns)         # IOTLB miss at the root complex
         self.stats[STAT["sum_lat_ns"]] += env.now - self.granted[r]
         self.stats[STAT["host_reads"]] += 1
         self.released[r] = env.now

@@ -198,6 +198,70 @@ def test_a_warps_requests_leave_one_gap_apart():
     np.testing.assert_allclose(host.ready_ns, 14.5 * np.arange(32))
 
 
+@pytest.mark.parametrize("burst_B", [64, 1024])
+def test_requests_of_one_cost_class_share_one_row_of_the_cost_table(burst_B):
+    """Each request's costs, read through its class, equal the packetiser's and the DRAM
+    model's for the request itself; requests of one kind, size and offset in their page
+    share a class, so the table stays small."""
+    from hostlink.model import dram
+    from hostlink.model.des.inputs import link_rate_Bpns, tlp_format
+    from hostlink.model.pcie.tlp import packetize_reads, packetize_writes
+    rng = np.random.default_rng(7)
+    n = 5000
+    sizes = rng.choice([4, 32, 64, 96, 128, 256], n)
+    addr = rng.integers(0, 1 << 34, n).astype(np.uint64)
+    space = (rng.random(n) < 0.3).astype(np.uint8) * SPACE_DEVICE
+    write = rng.random(n) < 0.2
+    s = stream(np.zeros(n), np.arange(n) // 4, np.arange(n) % 4, addr, sizes, space, write,
+               [LaunchInfo("k", -(-n // 4 // 8), 8, 256)])
+    sysc = system(**{"host.burst_B": burst_B})
+    x = build_inputs(s, sysc)
+    assert x.cost_id.dtype == np.int32
+    host = s.space[x.row] == SPACE_HOST
+    wr = s.is_write[x.row]
+    a, z = s.addr[x.row], s.size_B[x.row].astype(np.int64)
+    fmt, rate = tlp_format(sysc), link_rate_Bpns(sysc)
+    rd = host & ~wr
+    p = packetize_reads(a[rd] % np.uint64(4096), z[rd], fmt)
+    np.testing.assert_array_equal(x.ser_up_ns[rd], p.up_wire_B / rate)
+    np.testing.assert_array_equal(x.ser_down_ns[rd], p.down_wire_B / rate)
+    np.testing.assert_array_equal(x.need_tags[rd], p.n_mrd)
+    np.testing.assert_array_equal(x.need_data_B[rd], p.cpl_credit_B)
+    pw = packetize_writes(a[host & wr] % np.uint64(4096), z[host & wr], fmt)
+    np.testing.assert_array_equal(x.ser_up_ns[host & wr], pw.up_wire_B / rate)
+    dram_B = dram.bursts_touched(a[host], z[host], burst_B) * burst_B
+    np.testing.assert_array_equal(x.costs.dram_B[x.cost_id][host], dram_B)
+    assert x.extra["host_dram_B"] == int(dram_B.sum())
+    np.testing.assert_array_equal(x.dev_ns[~host], z[~host] / sysc.gpu.device_bw_GBps)
+    np.testing.assert_array_equal(x.size_B, z)
+    classes = {(k, int(o), int(sz)) for k, o, sz in zip(
+        x.kind, np.where(host, a % np.uint64(4096), 0), z)}
+    assert len(x.costs) == len(classes) < n
+
+
+def test_requests_that_follow_their_first_leave_with_it():
+    """A load of 32 host sector requests in 32 lines marked to follow its first (an
+    ld.cv load's, validation/results/h100/request_cost) leaves the SM at once, in both
+    engines: the load takes what it takes without the issue stage, where unmarked its
+    last request leaves 31 host gaps after its first."""
+    s = _sector_loads(1, 1, 1, SPACE_HOST)
+    marked = s.with_follows(np.ones(len(s), dtype=bool))
+    sysc = system(**ISSUE)
+    for engine in ("fast", "reference"):
+        _, out = simulate(marked, sysc, engine=engine, record=engine == "fast")
+        _, free = simulate(s, system(), engine=engine)
+        _, paid = simulate(s, sysc, engine=engine)
+        if engine == "fast":
+            np.testing.assert_allclose(out.ready_ns, 0.0)
+        assert out.stat("sum_issue_ns") == 0.0
+        assert out.kernel_ns[0] == free.kernel_ns[0]
+        assert paid.kernel_ns[0] > out.kernel_ns[0] + 300
+    # the marks travel with the stream
+    assert s.with_follows(np.ones(len(s), bool)).select(np.arange(len(s)) < 4).follows.all()
+    with pytest.raises(ValueError, match="follows"):
+        s.with_follows(np.ones(3, dtype=bool))
+
+
 def test_a_request_standing_for_lines_costs_them():
     """One request standing for 32 lines takes as long as a load of 32 sector requests
     alone on its SM; with 2 and 8 warps sharing the SM, the SM's turns add up as the
