@@ -283,7 +283,11 @@ EFFECTS = {
         "the link's load, or, with few warps, a warp's instruction of 32 sectors taking "
         "longer than one pointer-chase round trip (one warp at 4 B per lane: 0.63 GB/s on "
         "the H100, 1.6 us per instruction, where the chase's round trip is 1.3 us and the "
-        "twin gives 0.79 GB/s; validation/results/h100/tag_window)",
+        "twin gives 0.79 GB/s; validation/results/h100/tag_window); with ld.cv and "
+        "several warps, a GPU-wide cost of ld.cv host reads that grows with the pages a "
+        "load spans and with the warps (16 warps, 4 B per lane: 0.80 GB/s with one page a "
+        "load, 0.36 with 32, where the default operator reads 8.6-8.7 at either; "
+        "validation/results/h100/cv_pages)",
         "reads in flight beyond the tags (a larger tag window than configured), a shorter "
         "loaded round trip, or more loads in flight than the kernels' SASS shows"),
     "micro/memcpy": (
@@ -435,7 +439,8 @@ def diagnose(stats: GroupStats, rows: pd.DataFrame) -> list[str]:
     if best is not None and abs(best[1]) >= 0.6:
         lines.append(f"The error {'grows' if best[1] > 0 else 'falls'} with `{best[0]}` "
                      f"(rank correlation {best[1]:+.2f}).")
-    for cat in ("variant", "graph", "kernel", "id_bytes", "pattern", "advice", "memory_mode"):
+    for cat in ("variant", "graph", "kernel", "id_bytes", "pattern", "advice", "memory_mode",
+                "cache"):
         vals = [p.get(cat) for p in rows["params"]]
         if len(set(map(str, vals))) < 2:
             continue

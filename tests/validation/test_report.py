@@ -124,6 +124,22 @@ def test_diagnosis_names_the_parameter_the_error_follows():
     assert "too fast" in text and "`region_B`" in text and "translation" in text
 
 
+def test_diagnosis_splits_the_error_by_cache_operator():
+    # strided reads with ld.cv from many warps miss by far more than the default
+    # operator's (validation/results/h100/cv_pages): the diagnosis says so and names it
+    cases = {f"micro/zc_warps/pattern=strided,warps={w},cache={c}": {
+        "kind": "micro", "benchmark": "zc_warps", "pattern": "strided", "chunk_B": 4096,
+        "warps": w, "cache": c} for w in (1, 16) for c in ("default", "cv")}
+    errs = [3.0, 8.0, -4.0, 250.0]
+    s = pd.DataFrame({"case": list(cases), "metric": "bw_GBps", "unit": "GB/s",
+                      "measured": 1.0, "predicted": [1 + e / 100 for e in errs], "error_pct": errs})
+    ann = report.annotate(s, cases)
+    (st,) = report.group_stats(ann, set())
+    text = " ".join(report.diagnose(st, ann))
+    assert "Mean error by cache: default -0.5%, cv +129.0%." in text
+    assert "cv_pages" in text
+
+
 def test_groups_without_a_target_far_off_are_diagnosed():
     # device-memory traversals have no target; far off, the report still says what the
     # model lacks for them (the GPU's own work: validation/results/h100/device_work)

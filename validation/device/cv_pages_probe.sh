@@ -1,0 +1,31 @@
+#!/bin/bash
+# What slows strided ld.cv reads of host memory once several warps send them
+# (validation/results/h100/warp_rounds: one warp's strided ld.cv load of 32 sectors
+# takes one line's round trip, but 16 warps on 4 KiB chunks read 1.4-3.6 times
+# slower than the twin, where 128 B chunks do not): gpu_kernels/bin/zc_warps,
+# strided, 4 B per lane, unroll 1, pinned host memory, ld.cv and the default
+# operator, chunks of 128 B to 8 KiB (one lane's chunk: from 32 lanes in one 4 KiB
+# page to one page per lane), 1 to 264 warps spread one per SM; then 16 and 64
+# warps packed 1, 4 and 16 to a block (on 16 to 1 SMs) to tell an SM's limit from
+# the GPU's. 16 MiB per point, at most 256 KiB per warp, 3 repetitions.
+# Run from the repository root on the lent GPU with OUT set; everything lands in
+# $OUT/cv_pages.tar.gz.
+set -u
+cd "$(dirname "$0")/../.."
+: "${OUT:?OUT must name the output folder}"
+W=/tmp/cv_pages
+mkdir -p $W
+nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv > $W/gpu.txt 2>&1
+git rev-parse HEAD > $W/commit.txt 2>/dev/null
+( time make -C gpu_kernels bin/zc_warps ) > $W/build.txt 2>&1 || { tail -20 $W/build.txt; exit 1; }
+Z=gpu_kernels/bin/zc_warps
+COMMON="--pattern strided --bytes-per-lane 4 --unroll 1 --total-B 16MiB --max-per-warp-B 256KiB --reps 3 --memory-mode zerocopy"
+{
+$Z $COMMON --cache cv,default --chunk-B 128,256,512,1024,2048,4096,8192 --warps 1,4,16,64,132,264
+for wpb in 1 4 16; do
+  $Z $COMMON --cache cv --chunk-B 128,1024,4096 --warps 16,64 --warps-per-block $wpb
+done
+} > $W/plain.jsonl 2> $W/plain.err
+echo "plain rc $? lines $(grep -c measurement $W/plain.jsonl)"
+(cd $W && tar czf "$OUT/cv_pages.tar.gz" .)
+ls -l "$OUT"
