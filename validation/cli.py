@@ -1,9 +1,10 @@
 """``hostlink validate ...``: the command group of hostlink.validation.
 
 ``validate run`` and ``validate uvm-counters`` are defined here; ``validate
-calibrate``, ``validate report``, ``validate repeat`` and ``validate sass`` come
-from :mod:`hostlink.validation.calibrate`, :mod:`hostlink.validation.report`,
-:mod:`hostlink.validation.repeatability` and :mod:`hostlink.validation.sass`
+calibrate``, ``validate report``, ``validate repeat``, ``validate sass`` and
+``validate launches`` come from :mod:`hostlink.validation.calibrate`,
+:mod:`hostlink.validation.report`, :mod:`hostlink.validation.repeatability`,
+:mod:`hostlink.validation.sass` and :mod:`hostlink.validation.launches`
 where those modules exist: each provides
 ``register_validate_commands(sub)`` adding its sub-command to the group.
 
@@ -18,7 +19,8 @@ import importlib
 import sys
 
 OPTIONAL_MODULES = ("hostlink.validation.calibrate", "hostlink.validation.report",
-                    "hostlink.validation.repeatability", "hostlink.validation.sass")
+                    "hostlink.validation.repeatability", "hostlink.validation.sass",
+                    "hostlink.validation.launches")
 
 
 def _optional(name: str):

@@ -216,7 +216,8 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     memory mode of a configuration: device and migrated managed memory are cached
     alike). ``timing`` (a dict) receives the wall-clock seconds spent emulating
     (``emulate_s``; a stream shared by memory modes counts once) and predicting
-    (``model_s``), the sources and the requests predicted. ``max_sources``: predict
+    (``model_s``), the sources and the requests predicted, and each source's kernel
+    time per launch (``launch_ms``, a list per source). ``max_sources``: predict
     only the first sources (a sample; rep numbers stay those of the measured run,
     ``source_index * reps + repetition``). The twin holds the kernel's device-array
     accesses too (vertex labels, offsets, atomics: :mod:`hostlink.traces.emulator.program`)
@@ -306,6 +307,7 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
             timing["model_s"] = timing.get("model_s", 0.0) + (time.perf_counter() - t1)
             timing["sources"] = timing.get("sources", 0) + 1
             timing["requests"] = timing.get("requests", 0) + len(stream)
+            timing.setdefault("launch_ms", []).append((run.kernel_ns * 1e-6).tolist())
         kernel_ns = float(np.sum(run.kernel_ns))
         values = {"time_ms": run.time_ns * 1e-6, "kernel_time_ms": kernel_ns * 1e-6,
                   "iterations": float(iterations), "edges_read": float(edges),
