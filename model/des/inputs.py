@@ -180,9 +180,8 @@ def layout(stream: RequestStream, system: SystemConfig) -> dict:
     }
 
 
-#: a cost class key: kind << KEY_KIND_SHIFT | offset << KEY_OFFSET_SHIFT | size
+#: a cost class key within one request kind: offset << KEY_OFFSET_SHIFT | size
 KEY_OFFSET_SHIFT = 32
-KEY_KIND_SHIFT = 48
 
 
 def _class_keys(offset: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
