@@ -8,6 +8,10 @@
 # page to one page per lane), 1 to 264 warps spread one per SM; then 16 and 64
 # warps packed 1, 4 and 16 to a block (on 16 to 1 SMs) to tell an SM's limit from
 # the GPU's. 16 MiB per point, at most 256 KiB per warp, 3 repetitions.
+# With PART=offsets, only chunks of a page or two plus 64 to 256 B (each lane in
+# its own page, the lanes' addresses no longer equal in their low 12 bits) beside
+# 128 B, 4 KiB and 8 KiB, ld.cv, 16 and 64 warps, into offsets.jsonl: whether
+# the pages or the address bits the lanes share set the cost.
 # Run from the repository root on the lent GPU with OUT set; everything lands in
 # $OUT/cv_pages.tar.gz.
 set -u
@@ -20,6 +24,12 @@ git rev-parse HEAD > $W/commit.txt 2>/dev/null
 ( time make -C gpu_kernels bin/zc_warps ) > $W/build.txt 2>&1 || { tail -20 $W/build.txt; exit 1; }
 Z=gpu_kernels/bin/zc_warps
 COMMON="--pattern strided --bytes-per-lane 4 --unroll 1 --total-B 16MiB --max-per-warp-B 256KiB --reps 3 --memory-mode zerocopy"
+if [ "${PART:-}" = offsets ]; then
+  $Z $COMMON --cache cv --chunk-B 128,2048,2176,4096,4160,4224,4352,8192 --warps 16,64 > $W/offsets.jsonl 2> $W/offsets.err
+  echo "offsets rc $? lines $(grep -c measurement $W/offsets.jsonl)"
+  (cd $W && tar czf "$OUT/cv_pages.tar.gz" .)
+  exit 0
+fi
 {
 $Z $COMMON --cache cv,default --chunk-B 128,256,512,1024,2048,4096,8192 --warps 1,4,16,64,132,264
 for wpb in 1 4 16; do
