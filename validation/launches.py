@@ -28,9 +28,10 @@ from hostlink.validation.manifest import traversal_case_name
 from hostlink.validation.results_io import read_output
 
 
-def measured_launches(results_dir: str | Path, case: str, source: int) -> np.ndarray:
+def measured_launches(results_dir: str | Path, case: str, source: int | None) -> np.ndarray:
     """Launch times (ms) of ``case`` for ``source``: one row per repetition, read from
-    RESULTS_DIR/raw/*.jsonl (every repetition of a source launches alike)."""
+    RESULTS_DIR/raw/*.jsonl (every repetition of a source launches alike). ``source``
+    None: a kernel without sources (CC, PageRank)."""
     raw = Path(results_dir) / "raw"
     files = sorted(raw.glob("*.jsonl"))
     if not files:
@@ -45,14 +46,15 @@ def measured_launches(results_dir: str | Path, case: str, source: int) -> np.nda
             name = traversal_case_name(m.benchmark, p["graph"], p["variant"], p["memory_mode"],
                                        p["id_bytes"])
             src = p.get("source", m.metrics.get("source"))
-            if name != case or src is None or int(src) != int(source):
+            if name != case or (source is not None and (src is None or int(src) != int(source))):
                 continue
             launch_ms = (m.detail or {}).get("launch_ms")
             if not isinstance(launch_ms, list) or not launch_ms:
                 raise HostlinkError(f"{path}:{m.line}: case '{case}' has no detail 'launch_ms'")
             reps[m.rep] = [float(v) for v in launch_ms]
     if not reps:
-        raise HostlinkError(f"{raw}: no measurement of case '{case}' from source {source}")
+        which = "" if source is None else f" from source {source}"
+        raise HostlinkError(f"{raw}: no measurement of case '{case}'{which}")
     lengths = {len(v) for v in reps.values()}
     if len(lengths) != 1:
         raise HostlinkError(f"{raw}: case '{case}', source {source}: repetitions launch "
@@ -74,12 +76,15 @@ def compare_launches(results_dir: str | Path, case: str, system, options: dict |
     params = dict(run.cases[case])
     if "kernel" not in params:
         raise HostlinkError(f"case '{case}' is not a traversal")
-    sources = list(params.get("sources") or [0])
-    if not 0 <= source_index < len(sources):
-        raise HostlinkError(f"case '{case}' has {len(sources)} sources; "
-                            f"source index {source_index} is out of range")
-    source = int(sources[source_index])
-    params["sources"] = [source]
+    sources = list(params.get("sources") or [])
+    if sources:
+        if not 0 <= source_index < len(sources):
+            raise HostlinkError(f"case '{case}' has {len(sources)} sources; "
+                                f"source index {source_index} is out of range")
+        source = int(sources[source_index])
+        params["sources"] = [source]
+    else:
+        source = None                  # CC and PageRank start from every vertex
     measured = measured_launches(results_dir, case, source)
     timing: dict = {}
     predict_traversal(case, params, system, GraphSource(run, graph_dir), fidelity=fidelity,
@@ -117,7 +122,8 @@ def plot_launches(table: pd.DataFrame, path: str | Path) -> None:
     ax.set_xlabel("launch")
     ax.set_ylabel("kernel time (ms)")
     ax.set_yscale("log")
-    ax.set_title(f"{table.attrs.get('case', '')}, source {table.attrs.get('source', '')}",
+    src = table.attrs.get("source")
+    ax.set_title(table.attrs.get("case", "") + ("" if src is None else f", source {src}"),
                  fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -135,7 +141,8 @@ def _cmd_launches(args) -> int:
                              options=record.get("model_options"),
                              source_index=args.source_index, graph_dir=args.graph_dir)
     a = table.attrs
-    print(f"{a['case']}, source {a['source']}: {a['repetitions']} repetitions, "
+    src = "" if a["source"] is None else f", source {a['source']}"
+    print(f"{a['case']}{src}: {a['repetitions']} repetitions, "
           f"{a['measured_launches']} launches measured, {a['predicted_launches']} predicted")
     with pd.option_context("display.width", 200, "display.max_rows", None):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))

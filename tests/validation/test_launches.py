@@ -82,3 +82,10 @@ def test_the_cli_prints_writes_and_draws(tmp_path, capsys):
         launches.compare_launches(RUN, CASE, load_any_system(str(CAL)), source_index=5)
     with pytest.raises(HostlinkError, match="no case 'bfs/none'"):
         launches.compare_launches(RUN, "bfs/none", load_any_system(str(CAL)))
+
+
+def test_a_kernel_without_sources_compares_its_launches():
+    # CC starts from every vertex: its repetitions are matched whatever the source
+    table = launches.compare_launches(RUN, "cc/kron14/merged/uvm/8B", load_any_system(str(CAL)))
+    assert table.attrs["source"] is None and len(table) >= 2
+    assert np.isfinite(table["predicted_ms"]).all()
