@@ -13,7 +13,8 @@ kernel time (``hostlink.validation.twin_traversal.predict_traversal``'s
 predicts the case for one of its sources (the first by default) as a report does
 (the system's calibration record supplies the model options) and prints one row
 per launch: the measured median, least and most over that source's repetitions,
-the predicted time and the error; ``--csv`` writes the table, ``--plot`` draws it.
+the predicted time and the error, and in the UVM modes the megabytes the model
+migrates to the GPU in that launch; ``--csv`` writes the table, ``--plot`` draws it.
 """
 from __future__ import annotations
 
@@ -90,15 +91,20 @@ def compare_launches(results_dir: str | Path, case: str, system, options: dict |
     predict_traversal(case, params, system, GraphSource(run, graph_dir), fidelity=fidelity,
                       options=options, timing=timing, max_sources=1)
     predicted = np.asarray(timing["launch_ms"][0], dtype=float)
+    h2d = timing.get("launch_h2d_B")
+    h2d = np.asarray(h2d[0], dtype=float) if h2d else None
     n = max(measured.shape[1], len(predicted))
     rows = []
     for k in range(n):
         col = measured[:, k] if k < measured.shape[1] else np.array([math.nan])
         med = float(np.median(col))
         pred = float(predicted[k]) if k < len(predicted) else math.nan
-        rows.append({"launch": k, "measured_ms": med, "measured_min_ms": float(np.min(col)),
-                     "measured_max_ms": float(np.max(col)), "predicted_ms": pred,
-                     "error_pct": 100.0 * (pred / med - 1.0) if med > 0 else math.nan})
+        row = {"launch": k, "measured_ms": med, "measured_min_ms": float(np.min(col)),
+               "measured_max_ms": float(np.max(col)), "predicted_ms": pred,
+               "error_pct": 100.0 * (pred / med - 1.0) if med > 0 else math.nan}
+        if h2d is not None:           # the UVM model's migration in that launch
+            row["predicted_h2d_MB"] = float(h2d[k]) / 1e6 if k < len(h2d) else math.nan
+        rows.append(row)
     table = pd.DataFrame(rows)
     table.attrs.update(case=case, source=source, repetitions=int(measured.shape[0]),
                        measured_launches=int(measured.shape[1]),

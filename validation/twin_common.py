@@ -191,6 +191,8 @@ class ModelRun:
     time_ns: float                 # whole run, with launch overheads
     kernel_ns: np.ndarray          # per launch, kernel time only
     host_bytes_B: float = 0.0      # bytes the host requests moved
+    # per launch, bytes the UVM model migrated host to device (None outside the UVM modes)
+    launch_h2d_B: np.ndarray | None = None
 
 
 LOADED_RTT_PASSES = 4          # at most: the fixed point settles in two or three
@@ -226,8 +228,16 @@ def run_model(stream: RequestStream, system, mode: str, fidelity: str,
         kernel_ns = np.asarray([kernel * 1e9])
     else:
         kernel_ns = np.asarray([pred.time_s * 1e9])
+    launch_h2d_B = None
+    uvm = (getattr(pred, "extra", None) or {}).get("uvm")
+    if uvm and uvm.get("per_launch") is not None:
+        launch_h2d_B = np.zeros(len(kernel_ns))
+        for row in uvm["per_launch"]:
+            if 0 <= int(row["launch"]) < len(launch_h2d_B):
+                launch_h2d_B[int(row["launch"])] += float(row["h2d_B"])
     return ModelRun(time_ns=float(pred.time_s) * 1e9, kernel_ns=kernel_ns,
-                    host_bytes_B=float(getattr(pred, "host_bytes_B", 0.0) or 0.0))
+                    host_bytes_B=float(getattr(pred, "host_bytes_B", 0.0) or 0.0),
+                    launch_h2d_B=launch_h2d_B)
 
 
 def link_utilisation(pred, system) -> float:

@@ -217,7 +217,8 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     alike). ``timing`` (a dict) receives the wall-clock seconds spent emulating
     (``emulate_s``; a stream shared by memory modes counts once) and predicting
     (``model_s``), the sources and the requests predicted, and each source's kernel
-    time per launch (``launch_ms``, a list per source). ``max_sources``: predict
+    time per launch (``launch_ms``, a list per source; in the UVM modes also the
+    bytes migrated to the GPU per launch, ``launch_h2d_B``). ``max_sources``: predict
     only the first sources (a sample; rep numbers stay those of the measured run,
     ``source_index * reps + repetition``). The twin holds the kernel's device-array
     accesses too (vertex labels, offsets, atomics: :mod:`hostlink.traces.emulator.program`)
@@ -308,6 +309,8 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
             timing["sources"] = timing.get("sources", 0) + 1
             timing["requests"] = timing.get("requests", 0) + len(stream)
             timing.setdefault("launch_ms", []).append((run.kernel_ns * 1e-6).tolist())
+            if run.launch_h2d_B is not None:
+                timing.setdefault("launch_h2d_B", []).append(run.launch_h2d_B.tolist())
         kernel_ns = float(np.sum(run.kernel_ns))
         values = {"time_ms": run.time_ns * 1e-6, "kernel_time_ms": kernel_ns * 1e-6,
                   "iterations": float(iterations), "edges_read": float(edges),

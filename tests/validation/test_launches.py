@@ -67,6 +67,12 @@ def test_a_committed_runs_launches_against_its_twin():
                              max_sources=1)
     kernel_ms = next(v for m, v, _ in rows if m == "kernel_time_ms")
     assert table["predicted_ms"].sum() == pytest.approx(kernel_ms, rel=1e-9)
+    # a UVM case carries the model's migration per launch: the edge list, at most
+    # once in all (no eviction on the GPU's memory)
+    edges = run.cases[CASE]
+    assert (table["predicted_h2d_MB"] >= 0).all() and table["predicted_h2d_MB"].max() > 0
+    csr_B = GraphSource(run).get(edges["graph"]).num_edges * 8
+    assert table["predicted_h2d_MB"].sum() * 1e6 <= csr_B + 2 * 2**21
 
 
 def test_the_cli_prints_writes_and_draws(tmp_path, capsys):
@@ -76,7 +82,8 @@ def test_the_cli_prints_writes_and_draws(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"{CASE}, source ") and "sum of launches: measured" in out
     assert list(pd.read_csv(csv).columns) == ["launch", "measured_ms", "measured_min_ms",
-                                             "measured_max_ms", "predicted_ms", "error_pct"]
+                                             "measured_max_ms", "predicted_ms", "error_pct",
+                                             "predicted_h2d_MB"]
     assert png.stat().st_size > 1000
     with pytest.raises(HostlinkError, match="source index 5 is out of range"):
         launches.compare_launches(RUN, CASE, load_any_system(str(CAL)), source_index=5)
