@@ -135,6 +135,9 @@ reports-h100: $(STAMP)
 	  $(CAL) $(H100)/$$r --system $(H100)/first_run/calibrated.toml --quiet && \
 	  $(REPORT) $(H100)/$$r --system $(H100)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
+	@# UVM BFS with 4 and 8 B ids on kron20 and kron21 (no first touch of its own: uvm_session's
+	@# UVM costs; uvm_ids/README.md)
+	$(REPORT) $(H100)/uvm_ids --system $(H100)/uvm_session/calibrated.toml --jobs $(JOBS) --quiet
 	@# the same at scale 24: first touch, then kron24 and urand24 UVM BFS (uvm_session24/README.md)
 	$(CAL) $(H100)/uvm_session24 --system $(H100)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H100)/uvm_session24 --system $(H100)/uvm_session24/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
