@@ -28,6 +28,10 @@ last one's place), so the heap holds at most an entry per instruction in
 flight and per read queued at an SM. Requests of different SMs leave out of
 issue order, so a ring would not stay sorted. Costs O(log n) per event.
 
+A request's costs (service times and credit needs) are read from the cost
+table through its class (``cid``, :class:`hostlink.model.des.events.CostTable`):
+4 bytes a request where the columns would take 64.
+
 The queues are rings in one flat array, each sized once from a bound it
 cannot exceed (host reads holding credits <= tags; requests issued but not done <=
 resident warps x loads in flight x requests per instruction), so the loop
@@ -80,28 +84,29 @@ def _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record
     while cnt[w] > 0:
         h = base[w] + head[w]
         r = qr[h]
-        if st[_I_TAGS] < need_tags[cid[r]] or st[_I_HDRS] < need_hdr[cid[r]] or st[_I_DATA] < need_data[cid[r]]:
+        c = cid[r]                     # the request's row of the cost table
+        if st[_I_TAGS] < need_tags[c] or st[_I_HDRS] < need_hdr[c] or st[_I_DATA] < need_data[c]:
             break
         stats[_S_WAIT] += now - qt[h]
         head[w] = (head[w] + 1) & mask[w]
         cnt[w] -= 1
-        st[_I_TAGS] -= need_tags[cid[r]]
-        st[_I_HDRS] -= need_hdr[cid[r]]
-        st[_I_DATA] -= need_data[cid[r]]
+        st[_I_TAGS] -= need_tags[c]
+        st[_I_HDRS] -= need_hdr[c]
+        st[_I_DATA] -= need_data[c]
         st[_I_OUT] += 1
         if st[_I_OUT] > stats[_S_PEAK]:
             stats[_S_PEAK] = st[_I_OUT]
-        t_up = max(now, fs[_F_UP]) + ser_up[cid[r]]
+        t_up = max(now, fs[_F_UP]) + ser_up[c]
         fs[_F_UP] = t_up
-        t_d = max(t_up + half_rtt, fs[_F_DRAM]) + dram_ns[cid[r]]
+        t_d = max(t_up + half_rtt, fs[_F_DRAM]) + dram_ns[c]
         fs[_F_DRAM] = t_d
-        t_c = max(t_d, fs[_F_DOWN]) + ser_down[cid[r]]
+        t_c = max(t_d, fs[_F_DOWN]) + ser_down[c]
         fs[_F_DOWN] = t_c
         fin = t_c + half_rtt
         sched = t_c
-        stats[_S_UP] += ser_up[cid[r]]
-        stats[_S_DRAM] += dram_ns[cid[r]]
-        stats[_S_DOWN] += ser_down[cid[r]]
+        stats[_S_UP] += ser_up[c]
+        stats[_S_DRAM] += dram_ns[c]
+        stats[_S_DOWN] += ser_down[c]
         q = _Q_HOST
         if iommu_miss[r] and iommu_lat > 0.0:
             sched = fin
@@ -258,7 +263,8 @@ def _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t
 @njit(cache=True)
 def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
               kind, cid, size_B, ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data,
-              walk, iommu_miss, iommu_lat, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, lif, walkers, walk_ns,
+              walk, iommu_miss, iommu_lat, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, lif, walkers,
+              walk_ns,
               launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_req_ns,
               leads, nlines, caps, heap_cap, max_ready, nbins, record):
     n = kind.shape[0]
