@@ -44,7 +44,9 @@ SCALE24_CASES := micro/,/merged/,/merged_aligned/,/chunked/,/balanced/
 # worker processes per report (make reports JOBS=4; 0 = one per CPU): the same numbers;
 # memory up to about JOBS working sets beside one graph mapped from its files (scale 24:
 # 22.1 GB for one, the H200's scale24 report, before the engine's cost table cut the
-# urand22 bench's peak by 31%; the graph's 4.3 GB are page cache)
+# urand22 bench's peak by 31%; the graph's 4.3 GB are page cache). Two urand24 twins
+# at once do not fit 23 GiB: beside the H200's scale24 report a second process on its
+# merged_aligned cases was killed by the kernel at 12.8 GB anonymous (2026-11-27)
 JOBS     ?= 1
 CAL       = $(BIN)/hostlink validate calibrate
 REPORT    = $(BIN)/hostlink validate report
