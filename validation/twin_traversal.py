@@ -160,7 +160,7 @@ class GraphSource:
                     made = generate(kind, scale, degree, seed, weighted=True, id_bytes=8,
                                     name=name)
                     if not _cache_graph(made, cached):
-                        csr = made.without_weights() if not weighted else made
+                        csr = made           # an unwritable cache: the graph in memory
                     del made
                 if csr is None:
                     csr = read(cached)

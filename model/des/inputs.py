@@ -203,6 +203,41 @@ def _class_keys(offset: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.nd
     return uniq, inv.ravel().astype(np.int32)
 
 
+def _cost_dtype(name: str):
+    return np.float64 if name.endswith("_ns") else np.int64
+
+
+def _class_costs(kind: int, offset_B: np.ndarray, size_B: np.ndarray, system: SystemConfig,
+                 fmt: TlpFormat, rate_Bpns: float, burst_B: int) -> dict[str, np.ndarray]:
+    """The :class:`CostTable` columns of cost classes of one request kind (offset in the
+    4 KiB page, 0 for device requests, and size), and each class's wire bytes up and
+    down (``up_wire_B``, ``down_wire_B``)."""
+    m = len(size_B)
+    c = {name: np.zeros(m, dtype=_cost_dtype(name)) for name in (
+        "ser_up_ns", "ser_down_ns", "dram_ns", "dev_ns", "need_tags", "need_hdr",
+        "need_data_B", "dram_B", "up_wire_B", "down_wire_B")}
+    c["size_B"] = size_B.astype(np.int64)
+    if kind == HOST_READ:
+        p = packetize_reads(offset_B, size_B, fmt)
+        c["up_wire_B"], c["down_wire_B"] = p.up_wire_B, p.down_wire_B
+        c["ser_up_ns"] = p.up_wire_B / rate_Bpns
+        c["ser_down_ns"] = p.down_wire_B / rate_Bpns
+        c["need_tags"] = np.asarray(p.n_mrd, dtype=np.int64)
+        c["need_hdr"] = np.asarray(p.n_cpld, dtype=np.int64)
+        c["need_data_B"] = np.asarray(p.cpl_credit_B, dtype=np.int64)
+    elif kind == HOST_WRITE:
+        c["up_wire_B"] = packetize_writes(offset_B, size_B, fmt).up_wire_B
+        c["ser_up_ns"] = c["up_wire_B"] / rate_Bpns
+    if kind in (HOST_READ, HOST_WRITE):
+        c["dram_B"] = (dram_model.bursts_touched(offset_B, size_B, burst_B) * burst_B
+                       ).astype(np.int64)
+        c["dram_ns"] = c["dram_B"] / dram_rate_Bpns(system)
+    else:
+        c["dev_ns"] = size_B / system.gpu.device_bw_GBps
+    return {name: v if name.endswith("wire_B") else np.asarray(v, dtype=_cost_dtype(name))
+            for name, v in c.items()}
+
+
 def request_costs(stream: RequestStream, system: SystemConfig, row: np.ndarray) -> dict:
     """Kinds, cost classes and the cost table of the requests, in ``row`` order.
 
@@ -257,38 +292,16 @@ def request_costs(stream: RequestStream, system: SystemConfig, row: np.ndarray) 
         del sel
         counts = np.bincount(inv, minlength=len(key)).astype(np.float64)
         del inv
-        m = len(key)
-        c_off = key >> KEY_OFFSET_SHIFT
-        c_size = key & ((1 << KEY_OFFSET_SHIFT) - 1)
-        zeros_f, zeros_i = np.zeros(m), np.zeros(m, dtype=np.int64)
-        c = {name: zeros_i for name in ("need_tags", "need_hdr", "need_data_B", "dram_B")}
-        c.update({name: zeros_f for name in ("ser_up_ns", "ser_down_ns", "dram_ns", "dev_ns")})
-        c["size_B"] = c_size
-        if k == HOST_READ:
-            p = packetize_reads(c_off, c_size, fmt)
-            c["ser_up_ns"] = p.up_wire_B / rate
-            c["ser_down_ns"] = p.down_wire_B / rate
-            c["need_tags"] = np.asarray(p.n_mrd, dtype=np.int64)
-            c["need_hdr"] = np.asarray(p.n_cpld, dtype=np.int64)
-            c["need_data_B"] = np.asarray(p.cpl_credit_B, dtype=np.int64)
-            wire["up"] += float(np.dot(counts, p.up_wire_B))
-            wire["down"] += float(np.dot(counts, p.down_wire_B))
-        elif k == HOST_WRITE:
-            p = packetize_writes(c_off, c_size, fmt)
-            c["ser_up_ns"] = p.up_wire_B / rate
-            wire["up"] += float(np.dot(counts, p.up_wire_B))
+        c = _class_costs(k, key >> KEY_OFFSET_SHIFT, key & ((1 << KEY_OFFSET_SHIFT) - 1),
+                         system, fmt, rate, burst)
         if k in (HOST_READ, HOST_WRITE):
-            c["dram_B"] = dram_model.bursts_touched(c_off, c_size, burst) * burst
-            c["dram_ns"] = c["dram_B"] / dram_rate_Bpns(system)
+            wire["up"] += float(np.dot(counts, c["up_wire_B"]))
+            wire["down"] += float(np.dot(counts, c["down_wire_B"]))
             host_dram_B += int(np.dot(counts, c["dram_B"]))
-        else:
-            c["dev_ns"] = c_size / system.gpu.device_bw_GBps
         for name in cols:
-            cols[name].append(np.asarray(c[name], dtype=np.float64 if name.endswith("_ns")
-                                         else np.int64))
-        n_classes += m
-    table = CostTable(**{name: (np.concatenate(v) if v else
-                                np.zeros(0, dtype=np.float64 if name.endswith("_ns") else np.int64))
+            cols[name].append(c[name])
+        n_classes += len(key)
+    table = CostTable(**{name: (np.concatenate(v) if v else np.zeros(0, dtype=_cost_dtype(name)))
                          for name, v in cols.items()})
     return {"kind": kind, "cost_id": cost_id, "table": table, "wire": wire,
             "host_dram_B": host_dram_B}
