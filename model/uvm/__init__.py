@@ -26,8 +26,10 @@ capacity_B=None, **options) -> UvmResult``
   service model, the duplicate-fault model, the LRU update rule, the resident
   warp count, a seed that shuffles the warps' run order (default: none), the
   order in which faults reach the buffer ``fault_order`` (default
-  "sm_interleaved"), the per-VA-block, per-moved-run and per-moved-page
-  service costs ``block_us``, ``move_run_us`` and ``move_page_us`` (default 0).
+  "sm_interleaved"), the service costs per VA block, per moved run, per moved
+  and per copied page, per fetched and per raised fault and a run's first fault
+  ``block_us``, ``move_run_us``, ``move_page_us``, ``copy_page_us``,
+  ``fault_us``, ``raised_fault_us`` and ``first_fault_us`` (default 0).
 
 ``UvmResult`` (see :mod:`hostlink.model.uvm.result`): ``time_s``
 (``service_time_s + device_time_s``; kernel launch overhead and inter-level
@@ -40,6 +42,8 @@ prefetcher), ``d2h_B`` (write-backs on eviction), ``evictions`` (2 MB chunks),
 (contiguous transfers), ``move_runs`` (contiguous runs moved off the host),
 ``driver_time_s`` (the per-block, per-run and per-page part of the service
 time),
+``faults_raised`` (faults the warps raised on pages with none pending),
+``faults_pending`` (entries queued when a batch is fetched, over batches),
 ``read_amplification = h2d_B / unique_B``, ``oversubscription``
 (touched pages' bytes over capacity), ``remote`` (a RequestStream or None)
 and ``per_launch`` (a tuple of :class:`UvmLaunch`). ``to_dict()`` gives a

@@ -31,7 +31,9 @@ ST_BLOCK_SVC = 14      # VA-block services (a block with faulted pages, once per
 ST_DRIVER_US = 15      # of the service time: per-fault, first-fault, per-block, per-copied-page, per-moved-page and per-moved-run work
 ST_RUNS = 16           # contiguous runs of pages migrated (one transfer each)
 ST_MOVE_RUNS = 17      # contiguous runs of pages moved off the host (unmapped there)
-N_STATS = 18
+ST_RAISED = 18         # faults the warps raised on a page no queued fault was pending for
+ST_PENDING = 19        # fault entries in the buffer when a batch is fetched, summed over batches
+N_STATS = 20
 
 
 @numba.njit(cache=True, inline="always")
@@ -181,14 +183,16 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                     linear, base_us, per_KB_us, page_B, a_GBps, k_per_KB,
                     thrash_events, thrash_window_us, resident_warps, shuffle_seed,
                     block_us=0.0, move_page_us=0.0, move_run_us=0.0, fault_us=0.0,
-                    first_fault_us=0.0, copy_page_us=0.0):
+                    first_fault_us=0.0, copy_page_us=0.0, raised_fault_us=0.0):
     """Replay the accesses warp by warp, servicing faults in batches.
 
     A batch's service time is ``base_us``, plus ``fault_us`` per distinct page
     it fetches a fault for, plus ``block_us`` per VA block it services, plus
     ``copy_page_us`` per page it copies to the GPU (migrated or read-duplicated),
     plus ``move_page_us`` per page and ``move_run_us`` per contiguous run of pages
-    it moves off the host (migrated, not read-duplicated), plus the transfers.
+    it moves off the host (migrated, not read-duplicated), plus
+    ``raised_fault_us`` per fault the warps raised since the last batch on a page
+    no queued fault was pending for, plus the transfers.
     The first batch of the whole replay also pays ``first_fault_us``.
 
     Returns ``(stats, touched)``: per-launch statistics (columns ``ST_*``) and
@@ -206,6 +210,7 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
     amark = np.full(n_pages, -1, dtype=np.int64)    # instruction attempt that queued the page
     aentry = np.zeros(n_pages, dtype=np.int64)
     pwrite = np.zeros(n_pages, dtype=np.uint8)      # a write fault on the page in this batch
+    qcount = np.zeros(n_pages, dtype=np.int64)      # queued fault entries on the page
     touched = np.zeros(n_pages, dtype=np.uint8)
     done = np.zeros(n_acc, dtype=np.uint8)
 
@@ -249,6 +254,7 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
         np.random.seed(shuffle_seed)
 
     now_us = 0.0
+    raised = 0          # faults raised on pages with none pending, since the last batch
     attempt = 0
     bid = 0
     svc = 0
@@ -299,6 +305,10 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                         q_write[qlen] = 1 if wr else 0
                         qlen += 1
                         nf += 1
+                        if qcount[p] == 0:
+                            stats[l, ST_RAISED] += 1
+                            raised += 1
+                        qcount[p] += 1
                     if nf > 0:
                         pending[w] = nf
                         break
@@ -312,6 +322,7 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                 break
             # ---- fetch one batch of fault entries, oldest first
             bid += 1
+            stats[l, ST_PENDING] += qlen
             n_u = 0
             if unique_cap <= 0:
                 take = min(batch_size, qlen)
@@ -344,7 +355,8 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
             # ---- service the batch VA block by VA block, in address order
             ub = np.sort(ubuf[:n_u])
             t_us = base_us
-            drv0 = fault_us * n_u
+            drv0 = fault_us * n_u + raised_fault_us * raised
+            raised = 0
             if bid == 1:
                 drv0 += first_fault_us
             t_us += drv0
@@ -488,6 +500,7 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                 p = q_page[e]
                 w = q_warp[e]
                 if resident[p] == 1 and not (read_mostly and q_write[e] == 1 and wb[p] == 0):
+                    qcount[p] -= 1
                     ins = cur_inst[w]
                     for j in range(inst_ptr[ins], inst_ptr[ins + 1]):
                         if acc_page[j] == p:

@@ -89,6 +89,25 @@ these four). Costs per contiguous run or per fault fitted on first touch do
 not carry over to BFS, whose batches span many more neighbour lists: fitted
 on an H100's first touch, run costs left kron21 BFS 40% too fast and fault
 costs 40-80% too slow, page costs within 4-25% (validation/results/h100).
+``raised_fault_us`` (default 0, fitted by no calibration step) is charged
+for every fault the warps raise on a page that no queued fault is pending for
+(``UvmResult.faults_raised``: warps that miss on a page whose fault is queued
+wait on it, as the GPU's TLBs coalesce misses in flight), with the next
+batch, whether or not the prefetcher brings the page before a batch fetches
+the fault. On the H200 (validation/results/h200/uvm_faults) sparse first
+touch of 512 MiB with ReadMostly, which moves every page whatever the stride
+from 4 to 64 KiB, took 49.0, 30.9, 22.4, 18.5 and 16.9 ms for 131072 down to
+8192 lines, straight in the lines touched (0.26 us each, residuals within
+4%; a repeat minutes later scatters up to 19% about its line), where the
+faults a batch fetches stay flat between 8 and 16 KiB in the model; dense touch, which raises a fault on every page, took what one line
+per page took (50.4 against 49.0 ms). Added to the fitted costs, it takes
+the first-touch fit's residual from 22.4% to 16.4% on that H200 and from
+22.0% to 15.5% on an H100 (validation/results/h100/uvm_session), ``fault_us``
+to 17.9% and 16.4%; but the traversals held out go from 25.0% to 27.7%
+(``raised_fault_us``) and 34.3% (``fault_us``) on the H200 and from 20.1% to
+20.2% and 20.7% on the H100 (``cost_forms.py`` there, the same 144 cases on
+each). A cost per fault fitted on first touch does not carry over to a BFS
+level's scattered lists, so calibrate keeps the per-page form.
 A run's one-off cost (``first_fault_us``: about 0.1 ms on that H100, where
 one fault in one VA block takes 0.1 ms in all, validation/results/h100/uvm_sizes)
 is what small traversals (a few MB of edges) lose most without.
@@ -437,7 +456,7 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
                  seed: int | None = None, block_us: float = 0.0,
                  move_page_us: float = 0.0, move_run_us: float = 0.0,
                  fault_us: float = 0.0, first_fault_us: float = 0.0,
-                 copy_page_us: float = 0.0,
+                 copy_page_us: float = 0.0, raised_fault_us: float = 0.0,
                  fault_order: str = "sm_interleaved") -> UvmResult:
     """Simulate a request stream on managed memory (see the module docstring).
 
@@ -452,13 +471,15 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
     block a batch services, ``copy_page_us`` per page it copies to the GPU
     (migrated or read-duplicated), ``move_page_us`` per page and ``move_run_us``
     per contiguous run of pages it moves off the host, ``fault_us`` per distinct
-    page a batch fetches a fault for and ``first_fault_us`` once, with the
-    first batch (see the module docstring; the costs default to 0).
+    page a batch fetches a fault for, ``raised_fault_us`` per fault the warps
+    raise on a page no queued fault is pending for, and ``first_fault_us`` once,
+    with the first batch (see the module docstring; the costs default to 0).
     """
     uvm, gpu = system.uvm, system.gpu
     for name, value in (("block_us", block_us), ("move_page_us", move_page_us),
                         ("move_run_us", move_run_us), ("fault_us", fault_us),
-                        ("first_fault_us", first_fault_us), ("copy_page_us", copy_page_us)):
+                        ("first_fault_us", first_fault_us), ("copy_page_us", copy_page_us),
+                        ("raised_fault_us", raised_fault_us)):
         try:
             ok = math.isfinite(float(value)) and float(value) >= 0
         except (TypeError, ValueError):
@@ -544,7 +565,8 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
         float(uvm.page_B), float(peak), float(uvm.transfer_shape_per_KB),
         uvm.thrash_events, float(uvm.thrash_window_us), int(resident_warps),
         -1 if seed is None else int(seed), float(block_us), float(move_page_us),
-        float(move_run_us), float(fault_us), float(first_fault_us), float(copy_page_us))
+        float(move_run_us), float(fault_us), float(first_fault_us), float(copy_page_us),
+        float(raised_fault_us))
 
     # device time per launch: all of the launch's request bytes at device bandwidth
     launch_bytes = np.bincount(stream.launch, weights=stream.size_B)
@@ -565,7 +587,7 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
             h2d_B=int(s[core.ST_H2D_PAGES]) * page_B,
             prefetched_B=int(s[core.ST_PREF_PAGES]) * page_B,
             d2h_B=int(s[core.ST_D2H_PAGES]) * page_B, evictions=int(s[core.ST_EVICT]),
-            thrashing_events=int(s[core.ST_THRASH])))
+            thrashing_events=int(s[core.ST_THRASH]), faults_raised=float(s[core.ST_RAISED])))
     tot = stats.sum(axis=0) if stats.shape[0] else np.zeros(core.N_STATS)
     service_s = float(tot[core.ST_SERVICE_US]) * 1e-6
     device_s = total_B / dev_Bps
@@ -582,4 +604,5 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
         host_requests=len(host), block_services=int(tot[core.ST_BLOCK_SVC]),
         migration_runs=int(tot[core.ST_RUNS]), move_runs=int(tot[core.ST_MOVE_RUNS]),
         driver_time_s=float(tot[core.ST_DRIVER_US]) * 1e-6,
+        faults_raised=float(tot[core.ST_RAISED]), faults_pending=float(tot[core.ST_PENDING]),
         remote=None, per_launch=tuple(per))

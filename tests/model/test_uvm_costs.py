@@ -121,3 +121,45 @@ def test_copied_pages_pay_in_both_modes_and_the_first_fault_once(v100):
 def test_new_costs_must_be_non_negative(v100, key):
     with pytest.raises(ConfigError, match=key):
         simulate_uvm(pages_stream([0]), v100, **{key: -1.0})
+
+
+def warps_stream(pages) -> RequestStream:
+    """One warp per page, each reading 128 B of it in one instruction, all in one launch."""
+    pages = np.asarray(pages, dtype=np.int64)
+    n = pages.shape[0]
+    size = np.full(n, 128)
+    return RequestStream(launch=np.zeros(n), warp=np.arange(n), inst=np.zeros(n),
+                         addr=(BASE + pages * PAGE).astype(np.uint64), size_B=size, useful_B=size,
+                         space=np.full(n, SPACE_HOST), is_write=np.zeros(n, bool))
+
+
+def test_raised_faults_count_a_page_once_while_its_fault_is_pending(v100):
+    # 32 warps miss on one page at once: one raised fault (the others wait on it), 32
+    # entries fetched; 16 warps on 16 pages: 16 raised
+    one = simulate_uvm(warps_stream(np.zeros(32, dtype=np.int64)), v100)
+    assert one.faults_raised == 1 and one.faults == 32 and one.faults_unique == 1
+    many = simulate_uvm(warps_stream(np.arange(16)), v100)
+    assert many.faults_raised == 16 and many.faults_unique == 16
+    assert many.per_launch[0].faults_raised == 16
+
+
+def test_pages_the_prefetcher_brought_raise_no_fault():
+    # one warp reads the 16 pages of one 64 KiB big page in turn: its first fault moves
+    # the whole big page, so the other 15 reads hit (one raised fault, one batch); 16
+    # warps reading them at once raise 16 faults before the batch that moves them
+    h200 = load_system("h200-pcie5")
+    seq = simulate_uvm(pages_stream(np.arange(16)), h200)
+    assert seq.batches == 1 and seq.faults_raised == 1 and seq.h2d_B == 16 * PAGE
+    wide = simulate_uvm(warps_stream(np.arange(16)), h200)
+    assert wide.batches == 1 and wide.faults_raised == 16 and wide.h2d_B == 16 * PAGE
+
+
+def test_raised_fault_cost_adds_per_raised_fault(v100):
+    s = warps_stream(np.r_[np.zeros(8, dtype=np.int64), np.arange(1, 9)])
+    base = simulate_uvm(s, v100)
+    costly = simulate_uvm(s, v100, raised_fault_us=0.5)
+    assert costly.faults_raised == 9
+    assert costly.service_time_s - base.service_time_s == pytest.approx(9 * 0.5e-6)
+    assert costly.driver_time_s - base.driver_time_s == pytest.approx(9 * 0.5e-6)
+    with pytest.raises(ConfigError, match="raised_fault_us"):
+        simulate_uvm(s, v100, raised_fault_us=-1.0)
