@@ -104,6 +104,16 @@ reports-h200: $(STAMP)
 	@# the scale-14 and kron21 UVM traversals after first touch in one session (as the H100's uvm_session)
 	$(CAL) $(H200)/uvm_session --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/uvm_session --system $(H200)/uvm_session/calibrated.toml --jobs $(JOBS) --quiet
+	@# uvm_session's manifest with first touch at one line per 4 KiB to 2 MiB, twice on one
+	@# lease (uvm_faults/README.md), and that lease's uvm_ids with the first run's costs
+	for r in uvm_faults uvm_faults_repeat; do \
+	  $(CAL) $(H200)/$$r --system $(H200)/first_run/calibrated.toml --quiet && \
+	  $(REPORT) $(H200)/$$r --system $(H200)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
+	done
+	$(REPORT) $(H200)/uvm_ids --system $(H200)/uvm_faults/calibrated.toml --jobs $(JOBS) --quiet
+	@# the link's microbenchmarks with 32 B reads among them in three rounds (its own tag window)
+	$(CAL) $(H200)/micro_tags --system $(H200)/first_run/calibrated.toml --quiet
+	$(REPORT) $(H200)/micro_tags --system $(H200)/micro_tags/calibrated.toml --jobs $(JOBS) --quiet
 
 # The H100 chain splits the host read's latency with the tag-window run, which
 # rests on first_run's loaded round trip: first_run is calibrated once before it
@@ -143,6 +153,9 @@ reports-h100: $(STAMP)
 	@# the same at scale 24: first touch, then kron24 and urand24 UVM BFS (uvm_session24/README.md)
 	$(CAL) $(H100)/uvm_session24 --system $(H100)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H100)/uvm_session24 --system $(H100)/uvm_session24/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
+	@# uvm_session's traversals after first touch at one line per 4 KiB to 2 MiB (uvm_faults/README.md)
+	$(CAL) $(H100)/uvm_faults --system $(H100)/first_run/calibrated.toml --quiet
+	$(REPORT) $(H100)/uvm_faults --system $(H100)/uvm_faults/calibrated.toml --jobs $(JOBS) --quiet
 	@# first_run's link calibration groups and zero-copy read patterns in one session, each
 	@# run fitted on its own microbenchmarks (micro_session and _repeat: repetitions back to
 	@# back; micro_rounds: in three rounds), and the hot_lines run of the same lease predicted
@@ -162,8 +175,8 @@ reports-h100: $(STAMP)
 	  $(REPORT) $(H100)/micro_rounds_$$l --system $(H100)/micro_rounds_$$l/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
 	@# micro_tags: the same with tag_window's 32 B reads among the rounds, so its own
-	@# calibration fits the tag window (twice on one lease, then on two others)
-	for r in micro_tags micro_tags_repeat micro_tags_b micro_tags_c; do \
+	@# calibration fits the tag window (twice on one lease, then on three others)
+	for r in micro_tags micro_tags_repeat micro_tags_b micro_tags_c micro_tags_d; do \
 	  $(CAL) $(H100)/$$r --system $(H100)/first_run/calibrated.toml --quiet && \
 	  $(REPORT) $(H100)/$$r --system $(H100)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
