@@ -99,14 +99,17 @@ touch of 512 MiB with ReadMostly, which moves every page whatever the stride
 from 4 to 64 KiB, took 49.0, 30.9, 22.4, 18.5 and 16.9 ms for 131072 down to
 8192 lines, straight in the lines touched (0.26 us each, residuals within
 4%; a repeat minutes later scatters up to 19% about its line), where the
-faults a batch fetches stay flat between 8 and 16 KiB in the model; dense touch, which raises a fault on every page, took what one line
-per page took (50.4 against 49.0 ms). Added to the fitted costs, it takes
-the first-touch fit's residual from 22.4% to 16.4% on that H200 and from
-22.0% to 15.5% on an H100 (validation/results/h100/uvm_session), ``fault_us``
-to 17.9% and 16.4%; but the traversals held out go from 25.0% to 27.7%
+faults a batch fetches stay flat between 8 and 16 KiB in the model; dense
+touch, which raises a fault on every page, took what one line per page took
+in that run (50.4 against 49.0 ms) but not in the repeat (47.1 against 37.4)
+nor on an H100 (validation/results/h100/uvm_faults). Added to the fitted
+costs, it takes the first-touch fit's residual from 22.4% to 16.4% on that
+H200 and from 22.0% to 15.5% and 23.8% to 17.2% on two H100 runs
+(validation/results/h100/uvm_session, uvm_faults), ``fault_us`` to 17.9%,
+16.4% and 19.7%; but the traversals held out go from 25.0% to 27.7%
 (``raised_fault_us``) and 34.3% (``fault_us``) on the H200 and from 20.1% to
-20.2% and 20.7% on the H100 (``cost_forms.py`` there, the same 144 cases on
-each). A cost per fault fitted on first touch does not carry over to a BFS
+20.2% and 20.7%, and 20.7% to 21.1% and 23.7%, on the H100s (``cost_forms.py``
+in the H200's folder, the same 144 cases on each). A cost per fault fitted on first touch does not carry over to a BFS
 level's scattered lists, so calibrate keeps the per-page form.
 A run's one-off cost (``first_fault_us``: about 0.1 ms on that H100, where
 one fault in one VA block takes 0.1 ms in all, validation/results/h100/uvm_sizes)
