@@ -43,7 +43,6 @@ prefetcher), ``d2h_B`` (write-backs on eviction), ``evictions`` (2 MB chunks),
 ``driver_time_s`` (the per-block, per-run and per-page part of the service
 time),
 ``faults_raised`` (faults the warps raised on pages with none pending),
-``faults_pending`` (entries queued when a batch is fetched, over batches),
 ``read_amplification = h2d_B / unique_B``, ``oversubscription``
 (touched pages' bytes over capacity), ``remote`` (a RequestStream or None)
 and ``per_launch`` (a tuple of :class:`UvmLaunch`). ``to_dict()`` gives a

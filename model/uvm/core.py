@@ -32,8 +32,7 @@ ST_DRIVER_US = 15      # of the service time: per-fault, first-fault, per-block,
 ST_RUNS = 16           # contiguous runs of pages migrated (one transfer each)
 ST_MOVE_RUNS = 17      # contiguous runs of pages moved off the host (unmapped there)
 ST_RAISED = 18         # faults the warps raised on a page no queued fault was pending for
-ST_PENDING = 19        # fault entries in the buffer when a batch is fetched, summed over batches
-N_STATS = 20
+N_STATS = 19
 
 
 @numba.njit(cache=True, inline="always")
@@ -322,7 +321,6 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                 break
             # ---- fetch one batch of fault entries, oldest first
             bid += 1
-            stats[l, ST_PENDING] += qlen
             n_u = 0
             if unique_cap <= 0:
                 take = min(batch_size, qlen)

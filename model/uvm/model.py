@@ -607,5 +607,5 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
         host_requests=len(host), block_services=int(tot[core.ST_BLOCK_SVC]),
         migration_runs=int(tot[core.ST_RUNS]), move_runs=int(tot[core.ST_MOVE_RUNS]),
         driver_time_s=float(tot[core.ST_DRIVER_US]) * 1e-6,
-        faults_raised=float(tot[core.ST_RAISED]), faults_pending=float(tot[core.ST_PENDING]),
+        faults_raised=float(tot[core.ST_RAISED]),
         remote=None, per_launch=tuple(per))

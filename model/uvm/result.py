@@ -57,7 +57,6 @@ class UvmResult:
     move_runs: int = 0          # contiguous runs of pages moved off the host (unmapped there)
     driver_time_s: float = 0.0  # part of service_time_s: per-block, per-moved-page and per-moved-run work
     faults_raised: float = 0.0  # fault entries the warps raised (one per missing page per attempt)
-    faults_pending: float = 0.0  # entries in the fault buffer when a batch is fetched, summed over batches
     remote: RequestStream | None = field(default=None, repr=False, compare=False)
     per_launch: tuple[UvmLaunch, ...] = field(default=(), repr=False)
 

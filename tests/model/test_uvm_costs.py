@@ -32,12 +32,14 @@ def v100():
     return system_with(load_system("v100-pcie3"), {"uvm.prefetch": False})
 
 
-def pages_stream(pages) -> RequestStream:
-    """One warp reading 128 B of each page, one instruction per page."""
+def pages_stream(pages, *, warp_per_page: bool = False) -> RequestStream:
+    """128 B of each page, in one launch: one warp reading them in turn (one
+    instruction per page), or with ``warp_per_page`` one warp per page, all at once."""
     pages = np.asarray(pages, dtype=np.int64)
     n = pages.shape[0]
     size = np.full(n, 128)
-    return RequestStream(launch=np.zeros(n), warp=np.zeros(n), inst=np.arange(n),
+    warp, inst = (np.arange(n), np.zeros(n)) if warp_per_page else (np.zeros(n), np.arange(n))
+    return RequestStream(launch=np.zeros(n), warp=warp, inst=inst,
                          addr=(BASE + pages * PAGE).astype(np.uint64), size_B=size, useful_B=size,
                          space=np.full(n, SPACE_HOST), is_write=np.zeros(n, bool))
 
@@ -65,11 +67,7 @@ def test_read_duplication_pays_no_move_cost(v100):
 def test_a_batch_over_many_blocks_pays_each_block(v100):
     # 64 warps fault at once on pages of 64 different blocks: one batch, 64 block services
     n = 64
-    pages = np.arange(n) * 512
-    size = np.full(n, 128)
-    s = RequestStream(launch=np.zeros(n), warp=np.arange(n), inst=np.zeros(n),
-                      addr=(BASE + pages * PAGE).astype(np.uint64), size_B=size, useful_B=size,
-                      space=np.full(n, SPACE_HOST), is_write=np.zeros(n, bool))
+    s = pages_stream(np.arange(n) * 512, warp_per_page=True)
     r0 = simulate_uvm(s, v100)
     r = simulate_uvm(s, v100, block_us=7.0)
     assert r.batches == 1 and r.block_services == n
@@ -117,28 +115,18 @@ def test_copied_pages_pay_in_both_modes_and_the_first_fault_once(v100):
         assert costly.per_launch[0].service_time_s == pytest.approx(costly.service_time_s)
 
 
-@pytest.mark.parametrize("key", ["copy_page_us", "fault_us", "first_fault_us"])
+@pytest.mark.parametrize("key", ["copy_page_us", "fault_us", "first_fault_us", "raised_fault_us"])
 def test_new_costs_must_be_non_negative(v100, key):
     with pytest.raises(ConfigError, match=key):
         simulate_uvm(pages_stream([0]), v100, **{key: -1.0})
 
 
-def warps_stream(pages) -> RequestStream:
-    """One warp per page, each reading 128 B of it in one instruction, all in one launch."""
-    pages = np.asarray(pages, dtype=np.int64)
-    n = pages.shape[0]
-    size = np.full(n, 128)
-    return RequestStream(launch=np.zeros(n), warp=np.arange(n), inst=np.zeros(n),
-                         addr=(BASE + pages * PAGE).astype(np.uint64), size_B=size, useful_B=size,
-                         space=np.full(n, SPACE_HOST), is_write=np.zeros(n, bool))
-
-
 def test_raised_faults_count_a_page_once_while_its_fault_is_pending(v100):
     # 32 warps miss on one page at once: one raised fault (the others wait on it), 32
     # entries fetched; 16 warps on 16 pages: 16 raised
-    one = simulate_uvm(warps_stream(np.zeros(32, dtype=np.int64)), v100)
+    one = simulate_uvm(pages_stream(np.zeros(32, dtype=np.int64), warp_per_page=True), v100)
     assert one.faults_raised == 1 and one.faults == 32 and one.faults_unique == 1
-    many = simulate_uvm(warps_stream(np.arange(16)), v100)
+    many = simulate_uvm(pages_stream(np.arange(16), warp_per_page=True), v100)
     assert many.faults_raised == 16 and many.faults_unique == 16
     assert many.per_launch[0].faults_raised == 16
 
@@ -150,16 +138,14 @@ def test_pages_the_prefetcher_brought_raise_no_fault():
     h200 = load_system("h200-pcie5")
     seq = simulate_uvm(pages_stream(np.arange(16)), h200)
     assert seq.batches == 1 and seq.faults_raised == 1 and seq.h2d_B == 16 * PAGE
-    wide = simulate_uvm(warps_stream(np.arange(16)), h200)
+    wide = simulate_uvm(pages_stream(np.arange(16), warp_per_page=True), h200)
     assert wide.batches == 1 and wide.faults_raised == 16 and wide.h2d_B == 16 * PAGE
 
 
 def test_raised_fault_cost_adds_per_raised_fault(v100):
-    s = warps_stream(np.r_[np.zeros(8, dtype=np.int64), np.arange(1, 9)])
+    s = pages_stream(np.r_[np.zeros(8, dtype=np.int64), np.arange(1, 9)], warp_per_page=True)
     base = simulate_uvm(s, v100)
     costly = simulate_uvm(s, v100, raised_fault_us=0.5)
     assert costly.faults_raised == 9
     assert costly.service_time_s - base.service_time_s == pytest.approx(9 * 0.5e-6)
     assert costly.driver_time_s - base.driver_time_s == pytest.approx(9 * 0.5e-6)
-    with pytest.raises(ConfigError, match="raised_fault_us"):
-        simulate_uvm(s, v100, raised_fault_us=-1.0)

@@ -54,10 +54,12 @@ def collect(rd: Path) -> dict:
     rec: list[dict] = []
     orig = uvm_pkg.simulate_uvm
 
+    page_B = system.uvm.page_B
+
     def recording(stream, system, **kw):
         r = orig(stream, system, **kw)
         rec.append(dict(mode=r.mode, batches=r.batches, block_services=r.block_services,
-                        h2d_pages=r.h2d_B / 4096, faults_unique=r.faults_unique,
+                        h2d_pages=r.h2d_B / page_B, faults_unique=r.faults_unique,
                         faults_raised=r.faults_raised))
         return r
 
@@ -140,6 +142,8 @@ def traversal_errors(d: dict, c: dict) -> dict:
     for case, t in d["traversal"].items():
         preds = []
         for ms, n in zip(t["pred_ms"], t["counts"]):
+            # the traversals only read their managed arrays, so under ReadMostly no
+            # page moves off the host and every migrating page does
             count = dict(batch_base_us=n["batches"], block_us=n["block_services"],
                          copy_page_us=n["h2d_pages"],
                          move_page_us=n["h2d_pages"] if n["mode"] == "migrate" else 0.0,
