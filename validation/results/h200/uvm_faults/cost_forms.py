@@ -2,13 +2,23 @@
 
 For a run with UVM first touch and UVM traversals (this folder, ../../h100/uvm_session):
 fit the service costs on the run's first touch as calibrate steps uvm_batches and
-uvm_first_launch do, in three forms, and predict the run's UVM traversals with each:
+uvm_first_launch do, in four forms, and predict the run's UVM traversals with each:
 
 - A: per batch, per VA block, per copied page, per moved page, a run's first fault
   (what calibrate fits);
 - B: A plus ``fault_us`` per distinct page a batch fetches a fault for;
 - E: A plus ``raised_fault_us`` per fault the warps raise on a page with no fault
-  pending (``UvmResult.faults_raised``).
+  pending (``UvmResult.faults_raised``);
+- M: A with the cost of moving pages off the host charged per VA block a batch
+  serves without advice (``move_block_us``) instead of per page moved: first touch
+  without advice costs twice what ReadMostly costs when random and barely more when
+  sequential, so the move may cost by block rather than by page. No model option
+  holds it: its columns are the block columns of the no-advice points and block
+  services of the migrating traversals (every block a batch serves there moves pages
+  off the host).
+
+Each form's traversal error is also given per memory mode (without advice / with
+ReadMostly), mean |error| and bias.
 
 The service time is linear in the costs once the fault dynamics are fixed (no
 eviction here), so every twin is run once at the run's calibrated costs: a first-touch
@@ -31,12 +41,14 @@ import numpy as np
 from scipy.optimize import least_squares, nnls
 
 KEYS = ["batch_base_us", "block_us", "copy_page_us", "move_page_us", "fault_us",
-        "first_fault_us", "raised_fault_us"]
+        "first_fault_us", "raised_fault_us", "move_block_us"]
+MODEL_KEYS = KEYS[:-1]      # what the model's options hold (move_block_us: form M alone)
 FORMS = {
     "A": ["batch_base_us", "block_us", "copy_page_us", "move_page_us", "first_fault_us"],
     "B": ["batch_base_us", "block_us", "copy_page_us", "move_page_us", "fault_us", "first_fault_us"],
     "E": ["batch_base_us", "block_us", "copy_page_us", "move_page_us", "first_fault_us",
           "raised_fault_us"],
+    "M": ["batch_base_us", "block_us", "copy_page_us", "move_block_us", "first_fault_us"],
 }
 
 
@@ -88,7 +100,7 @@ def collect(rd: Path) -> dict:
         twin = twins.build_micro(case, p, system, hints=lambda m, c=case: run.hint(c, m))
         base = twin.predict(system, "des", options)
         cols = {}
-        for k in KEYS:
+        for k in MODEL_KEYS:
             if k == "batch_base_us":
                 s2, o2 = system_with(system, {"uvm.batch_base_us": system.uvm.batch_base_us + 1}), options
             else:
@@ -103,7 +115,7 @@ def collect(rd: Path) -> dict:
 
 
 def costs_of(d: dict) -> dict:
-    c = {k: float(d["options"].get("uvm", {}).get(k, 0.0)) for k in KEYS}
+    c = {k: float(d["options"].get("uvm", {}).get(k, 0.0)) for k in KEYS}   # move_block_us: 0
     c["batch_base_us"] = d["batch_base_us"]
     return c
 
@@ -129,11 +141,19 @@ def fit(points, c0: dict, free: list[str], fixed: dict) -> tuple[dict, np.ndarra
     return c, 100 * (pred(c) / meas - 1)
 
 
+def micro_columns(case: str, m: dict, metric: str) -> list[float]:
+    """A first-touch point's change per unit of each cost; ``move_block_us`` is its
+    block column where it runs without advice (its block services move pages)."""
+    cols = {k: m["cols"][k][metric] for k in MODEL_KEYS}
+    cols["move_block_us"] = cols["block_us"] if "advice=none" in case else 0.0
+    return [cols[k] for k in KEYS]
+
+
 def micro_points(d: dict, launches: bool):
     metric = "first_launch_ms" if launches else "time_ms"
     return [(float(np.median(m["measured"][metric])), m["base"][metric],
-             [m["cols"][k][metric] for k in KEYS])
-            for m in d["micro"].values() if (m["launches"] > 1) == launches]
+             micro_columns(case, m, metric))
+            for case, m in d["micro"].items() if (m["launches"] > 1) == launches]
 
 
 def traversal_errors(d: dict, c: dict) -> dict:
@@ -148,7 +168,8 @@ def traversal_errors(d: dict, c: dict) -> dict:
                          copy_page_us=n["h2d_pages"],
                          move_page_us=n["h2d_pages"] if n["mode"] == "migrate" else 0.0,
                          fault_us=n["faults_unique"], first_fault_us=float(n["batches"] > 0),
-                         raised_fault_us=n["faults_raised"])
+                         raised_fault_us=n["faults_raised"],
+                         move_block_us=n["block_services"] if n["mode"] == "migrate" else 0.0)
             preds.append(ms + 1e-3 * sum((c[k] - c0[k]) * count[k] for k in KEYS))
         used = len(preds) * t["reps"]
         meas = [v for v, r in zip(t["measured_ms"], t["measured_rep"]) if r < used]
@@ -166,7 +187,7 @@ def main() -> None:
     c0 = costs_of(d)
     touch, launch = micro_points(d, False), micro_points(d, True)
     print(f"{rd}: {len(touch)} first-touch points, {len(d['traversal'])} UVM traversal cases")
-    print("| form | first touch MAPE % | traversals MAPE % (bias) | by mode: uvm / readmostly | costs (us) |")
+    print("| form | first touch MAPE % | traversals MAPE % (bias) | by mode, MAPE % (bias): uvm / readmostly | costs (us) |")
     print("|---|---:|---|---|---|")
     for form, free in FORMS.items():
         c, err = fit(touch, c0, free, {k: 0.0 for k in KEYS if k not in free})
@@ -175,11 +196,13 @@ def main() -> None:
         e = traversal_errors(d, c)
         by = collections.defaultdict(list)
         for case, v in e.items():
-            by[case.split("/")[3]].append(abs(v))
+            by[case.split("/")[3]].append(v)
         ev = np.array(list(e.values()))
         cost = ", ".join(f"{k.removesuffix('_us')} {c[k]:.3g}" for k in free)
+        modes = " / ".join(f"{np.mean(np.abs(by[m])):.1f} ({np.mean(by[m]):+.1f})"
+                           for m in ("uvm", "uvm_readmostly"))
         print(f"| {form} | {np.mean(np.abs(err)):.1f} | {np.mean(np.abs(ev)):.1f} ({np.mean(ev):+.1f}) | "
-              f"{np.mean(by['uvm']):.1f} / {np.mean(by['uvm_readmostly']):.1f} | {cost} |")
+              f"{modes} | {cost} |")
 
 
 if __name__ == "__main__":
