@@ -222,11 +222,13 @@ EFFECTS = {
         "completions split at 64 B boundaries: a root complex that returns reads in 64 B "
         "units and merges only whole aligned 128 B lines sends a 96 B read 32 B off a line as "
         "32 + 64 B CplDs (the H200's 38 GB/s at offsets 32 and 96 against 43 GB/s at 64 fits "
-        "that; the packetiser's 'mps' split sends one 96 B CplD)",
+        "that; the packetiser's 'mps' split sends one 96 B CplD); or a host whose root "
+        "complex or IOMMU pays per partial-line read or per registered page (the H100 "
+        "first_run lease's host: 24-29 GB/s at offsets 32 and 96 and 40 GB/s from "
+        "cudaHostRegister buffers, against 38 and 51 GB/s on the H200's; later H100 leases "
+        "read 35-40 GB/s at offset 32, validation/results/h100/micro_tags*)",
         "the GPU merging the two halves of a misaligned line (the model sends them as "
-        "separate requests); or a host whose root complex or IOMMU pays per partial-line "
-        "read or per registered page (the H100's host: 24-29 GB/s at offsets 32 and 96 and "
-        "40 GB/s from cudaHostRegister buffers, against 38 and 51 GB/s on the H200's)"),
+        "separate requests), or a link efficiency above the one fitted on pinned copies"),
     "micro/zc_read/strided": (
         "host sectors the GPU's L1 fetches again beyond the twin's replays: with 8 B per "
         "lane ptxas issues the unroll-4 group as two pairs (the twin follows the kernels' "
@@ -303,6 +305,16 @@ EFFECTS = {
     "micro/ptr_chase": (
         "a latency shorter than the calibrated round trip for this stride (cache or TLB hits)",
         "TLB misses of the chase (translation miss cost or reach)"),
+    "micro/uvm_touch/accessedby": (
+        "host pages of 4 KiB behind managed memory read remotely: a translation of the "
+        "device's reads on the host's side (an IOMMU, or a hypervisor's second-level "
+        "tables) that pays per 4 KiB page where pinned cudaHostAlloc memory does not; the "
+        "twin gives these reads the pinned path (link-bound). On the H100's first_run "
+        "lease random AccessedBy lines ran 5-7% slower than sequential ones (64 MiB: 45.7 "
+        "against 49.0 GB/s) and cudaHostRegister buffers read 40 GB/s against 50 from "
+        "pinned memory; on the H200's lease neither lost anything",
+        "remote lines the GPU's caches serve more than once, or a link efficiency above "
+        "the one fitted on pinned copies"),
     "micro/uvm_touch/prefetch": (
         "the GPU's prefetch moving faster than the model's transfer curve, or a fixed cost "
         "per call below the fitted one",

@@ -140,6 +140,23 @@ def test_diagnosis_splits_the_error_by_cache_operator():
     assert "cv_pages" in text
 
 
+def test_remote_reads_of_managed_memory_are_not_diagnosed_as_faults():
+    # AccessedBy first touch reads host memory over the link and migrates nothing: its
+    # misses (the H100's first_run: random lines 10% slower than the twin's pinned path)
+    # name the host's per-page cost, not the fault service's
+    cases = {f"micro/uvm_touch/size_B={n},pattern=random,advice=accessedby": {
+        "kind": "micro", "benchmark": "uvm_touch", "pattern": "random", "size_B": n,
+        "advice": "accessedby"} for n in (1 << 26, 1 << 29)}
+    s = pd.DataFrame({"case": list(cases), "metric": "time_ms", "unit": "ms",
+                      "measured": [1.468, 11.66], "predicted": [1.320, 10.47]})
+    s["error_pct"] = 100 * (s["predicted"] / s["measured"] - 1)
+    ann = report.annotate(s, cases)
+    (st,) = report.group_stats(ann, set())
+    assert st.group == "micro/uvm_touch/accessedby/random" and st.passed is False
+    text = " ".join(report.diagnose(st, ann))
+    assert "too fast" in text and "4 KiB page" in text and "fault" not in text
+
+
 def test_groups_without_a_target_far_off_are_diagnosed():
     # device-memory traversals have no target; far off, the report still says what the
     # model lacks for them (the GPU's own work: validation/results/h100/device_work)
