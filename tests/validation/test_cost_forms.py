@@ -3,7 +3,6 @@ its fits on the committed count caches give the figures its README's table quote
 form by form (first-touch MAPE, traversal MAPE and bias, each memory mode's bias)."""
 from __future__ import annotations
 
-import collections
 import importlib.util
 import json
 from pathlib import Path
@@ -36,16 +35,8 @@ def cost_forms():
 
 
 def figures(mod, d: dict, free: list[str]) -> tuple[float, ...]:
-    c0 = mod.costs_of(d)
-    touch, launch = mod.micro_points(d, False), mod.micro_points(d, True)
-    c, err = mod.fit(touch, c0, free, {k: 0.0 for k in mod.KEYS if k not in free})
-    if launch:
-        c, _ = mod.fit(launch, c0, ["first_fault_us"],
-                       {k: c[k] for k in mod.KEYS if k != "first_fault_us"})
-    e = mod.traversal_errors(d, c)
-    by = collections.defaultdict(list)
-    for case, v in e.items():
-        by[case.split("/")[3]].append(v)
+    _, err, e = mod.evaluate(d, free)
+    by = mod.by_mode(e)
     ev = np.array(list(e.values()))
     return (np.mean(np.abs(err)), np.mean(np.abs(ev)), np.mean(ev),
             np.mean(by["uvm"]), np.mean(by["uvm_readmostly"]))

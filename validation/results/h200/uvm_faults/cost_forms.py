@@ -177,6 +177,26 @@ def traversal_errors(d: dict, c: dict) -> dict:
     return errs
 
 
+def evaluate(d: dict, free: list[str]) -> tuple[dict, np.ndarray, dict]:
+    """One form: its costs fitted on first touch (the one-off cost then refitted on the
+    split touch, where the run has it), the first-touch errors (%) and each traversal
+    case's error (%)."""
+    c0 = costs_of(d)
+    touch, launch = micro_points(d, False), micro_points(d, True)
+    c, err = fit(touch, c0, free, {k: 0.0 for k in KEYS if k not in free})
+    if launch:
+        c, _ = fit(launch, c0, ["first_fault_us"], {k: c[k] for k in KEYS if k != "first_fault_us"})
+    return c, err, traversal_errors(d, c)
+
+
+def by_mode(errors: dict) -> dict[str, list[float]]:
+    """Traversal errors (%) by memory mode (the case name's fourth field)."""
+    by = collections.defaultdict(list)
+    for case, v in errors.items():
+        by[case.split("/")[3]].append(v)
+    return by
+
+
 def main() -> None:
     rd, cache = Path(sys.argv[1]), Path(sys.argv[2])
     if cache.exists():
@@ -184,19 +204,13 @@ def main() -> None:
     else:
         d = collect(rd)
         cache.write_text(json.dumps(d))
-    c0 = costs_of(d)
-    touch, launch = micro_points(d, False), micro_points(d, True)
+    touch = micro_points(d, False)
     print(f"{rd}: {len(touch)} first-touch points, {len(d['traversal'])} UVM traversal cases")
     print("| form | first touch MAPE % | traversals MAPE % (bias) | by mode, MAPE % (bias): uvm / readmostly | costs (us) |")
     print("|---|---:|---|---|---|")
     for form, free in FORMS.items():
-        c, err = fit(touch, c0, free, {k: 0.0 for k in KEYS if k not in free})
-        if launch:
-            c, _ = fit(launch, c0, ["first_fault_us"], {k: c[k] for k in KEYS if k != "first_fault_us"})
-        e = traversal_errors(d, c)
-        by = collections.defaultdict(list)
-        for case, v in e.items():
-            by[case.split("/")[3]].append(v)
+        c, err, e = evaluate(d, free)
+        by = by_mode(e)
         ev = np.array(list(e.values()))
         cost = ", ".join(f"{k.removesuffix('_us')} {c[k]:.3g}" for k in free)
         modes = " / ".join(f"{np.mean(np.abs(by[m])):.1f} ({np.mean(by[m]):+.1f})"
