@@ -48,6 +48,8 @@ SCALE24_CASES := micro/,/merged/,/merged_aligned/,/chunked/,/balanced/
 # at once do not fit 23 GiB: beside the H200's scale24 report a second process on its
 # merged_aligned cases was killed by the kernel at 12.8 GB anonymous (2026-11-27)
 JOBS     ?= 1
+# every calibration step but the managed memory's page walks (a run that holds them out)
+STEPS_BUT_MANAGED := launch,device_latency,host_round_trip,link_efficiency,copy_setup,requester_limit,tag_window,translation,random_kernel,cv_lines,uvm_batches,uvm_first_launch,uvm_prefetch
 CAL       = $(BIN)/hostlink validate calibrate
 REPORT    = $(BIN)/hostlink validate report
 H200     := validation/results/h200
@@ -185,6 +187,17 @@ reports-h100: $(STAMP)
 	$(REPORT) $(H100)/warp_rounds --system $(H100)/warp_rounds/calibrated.toml --jobs $(JOBS) --quiet
 	@# UVM first touch of 512 MiB to 4 GiB, nothing fitted on it: the chain's UVM costs
 	$(REPORT) $(H100)/uvm_large --system $(H100)/first_run/calibrated.toml --jobs $(JOBS) --quiet
+	@# the one-off fault cost on first touch split over launches (uvm_launches/README.md: it
+	@# leaves first_run's UVM traversals further off, so the chain keeps its own)
+	$(CAL) $(H100)/uvm_launches --system $(H100)/first_run/calibrated.toml --steps uvm_first_launch --quiet
+	@# managed memory left on the host (SetAccessedBy) beside pinned and registered memory:
+	@# accessedby_reach fits the managed memory's page walks in flight (its link from
+	@# micro_tags_d's lease), accessedby_session fits its own link and holds its managed
+	@# points out (every step but managed_translation)
+	$(CAL) $(H100)/accessedby_reach --system $(H100)/micro_tags_d/calibrated.toml --quiet
+	$(REPORT) $(H100)/accessedby_reach --system $(H100)/accessedby_reach/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(H100)/accessedby_session --system $(H100)/accessedby_reach/calibrated.toml --steps $(STEPS_BUT_MANAGED) --quiet
+	$(REPORT) $(H100)/accessedby_session --system $(H100)/accessedby_session/calibrated.toml --jobs $(JOBS) --quiet
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

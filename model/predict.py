@@ -16,7 +16,10 @@
 - ``mode``: ``zerocopy`` (host requests cross the link as they are),
   ``uvm`` / ``uvm_readmostly`` (the host requests' pages migrate on fault;
   :func:`hostlink.model.uvm.simulate_uvm`, the latter with
-  cudaMemAdviseSetReadMostly), ``device`` (everything in device memory).
+  cudaMemAdviseSetReadMostly), ``uvm_accessedby`` (managed memory left on the
+  host with cudaMemAdviseSetAccessedBy: timed as zero-copy, translated as
+  :func:`hostlink.model.translation.managed_host_view` says), ``device``
+  (everything in device memory).
 - ``fidelity``: ``analytic`` or ``des``; ``engine`` picks the DES engine
   (``fast`` or the SimPy ``reference``); ``nbins``: bins of the DES's
   bandwidth-over-time series (``extra["des"]``); ``uvm_options``: keywords of
@@ -60,7 +63,7 @@ from hostlink.model.errors import ConfigError, HostlinkError
 from hostlink.model.result import Prediction
 from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, RequestStream
 
-MODES = ("zerocopy", "uvm", "uvm_readmostly", "device")
+MODES = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")
 FIDELITIES = ("analytic", "des")
 
 
@@ -463,11 +466,14 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
     if fidelity not in FIDELITIES:
         raise ConfigError(f"fidelity must be one of {', '.join(FIDELITIES)}, not '{fidelity}'")
     system = resolve_system(system, overrides)
+    if mode == "uvm_accessedby":
+        from hostlink.model.translation import managed_host_view
+        system = managed_host_view(system)
     stream = as_stream(source, coalesce_options, trace_options, gpu=system.gpu)
     common = _common(stream)
     n = common["launches"]
     nan = float("nan")
-    if mode == "zerocopy":
+    if mode in ("zerocopy", "uvm_accessedby"):
         part = (_zerocopy_des(stream, system, common, engine, nbins) if fidelity == "des"
                 else _zerocopy_analytic(stream, system, common))
         link_B = float(common["requested_B"])

@@ -45,6 +45,17 @@ level describes both; a second, smaller level whose misses hit in the first
 would cost latency only (a few tens of ns, hidden at these loads) and is not
 modelled.
 
+Managed memory on the host. Managed memory the GPU reads where it lies on the
+host (``cudaMemAdviseSetAccessedBy``, nothing migrating) is mapped by the
+UVM driver, not as pinned memory is, and its misses do not bind alike: on an
+H100 random 128 B lines ran at 48, 45 and 43 GB/s over 1, 4 and 16 GiB of
+it where pinned and registered memory ran at 14, 6.0 and 4.9 GB/s, while a
+dependent chase over either grew by about the same 100-150 ns from 256 MiB to
+1 GiB (``validation/results/h100/accessedby_reach``). The same reach and
+walk latency serve both; the walks in flight differ
+(``managed_walkers``), and :func:`managed_host_view` gives the system as such
+memory is translated.
+
 Assumptions (no public figures exist for the reach or the miss cost of host
 mappings on NVIDIA GPUs; every parameter of ``TranslationConfig`` is marked an
 assumption and is calibrated from the random-line microbenchmark in the
@@ -59,7 +70,7 @@ assumptions here.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numba
 import numpy as np
@@ -68,7 +79,8 @@ from hostlink.model.config.schema import TranslationConfig
 from hostlink.model.errors import ConfigError
 from hostlink.model.workload import SPACE_HOST, RequestStream
 
-__all__ = ["TranslationResult", "issue_order", "lru_misses", "reach_from_two_regions",
+__all__ = ["TranslationResult", "issue_order", "lru_misses", "managed_host_view",
+           "reach_from_two_regions",
            "translation_bound_GBps", "translation_misses", "simulate_translation",
            "stream_translation", "uniform_miss_rate"]
 
@@ -146,6 +158,16 @@ def dense_ids(keys: np.ndarray) -> tuple[int, np.ndarray]:
         return int(present.sum()), table[rel]
     uniq, ids = np.unique(keys, return_inverse=True)
     return int(uniq.shape[0]), ids.astype(np.int64).reshape(-1)
+
+
+def managed_host_view(system):
+    """``system`` as managed memory left on the host (SetAccessedBy) is translated: its
+    page walks in flight are ``translation.managed_walkers`` (the same reach and walk
+    latency as pinned memory; see the module docstring)."""
+    cfg = system.translation
+    if cfg.managed_walkers == cfg.walkers:
+        return system
+    return replace(system, translation=replace(cfg, walkers=int(cfg.managed_walkers)))
 
 
 def translation_misses(pages: np.ndarray, cfg: TranslationConfig) -> np.ndarray:

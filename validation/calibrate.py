@@ -64,7 +64,13 @@ the fit), after a coarse scan of the parameter range:
    the depth of the fall the miss cost (``translation.walkers`` is kept: the
    bandwidth fixes only walkers over miss cost). The start is closed-form
    (:func:`hostlink.model.translation.reach_from_two_regions` on the two
-   largest regions below the plateau);
+   largest regions below the plateau). Pinned and registered memory only: managed
+   memory left on the host is fitted apart (5a);
+5a. ``translation.managed_walkers`` from random 128 B lines over regions of
+   managed memory left on the host (``memory_mode = uvm_accessedby``) beyond
+   the reach: the same reach and walk latency, the walks in flight where the
+   bandwidth levels (:func:`hostlink.model.translation.managed_host_view`; an
+   H100 read 1-16 GiB of it at 43-48 GB/s, pinned memory at 4.9-14);
 5b. ``options.micro.random_load_ns`` and ``options.micro.random_chain_ns``, the
    read kernel's own time per warp load of its random pattern on an SM and in one
    warp (two 64-bit hashes and a 64-bit modulo pick each line, about 130 SASS
@@ -168,6 +174,7 @@ from hostlink.validation.twins import (MicroTwin, RunData, build_micro, load_run
 SENSITIVITY_MIN = 0.005       # |d log(prediction)| below this for a 20% step: not identifiable
 MAX_FIT_MAPE_PCT = 25.0       # a best fit worse than this is rejected: the model lacks an effect
 RANDOM_REGION_MIN_B = 1 << 20  # smaller regions crowd the grid's reads on a few lines
+MANAGED_REGION_MIN_B = 1 << 30  # managed memory on the host: regions past the TLB's reach
 HOT_CV_REGION_MAX_B = 64 << 10  # ld.cv over at most this many lines: the lines bind, not the link
 DEFAULT_MAX_REQUESTS = 1 << 17
 MEMCPY_PLATEAU_MIN_B = 16 << 20
@@ -212,7 +219,8 @@ class Step:
     requires_case_doc: str = ""
 
 
-def _is_host_chase(p: dict) -> bool:
+def _is_pinned_host(p: dict) -> bool:
+    """Pinned (cudaHostAlloc) or registered (cudaHostRegister) host memory."""
     return p.get("memory_mode", "zerocopy") in ("zerocopy", "registered")
 
 
@@ -428,6 +436,36 @@ def _guess_translation(prob, system, base):
     return {"translation.tlb_entries": entries, "translation.miss_lat_ns": lat}
 
 
+def _is_managed_host(p: dict) -> bool:
+    return p.get("memory_mode") == "uvm_accessedby"
+
+
+def _is_managed_beyond_reach(p: dict) -> bool:
+    """Random lines over managed memory on the host, over at least a GiB (past the
+    reach of every fitted TLB so far: about 0.65 GiB on the H100 and H200)."""
+    return _is_managed_host(p) and int(p.get("region_B", 0) or 0) >= MANAGED_REGION_MIN_B
+
+
+def _guess_managed_walkers(prob, system, base):
+    """Walker-bound bandwidth is ``S walkers / (m miss_lat)`` with ``m`` the uniform LRU
+    miss rate over the region: the walks in flight each region beyond the reach
+    needs, their median."""
+    from hostlink.model.translation import uniform_miss_rate
+
+    cfg = system.translation
+    need = []
+    for t, bw in zip(prob.twins, prob.measured_arr):
+        region = int(t.params.get("region_B", 0) or 0)
+        if region <= 0 or t.stream is None or not len(t.stream):
+            continue
+        m = uniform_miss_rate(region, cfg.tlb_entries, cfg.page_B)
+        if m > 0.1:
+            need.append(m * cfg.miss_lat_ns * float(bw) / float(np.mean(t.stream.size_B)))
+    if not need:
+        return {}
+    return {"translation.managed_walkers": float(max(1.0, np.median(need)))}
+
+
 def _guess_uvm_costs(prob, system, base):
     """The batch service time is linear in the step's costs (per batch, block, copied
     and moved page) once the fault dynamics are fixed (they do not depend on the costs without eviction):
@@ -501,7 +539,7 @@ STEPS: tuple[Step, ...] = (
                  "DRAM) that serves it in a replay of the chain through the caches",
          guess=_guess_device_levels),
     Step("host_round_trip", (Param("link.rtt_ns", 50.0, 1e5),),
-         ("micro/ptr_chase/host",), select=_is_host_chase,
+         ("micro/ptr_chase/host",), select=_is_pinned_host,
          explain="host pointer-chase latency less the model's serialisation, DRAM and walk parts",
          guess=_guess_additive("link.rtt_ns"), prefer=("cache", "cv")),
     Step("link_efficiency", (Param("link.dllp_overhead", 0.0, 0.6, log=False),),
@@ -532,10 +570,21 @@ STEPS: tuple[Step, ...] = (
                          Param("translation.miss_lat_ns", 1.0, 1e5)),
          ("micro/zc_read/random",), scan=5, prefer=("cache", "cv"), guess=_guess_translation,
          select=lambda p: (int(p.get("region_B", 0)) >= RANDOM_REGION_MIN_B
-                           and not _in_device_memory(p)),
-         select_doc=f"over regions of at least {RANDOM_REGION_MIN_B >> 20} MiB of host memory",
+                           and _is_pinned_host(p)),
+         select_doc=f"over regions of at least {RANDOM_REGION_MIN_B >> 20} MiB of pinned or "
+                    "registered host memory",
          explain="random 128 B lines over growing regions: the knee gives the reach, "
                  "the fall the miss cost"),
+    Step("managed_translation", (Param("translation.managed_walkers", 1, 1 << 14, integer=True),),
+         ("micro/zc_read/random",), prefer=("cache", "cv"), guess=_guess_managed_walkers,
+         select=_is_managed_beyond_reach, requires_case=_is_managed_beyond_reach,
+         requires_case_doc=f"random lines over at least {MANAGED_REGION_MIN_B >> 30} GiB of "
+                           "managed memory left on the host (uvm_accessedby)",
+         select_doc=f"over at least {MANAGED_REGION_MIN_B >> 30} GiB of managed memory left "
+                    "on the host",
+         explain="random 128 B lines over managed memory left on the host (SetAccessedBy), "
+                 "beyond the TLB's reach: the walks in flight that keep the bandwidth where "
+                 "it levels (the reach and walk latency are pinned memory's)"),
     Step("random_kernel", (Param("options.micro.random_load_ns", 0.0, 1e4, log=False,
                                  sens_step=1.0),
                            Param("options.micro.random_chain_ns", 0.0, 1e5, log=False,

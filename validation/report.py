@@ -261,8 +261,13 @@ EFFECTS = {
         "twin adds: 132 x 64 KiB over 64 KiB, validation/results/h200/l1_probe), or L1 "
         "misses that lengthen a warp's chain where few warps read (the floor does not add "
         "a load's latency to the chain)",
-        "translation reach larger than configured (fewer misses), or, for regions the "
-        "caches hold, a kernel rate above the one fitted on device memory"),
+        "translation reach larger than configured (fewer misses); for managed memory left "
+        "on the host (uvm_accessedby) past the reach, more page walks in flight than "
+        "translation.managed_walkers (fitted on such reads, calibrate step "
+        "managed_translation; a run without them walks it as pinned memory: on an H100, "
+        "1-16 GiB of it read at 43-48 GB/s where pinned memory read at 4.9-14, "
+        "validation/results/h100/accessedby_reach); or, for regions the caches hold, a "
+        "kernel rate above the one fitted on device memory"),
     "micro/zc_warps/random": (
         "with ld.cv and fewer warps than twice the lines, warps that pick a line already "
         "being read wait for it (the floor takes every warp's read to be at once: 16 KiB "
@@ -312,7 +317,8 @@ EFFECTS = {
         "twin gives these reads the pinned path (link-bound). On the H100's first_run "
         "lease random AccessedBy lines ran 5-7% slower than sequential ones (64 MiB: 45.7 "
         "against 49.0 GB/s) and cudaHostRegister buffers read 40 GB/s against 50 from "
-        "pinned memory; on the H200's lease neither lost anything",
+        "pinned memory; on a later H100 lease random lines lost 1.5-3% "
+        "(validation/results/h100/accessedby_session), on the H200's lease nothing",
         "remote lines the GPU's caches serve more than once, or a link efficiency above "
         "the one fitted on pinned copies"),
     "micro/uvm_touch/prefetch": (

@@ -264,12 +264,21 @@ class MicroTwin:
     def scale(self) -> float:
         return self.full_bytes_B / self.twin_bytes_B if self.twin_bytes_B else 1.0
 
+    @property
+    def managed_on_host(self) -> bool:
+        """Whether the case reads managed memory left on the host (SetAccessedBy)."""
+        return (self.params.get("memory_mode") == "uvm_accessedby"
+                or (self.benchmark == "uvm_touch" and self.params.get("advice") == "accessedby"))
+
     def system_for(self, system):
-        """The system with the case's own launch knobs (loads in flight per warp)."""
+        """The system with the case's own launch knobs (loads in flight per warp), as
+        its memory is translated (managed memory on the host: its own page walks,
+        :func:`hostlink.model.translation.managed_host_view`)."""
         from hostlink.model.config import system_with
+        from hostlink.model.translation import managed_host_view
         if self.loads_in_flight != system.gpu.loads_in_flight_per_warp:
-            return system_with(system, {"gpu.loads_in_flight_per_warp": int(self.loads_in_flight)})
-        return system
+            system = system_with(system, {"gpu.loads_in_flight_per_warp": int(self.loads_in_flight)})
+        return managed_host_view(system) if self.managed_on_host else system
 
     def predict(self, system, fidelity: str = "des", options: dict | None = None) -> dict[str, float]:
         """Predicted metrics (same names and units as the program's); ``options``: see

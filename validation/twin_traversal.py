@@ -269,6 +269,9 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     ahead = requests_ahead(variant, load_ahead, id_bytes, weighted=kernel == "sssp")
     if ahead != system.gpu.loads_in_flight_per_warp:
         system = system_with(system, {"gpu.loads_in_flight_per_warp": ahead})
+    if mode_name == "uvm_accessedby":       # managed memory on the host: its own page walks
+        from hostlink.model.translation import managed_host_view
+        system = managed_host_view(system)
     # SSSP and CC launches run in waves of the resident warps (later waves see the
     # earlier waves' updates: :mod:`hostlink.traces.emulator.algorithms`)
     resident = system.gpu.sm_count * system.gpu.max_warps_per_sm

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-MODES = ("zerocopy", "uvm", "uvm_readmostly", "device")
+MODES = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")   # as hostlink.model.predict.MODES
 FIDELITIES = ("analytic", "des")
 SUMMARY_KEYS = ("time_s", "bw_GBps", "link_bw_GBps", "requests", "requests_by_size_B",
                 "outstanding_mean", "outstanding_peak", "read_amplification", "bound")

@@ -200,6 +200,10 @@ class TranslationConfig:
     miss_lat_ns: float = param(600.0, doc="page walk latency on a TLB miss", ge=0,
                                provenance="assumption")
     walkers: int = param(8, doc="page walks in flight at once", ge=1, provenance="assumption")
+    managed_walkers: int = param(8, doc="page walks in flight at once for managed memory the GPU "
+                                 "reads where it lies on the host (cudaMemAdviseSetAccessedBy), "
+                                 "which the driver maps apart from pinned memory",
+                                 ge=1, provenance="assumption")
     iommu: bool = param(False, doc="an IOMMU translates the GPU's DMA addresses")
     iommu_page_B: int = param(4096, doc="IOMMU mapping page", check=power_of_two, ge=4096,
                               provenance="assumption")

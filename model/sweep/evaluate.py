@@ -217,8 +217,8 @@ def synthetic_stream(workload: dict[str, Any]):
 
 
 # Memory modes of a workload -> the emulator's placement of the edge arrays.
-EMULATOR_MEMORY = {"zerocopy": "zerocopy", "uvm": "uvm", "uvm_readmostly": "managed_readmostly",
-                   "device": "device"}
+EMULATOR_MEMORY = {"zerocopy": "zerocopy", "uvm_accessedby": "uvm_accessedby", "uvm": "uvm",
+                   "uvm_readmostly": "managed_readmostly", "device": "device"}
 _GRAPHS: "OrderedDict[str, Any]" = OrderedDict()
 GRAPH_CACHE_SIZE = 1
 
@@ -302,7 +302,7 @@ def stream_key(workload: dict[str, Any], gpu=None) -> str:
     which host memory mode will time it (the arrays sit in host memory for all),
     but on the GPU caches that filter its loads."""
     w = dict(workload)
-    if w.get("mode") in ("zerocopy", "uvm", "uvm_readmostly"):
+    if w.get("mode") in ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly"):
         w["mode"] = "host"
     if gpu is not None and w.get("kind") != "sizes":
         w["_caches"] = [gpu.caches_host_reads, gpu.sm_count, gpu.l1_B, gpu.l2_B]

@@ -39,7 +39,7 @@ from typing import Any, Callable
 from hostlink.model.errors import ConfigError
 
 KINDS = ("sizes", "graph", "trace")
-MODES = ("zerocopy", "uvm", "uvm_readmostly", "device")
+MODES = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")  # hostlink.model.predict.MODES
 KERNELS = ("bfs", "sssp", "cc", "pagerank")
 VARIANTS = ("naive", "merged", "merged_aligned", "chunked")
 GRAPHS = ("kron", "urand", "file")

@@ -81,7 +81,7 @@ def test_every_mode_and_fidelity_gives_a_consistent_prediction(s, mode, fidelity
     metrics = {r["metric"]: r for r in rows}
     assert metrics["time_s"]["unit"] == "s" and metrics["bw_GBps"]["unit"] == "GB/s"
     assert metrics["requests_128B"]["value"] == p.requests_by_size_B[128]
-    if mode == "zerocopy":
+    if mode in ("zerocopy", "uvm_accessedby"):
         assert p.dram_B >= p.requested_B and p.wire_B_down > p.requested_B > 0
         assert 1.0 <= p.read_amplification < 1.6
         assert 0 < p.outstanding_mean <= p.outstanding_peak <= 256

@@ -67,7 +67,7 @@ def test_a_memo_goes_with_its_stream():
     assert sid not in stream_memo._MEMOS
 
 
-@pytest.mark.parametrize("mode", ["zerocopy", "device", "uvm", "uvm_readmostly"])
+@pytest.mark.parametrize("mode", ["zerocopy", "uvm_accessedby", "device", "uvm", "uvm_readmostly"])
 def test_a_second_prediction_equals_a_fresh_streams(s, mode):
     system = quiet()
     first = predict(s, system, mode=mode, fidelity="des")

@@ -323,3 +323,25 @@ def test_string_valued_keys_vary_within_one_batch(tmp_path):
         assert row["bw_GBps"] == pytest.approx(float(want.bw_GBps), rel=1e-12)
         assert row["wire_efficiency_down"] == pytest.approx(float(want.wire_efficiency_down))
         assert row["link.cpl_split"] == rp.parts["link"].cpl_split
+
+
+def test_managed_memory_on_the_host_is_a_graph_workload_mode():
+    """A graph workload in mode uvm_accessedby reads the same requests as zero-copy
+    (one stream for both) and is timed with the managed memory's own page walks."""
+    from hostlink.model.config import load_system
+    from hostlink.model.sweep.workloads import normalise_workload
+    from hostlink.model.workload import SPACE_HOST
+
+    base = {"kind": "graph", "graph": "urand", "scale": 10, "degree": 8, "kernel": "bfs",
+            "variant": "merged_aligned", "id_bytes": 8}
+    zc = normalise_workload({**base, "mode": "zerocopy"}, "test", fidelity="des")
+    ab = normalise_workload({**base, "mode": "uvm_accessedby"}, "test", fidelity="des")
+    assert ab["mode"] == "uvm_accessedby"
+    gpu = load_system("h100-pcie5").gpu
+    assert sweep_evaluate.stream_key(zc, gpu) == sweep_evaluate.stream_key(ab, gpu)
+    assert sweep_evaluate.stream_key(zc, gpu) != sweep_evaluate.stream_key(
+        {**zc, "mode": "device"}, gpu)
+    s = sweep_evaluate.graph_stream(ab, gpu)
+    assert len(s) > 0 and (s.space == SPACE_HOST).any()
+    with pytest.raises(HostlinkError, match="mode"):
+        normalise_workload({**base, "mode": "accessedby"}, "sweep.toml [[workload]] 1")

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from hostlink.model.config import TranslationConfig, load_system
 from hostlink.model.errors import ConfigError
-from hostlink.model.translation import (issue_order, lru_misses, simulate_translation,
-                                        stream_translation, translation_bound_GBps,
-                                        translation_misses)
+from hostlink.model.translation import (issue_order, lru_misses, managed_host_view,
+                                        simulate_translation, stream_translation,
+                                        translation_bound_GBps, translation_misses)
 from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, RequestStream
 
 
@@ -133,6 +133,35 @@ def test_disabled_translation_costs_nothing(cfg):
     res, extra = simulate_translation(addr, np.full(1000, 32), off)
     assert res.tlb_misses == 0 and res.bound_GBps == float("inf") and not extra.any()
     assert not translation_misses(addr // np.uint64(cfg.page_B), off).any()
+
+
+def test_managed_memory_on_the_host_has_its_own_walkers():
+    """uvm_accessedby is timed as zero-copy with translation.managed_walkers walks in
+    flight: the same prediction where they equal the pinned walkers, a faster one for
+    scattered lines over 64 GiB (2048 of 32768 pages fit) where they are more."""
+    from dataclasses import replace
+
+    from hostlink.model.predict import predict
+
+    h100 = load_system("h100-pcie5")                  # measured: 65 walks against 8
+    assert managed_host_view(h100).translation.walkers == 65
+    base = replace(h100, translation=replace(h100.translation, managed_walkers=8))
+    assert managed_host_view(base) is base
+    rng = np.random.default_rng(3)
+    n = 20_000
+    addr = (rng.integers(0, (64 << 30) // 128, n) * 128).astype(np.uint64)
+    warps = np.arange(n) % 4096
+    s = make_stream(warps, np.arange(n) // 4096, addr)
+    for fidelity in ("analytic", "des"):
+        zc = predict(s, base, mode="zerocopy", fidelity=fidelity)
+        same = predict(s, base, mode="uvm_accessedby", fidelity=fidelity)
+        assert same.mode == "uvm_accessedby" and same.time_s == pytest.approx(zc.time_s)
+        more = replace(base, translation=replace(base.translation, managed_walkers=64))
+        view = managed_host_view(more)
+        assert view.translation.walkers == 64 and more.translation.walkers == 8
+        fast = predict(s, more, mode="uvm_accessedby", fidelity=fidelity)
+        assert predict(s, more, mode="zerocopy", fidelity=fidelity).time_s == pytest.approx(zc.time_s)
+        assert fast.time_s < zc.time_s / 3             # walker bound: 8 -> 64 walks at once
 
 
 def make_stream(warps, insts, addr, space=None):

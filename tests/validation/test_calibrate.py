@@ -42,8 +42,8 @@ def micro_cases(points) -> dict[str, dict]:
 
 
 def write_synthetic(path: Path, cases: dict, *, fidelity: str, noise_pct: float = 1.0,
-                    seed: int = 7, max_requests: int = MAXREQ) -> Path:
-    system = load_system("h100-pcie5", TRUTH)
+                    seed: int = 7, max_requests: int = MAXREQ, truth: dict | None = None) -> Path:
+    system = load_system("h100-pcie5", truth or TRUTH)
     write_results(synthesize(cases, system, fidelity=fidelity, noise_pct=noise_pct, reps=3,
                              seed=seed, max_requests=max_requests), path)
     (path / "metadata.json").write_text(json.dumps({"cases": cases}))
@@ -118,6 +118,37 @@ def test_recovers_translation_reach_and_miss_cost(tmp_path):
     v = _values(cal)
     assert v["translation.tlb_entries"] == pytest.approx(TRUTH["translation.tlb_entries"], rel=0.05)
     assert v["translation.miss_lat_ns"] == pytest.approx(TRUTH["translation.miss_lat_ns"], rel=0.05)
+
+
+@pytest.mark.slow
+def test_managed_memory_walkers_are_fitted_apart_from_pinned_memory(tmp_path):
+    """Random lines over pinned and over managed memory left on the host: the
+    translation step fits the reach and walk cost on the pinned points alone, the
+    managed_translation step the managed memory's walks in flight."""
+    truth = {**TRUTH, "translation.managed_walkers": 48}
+    zc = dict(pattern="random", bytes_per_lane=4, unroll=4, warps=0, cache="cg")
+    pts = [("zc_read", dict(zc, memory_mode="zerocopy", region_B=r), {})
+           for r in (64 * MiB, 1 << 30, 4 << 30, 16 << 30)]
+    pts += [("zc_read", dict(zc, memory_mode="uvm_accessedby", region_B=r), {})
+            for r in (64 * MiB, 4 << 30, 16 << 30)]
+    run = write_synthetic(tmp_path, micro_cases(pts), fidelity="des", max_requests=1 << 15,
+                          truth=truth)
+    cal = calibrate(run, _truth_base(), fidelity="des", max_requests=1 << 15,
+                    only=["translation", "managed_translation"])
+    v = _values(cal)
+    assert v["translation.tlb_entries"] == pytest.approx(TRUTH["translation.tlb_entries"], rel=0.05)
+    assert v["translation.miss_lat_ns"] == pytest.approx(TRUTH["translation.miss_lat_ns"], rel=0.05)
+    assert v["translation.managed_walkers"] == pytest.approx(48, rel=0.1)
+    fits = {f.name: f for f in cal.fits}
+    assert fits["translation"].n == 4 and fits["managed_translation"].n == 2
+    assert all("uvm_accessedby" not in c for c in fits["translation"].residuals_pct)
+    # a run without managed memory past the reach skips the step, saying why
+    pinned = write_synthetic(tmp_path / "pinned", micro_cases(pts[:4]), fidelity="des",
+                             max_requests=1 << 15, truth=truth)
+    cal2 = calibrate(pinned, _truth_base(), fidelity="des", max_requests=1 << 15,
+                     only=["managed_translation"])
+    assert not cal2.fits
+    assert "managed memory left on the host" in cal2.skipped[0]["reason"]
 
 
 UVM_TRUTH = {"uvm.batch_base_us": 20.0, "options.uvm.block_us": 12.0,

@@ -1,0 +1,60 @@
+"""Managed memory left on the host (SetAccessedBy) is translated apart from pinned
+memory: the committed H100 runs that measure it, and the Makefile that fits it.
+
+validation/results/h100/accessedby_reach measured random 128 B lines over 1, 4
+and 16 GiB of managed memory at 48.5, 45.1 and 42.7 GB/s where pinned memory
+ran at 13.9, 6.0 and 4.9 GB/s; its calibration fits translation.managed_walkers
+on those three points.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from hostlink.model.config import load_any_system
+from hostlink.validation.calibrate import STEPS
+from hostlink.validation.report import load_calibration
+from hostlink.validation.twin_micro import build_micro, run_loads_in_flight
+from hostlink.validation.twins import load_run
+
+ROOT = Path(__file__).resolve().parents[2]
+REACH = ROOT / "validation/results/h100/accessedby_reach"
+
+
+def test_the_makefile_holds_out_only_the_managed_step():
+    text = (ROOT / "Makefile").read_text()
+    m = re.search(r"^STEPS_BUT_MANAGED\s*:=\s*(\S+)", text, re.M)
+    assert m, "Makefile: no STEPS_BUT_MANAGED"
+    assert m.group(1).split(",") == [s.name for s in STEPS if s.name != "managed_translation"]
+
+
+def _predict(run, case, system, options):
+    twin = build_micro(case, run.cases[case], system, hints=lambda m: run.hint(case, m),
+                       loads_in_flight=run_loads_in_flight(run.path))
+    return twin.predict(system, "des", options)["bw_GBps"]
+
+
+@pytest.mark.slow
+def test_committed_fit_reproduces_the_managed_reads_and_pinned_ones_stay_slow():
+    from dataclasses import replace
+
+    run = load_run(REACH)
+    system = load_any_system(str(REACH / "calibrated.toml"))
+    options = load_calibration(None, REACH / "calibrated.toml").get("model_options")
+    assert system.translation.managed_walkers > 4 * system.translation.walkers
+    as_pinned = replace(system, translation=replace(system.translation,
+                                                    managed_walkers=system.translation.walkers))
+    m = run.measured
+    for region in (1 << 30, 4 << 30, 16 << 30):
+        for mode in ("uvm_accessedby", "zerocopy"):
+            case = next(c for c in run.cases
+                        if c.startswith("micro/zc_read/pattern=random,")
+                        and f"region_B={region}," in c and f"memory_mode={mode}," in c)
+            measured = float(m[(m.case == case) & (m.metric == "bw_GBps")].value.median())
+            bw = _predict(run, case, system, options)
+            assert bw == pytest.approx(measured, rel=0.10), case
+            if mode == "uvm_accessedby":
+                # walked as pinned memory is, the managed reads would be 3-9x too slow
+                assert _predict(run, case, as_pinned, options) < 0.4 * measured
