@@ -116,6 +116,12 @@ reports-h200: $(STAMP)
 	@# the link's microbenchmarks with 32 B reads among them in three rounds (its own tag window)
 	$(CAL) $(H200)/micro_tags --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/micro_tags --system $(H200)/micro_tags/calibrated.toml --jobs $(JOBS) --quiet
+	@# managed memory left on the host beside pinned and registered memory, as on the H100:
+	@# accessedby_reach fits its page walks in flight, accessedby_session holds them out
+	$(CAL) $(H200)/accessedby_reach --system $(H200)/micro_tags/calibrated.toml --quiet
+	$(REPORT) $(H200)/accessedby_reach --system $(H200)/accessedby_reach/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(H200)/accessedby_session --system $(H200)/accessedby_reach/calibrated.toml --steps $(STEPS_BUT_MANAGED) --quiet
+	$(REPORT) $(H200)/accessedby_session --system $(H200)/accessedby_session/calibrated.toml --jobs $(JOBS) --quiet
 
 # The H100 chain splits the host read's latency with the tag-window run, which
 # rests on first_run's loaded round trip: first_run is calibrated once before it

@@ -70,7 +70,8 @@ the fit), after a coarse scan of the parameter range:
    managed memory left on the host (``memory_mode = uvm_accessedby``) beyond
    the reach: the same reach and walk latency, the walks in flight where the
    bandwidth levels (:func:`hostlink.model.translation.managed_host_view`; an
-   H100 read 1-16 GiB of it at 43-48 GB/s, pinned memory at 4.9-14);
+   H100 read 1-16 GiB of it at 43-48 GB/s, pinned memory at 4.9-14; an H200 at
+   45-51 against 4.9-14);
 5b. ``options.micro.random_load_ns`` and ``options.micro.random_chain_ns``, the
    read kernel's own time per warp load of its random pattern on an SM and in one
    warp (two 64-bit hashes and a 64-bit modulo pick each line, about 130 SASS
