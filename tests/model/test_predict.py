@@ -217,3 +217,26 @@ def test_cli_needs_its_arguments(capsys):
         main(["predict", "--trace", "X"])
     assert exc.value.code == 2
     assert "--system" in capsys.readouterr().err
+
+
+def test_cli_and_sweeps_offer_every_mode_of_the_model():
+    """The CLI and sweep workloads keep their own copies of the mode names (the CLI
+    must not import the model to print its help): they are the model's."""
+    from hostlink.model.cli.predict import MODES as CLI_MODES
+    from hostlink.model.sweep.workloads import MODES as SWEEP_MODES
+    assert CLI_MODES == MODES and SWEEP_MODES == MODES
+
+
+def test_cli_predicts_managed_memory_on_the_host(accelsim_data, capsys):
+    """--mode uvm_accessedby reads the host buffers as zero-copy does (eight requests,
+    no migration); a trace this small misses the TLB once a page, so the walks in
+    flight cannot tell the two apart."""
+    outs = {}
+    for mode in ("zerocopy", "uvm_accessedby"):
+        rc = main(["predict", "--system", "h100-pcie5", "--trace", str(accelsim_data / "vectoradd"),
+                   "--memcpy-location", "host", "--mode", mode, "--json"])
+        assert rc == 0
+        outs[mode] = json.loads(capsys.readouterr().out)
+    managed = outs["uvm_accessedby"]
+    assert managed["requests_by_size_B"] == {"32": 2, "128": 6} and managed["bw_GBps"] > 0
+    assert managed["time_s"] == pytest.approx(outs["zerocopy"]["time_s"])
