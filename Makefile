@@ -48,8 +48,6 @@ SCALE24_CASES := micro/,/merged/,/merged_aligned/,/chunked/,/balanced/
 # at once do not fit 23 GiB: beside the H200's scale24 report a second process on its
 # merged_aligned cases was killed by the kernel at 12.8 GB anonymous (2026-11-27)
 JOBS     ?= 1
-# every calibration step but the managed memory's page walks (a run that holds them out)
-STEPS_BUT_MANAGED := launch,device_latency,host_round_trip,link_efficiency,copy_setup,requester_limit,tag_window,translation,random_kernel,cv_lines,uvm_batches,uvm_first_launch,uvm_prefetch
 CAL       = $(BIN)/hostlink validate calibrate
 REPORT    = $(BIN)/hostlink validate report
 H200     := validation/results/h200
@@ -120,7 +118,7 @@ reports-h200: $(STAMP)
 	@# accessedby_reach fits its page walks in flight, accessedby_session holds them out
 	$(CAL) $(H200)/accessedby_reach --system $(H200)/micro_tags/calibrated.toml --quiet
 	$(REPORT) $(H200)/accessedby_reach --system $(H200)/accessedby_reach/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H200)/accessedby_session --system $(H200)/accessedby_reach/calibrated.toml --steps $(STEPS_BUT_MANAGED) --quiet
+	$(CAL) $(H200)/accessedby_session --system $(H200)/accessedby_reach/calibrated.toml --skip-steps managed_translation --quiet
 	$(REPORT) $(H200)/accessedby_session --system $(H200)/accessedby_session/calibrated.toml --jobs $(JOBS) --quiet
 
 # The H100 chain splits the host read's latency with the tag-window run, which
@@ -202,7 +200,7 @@ reports-h100: $(STAMP)
 	@# points out (every step but managed_translation)
 	$(CAL) $(H100)/accessedby_reach --system $(H100)/micro_tags_d/calibrated.toml --quiet
 	$(REPORT) $(H100)/accessedby_reach --system $(H100)/accessedby_reach/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H100)/accessedby_session --system $(H100)/accessedby_reach/calibrated.toml --steps $(STEPS_BUT_MANAGED) --quiet
+	$(CAL) $(H100)/accessedby_session --system $(H100)/accessedby_reach/calibrated.toml --skip-steps managed_translation --quiet
 	$(REPORT) $(H100)/accessedby_session --system $(H100)/accessedby_session/calibrated.toml --jobs $(JOBS) --quiet
 
 clean:

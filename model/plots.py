@@ -41,10 +41,10 @@ _NOT_PARAMS = {"run_id", "experiment", "case", "model_kind", "rep", "config_json
                "workload_json", "axes", "git_sha", "host", "created_utc", "bound"}
 MAX_LINES = 24
 # Categorical parameters drawn in their natural order, not alphabetically.
+MODE_ORDER = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")  # model.predict.MODES
 ORDERS = {"workload.variant": ("naive", "merged", "merged_aligned", "chunked"),
           "workload.kernel": ("bfs", "sssp", "cc", "pagerank"),
-          "mode": ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device"),
-          "workload.mode": ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")}
+          "mode": MODE_ORDER, "workload.mode": MODE_ORDER}
 MODE_STYLES = {"zerocopy": "-", "uvm_accessedby": (0, (5, 1)), "uvm": "--",
                "uvm_readmostly": "-.", "device": ":"}
 
@@ -246,7 +246,7 @@ def plot_zerocopy_vs_uvm(df: pd.DataFrame, metric: str = "bw_GBps", *,
     """Grouped bars: one group per combination of the other varied parameters, a bar per mode."""
     _need(df, ["mode", metric], "zero-copy against UVM")
     data = df[df[metric].notna()]
-    modes = [m for m in ORDERS["mode"] if m in set(data["mode"])]
+    modes = [m for m in MODE_ORDER if m in set(data["mode"])]
     if "zerocopy" not in modes or len(modes) < 2:
         raise PlotError(f"zero-copy against UVM needs results of mode zerocopy and a UVM mode "
                         f"(found: {', '.join(sorted(set(data['mode'])))})")

@@ -1059,9 +1059,13 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
 
 def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
               steps: tuple[Step, ...] = STEPS, only: list[str] | None = None,
+              skip: list[str] | None = None,
               max_requests: int = DEFAULT_MAX_REQUESTS, progress: bool = False,
               base_options: dict | None = None) -> Calibration:
     """Fit ``base_system`` (a SystemConfig, preset name or file) to a run's microbenchmarks.
+
+    ``only``: the steps to run (default all); ``skip``: steps not to run (a run whose
+    points of that step are held out).
 
     ``base_options``: model options to start from (``{"uvm": {...}}``); by default
     those of the calibration record beside a calibrated TOML given as ``base_system``
@@ -1082,18 +1086,17 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
     if not groups:
         raise CalibrationError(f"{results_dir}: no microbenchmark results to calibrate from")
     known = {s.name for s in steps}
-    if only:
-        bad = [n for n in only if n not in known]
-        if bad:
-            raise CalibrationError(f"unknown calibration step(s) {', '.join(bad)} "
-                                   f"(known: {', '.join(s.name for s in steps)})")
+    bad = [n for n in (only or []) + (skip or []) if n not in known]
+    if bad:
+        raise CalibrationError(f"unknown calibration step(s) {', '.join(bad)} "
+                               f"(known: {', '.join(s.name for s in steps)})")
     system = base_system
     options = {g: dict(v) for g, v in (base_options or {}).items()}
     cal = Calibration(system=system, base_system=base_system, results_dir=str(results_dir),
                       fidelity=fidelity, groups_present=groups, base_options=options,
                       base_chain=base_chain)
     for step in steps:
-        if only and step.name not in only:
+        if (only and step.name not in only) or (skip and step.name in skip):
             continue
         if progress:
             import sys

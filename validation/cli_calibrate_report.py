@@ -15,7 +15,8 @@ def _cmd_calibrate(args) -> int:
     from hostlink.validation.calibrate import calibrate, format_summary
 
     only = [s for s in args.steps.split(",") if s] if args.steps else None
-    cal = calibrate(args.results_dir, args.system, fidelity=args.fidelity, only=only,
+    skip = [s for s in args.skip_steps.split(",") if s] if args.skip_steps else None
+    cal = calibrate(args.results_dir, args.system, fidelity=args.fidelity, only=only, skip=skip,
                     max_requests=args.max_requests, progress=not args.quiet)
     out = Path(args.out) if args.out else Path(args.results_dir) / "calibrated.toml"
     toml_path, json_path = cal.write(out, args.diagnostics)
@@ -69,6 +70,8 @@ def register_calibrate(sub) -> None:
     p.add_argument("--fidelity", choices=("des", "analytic"), default="des",
                    help="model of the twins (default des)")
     p.add_argument("--steps", default=None, help="comma-separated steps to run (default all)")
+    p.add_argument("--skip-steps", default=None,
+                   help="comma-separated steps not to run (their points stay held out)")
     p.add_argument("--max-requests", type=int, default=1 << 17,
                    help="requests per microbenchmark twin (default 131072)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")

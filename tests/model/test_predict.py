@@ -220,11 +220,13 @@ def test_cli_needs_its_arguments(capsys):
 
 
 def test_cli_and_sweeps_offer_every_mode_of_the_model():
-    """The CLI and sweep workloads keep their own copies of the mode names (the CLI
-    must not import the model to print its help): they are the model's."""
+    """The CLI, sweep workloads and plots keep their own copies of the mode names (none
+    imports the model's engine for them): they are the model's, in its order."""
     from hostlink.model.cli.predict import MODES as CLI_MODES
+    from hostlink.model.plots import MODE_ORDER, MODE_STYLES
     from hostlink.model.sweep.workloads import MODES as SWEEP_MODES
-    assert CLI_MODES == MODES and SWEEP_MODES == MODES
+    assert CLI_MODES == MODES and SWEEP_MODES == MODES and MODE_ORDER == MODES
+    assert set(MODE_STYLES) == set(MODES)
 
 
 def test_cli_predicts_managed_memory_on_the_host(accelsim_data, capsys):

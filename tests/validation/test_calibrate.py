@@ -21,7 +21,7 @@ import pytest
 from hostlink.model.cli.main import main
 from hostlink.model.config import load_any_system, load_system, system_with
 from hostlink.model.pcie import spec
-from hostlink.validation.calibrate import calibrate
+from hostlink.validation.calibrate import CalibrationError, calibrate
 from hostlink.validation.manifest import micro_case_name
 from hostlink.validation.results_io import write_results
 from hostlink.validation.twins import synthesize
@@ -263,6 +263,18 @@ def test_missing_groups_are_skipped_with_a_reason(tmp_path, synth):
     assert cal.skipped[0]["name"] == "requester_limit" and "micro/zc_warps" in cal.skipped[0]["reason"]
 
 
+def test_skipped_steps_are_not_run(synth):
+    """skip (--skip-steps): every selected step but those; the base value stays."""
+    only = ["device_latency", "host_round_trip", "link_efficiency", "requester_limit"]
+    cal = calibrate(synth, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ, only=only,
+                    skip=["host_round_trip"])
+    ran = [f.name for f in cal.fits] + [s["name"] for s in cal.skipped]
+    assert sorted(ran) == ["device_latency", "link_efficiency", "requester_limit"]
+    assert cal.system.link.rtt_ns == load_system("h100-pcie5").link.rtt_ns
+    with pytest.raises(CalibrationError, match="unknown calibration step.*bogus"):
+        calibrate(synth, "h100-pcie5", fidelity="analytic", skip=["bogus"])
+
+
 def test_cli_writes_a_loadable_calibrated_config(tmp_path, capsys, synth):
     out = tmp_path / "cal" / "calibrated.toml"
     rc = main(["validate", "calibrate", str(synth), "--system", "h100-pcie5", "--fidelity", "analytic",
@@ -284,6 +296,9 @@ def test_cli_errors_are_one_line(tmp_path, capsys, synth):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a results directory" in err[0]
     assert main(["validate", "calibrate", str(synth), "--system", "h100-pcie5", "--steps", "bogus"]) == 2
+    assert "unknown calibration step" in capsys.readouterr().err
+    assert main(["validate", "calibrate", str(synth), "--system", "h100-pcie5",
+                 "--skip-steps", "bogus"]) == 2
     assert "unknown calibration step" in capsys.readouterr().err
     assert main(["validate", "calibrate", str(synth), "--system", "no-such-system"]) == 2
 

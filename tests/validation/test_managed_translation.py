@@ -1,6 +1,5 @@
 """Managed memory left on the host (SetAccessedBy) is translated apart from pinned
-memory: the committed H100 and H200 runs that measure it, and the Makefile that
-fits it.
+memory: the committed H100 and H200 runs that measure it.
 
 validation/results/h100/accessedby_reach measured random 128 B lines over 1, 4
 and 16 GiB of managed memory at 48.5, 45.1 and 42.7 GB/s where pinned memory
@@ -10,26 +9,17 @@ points.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
 from hostlink.model.config import load_any_system
-from hostlink.validation.calibrate import STEPS
 from hostlink.validation.report import load_calibration
 from hostlink.validation.twin_micro import build_micro, run_loads_in_flight
 from hostlink.validation.twins import load_run
 
 ROOT = Path(__file__).resolve().parents[2]
 REACH = {gpu: ROOT / f"validation/results/{gpu}/accessedby_reach" for gpu in ("h100", "h200")}
-
-
-def test_the_makefile_holds_out_only_the_managed_step():
-    text = (ROOT / "Makefile").read_text()
-    m = re.search(r"^STEPS_BUT_MANAGED\s*:=\s*(\S+)", text, re.M)
-    assert m, "Makefile: no STEPS_BUT_MANAGED"
-    assert m.group(1).split(",") == [s.name for s in STEPS if s.name != "managed_translation"]
 
 
 def _predict(run, case, system, options):
