@@ -156,6 +156,18 @@ grid's reads on a few lines, an effect outside the translation model). Every fit
 key's provenance names the results directory, the groups and the fit
 residual. The groups used are recorded (``calibration_groups``) so that the
 report judges only the others.
+
+A calibration may pool other runs' points with its own (``pool``, the CLI's
+``--pool``): each step is then fitted on the points of every run at once, each
+point predicted by its own run's twin, for a cost that differs from lease to
+lease more than within one (a run's one-off fault cost, step 7: 95-191 us on
+six H100 leases and 148-191 us on five H200 leases where it was measured in a
+traversal's context), where one lease's value would carry that lease's
+deviation into every prediction. Each run weighs the same in the fit and in its
+residual MAPE, however many points it has. The record keeps each pooled run's residuals
+(``FitRecord.pooled_residuals_pct``) and puts a link per pooled run into its
+chain, so that a report of a pooled run judges the points fitted there as
+fitted.
 """
 from __future__ import annotations
 
@@ -645,12 +657,22 @@ class FitRecord:
     values: dict[str, float]
     identifiable: dict[str, bool]
     n: int
-    mape_pct: float
+    mape_pct: float                           # pooled: each run weighs the same
     base_mape_pct: float
-    residuals_pct: dict[str, float]
+    residuals_pct: dict[str, float]           # the run calibrated: its cases' errors
     evaluations: int
     note: str = ""
     method: str = ""
+    pooled_residuals_pct: dict[str, dict[str, float]] = field(default_factory=dict)
+    # per run pooled with it (results directory): its cases' errors
+
+    def mape_by_run(self, results_dir: str) -> dict[str, tuple[int, float]]:
+        """Points and MAPE of the fit's residuals per run, the run calibrated first."""
+        out = {}
+        for where, res in [(results_dir, self.residuals_pct), *self.pooled_residuals_pct.items()]:
+            if res:
+                out[where] = (len(res), float(np.mean(np.abs(list(res.values())))))
+        return out
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -668,6 +690,7 @@ class Calibration:
     base_options: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)       # model options after the fits
     base_chain: list[dict] = field(default_factory=list)   # the base calibrations, oldest first
+    pooled: list[str] = field(default_factory=list)   # runs whose points are pooled with its own
 
     @property
     def calibration_groups(self) -> list[str]:
@@ -687,9 +710,28 @@ class Calibration:
         directory, the groups each fitted (a report counts a group as calibration
         where any link fitted it on the run reported) and, per group, the cases its
         fits used (``fitted_cases``; the group's other cases are judged as held out)."""
-        return [*self.base_chain, {"results_dir": self.results_dir,
-                                   "calibration_groups": self.calibration_groups,
-                                   "fitted_cases": self.fitted_cases}]
+        pooled = []
+        for where in self.pooled:
+            cases: dict[str, set[str]] = {}
+            for f in self.fits:
+                for g in f.groups:
+                    if f.pooled_residuals_pct.get(where):
+                        cases.setdefault(g, set()).update(f.pooled_residuals_pct[where])
+            pooled.append({"results_dir": where, "pooled_into": self.results_dir,
+                           "calibration_groups": sorted(cases),
+                           "fitted_cases": {g: sorted(c) for g, c in sorted(cases.items())}})
+        # the pooled runs come before the record's own link: a report reads the last
+        # link's cases from the record's fits
+        return [*self.base_chain, *pooled, {"results_dir": self.results_dir,
+                                            "calibration_groups": self.calibration_groups,
+                                            "fitted_cases": self.fitted_cases}]
+
+    @property
+    def measured_on(self) -> str:
+        """The runs a fit's points come from, as provenance names them."""
+        if not self.pooled:
+            return self.results_dir
+        return f"{self.results_dir} pooled with {', '.join(self.pooled)}"
 
     @property
     def fitted_cases(self) -> dict[str, list[str]]:
@@ -703,7 +745,8 @@ class Calibration:
         return {g: sorted(c) for g, c in sorted(out.items())}
 
     def to_dict(self) -> dict:
-        return {"results_dir": self.results_dir, "base_system": getattr(self.base_system, "name", ""),
+        return {"results_dir": self.results_dir, "pooled": list(self.pooled),
+                "base_system": getattr(self.base_system, "name", ""),
                 "calibrated_system": getattr(self.system, "name", ""), "fidelity": self.fidelity,
                 "calibration_groups": self.calibration_groups,
                 "held_out_groups": self.held_out_groups,
@@ -722,7 +765,7 @@ class Calibration:
                 out[key] = f"from the base calibration ({self.base_options.get(group, {}).get(name)})"
                 for f in self.fits:
                     if key in f.keys:
-                        out[key] = (f"measured: {self.results_dir}, {', '.join(f.groups)}, fit "
+                        out[key] = (f"measured: {self.measured_on}, {', '.join(f.groups)}, fit "
                                     f"residual {f.mape_pct:.2f}% MAPE over {f.n} points "
                                     f"(calibrate step {f.name})" if f.identifiable.get(key)
                                     else f"not calibrated: {f.note.split(';')[0]}")
@@ -800,42 +843,63 @@ def _base_value(system, p: Param, options: dict | None = None) -> float:
 
 
 class _Problem:
-    """Cases of one step with their measured medians and a cached prediction function."""
+    """Cases of one step with their measured medians and a cached prediction function.
 
-    def __init__(self, run: RunData, step: Step, system, fidelity: str, max_requests: int,
-                 options: dict | None = None):
+    ``runs``: the run calibrated and any runs pooled with it; ``sources[i]`` is the
+    index of the run case ``i`` comes from (0: the run calibrated)."""
+
+    def __init__(self, runs: list[RunData], step: Step, system, fidelity: str,
+                 max_requests: int, options: dict | None = None):
         self.step = step
         self.options = options or {}
         self.fidelity = step.fidelity or fidelity
         self.cases: list[str] = []
+        self.sources: list[int] = []
+        self.params: list[dict] = []
         self.metrics: list[str] = []
         self.measured: list[float] = []
         self.twins: list[MicroTwin] = []
-        med = run.measured.groupby(["case", "metric"])["value"].median()
-        present = set(run.measured["case"].unique())
-        chosen = [c for c in sorted(run.cases) if c in present
-                  and run.cases[c].get("kind") == "micro"
-                  and micro_group(run.cases[c]) in step.groups and step.select(run.cases[c])]
+        chosen = []
+        for i, run in enumerate(runs):
+            present = set(run.measured["case"].unique())
+            chosen += [(i, c) for c in sorted(run.cases) if c in present
+                       and run.cases[c].get("kind") == "micro"
+                       and micro_group(run.cases[c]) in step.groups
+                       and step.select(run.cases[c])]
         if step.prefer is not None:
             key, value = step.prefer
-            preferred = [c for c in chosen if str(run.cases[c].get(key)) == value]
+            preferred = [(i, c) for i, c in chosen if str(runs[i].cases[c].get(key)) == value]
             if preferred:
                 chosen = preferred
-        in_flight = run_loads_in_flight(run.path)
-        for case in chosen:
+        medians = {}
+        in_flight = {}
+        for i, case in chosen:
+            run = runs[i]
+            if i not in medians:
+                medians[i] = run.measured.groupby(["case", "metric"])["value"].median()
+                in_flight[i] = run_loads_in_flight(run.path)
             params = run.cases[case]
             metric = primary_metric(params)
-            value = med.get((case, metric))
+            value = medians[i].get((case, metric))
             if value is None or not np.isfinite(value) or value <= 0:
                 continue
             self.cases.append(case)
+            self.sources.append(i)
+            self.params.append(params)
             self.metrics.append(metric)
             self.measured.append(float(value))
             self.twins.append(build_micro(case, params, system,
-                                          hints=lambda m, c=case: run.hint(c, m),
+                                          hints=lambda m, c=case, r=run: r.hint(c, m),
                                           max_requests=max_requests,
-                                          loads_in_flight=in_flight))
+                                          loads_in_flight=in_flight[i]))
         self.measured_arr = np.asarray(self.measured)
+        # every run weighs the same in a pooled fit, however many points it has (a
+        # lease's deviation is one sample of the cost's spread); weights average 1
+        src = np.asarray(self.sources, dtype=int)
+        per_run = np.bincount(src, minlength=len(runs)) if len(src) else np.zeros(len(runs))
+        n_runs = int(np.count_nonzero(per_run))
+        self.weights = (len(src) / (n_runs * per_run[src]) if len(src)
+                        else np.zeros(0))
         self.evaluations = 0
         self._memo: dict[tuple, np.ndarray] = {}
 
@@ -897,27 +961,28 @@ def _u_bounds(p: Param, b: float) -> tuple[float, float]:
     return p.lo - b, p.hi - b
 
 
-def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
+def fit_step(run: RunData | list[RunData], step: Step, system, *, fidelity: str = "des",
              max_requests: int = DEFAULT_MAX_REQUESTS, options: dict | None = None
              ) -> tuple[FitRecord | None, object, str | None, dict]:
     """Fit one step; returns (record or None, updated system, reason when skipped,
-    updated model options)."""
+    updated model options). ``run`` may be a list: the run calibrated first, then
+    the runs whose points are pooled with its own."""
     from scipy.optimize import least_squares
 
+    runs = list(run) if isinstance(run, (list, tuple)) else [run]
     options = {g: dict(v) for g, v in (options or {}).items()}
     step = _bounded_by_partners(step, system)
-    prob = _Problem(run, step, system, fidelity, max_requests, options)
+    prob = _Problem(runs, step, system, fidelity, max_requests, options)
     if not prob.cases:
         which = f" {step.select_doc}" if step.select_doc else ""
         return None, system, f"no measured cases of {', '.join(step.groups)}{which}", options
-    have = {micro_group(run.cases[c]) for c in prob.cases}
+    have = {micro_group(p) for p in prob.params}
     missing = [" or ".join(need) if isinstance(need, tuple) else need for need in step.requires
                if not ({need} if isinstance(need, str) else set(need)) & have]
     if missing:
         return None, system, (f"no measured cases of {', '.join(missing)}, which the step needs "
                               "to separate its keys: kept the base values"), options
-    if step.requires_case is not None and not any(step.requires_case(run.cases[c])
-                                                  for c in prob.cases):
+    if step.requires_case is not None and not any(step.requires_case(p) for p in prob.params):
         return None, system, (f"no {step.requires_case_doc}, which the step is fitted on: kept "
                               "the base values, and these cases are held out"), options
     base = {p.key: _base_value(system, p, options) for p in step.params}
@@ -925,6 +990,8 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
         if p.log and base[p.key] <= 0:
             base[p.key] = p.lo
     meas = np.log(prob.measured_arr)
+    weight = prob.weights
+    root_w = np.sqrt(weight)
 
     def resid(u: np.ndarray) -> np.ndarray:
         pred = prob.predict(system, _values(step.params, u, base))
@@ -932,12 +999,16 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
             r = np.log(np.maximum(pred, 1e-300)) - meas
         return np.where(np.isfinite(r), r, 50.0)
 
+    def weighted(u: np.ndarray) -> np.ndarray:
+        return resid(u) * root_w
+
     def cost(u: np.ndarray) -> float:
-        r = resid(u)
+        r = weighted(u)
         return float(np.sum(2.0 * (np.sqrt(1.0 + (r / 0.05) ** 2) - 1.0)))   # soft-L1
 
     def mape_of(values: dict) -> float:
-        return float(np.mean(np.abs(prob.predict(system, values) / prob.measured_arr - 1.0))) * 100
+        return float(np.average(np.abs(prob.predict(system, values) / prob.measured_arr - 1.0),
+                                weights=weight)) * 100
 
     bounds = [_u_bounds(p, base[p.key]) for p in step.params]
     u0 = np.zeros(len(step.params))
@@ -964,7 +1035,7 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
     lo_b = np.array([b[0] for b in bounds])
     hi_b = np.array([b[1] for b in bounds])
     start = np.clip(best_u, lo_b + 1e-9, hi_b - 1e-9)
-    sol = least_squares(resid, start, bounds=(lo_b, hi_b), loss="soft_l1", f_scale=0.05,
+    sol = least_squares(weighted, start, bounds=(lo_b, hi_b), loss="soft_l1", f_scale=0.05,
                         diff_step=0.02, xtol=1e-4, ftol=1e-6, max_nfev=40)
     u_fit = sol.x if cost(sol.x) <= best_c else best_u
     if cost(u0) < cost(u_fit):
@@ -1017,7 +1088,7 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
                                               _with_partners(step, system, fitted))
     pred = prob.predict(system, {**fitted}) if fitted else prob.predict(system, {})
     err = (pred / prob.measured_arr - 1.0) * 100.0
-    best_mape = float(np.mean(np.abs(err)))
+    best_mape = float(np.average(np.abs(err), weights=weight))
     rejected = best_mape > MAX_FIT_MAPE_PCT
     best_values = dict(fitted)
     if rejected:                      # keep every key of the step at its base value
@@ -1044,13 +1115,18 @@ def fit_step(run: RunData, step: Step, system, *, fidelity: str = "des",
         note = (note + "; " if note else "") + (
             "at the end of the fitted range (the data put it there; its base value fits "
             "worse): " + ", ".join(at_bound))
+    pooled: dict[str, dict[str, float]] = {}
+    for c, i, e in zip(prob.cases, prob.sources, err):
+        if i:
+            pooled.setdefault(str(runs[i].path), {})[c] = float(e)
     rec = FitRecord(
         name=step.name, keys=[p.key for p in step.params], groups=list(step.groups),
         base={p.key: _get(system, p.key, options) for p in step.params}, values=values,
         identifiable=identifiable, n=len(prob.cases),
-        mape_pct=float(np.mean(np.abs(err))),
-        base_mape_pct=float(np.mean(np.abs((np.exp(r_base) - 1.0) * 100.0))),
-        residuals_pct={c: float(e) for c, e in zip(prob.cases, err)},
+        mape_pct=float(np.average(np.abs(err), weights=weight)),
+        base_mape_pct=float(np.average(np.abs((np.exp(r_base) - 1.0) * 100.0), weights=weight)),
+        residuals_pct={c: float(e) for c, i, e in zip(prob.cases, prob.sources, err) if not i},
+        pooled_residuals_pct=pooled,
         evaluations=prob.evaluations, note=note,
         method=f"{step.explain}; {prob.fidelity} twins, soft-L1 least squares on "
                "log(predicted/measured) after " + ("a closed-form start" if step.guess else f"a {step.scan}-point scan"))
@@ -1061,11 +1137,13 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
               steps: tuple[Step, ...] = STEPS, only: list[str] | None = None,
               skip: list[str] | None = None,
               max_requests: int = DEFAULT_MAX_REQUESTS, progress: bool = False,
-              base_options: dict | None = None) -> Calibration:
+              base_options: dict | None = None,
+              pool: list[str | Path] | None = None) -> Calibration:
     """Fit ``base_system`` (a SystemConfig, preset name or file) to a run's microbenchmarks.
 
     ``only``: the steps to run (default all); ``skip``: steps not to run (a run whose
-    points of that step are held out).
+    points of that step are held out). ``pool``: other runs whose points each step
+    fits together with the run's own (each predicted by its own run's twin).
 
     ``base_options``: model options to start from (``{"uvm": {...}}``); by default
     those of the calibration record beside a calibrated TOML given as ``base_system``
@@ -1085,6 +1163,7 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
                      if run.cases.get(c, {}).get("kind") == "micro"})
     if not groups:
         raise CalibrationError(f"{results_dir}: no microbenchmark results to calibrate from")
+    pooled_runs = _pooled_runs(results_dir, pool or [])
     known = {s.name for s in steps}
     bad = [n for n in (only or []) + (skip or []) if n not in known]
     if bad:
@@ -1094,15 +1173,16 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
     options = {g: dict(v) for g, v in (base_options or {}).items()}
     cal = Calibration(system=system, base_system=base_system, results_dir=str(results_dir),
                       fidelity=fidelity, groups_present=groups, base_options=options,
-                      base_chain=base_chain)
+                      base_chain=base_chain, pooled=[str(r.path) for r in pooled_runs])
     for step in steps:
         if (only and step.name not in only) or (skip and step.name in skip):
             continue
         if progress:
             import sys
             sys.stderr.write(f"calibrate: {step.name} ...\n")
-        rec, system, reason, options = fit_step(run, step, system, fidelity=fidelity,
-                                                max_requests=max_requests, options=options)
+        rec, system, reason, options = fit_step([run, *pooled_runs], step, system,
+                                                fidelity=fidelity, max_requests=max_requests,
+                                                options=options)
         if rec is None:
             cal.skipped.append({"name": step.name, "keys": [p.key for p in step.params],
                                 "reason": reason})
@@ -1111,6 +1191,22 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
     cal.system = _with_provenance(system, base_system, cal)
     cal.options = options
     return cal
+
+
+def _pooled_runs(results_dir, pool: list) -> list[RunData]:
+    """The runs to pool with ``results_dir``'s, each once, none of them the run itself,
+    each with microbenchmark results."""
+    out: list[RunData] = []
+    for where in pool:
+        if same_run_dir(where, results_dir) or any(same_run_dir(where, r.path) for r in out):
+            raise CalibrationError(f"{where}: pooled twice (or pooled with itself); "
+                                   "name each run once")
+        other = load_run(where)
+        if not any(other.cases.get(c, {}).get("kind") == "micro"
+                   for c in other.measured["case"].unique()):
+            raise CalibrationError(f"{where}: no microbenchmark results to pool")
+        out.append(other)
+    return out
 
 
 def _record_beside(system_spec) -> dict:
@@ -1179,28 +1275,34 @@ def _with_provenance(system, base, cal: Calibration):
             if key.startswith(OPTION_PREFIX):
                 continue                  # options are not config keys: see model_options
             if f.identifiable.get(key):
-                prov[key] = (f"measured: {cal.results_dir}, {', '.join(f.groups)}, fit residual "
+                prov[key] = (f"measured: {cal.measured_on}, {', '.join(f.groups)}, fit residual "
                              f"{f.mape_pct:.2f}% MAPE over {f.n} points (calibrate step {f.name})")
             else:
                 prov[key] = (prov.get(key, "") + "; " if prov.get(key) else "") + \
-                    f"not calibrated from {cal.results_dir} ({', '.join(f.groups)}): " + \
+                    f"not calibrated from {cal.measured_on} ({', '.join(f.groups)}): " + \
                     f.note.split(";")[0]
     name = f"{base.name}-calibrated" if not base.name.endswith("-calibrated") else base.name
-    desc = f"{base.description} (calibrated from {cal.results_dir})".strip()
+    desc = f"{base.description} (calibrated from {cal.measured_on})".strip()
     return dataclasses.replace(system, name=name, description=desc, provenance=prov)
 
 
 def format_summary(cal: Calibration) -> str:
     """A short text summary of a calibration, one line per key."""
-    lines = [f"calibrated {getattr(cal.base_system, 'name', '')} from {cal.results_dir} "
+    lines = [f"calibrated {getattr(cal.base_system, 'name', '')} from {cal.measured_on} "
              f"({cal.fidelity} twins)"]
     for f in cal.fits:
         for k in f.keys:
             tag = "" if f.identifiable[k] else "  (not identifiable: kept)"
             lines.append(f"  {k:36s} {_num(f.base[k]):>12s} -> {_num(f.values[k]):>12s}   "
                          f"residual {f.mape_pct:5.2f}% over {f.n} points{tag}")
+        if f.pooled_residuals_pct:
+            for where, (n, mape) in f.mape_by_run(cal.results_dir).items():
+                lines.append(f"    {where}: {n} points, residual {mape:.2f}%")
     for s in cal.skipped:
         lines.append(f"  skipped {s['name']}: {s['reason']}")
+    for where in cal.pooled:
+        if not any(f.pooled_residuals_pct.get(where) for f in cal.fits):
+            lines.append(f"  pooled {where}: no points of the steps fitted")
     lines.append(f"  calibration groups: {', '.join(cal.calibration_groups) or 'none'}")
     lines.append(f"  held-out groups:    {', '.join(cal.held_out_groups) or 'none'}")
     return "\n".join(lines)

@@ -16,8 +16,9 @@ def _cmd_calibrate(args) -> int:
 
     only = [s for s in args.steps.split(",") if s] if args.steps else None
     skip = [s for s in args.skip_steps.split(",") if s] if args.skip_steps else None
+    pool = [d for d in args.pool.split(",") if d] if args.pool else None
     cal = calibrate(args.results_dir, args.system, fidelity=args.fidelity, only=only, skip=skip,
-                    max_requests=args.max_requests, progress=not args.quiet)
+                    max_requests=args.max_requests, progress=not args.quiet, pool=pool)
     out = Path(args.out) if args.out else Path(args.results_dir) / "calibrated.toml"
     toml_path, json_path = cal.write(out, args.diagnostics)
     print(format_summary(cal))
@@ -72,6 +73,9 @@ def register_calibrate(sub) -> None:
     p.add_argument("--steps", default=None, help="comma-separated steps to run (default all)")
     p.add_argument("--skip-steps", default=None,
                    help="comma-separated steps not to run (their points stay held out)")
+    p.add_argument("--pool", default=None, metavar="DIR[,DIR...]",
+                   help="other measured runs whose points each step fits together with "
+                        "RESULTS_DIR's (a cost that differs from lease to lease; use with --steps)")
     p.add_argument("--max-requests", type=int, default=1 << 17,
                    help="requests per microbenchmark twin (default 131072)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")

@@ -3,6 +3,7 @@ calibration step that fits a run's one-off fault cost on the first launch."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -86,3 +87,109 @@ def test_a_run_without_split_touch_keeps_the_base_value(tmp_path):
     cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"])
     assert not cal.fits
     assert "micro/uvm_touch" in cal.skipped[0]["reason"]
+
+
+def _split_run(path, points, first_fault_us: float):
+    cases = {micro_case_name("uvm_touch", {k: v for k, v in p.items()
+                                           if k not in ("kind", "benchmark", "warps")}): p
+             for p in points}
+    path.mkdir()
+    write_results(synthesize(cases, load_system("h100-pcie5"), fidelity="analytic", seed=5,
+                             options={"uvm": {"first_fault_us": first_fault_us}}), path)
+    (path / "metadata.json").write_text(json.dumps({"cases": cases}))
+    return path
+
+
+FOUR = (_point(16), _point(8), _point(16, advice="readmostly"),
+        _point(16, size_B=4 * MiB, pattern="seq"))
+
+
+def test_pooled_runs_fit_one_cost_and_keep_their_own_residuals(tmp_path):
+    a = _split_run(tmp_path / "a", FOUR, 120.0)
+    b = _split_run(tmp_path / "b", FOUR[:2], 120.0)
+    cal = calibrate(a, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
+                    pool=[str(b)])
+    (fit,) = cal.fits
+    assert fit.values["options.uvm.first_fault_us"] == pytest.approx(120.0, rel=0.01)
+    assert fit.n == 6 and len(fit.residuals_pct) == 4
+    assert set(fit.pooled_residuals_pct) == {str(b)}
+    assert len(fit.pooled_residuals_pct[str(b)]) == 2
+    # the pooled run is a link of the chain before the record's own, with its cases
+    *_, pooled, own = cal.chain
+    assert pooled["results_dir"] == str(b) and pooled["pooled_into"] == str(a)
+    assert own["results_dir"] == str(a)
+    assert set(sum(pooled["fitted_cases"].values(), [])) == set(fit.pooled_residuals_pct[str(b)])
+    assert f"pooled with {b}" in cal.option_provenance()["options.uvm.first_fault_us"]
+    # a report of the pooled run counts those groups as fitted
+    from hostlink.validation.calibrate import groups_fitted_on
+    record = json.loads(json.dumps(cal.to_dict()))
+    assert set(groups_fitted_on(record, b)) == set(pooled["calibration_groups"])
+
+
+def test_each_pooled_run_weighs_the_same(tmp_path):
+    # four points at 120 us against one at 130 us: weighed per point the fit would sit
+    # near 122 us; weighed per run it sits halfway, whichever run is calibrated
+    many = _split_run(tmp_path / "many", FOUR, 120.0)
+    one = _split_run(tmp_path / "one", FOUR[:1], 130.0)
+    here = calibrate(many, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
+                     pool=[str(one)]).fits[0].values["options.uvm.first_fault_us"]
+    there = calibrate(one, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
+                      pool=[str(many)]).fits[0].values["options.uvm.first_fault_us"]
+    assert here == pytest.approx(there, abs=0.5)
+    assert 124.0 < here < 126.0
+
+
+def test_pooling_a_run_twice_or_without_microbenchmarks_is_one_clear_error(tmp_path):
+    from hostlink.validation.calibrate import CalibrationError
+    a = _split_run(tmp_path / "a", FOUR, 120.0)
+    with pytest.raises(CalibrationError, match="pooled twice"):
+        calibrate(a, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
+                  pool=[str(a)])
+    with pytest.raises(Exception, match="not a results directory"):
+        calibrate(a, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
+                  pool=[str(tmp_path / "missing")])
+
+
+def test_the_cli_pools_runs_and_reports_each_runs_residual(tmp_path, capsys):
+    from hostlink.model.cli.main import main
+    a = _split_run(tmp_path / "a", FOUR, 120.0)
+    b = _split_run(tmp_path / "b", FOUR[:2], 120.0)
+    out = tmp_path / "cal" / "calibrated.toml"
+    assert main(["validate", "calibrate", str(a), "--system", "h100-pcie5", "--fidelity",
+                 "analytic", "--steps", "uvm_first_launch", "--pool", str(b), "--out", str(out),
+                 "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert f"from {a} pooled with {b}" in text
+    assert f"{a}: 4 points" in text and f"{b}: 2 points" in text
+    record = json.loads((out.parent / "calibration.json").read_text())
+    assert record["pooled"] == [str(b)]
+    assert record["model_options"]["uvm"]["first_fault_us"] == pytest.approx(120.0, rel=0.01)
+    assert main(["validate", "calibrate", str(a), "--system", "h100-pcie5", "--steps",
+                 "uvm_first_launch", "--pool", f"{b},{b}"]) == 2
+    assert "pooled twice" in capsys.readouterr().err
+
+
+RESULTS = Path(__file__).resolve().parents[2] / "validation" / "results"
+#: the leases whose first touch split over launches is pooled with uvm_launches' (Makefile)
+POOLS = {"h200": ["uvm_session", "uvm_faults", "uvm_faults_repeat", "uvm_session24"],
+         "h100": ["uvm_session", "uvm_session_repeat", "uvm_session_c", "uvm_faults",
+                  "uvm_session24"]}
+
+
+@pytest.mark.parametrize("gpu", sorted(POOLS))
+def test_the_committed_pooled_fit_is_the_fit_of_the_committed_runs(gpu):
+    """uvm_launches' calibrated one-off cost is what the step gives on the committed
+    runs, every lease weighing the same, and lies within the pooled leases' fits in
+    their own sessions."""
+    here = RESULTS / gpu
+    record = json.loads((here / "uvm_launches" / "calibration.json").read_text())
+    cal = calibrate(here / "uvm_launches", str(here / "first_run" / "calibrated.toml"),
+                    only=["uvm_first_launch"], pool=[str(here / r) for r in POOLS[gpu]])
+    (fit,) = cal.fits
+    value = fit.values["options.uvm.first_fault_us"]
+    assert value == pytest.approx(record["model_options"]["uvm"]["first_fault_us"], rel=1e-6)
+    assert [Path(p).name for p in record["pooled"]] == POOLS[gpu]
+    # each pooled lease's fit in its own session (on its own per-page costs)
+    own = [json.loads((here / r / "calibration.json").read_text())["model_options"]["uvm"]
+           ["first_fault_us"] for r in POOLS[gpu]]
+    assert min(own) < value < max(own)
