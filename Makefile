@@ -84,13 +84,21 @@ reports-h200: $(STAMP)
 	$(REPORT) $(H200)/uvm_host_state --system $(H200)/uvm_host_state/calibrated.toml --jobs $(JOBS) --quiet
 	$(REPORT) $(H200)/uvm_alloc --system $(H200)/first_run/calibrated.toml --jobs $(JOBS) --quiet
 	$(REPORT) $(H200)/hot_lines --system $(H200)/first_run/calibrated.toml --jobs $(JOBS) --quiet
-	@# a run's one-off fault cost fitted on first touch split over launches (uvm_launches,
-	@# reparsed from uvm_launches.sh's output), and the scale-14 UVM traversals of the two
-	@# traversal14 runs predicted with it
-	$(CAL) $(H200)/uvm_launches --system $(H200)/first_run/calibrated.toml --steps uvm_first_launch --quiet
+	@# a run's one-off fault cost fitted on first touch split over launches as a traversal's
+	@# are: uvm_launches (reparsed from uvm_launches.sh's output) pooled with the four other
+	@# leases that measured it, each lease weighing the same (the cost differs from lease to
+	@# lease); first_run's UVM traversals (first_run/uvm_pooled/), the scale-14 UVM traversals
+	@# of the two traversal14 runs and uvm_session_repeat's (a lease outside the pool)
+	@# predicted with it
+	$(CAL) $(H200)/uvm_launches --system $(H200)/first_run/calibrated.toml --steps uvm_first_launch \
+	  --pool $(H200)/uvm_session,$(H200)/uvm_faults,$(H200)/uvm_faults_repeat,$(H200)/uvm_session24 --quiet
+	$(REPORT) $(H200)/first_run --system $(H200)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/ \
+	  --out $(H200)/first_run/uvm_pooled --jobs $(JOBS) --quiet
 	for r in traversal14_la1 traversal14_la1_again; do \
 	  $(REPORT) $(H200)/$$r --system $(H200)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/ --jobs $(JOBS) --quiet || exit 1; \
 	done
+	$(REPORT) $(H200)/uvm_session_repeat --system $(H200)/uvm_launches/calibrated.toml --only kron14/,urand14/ \
+	  --out $(H200)/uvm_session_repeat/chain_pooled --jobs $(JOBS) --quiet
 	$(CAL) $(H200)/scale24 --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/scale24 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
 	$(REPORT) $(H200)/scale24_load_ahead1 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
@@ -101,9 +109,13 @@ reports-h200: $(STAMP)
 	@# session's own first touch, the BFS held out (uvm_session24/README.md)
 	$(CAL) $(H200)/uvm_session24 --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/uvm_session24 --system $(H200)/uvm_session24/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
-	@# the scale-14 and kron21 UVM traversals after first touch in one session (as the H100's uvm_session)
+	@# the scale-14 and kron21 UVM traversals after first touch in one session (as the H100's
+	@# uvm_session), and again on a later lease (its scale-14 cases: uvm_session_repeat/README.md)
 	$(CAL) $(H200)/uvm_session --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/uvm_session --system $(H200)/uvm_session/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(H200)/uvm_session_repeat --system $(H200)/first_run/calibrated.toml --quiet
+	$(REPORT) $(H200)/uvm_session_repeat --system $(H200)/uvm_session_repeat/calibrated.toml --only micro/,kron14/,urand14/ \
+	  --jobs $(JOBS) --quiet
 	@# uvm_session's manifest with first touch at one line per 4 KiB to 2 MiB, twice on one
 	@# lease (uvm_faults/README.md), and that lease's uvm_ids with the first run's costs
 	for r in uvm_faults uvm_faults_repeat; do \
@@ -191,9 +203,13 @@ reports-h100: $(STAMP)
 	$(REPORT) $(H100)/warp_rounds --system $(H100)/warp_rounds/calibrated.toml --jobs $(JOBS) --quiet
 	@# UVM first touch of 512 MiB to 4 GiB, nothing fitted on it: the chain's UVM costs
 	$(REPORT) $(H100)/uvm_large --system $(H100)/first_run/calibrated.toml --jobs $(JOBS) --quiet
-	@# the one-off fault cost on first touch split over launches (uvm_launches/README.md: it
-	@# leaves first_run's UVM traversals further off, so the chain keeps its own)
-	$(CAL) $(H100)/uvm_launches --system $(H100)/first_run/calibrated.toml --steps uvm_first_launch --quiet
+	@# the one-off fault cost on first touch split over launches: uvm_launches pooled with the
+	@# five other leases that measured it, each weighing the same, and first_run's UVM
+	@# traversals predicted with it (first_run/uvm_pooled/; uvm_launches/README.md)
+	$(CAL) $(H100)/uvm_launches --system $(H100)/first_run/calibrated.toml --steps uvm_first_launch \
+	  --pool $(H100)/uvm_session,$(H100)/uvm_session_repeat,$(H100)/uvm_session_c,$(H100)/uvm_faults,$(H100)/uvm_session24 --quiet
+	$(REPORT) $(H100)/first_run --system $(H100)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/ \
+	  --out $(H100)/first_run/uvm_pooled --jobs $(JOBS) --quiet
 	@# managed memory left on the host (SetAccessedBy) beside pinned and registered memory:
 	@# accessedby_reach fits the managed memory's page walks in flight (its link from
 	@# micro_tags_d's lease), accessedby_session fits its own link and holds its managed
