@@ -97,7 +97,7 @@ reports-h200: $(STAMP)
 	for r in traversal14_la1 traversal14_la1_again; do \
 	  $(REPORT) $(H200)/$$r --system $(H200)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/ --jobs $(JOBS) --quiet || exit 1; \
 	done
-	$(REPORT) $(H200)/uvm_session_repeat --system $(H200)/uvm_launches/calibrated.toml --only kron14/,urand14/ \
+	$(REPORT) $(H200)/uvm_session_repeat --system $(H200)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/ \
 	  --out $(H200)/uvm_session_repeat/chain_pooled --jobs $(JOBS) --quiet
 	$(CAL) $(H200)/scale24 --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/scale24 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
@@ -110,12 +110,11 @@ reports-h200: $(STAMP)
 	$(CAL) $(H200)/uvm_session24 --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/uvm_session24 --system $(H200)/uvm_session24/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
 	@# the scale-14 and kron21 UVM traversals after first touch in one session (as the H100's
-	@# uvm_session), and again on a later lease (its scale-14 cases: uvm_session_repeat/README.md)
-	$(CAL) $(H200)/uvm_session --system $(H200)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H200)/uvm_session --system $(H200)/uvm_session/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H200)/uvm_session_repeat --system $(H200)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H200)/uvm_session_repeat --system $(H200)/uvm_session_repeat/calibrated.toml --only micro/,kron14/,urand14/ \
-	  --jobs $(JOBS) --quiet
+	@# uvm_session), and again on a later lease
+	for r in uvm_session uvm_session_repeat; do \
+	  $(CAL) $(H200)/$$r --system $(H200)/first_run/calibrated.toml --quiet && \
+	  $(REPORT) $(H200)/$$r --system $(H200)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
+	done
 	@# uvm_session's manifest with first touch at one line per 4 KiB to 2 MiB, twice on one
 	@# lease (uvm_faults/README.md), and that lease's uvm_ids with the first run's costs
 	for r in uvm_faults uvm_faults_repeat; do \
