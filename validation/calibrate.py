@@ -712,14 +712,9 @@ class Calibration:
         fits used (``fitted_cases``; the group's other cases are judged as held out)."""
         pooled = []
         for where in self.pooled:
-            cases: dict[str, set[str]] = {}
-            for f in self.fits:
-                for g in f.groups:
-                    if f.pooled_residuals_pct.get(where):
-                        cases.setdefault(g, set()).update(f.pooled_residuals_pct[where])
+            cases = self._cases_by_group(lambda f, w=where: f.pooled_residuals_pct.get(w))
             pooled.append({"results_dir": where, "pooled_into": self.results_dir,
-                           "calibration_groups": sorted(cases),
-                           "fitted_cases": {g: sorted(c) for g, c in sorted(cases.items())}})
+                           "calibration_groups": list(cases), "fitted_cases": cases})
         # the pooled runs come before the record's own link: a report reads the last
         # link's cases from the record's fits
         return [*self.base_chain, *pooled, {"results_dir": self.results_dir,
@@ -736,12 +731,18 @@ class Calibration:
     @property
     def fitted_cases(self) -> dict[str, list[str]]:
         """Per calibration group, the cases the fits used (their residuals)."""
+        return self._cases_by_group(lambda f: f.residuals_pct)
+
+    def _cases_by_group(self, residuals_of: Callable[[FitRecord], dict | None]
+                        ) -> dict[str, list[str]]:
+        """Per group, sorted, the cases of every fit's residuals ``residuals_of(fit)``
+        (one run's): each fit's cases count for each of its groups."""
         out: dict[str, set[str]] = {}
         for f in self.fits:
-            if not f.residuals_pct:
-                continue
-            for g in f.groups:
-                out.setdefault(g, set()).update(f.residuals_pct)
+            residuals = residuals_of(f)
+            if residuals:
+                for g in f.groups:
+                    out.setdefault(g, set()).update(residuals)
         return {g: sorted(c) for g, c in sorted(out.items())}
 
     def to_dict(self) -> dict:
@@ -896,10 +897,9 @@ class _Problem:
         # every run weighs the same in a pooled fit, however many points it has (a
         # lease's deviation is one sample of the cost's spread); weights average 1
         src = np.asarray(self.sources, dtype=int)
-        per_run = np.bincount(src, minlength=len(runs)) if len(src) else np.zeros(len(runs))
-        n_runs = int(np.count_nonzero(per_run))
-        self.weights = (len(src) / (n_runs * per_run[src]) if len(src)
-                        else np.zeros(0))
+        per_run = np.bincount(src, minlength=len(runs))
+        self.weights = (len(src) / (np.count_nonzero(per_run) * per_run[src]) if len(src)
+                        else np.ones(0))
         self.evaluations = 0
         self._memo: dict[tuple, np.ndarray] = {}
 

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from hostlink.model.config import load_system
+from hostlink.model.errors import HostlinkError
 from hostlink.validation import twins
-from hostlink.validation.calibrate import calibrate
+from hostlink.validation.calibrate import CalibrationError, calibrate, groups_fitted_on
 from hostlink.validation.manifest import expand_micro, micro_case_name
-from hostlink.validation.results_io import write_results
+from hostlink.validation.results_io import make_table, write_results
 from hostlink.validation.twins import synthesize
 
 MiB = 1 << 20
@@ -121,7 +122,6 @@ def test_pooled_runs_fit_one_cost_and_keep_their_own_residuals(tmp_path):
     assert set(sum(pooled["fitted_cases"].values(), [])) == set(fit.pooled_residuals_pct[str(b)])
     assert f"pooled with {b}" in cal.option_provenance()["options.uvm.first_fault_us"]
     # a report of the pooled run counts those groups as fitted
-    from hostlink.validation.calibrate import groups_fitted_on
     record = json.loads(json.dumps(cal.to_dict()))
     assert set(groups_fitted_on(record, b)) == set(pooled["calibration_groups"])
 
@@ -140,14 +140,20 @@ def test_each_pooled_run_weighs_the_same(tmp_path):
 
 
 def test_pooling_a_run_twice_or_without_microbenchmarks_is_one_clear_error(tmp_path):
-    from hostlink.validation.calibrate import CalibrationError
     a = _split_run(tmp_path / "a", FOUR, 120.0)
     with pytest.raises(CalibrationError, match="pooled twice"):
         calibrate(a, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
                   pool=[str(a)])
-    with pytest.raises(Exception, match="not a results directory"):
+    with pytest.raises(HostlinkError, match="not a results directory"):
         calibrate(a, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
                   pool=[str(tmp_path / "missing")])
+    traversals = tmp_path / "traversals"
+    traversals.mkdir()
+    write_results(make_table([("t", "t", "bfs/kron14/merged_aligned/uvm/8B", "measured",
+                               "kernel_time_ms", 1.0, "ms", 0)]), traversals)
+    with pytest.raises(CalibrationError, match=f"{traversals}: no microbenchmark results to pool"):
+        calibrate(a, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
+                  pool=[str(traversals)])
 
 
 def test_the_cli_pools_runs_and_reports_each_runs_residual(tmp_path, capsys):
