@@ -84,15 +84,16 @@ reports-h200: $(STAMP)
 	$(REPORT) $(H200)/uvm_host_state --system $(H200)/uvm_host_state/calibrated.toml --jobs $(JOBS) --quiet
 	$(REPORT) $(H200)/uvm_alloc --system $(H200)/first_run/calibrated.toml --jobs $(JOBS) --quiet
 	$(REPORT) $(H200)/hot_lines --system $(H200)/first_run/calibrated.toml --jobs $(JOBS) --quiet
-	@# a run's one-off fault cost fitted on first touch split over launches as a traversal's
-	@# are: uvm_launches (reparsed from uvm_launches.sh's output) pooled with the four other
-	@# leases that measured it, each lease weighing the same (the cost differs from lease to
-	@# lease); first_run's UVM traversals (first_run/uvm_pooled/), the scale-14 UVM traversals
-	@# of the two traversal14 runs and uvm_session_repeat's (a lease outside the pool)
-	@# predicted with it
+	@# the one-off fault cost of back-to-back launches (options.uvm.launches_first_fault_us)
+	@# fitted on first touch split over launches as a traversal's are: uvm_launches (reparsed
+	@# from uvm_launches.sh's output) pooled with the four other leases that measured it, each
+	@# lease weighing the same (the cost differs from lease to lease), beside the chain's
+	@# single-launch cost; first_run's UVM first touch and traversals (first_run/uvm_pooled/),
+	@# the scale-14 UVM traversals of the two traversal14 runs and uvm_session_repeat's (a
+	@# lease outside the pool) predicted with both
 	$(CAL) $(H200)/uvm_launches --system $(H200)/first_run/calibrated.toml --steps uvm_first_launch \
 	  --pool $(H200)/uvm_session,$(H200)/uvm_faults,$(H200)/uvm_faults_repeat,$(H200)/uvm_session24 --quiet
-	$(REPORT) $(H200)/first_run --system $(H200)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/ \
+	$(REPORT) $(H200)/first_run --system $(H200)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/,micro/uvm_touch/ \
 	  --out $(H200)/first_run/uvm_pooled --jobs $(JOBS) --quiet
 	for r in traversal14_la1 traversal14_la1_again; do \
 	  $(REPORT) $(H200)/$$r --system $(H200)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/ --jobs $(JOBS) --quiet || exit 1; \
@@ -202,12 +203,13 @@ reports-h100: $(STAMP)
 	$(REPORT) $(H100)/warp_rounds --system $(H100)/warp_rounds/calibrated.toml --jobs $(JOBS) --quiet
 	@# UVM first touch of 512 MiB to 4 GiB, nothing fitted on it: the chain's UVM costs
 	$(REPORT) $(H100)/uvm_large --system $(H100)/first_run/calibrated.toml --jobs $(JOBS) --quiet
-	@# the one-off fault cost on first touch split over launches: uvm_launches pooled with the
-	@# five other leases that measured it, each weighing the same, and first_run's UVM
-	@# traversals predicted with it (first_run/uvm_pooled/; uvm_launches/README.md)
+	@# the one-off fault cost of back-to-back launches on first touch split over launches:
+	@# uvm_launches pooled with the five other leases that measured it, each weighing the same,
+	@# and first_run's UVM first touch and traversals predicted with it beside the chain's
+	@# single-launch cost (first_run/uvm_pooled/; uvm_launches/README.md)
 	$(CAL) $(H100)/uvm_launches --system $(H100)/first_run/calibrated.toml --steps uvm_first_launch \
 	  --pool $(H100)/uvm_session,$(H100)/uvm_session_repeat,$(H100)/uvm_session_c,$(H100)/uvm_faults,$(H100)/uvm_session24 --quiet
-	$(REPORT) $(H100)/first_run --system $(H100)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/ \
+	$(REPORT) $(H100)/first_run --system $(H100)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/,micro/uvm_touch/ \
 	  --out $(H100)/first_run/uvm_pooled --jobs $(JOBS) --quiet
 	@# managed memory left on the host (SetAccessedBy) beside pinned and registered memory:
 	@# accessedby_reach fits the managed memory's page walks in flight (its link from

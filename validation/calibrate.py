@@ -117,7 +117,7 @@ the fit), after a coarse scan of the parameter range:
    validation/results/h100/uvm_counters), and run costs fitted on first touch
    leave BFS twice as fast as the GPU runs it. The transfer curve keeps its
    base (UVMSmart's, scaled to the link);
-7. ``options.uvm.first_fault_us`` again, where the run splits first touch over
+7. ``options.uvm.launches_first_fault_us``, where the run splits first touch over
    launches (``uvm_touch`` with ``launches`` > 1:
    ``micro/uvm_touch/*/launches``, judged on ``first_launch_ms``): a run's
    one-off cost is the wake-up of the driver's fault servicing, which grows
@@ -128,8 +128,12 @@ the fit), after a coarse scan of the parameter range:
    pages returned to the host split over launches that follow at once is a
    traversal's context. On two H100 leases it gave 191 and 138 us and their
    traversals 21.9% and 21.7% MAPE, where step 6 alone gave 0-556 us on four
-   leases and left them at 31-41% (validation/results/h100/uvm_session*). The
-   later value replaces step 6's;
+   leases and left them at 31-41% (validation/results/h100/uvm_session*). So the
+   two contexts have a key each: the traversal twins and first touch split over
+   launches take this one, a single launch step 6's ``first_fault_us``, and a
+   record without this key (made before it, or by a chain without such a run)
+   gives both contexts ``first_fault_us``
+   (:func:`hostlink.validation.twin_common.uvm_options_in_context`);
    the start is the median of measured less predicted first launch without it;
 8. ``options.prefetch.call_us``, ``cudaMemPrefetchAsync``'s fixed cost per
    call, from prefetched first touch of at most 16 MiB
@@ -138,7 +142,8 @@ the fit), after a coarse scan of the parameter range:
    prefetch groups out).
 
 Model options are keywords of the model that the system config has no key
-for (``options.<group>.<name>``; :data:`OPTION_DEFAULTS`). A calibration
+for (``options.<group>.<name>``; :data:`OPTION_DEFAULTS`), and the context keys
+that stand in for one (a default of None: the model key's value). A calibration
 writes them to its record (``calibration.json``: ``model_options`` and their
 provenance), which ``hostlink validate report`` and a later calibration
 starting from this one read back.
@@ -181,6 +186,7 @@ from typing import Callable
 import numpy as np
 
 from hostlink.model.errors import HostlinkError
+from hostlink.validation.twin_common import UVM_CONTEXT_KEYS
 from hostlink.validation.twins import (MicroTwin, RunData, build_micro, load_run, micro_group,
                                        primary_metric, run_loads_in_flight)
 
@@ -631,14 +637,14 @@ STEPS: tuple[Step, ...] = (
          explain="UVM first touch, dense and sparse, without advice and with ReadMostly: the "
                  "service time is linear in the per-batch, per-block, per-copied-page and "
                  "per-moved-page costs and a run's one-off first-fault cost"),
-    Step("uvm_first_launch", (Param("options.uvm.first_fault_us", 0.0, 1e5, log=False,
+    Step("uvm_first_launch", (Param("options.uvm.launches_first_fault_us", 0.0, 1e5, log=False,
                                     sens_step=20.0),),
-         UVM_LAUNCH_GROUPS, guess=_guess_added_us("options.uvm.first_fault_us"),
+         UVM_LAUNCH_GROUPS, guess=_guess_added_us("options.uvm.launches_first_fault_us"),
          explain="UVM first touch split over launches that follow one another at once, after "
                  "the buffer's pages went to the GPU and back to the host, as a traversal's "
                  "launches find them: the first launch pays the run's one-off cost of waking "
-                 "the driver's fault servicing, which this context sets and a single-launch "
-                 "first touch does not (it refits the uvm_batches value)"),
+                 "the driver's fault servicing, which differs from a single launch's (the "
+                 "uvm_batches value): traversals pay this one"),
     Step("uvm_prefetch", (Param("options.prefetch.call_us", 0.0, 1e5, log=False, sens_step=20.0),),
          UVM_PREFETCH_GROUPS, select=_is_small_prefetch,
          select_doc=f"of at most {PREFETCH_CALL_MAX_B >> 20} MiB",
@@ -800,6 +806,7 @@ OPTION_PREFIX = "options."
 #: their values when a calibration does not set them (the model's defaults).
 OPTION_DEFAULTS = {"options.uvm.block_us": 0.0, "options.uvm.move_page_us": 0.0,
                    "options.uvm.copy_page_us": 0.0, "options.uvm.first_fault_us": 0.0,
+                   "options.uvm.launches_first_fault_us": None,
                    "options.uvm.fault_us": 0.0,
                    "options.uvm.move_run_us": 0.0, "options.link.rtt_at_full_link_ns": 0.0,
                    "options.prefetch.call_us": 0.0, "options.micro.random_load_ns": 0.0,
@@ -810,7 +817,10 @@ OPTION_DEFAULTS = {"options.uvm.block_us": 0.0, "options.uvm.move_page_us": 0.0,
 def _get(system, key: str, options: dict | None = None):
     if key.startswith(OPTION_PREFIX):
         group, _, name = key[len(OPTION_PREFIX):].partition(".")
-        return float(((options or {}).get(group) or {}).get(name, OPTION_DEFAULTS[key]))
+        value = ((options or {}).get(group) or {}).get(name, OPTION_DEFAULTS[key])
+        if value is None:                   # a context key: the model key it stands in for
+            return _get(system, f"{OPTION_PREFIX}{group}.{UVM_CONTEXT_KEYS[name]}", options)
+        return float(value)
     section, _, name = key.partition(".")
     part = getattr(system, section)
     return getattr(part, name)

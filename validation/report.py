@@ -380,9 +380,12 @@ EFFECTS = {
         "launches follow at once and pay about 20 us more per faulting launch than the "
         "same faults within one launch. A first touch split over back-to-back launches "
         "in the run's own session gives the traversal's one-off cost (calibrate step "
-        "uvm_first_launch: an H100's traversals from 31-41% to 21.7-21.9%, validation/results/"
-        "h100/uvm_session); one fitted on another lease carries the machines' difference "
-        "(the same traversals ran 1.0-1.5x apart on H100 leases)"),
+        "uvm_first_launch, options.uvm.launches_first_fault_us, which traversals pay and a "
+        "single launch does not: an H100's traversals from 31-41% to 21.7-21.9%, "
+        "validation/results/h100/uvm_session); one fitted on another lease carries the "
+        "machines' difference (the same traversals ran 1.0-1.5x apart on H100 leases), and "
+        "one pooled over several leases' split first touch (calibrate --pool) is the "
+        "chains' (validation/results/README.md)"),
     "traversal/device": (
         "the kernel's work in device memory beyond one latency per dependent step: the SM's "
         "issue stage where a report predates it (an SM lets one read line out per 4.3 ns: "

@@ -195,16 +195,46 @@ class ModelRun:
     launch_h2d_B: np.ndarray | None = None
 
 
+#: ``options.uvm`` keys that are not keywords of the UVM model: each stands in for the
+#: model's key in one context of a run, and falls back to it where absent. A run's
+#: one-off fault cost (the wake-up of the driver's fault servicing) grows with the
+#: host's idle time before the first faulting launch (validation/results/*/uvm_launches),
+#: so a single launch after the CPU filled and advised the buffer pays another one than
+#: a run whose faults come in launches back to back after its pages went to the GPU and
+#: back (a traversal, first touch split over launches): ``launches_first_fault_us``.
+UVM_CONTEXT_KEYS = {"launches_first_fault_us": "first_fault_us"}
+
+
+def uvm_options_in_context(options: dict | None, *, launches: bool) -> dict:
+    """``options`` with the UVM keys of one context resolved (:data:`UVM_CONTEXT_KEYS`):
+    for a run of back-to-back launches (``launches``), ``launches_first_fault_us``
+    replaces ``first_fault_us`` where set; either way no context key is left, so the
+    ``uvm`` group holds keywords of the UVM model only. A copy; ``options`` is kept."""
+    out = {g: dict(v) if isinstance(v, dict) else v for g, v in (options or {}).items()}
+    uvm = out.get("uvm")
+    if not isinstance(uvm, dict):
+        return out
+    for key, model_key in UVM_CONTEXT_KEYS.items():
+        if key in uvm:
+            value = uvm.pop(key)
+            if launches and value is not None:
+                uvm[model_key] = value
+    return out
+
+
 LOADED_RTT_PASSES = 4          # at most: the fixed point settles in two or three
 LOADED_RTT_TOL = 2e-3          # relative change of the predicted time that ends the passes
 
 
 def run_model(stream: RequestStream, system, mode: str, fidelity: str,
-              options: dict | None = None) -> ModelRun:
+              options: dict | None = None, *, launches_context: bool = False) -> ModelRun:
     """Predict one request stream with :func:`hostlink.model.predict.predict`.
 
     ``options``: model options beyond the system config: ``{"uvm": {...}}``
-    (keywords of :func:`hostlink.model.uvm.simulate_uvm`, used in the UVM modes) and
+    (keywords of :func:`hostlink.model.uvm.simulate_uvm`, used in the UVM modes, and
+    the context keys of :data:`UVM_CONTEXT_KEYS`, resolved for a run of back-to-back
+    launches where ``launches_context``, else for a single launch after the host's
+    set-up: :func:`uvm_options_in_context`) and
     ``{"link": {"rtt_at_full_link_ns": d}}``, a round trip that grows with the link's
     load (zero-copy mode; see :func:`loaded_prediction`). ``{"prefetch": {"call_us": c}}``
     is read by the prefetch first-touch twin only (:func:`_predict_uvm_touch`),
@@ -213,7 +243,8 @@ def run_model(stream: RequestStream, system, mode: str, fidelity: str,
     (:func:`random_pattern_floor_ns`)."""
     from hostlink.model.predict import predict
 
-    uvm_options = dict((options or {}).get("uvm") or {})
+    options = uvm_options_in_context(options, launches=launches_context)
+    uvm_options = dict(options.get("uvm") or {})
     full_ns = float(((options or {}).get("link") or {}).get("rtt_at_full_link_ns", 0.0) or 0.0)
     if mode == "zerocopy" and full_ns > 0:
         pred = loaded_prediction(stream, system, fidelity, full_ns)

@@ -83,7 +83,10 @@ Assumptions of these twins (not of the model):
   instructions). UVM first touch is predicted on a prefix of the buffer of at
   most ``max_uvm_B`` (1 GiB by default: buffers up to 1 GiB whole) and scaled by
   size, all but the run's one-off first fault; a sparse prefix keeps whole
-  strides, at least one line.
+  strides, at least one line. First touch split over launches pays the one-off
+  cost of back-to-back launches (``options.uvm.launches_first_fault_us`` where
+  set, as a traversal: :func:`hostlink.validation.twin_common.uvm_options_in_context`),
+  a single launch ``options.uvm.first_fault_us``.
 - warps = 0 ("as many as fit") takes the grid the program reported
   (``warps_launched``) where the measured results hold it, else every
   resident warp slot of the GPU (``sm_count * max_warps_per_sm``).
@@ -109,7 +112,7 @@ import numpy as np
 from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, LaunchInfo, RequestStream
 from hostlink.validation.sass import WAIT_MODEL
 from hostlink.validation.twin_common import (PREDICT_MODE, SECTOR_B, UVM_MODES, TwinError,
-                                             run_model)
+                                             run_model, uvm_options_in_context)
 
 MICRO_BASE = 0x7F00_0000_0000          # 2 MiB aligned
 LINE_B = 128
@@ -924,6 +927,9 @@ def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None
 
 def _predict_uvm_touch(twin: MicroTwin, system, fidelity: str,
                        options: dict | None = None) -> dict[str, float]:
+    # first touch split over launches is a traversal's context for the one-off cost
+    split = int(twin.params.get("launches", 1)) > 1
+    options = uvm_options_in_context(options, launches=split)
     run = run_model(twin.stream, system, twin.mode, fidelity, options)
     body_ns = run.time_ns - system.launch_overhead_us * 1e3
     if twin.scale != 1.0:
@@ -931,7 +937,7 @@ def _predict_uvm_touch(twin: MicroTwin, system, fidelity: str,
         # first fault (options.uvm.first_fault_us, with the first batch) does not
         once_ns = 0.0
         if twin.mode in UVM_MODES and len(twin.stream):
-            once_ns = float(((options or {}).get("uvm") or {}).get("first_fault_us", 0.0) or 0.0) * 1e3
+            once_ns = float((options.get("uvm") or {}).get("first_fault_us", 0.0) or 0.0) * 1e3
         body_ns = once_ns + (body_ns - once_ns) * twin.scale
     out: dict[str, float] = {}
     prefetch_ns = 0.0

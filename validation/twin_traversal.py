@@ -18,6 +18,11 @@ Assumptions of these twins (not of the model):
   (:func:`hostlink.traces.emulator.visits.with_visit_skeleton`: a vertex's test
   and offsets, each trip's visit after its group's host loads), and the tests of
   inactive vertices are left to the launch's CTA dispatch.
+- a traversal's launches follow one another at once, after its managed pages went
+  back to the host (the harness's residency reset): in the UVM modes it pays the
+  one-off fault cost of that context (``options.uvm.launches_first_fault_us``
+  where set, else ``first_fault_us``:
+  :func:`hostlink.validation.twin_common.uvm_options_in_context`).
 - SSSP and CC launches run in waves of the GPU's resident warps
   (:mod:`hostlink.traces.emulator.algorithms`), an approximation of how far
   updates spread within a launch.
@@ -305,7 +310,8 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
         t1 = time.perf_counter()
         if len(stream) == 0:
             raise TwinError(f"case '{case}': the emulated run issues no requests")
-        run = run_model(stream, system, mode, fidelity, options)
+        # a traversal's launches follow one another after its pages went back to the host
+        run = run_model(stream, system, mode, fidelity, options, launches_context=True)
         if timing is not None:
             timing["emulate_s"] = timing.get("emulate_s", 0.0) + (t1 - t0)
             timing["model_s"] = timing.get("model_s", 0.0) + (time.perf_counter() - t1)

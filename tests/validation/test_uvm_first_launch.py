@@ -17,6 +17,7 @@ from hostlink.validation.results_io import make_table, write_results
 from hostlink.validation.twins import synthesize
 
 MiB = 1 << 20
+RESULTS = Path(__file__).resolve().parents[2] / "validation" / "results"
 
 
 def _point(launches: int, **kw) -> dict:
@@ -62,6 +63,57 @@ def test_the_twin_reads_each_part_in_its_own_launch():
         twins.build_micro("r", _point(4, pattern="random"), system)
 
 
+def test_a_context_key_stands_in_for_the_models_key_in_its_context_alone():
+    from hostlink.validation.twin_common import uvm_options_in_context
+    both = {"uvm": {"first_fault_us": 300.0, "launches_first_fault_us": 100.0, "block_us": 2.0},
+            "link": {"rtt_at_full_link_ns": 400.0}}
+    assert uvm_options_in_context(both, launches=True) == {
+        "uvm": {"first_fault_us": 100.0, "block_us": 2.0}, "link": {"rtt_at_full_link_ns": 400.0}}
+    assert uvm_options_in_context(both, launches=False) == {
+        "uvm": {"first_fault_us": 300.0, "block_us": 2.0}, "link": {"rtt_at_full_link_ns": 400.0}}
+    assert both["uvm"]["launches_first_fault_us"] == 100.0          # a copy
+    # without the context key (a record made before it) both contexts pay the model's
+    old = {"uvm": {"first_fault_us": 300.0}}
+    assert uvm_options_in_context(old, launches=True) == old
+    assert uvm_options_in_context(None, launches=True) == {}
+
+
+def test_split_touch_pays_the_launches_cost_and_a_single_launch_the_models():
+    system = load_system("h100-pcie5")
+    one = twins.build_micro("one", _point(1), system)
+    split = twins.build_micro("split", _point(16), system)
+    both = {"uvm": {"first_fault_us": 300.0, "launches_first_fault_us": 100.0}}
+
+    def first_launch_ms(twin, ff_us, **more):
+        return twin.predict(system, "des", {"uvm": {"first_fault_us": ff_us, **more}})
+
+    assert split.predict(system, "des", both)["first_launch_ms"] == pytest.approx(
+        first_launch_ms(split, 100.0)["first_launch_ms"])
+    assert one.predict(system, "des", both)["time_ms"] == pytest.approx(
+        first_launch_ms(one, 300.0)["time_ms"])
+    assert (first_launch_ms(split, 300.0)["first_launch_ms"]
+            - first_launch_ms(split, 100.0)["first_launch_ms"]) == pytest.approx(0.2)
+
+
+def test_a_traversal_pays_the_launches_cost():
+    from hostlink.validation.twin_common import load_run
+    from hostlink.validation.twin_traversal import GraphSource, predict_traversal
+    run_dir = RESULTS / "h200" / "traversal14_la1"
+    case = "bfs/kron14/merged_aligned/uvm/8B"
+    run = load_run(run_dir)
+    system = load_system("h200-pcie5")
+
+    def kernel_ms(uvm: dict) -> float:
+        rows = predict_traversal(case, run.cases[case], system, GraphSource(run),
+                                 options={"uvm": uvm}, max_sources=1)
+        return next(v for m, v, _ in rows if m == "kernel_time_ms")
+
+    low = kernel_ms({"first_fault_us": 100.0})
+    assert kernel_ms({"first_fault_us": 500.0, "launches_first_fault_us": 100.0}) == \
+        pytest.approx(low, rel=1e-12)
+    assert kernel_ms({"first_fault_us": 500.0}) - low == pytest.approx(0.4, rel=1e-6)
+
+
 def test_the_step_fits_the_first_launchs_one_off_cost(tmp_path):
     truth = load_system("h100-pcie5")
     cases = {micro_case_name("uvm_touch", {k: v for k, v in p.items()
@@ -73,10 +125,12 @@ def test_the_step_fits_the_first_launchs_one_off_cost(tmp_path):
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
     cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"])
     (fit,) = cal.fits
-    assert fit.values["options.uvm.first_fault_us"] == pytest.approx(120.0, rel=0.05)
+    assert fit.values["options.uvm.launches_first_fault_us"] == pytest.approx(120.0, rel=0.05)
     assert fit.mape_pct < 1.0 < fit.base_mape_pct
     assert "micro/uvm_touch/none/sparse/returned/launches" in cal.calibration_groups
-    assert cal.options["uvm"]["first_fault_us"] == pytest.approx(120.0, rel=0.05)
+    # the context's own key: a single launch keeps the base's one-off cost
+    assert cal.options["uvm"]["launches_first_fault_us"] == pytest.approx(120.0, rel=0.05)
+    assert "first_fault_us" not in cal.options["uvm"]
 
 
 def test_a_run_without_split_touch_keeps_the_base_value(tmp_path):
@@ -111,7 +165,7 @@ def test_pooled_runs_fit_one_cost_and_keep_their_own_residuals(tmp_path):
     cal = calibrate(a, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
                     pool=[str(b)])
     (fit,) = cal.fits
-    assert fit.values["options.uvm.first_fault_us"] == pytest.approx(120.0, rel=0.01)
+    assert fit.values["options.uvm.launches_first_fault_us"] == pytest.approx(120.0, rel=0.01)
     assert fit.n == 6 and len(fit.residuals_pct) == 4
     assert set(fit.pooled_residuals_pct) == {str(b)}
     assert len(fit.pooled_residuals_pct[str(b)]) == 2
@@ -120,7 +174,7 @@ def test_pooled_runs_fit_one_cost_and_keep_their_own_residuals(tmp_path):
     assert pooled["results_dir"] == str(b) and pooled["pooled_into"] == str(a)
     assert own["results_dir"] == str(a)
     assert set(sum(pooled["fitted_cases"].values(), [])) == set(fit.pooled_residuals_pct[str(b)])
-    assert f"pooled with {b}" in cal.option_provenance()["options.uvm.first_fault_us"]
+    assert f"pooled with {b}" in cal.option_provenance()["options.uvm.launches_first_fault_us"]
     # a report of the pooled run counts those groups as fitted
     record = json.loads(json.dumps(cal.to_dict()))
     assert set(groups_fitted_on(record, b)) == set(pooled["calibration_groups"])
@@ -132,9 +186,9 @@ def test_each_pooled_run_weighs_the_same(tmp_path):
     many = _split_run(tmp_path / "many", FOUR, 120.0)
     one = _split_run(tmp_path / "one", FOUR[:1], 130.0)
     here = calibrate(many, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
-                     pool=[str(one)]).fits[0].values["options.uvm.first_fault_us"]
+                     pool=[str(one)]).fits[0].values["options.uvm.launches_first_fault_us"]
     there = calibrate(one, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
-                      pool=[str(many)]).fits[0].values["options.uvm.first_fault_us"]
+                      pool=[str(many)]).fits[0].values["options.uvm.launches_first_fault_us"]
     assert here == pytest.approx(there, abs=0.5)
     assert 124.0 < here < 126.0
 
@@ -169,13 +223,13 @@ def test_the_cli_pools_runs_and_reports_each_runs_residual(tmp_path, capsys):
     assert f"{a}: 4 points" in text and f"{b}: 2 points" in text
     record = json.loads((out.parent / "calibration.json").read_text())
     assert record["pooled"] == [str(b)]
-    assert record["model_options"]["uvm"]["first_fault_us"] == pytest.approx(120.0, rel=0.01)
+    assert record["model_options"]["uvm"]["launches_first_fault_us"] == pytest.approx(120.0,
+                                                                                      rel=0.01)
     assert main(["validate", "calibrate", str(a), "--system", "h100-pcie5", "--steps",
                  "uvm_first_launch", "--pool", f"{b},{b}"]) == 2
     assert "pooled twice" in capsys.readouterr().err
 
 
-RESULTS = Path(__file__).resolve().parents[2] / "validation" / "results"
 #: the leases whose first touch split over launches is pooled with uvm_launches' (Makefile)
 POOLS = {"h200": ["uvm_session", "uvm_faults", "uvm_faults_repeat", "uvm_session24"],
          "h100": ["uvm_session", "uvm_session_repeat", "uvm_session_c", "uvm_faults",
@@ -192,10 +246,17 @@ def test_the_committed_pooled_fit_is_the_fit_of_the_committed_runs(gpu):
     cal = calibrate(here / "uvm_launches", str(here / "first_run" / "calibrated.toml"),
                     only=["uvm_first_launch"], pool=[str(here / r) for r in POOLS[gpu]])
     (fit,) = cal.fits
-    value = fit.values["options.uvm.first_fault_us"]
-    assert value == pytest.approx(record["model_options"]["uvm"]["first_fault_us"], rel=1e-6)
+    value = fit.values["options.uvm.launches_first_fault_us"]
+    uvm = record["model_options"]["uvm"]
+    assert value == pytest.approx(uvm["launches_first_fault_us"], rel=1e-6)
+    # a single launch keeps the chain's cost
+    chain = json.loads((here / "first_run" / "calibration.json").read_text())
+    assert uvm["first_fault_us"] == chain["model_options"]["uvm"]["first_fault_us"]
     assert [Path(p).name for p in record["pooled"]] == POOLS[gpu]
-    # each pooled lease's fit in its own session (on its own per-page costs)
-    own = [json.loads((here / r / "calibration.json").read_text())["model_options"]["uvm"]
-           ["first_fault_us"] for r in POOLS[gpu]]
+    # each pooled lease's fit in its own session (on its own per-page costs; a record
+    # made before the context key holds it as first_fault_us)
+    own = []
+    for r in POOLS[gpu]:
+        u = json.loads((here / r / "calibration.json").read_text())["model_options"]["uvm"]
+        own.append(u.get("launches_first_fault_us", u["first_fault_us"]))
     assert min(own) < value < max(own)
