@@ -84,15 +84,15 @@ def test_split_touch_pays_the_launches_cost_and_a_single_launch_the_models():
     split = twins.build_micro("split", _point(16), system)
     both = {"uvm": {"first_fault_us": 300.0, "launches_first_fault_us": 100.0}}
 
-    def first_launch_ms(twin, ff_us, **more):
-        return twin.predict(system, "des", {"uvm": {"first_fault_us": ff_us, **more}})
+    def with_one_cost(twin, first_fault_us: float) -> dict:
+        return twin.predict(system, "des", {"uvm": {"first_fault_us": first_fault_us}})
 
     assert split.predict(system, "des", both)["first_launch_ms"] == pytest.approx(
-        first_launch_ms(split, 100.0)["first_launch_ms"])
+        with_one_cost(split, 100.0)["first_launch_ms"])
     assert one.predict(system, "des", both)["time_ms"] == pytest.approx(
-        first_launch_ms(one, 300.0)["time_ms"])
-    assert (first_launch_ms(split, 300.0)["first_launch_ms"]
-            - first_launch_ms(split, 100.0)["first_launch_ms"]) == pytest.approx(0.2)
+        with_one_cost(one, 300.0)["time_ms"])
+    assert (with_one_cost(split, 300.0)["first_launch_ms"]
+            - with_one_cost(split, 100.0)["first_launch_ms"]) == pytest.approx(0.2)
 
 
 def test_a_traversal_pays_the_launches_cost():
