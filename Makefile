@@ -132,6 +132,10 @@ reports-h200: $(STAMP)
 	$(REPORT) $(H200)/accessedby_reach --system $(H200)/accessedby_reach/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H200)/accessedby_session --system $(H200)/accessedby_reach/calibrated.toml --skip-steps managed_translation --quiet
 	$(REPORT) $(H200)/accessedby_session --system $(H200)/accessedby_session/calibrated.toml --jobs $(JOBS) --quiet
+	@# coalesced reads at every 16 B offset from the line beside the link's groups: the rate
+	@# the host serves 64 B lines at (calibrate step host_serve; cpl_offsets/README.md)
+	$(CAL) $(H200)/cpl_offsets --system $(H200)/first_run/calibrated.toml --quiet
+	$(REPORT) $(H200)/cpl_offsets --system $(H200)/cpl_offsets/calibrated.toml --jobs $(JOBS) --quiet
 
 # The H100 chain splits the host read's latency with the tag-window run, which
 # rests on first_run's loaded round trip: first_run is calibrated once before it

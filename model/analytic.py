@@ -405,8 +405,7 @@ def system_params(system) -> dict:
         "cpl_buffer_B": link.cpl_buffer_B, "cpl_buffer_hdrs": link.cpl_buffer_hdrs,
         "cpl_split": getattr(link, "cpl_split", "mps"),
         "requester_limit": gpu.max_outstanding_host_reads,
-        "dram_GBps": float(dram_model.sustained_GBps(host.channels, host.transfer_rate_MTps,
-                                                     host.channel_width_bits, host.efficiency)),
+        "dram_GBps": dram_model.served_GBps(host),
         "dram_burst_B": host.burst_B,
     }
 

@@ -1,9 +1,10 @@
 """Host DRAM: the bandwidth the GPU's reads can draw from host memory.
 
 Model: peak = channels x transfer rate x channel width; the sustained peak is
-that times an efficiency factor; every request costs whole bursts, so the
-useful bandwidth is the sustained peak times (bytes asked / bytes the bursts
-fetch). All functions broadcast over NumPy arrays.
+that times an efficiency factor; the host serves the device's bursts at that
+rate or at ``host.serve_GBps`` where that is set and lower; every request
+costs whole bursts, so the useful bandwidth is that rate times (bytes asked /
+bytes the bursts fetch). All functions broadcast over NumPy arrays.
 
 Facts (shared/design/REFERENCE.md, the seeds):
 - DDR4 and DDR5 deliver 64 B per access: DDR4 BL8 x 64-bit channel; DDR5
@@ -11,6 +12,17 @@ Facts (shared/design/REFERENCE.md, the seeds):
 - A 32 B read still costs a 64 B burst: the seed's DDR4-2400 channel gives
   19.2 GB/s (2400 MT/s x 8 B) of sequential bandwidth, and 9.6 GB/s to
   32 B reads (emogi_vldb2020 §3.3).
+
+- The host can serve the device's bursts slower than its DRAM delivers them:
+  on an H200's host (8 channels of DDR5-4800, 307 GB/s peak) warp-coalesced
+  zero-copy reads off the 128 B line, which touch three 64 B lines per 128 B
+  read at every offset but 64 B, all ran at 34.7-35.9 GB/s with 4 B per lane
+  (0.81-0.84 G lines a second), where 64 B off the line (two lines) ran at 41.3
+  and aligned reads at 51.2 (validation/results/h200/cpl_offsets). Where the
+  limit sits (root complex, mesh, memory controller) the device cannot tell; it
+  costs per burst, so ``host.serve_GBps`` caps the rate of bursts
+  (:func:`served_GBps`; unset = the DRAM's own), fitted by calibrate step
+  ``host_serve``.
 
 Assumptions:
 - ``efficiency`` (sustained fraction of peak for streaming reads: refresh,
@@ -95,14 +107,30 @@ def sustained_GBps(channels, transfer_rate_MTps, channel_width_bits=64,
     return peak_GBps(channels, transfer_rate_MTps, channel_width_bits) * eff
 
 
+def served_GBps(host) -> float:
+    """Bytes of whole bursts a second the host serves to the device's reads: the DRAM's
+    sustained peak, or ``host.serve_GBps`` where that is set and lower."""
+    return float(_served(sustained_GBps(host.channels, host.transfer_rate_MTps,
+                                        host.channel_width_bits, host.efficiency),
+                         getattr(host, "serve_GBps", None)))
+
+
+def _served(dram_GBps, serve_GBps):
+    if serve_GBps is None:
+        return dram_GBps
+    return np.minimum(dram_GBps, _positive("host.serve_GBps", serve_GBps))
+
+
 def effective_read_GBps(size_B, addr=0, *, channels, transfer_rate_MTps, channel_width_bits=64,
-                        burst_B=64, efficiency=DEFAULT_EFFICIENCY) -> np.ndarray:
-    """Useful bandwidth for reads of ``size_B`` at ``addr``: sustained peak x burst efficiency.
+                        burst_B=64, efficiency=DEFAULT_EFFICIENCY, serve_GBps=None) -> np.ndarray:
+    """Useful bandwidth for reads of ``size_B`` at ``addr``: the rate the host serves
+    bursts at (sustained peak, or ``serve_GBps`` where lower) x burst efficiency.
 
     >>> float(effective_read_GBps(32, channels=1, transfer_rate_MTps=2400))
     9.6
     """
-    return (sustained_GBps(channels, transfer_rate_MTps, channel_width_bits, efficiency)
+    return (_served(sustained_GBps(channels, transfer_rate_MTps, channel_width_bits, efficiency),
+                    serve_GBps)
             * read_efficiency(addr, size_B, burst_B))
 
 
@@ -110,4 +138,4 @@ def host_memory_params(host) -> dict:
     """The keyword arguments of :func:`effective_read_GBps` from a HostMemoryConfig."""
     return {"channels": host.channels, "transfer_rate_MTps": host.transfer_rate_MTps,
             "channel_width_bits": host.channel_width_bits, "burst_B": host.burst_B,
-            "efficiency": host.efficiency}
+            "efficiency": host.efficiency, "serve_GBps": getattr(host, "serve_GBps", None)}

@@ -58,6 +58,16 @@ the fit), after a coarse scan of the parameter range:
    waits the whole load-to-use latency. 128 B lines cannot tell the two apart
    (768 tags of 128 B outrun the link), 32 B reads can. Only the points where
    the tags bind are used (:func:`_is_tag_bound`);
+4c. ``host.serve_GBps``, the rate at which the host serves the 64 B bursts of the
+   device's reads, from warp-coalesced reads off the 128 B line from pinned memory
+   (``micro/zc_read/coalesced`` with ``offset_B`` not a multiple of 128): every
+   offset but 64 B touches three 64 B host lines per 128 B read, and on an H200
+   they all ran at 34.7-35.9 GB/s (4 B per lane), 0.81-0.84 G lines a second,
+   where the link allows more (64 B off the line: 41.3; aligned: 51.2;
+   validation/results/h200/cpl_offsets). The start is the largest measured
+   bandwidth times the burst bytes per byte read; a rate that fits no better than
+   none (the DRAM's own, the key unset) is not kept. The aligned reads are held
+   out;
 5. ``translation.tlb_entries`` and ``translation.miss_lat_ns`` from random
    128 B lines over growing regions of host memory (``micro/zc_read/random``): the region
    where bandwidth falls gives the reach (entries x page_B; page_B is kept),
@@ -212,6 +222,7 @@ class Param:
     log: bool = True          # fit in log space (positive parameters)
     sens_step: float = 0.05   # linear keys: smallest step of the identifiability test
     zero_neutral: bool = False  # 0 means "no limit" / "no effect": the fit must beat that
+    unset_neutral: bool = False  # None (unset) means "no limit": the fit must beat that
     keeps_sum_with: str | None = None  # a key that moves the other way: their sum stays fixed
     partner_min: float = 0.0  # the least value that key may take (bounds this one's range)
 
@@ -360,6 +371,29 @@ def _guess_tag_window(prob, system, base):
     window = reads * size / (prob.measured_arr[i] * moved_per_useful)   # B / (B/ns) = ns
     total = float(gpu.host_path_ns) + float(link.rtt_ns)
     return {"gpu.host_path_ns": min(max(0.0, total - window), total)}
+
+
+def _is_misaligned_pinned(p: dict) -> bool:
+    """Warp-coalesced reads off the 128 B line from pinned host memory."""
+    return (int(p.get("offset_B", 0) or 0) % 128 != 0
+            and p.get("memory_mode", "zerocopy") == "zerocopy")
+
+
+def _guess_serve(prob, system, base):
+    """Where the host's bursts bind, the bandwidth is the serve rate times the useful
+    bytes per burst byte: each case's measured bandwidth over that share bounds the rate
+    from below, and the cases that bind give it, so the largest is the start."""
+    from hostlink.model import dram as dram_model
+    from hostlink.model.workload import SPACE_HOST
+    burst = int(system.host.burst_B)
+    rates = []
+    for t, bw in zip(prob.twins, prob.measured_arr):
+        if t.stream is None or not len(t.stream) or not t.twin_bytes_B:
+            continue
+        host = t.stream.space == SPACE_HOST
+        touched = dram_model.bursts_touched(t.stream.addr[host], t.stream.size_B[host], burst)
+        rates.append(float(bw) * float(np.sum(touched)) * burst / t.twin_bytes_B)
+    return {"host.serve_GBps": max(rates)} if rates else {}
 
 
 def _guess_random_load(prob, system, base):
@@ -585,6 +619,14 @@ STEPS: tuple[Step, ...] = (
          explain="32 B reads against warps in flight: the tags bind for the link round trip "
                  "alone, one warp waits the whole load-to-use latency (their sum kept from "
                  "the pointer chase)"),
+    Step("host_serve", (Param("host.serve_GBps", 5.0, 1e4, unset_neutral=True),),
+         ("micro/zc_read/coalesced",), select=_is_misaligned_pinned,
+         requires_case=_is_misaligned_pinned,
+         requires_case_doc="warp-coalesced reads off the 128 B line from pinned host memory",
+         select_doc="off the 128 B line, from pinned host memory", guess=_guess_serve,
+         explain="warp-coalesced reads off the 128 B line, each touching more 64 B host "
+                 "lines per byte than aligned reads: the rate at which the host serves "
+                 "the bursts of the device's reads, where that binds below the link"),
     Step("translation", (Param("translation.tlb_entries", 1, 1 << 20, integer=True),
                          Param("translation.miss_lat_ns", 1.0, 1e5)),
          ("micro/zc_read/random",), scan=5, prefer=("cache", "cv"), guess=_guess_translation,
@@ -845,6 +887,9 @@ def apply_overrides(system, options: dict | None, overrides: dict) -> tuple[obje
 def _base_value(system, p: Param, options: dict | None = None) -> float:
     v = _get(system, p.key, options)
     if v is None:                     # derived from the spec: start from its derived value
+        if p.key == "host.serve_GBps":       # no limit: the DRAM's own rate
+            from hostlink.model import dram as dram_model
+            return dram_model.served_GBps(system.host)
         if p.key == "link.dllp_overhead":
             from hostlink.model.pcie import spec
             link = system.link
@@ -1070,10 +1115,10 @@ def fit_step(run: RunData | list[RunData], step: Step, system, *, fidelity: str 
                 d = np.abs(np.log(prob.predict(system, v) / pred_fit))
             moved = max(moved, float(np.nanmax(d)) if len(d) else 0.0)
         identifiable[p.key] = moved >= SENSITIVITY_MIN
-        if p.zero_neutral and identifiable[p.key]:
+        if (p.zero_neutral or p.unset_neutral) and identifiable[p.key]:
             # a limit the data do not need: no limit at all fits them as well (within half
             # a point of MAPE, the noise of a few repetitions)
-            if mape_of({**values, p.key: 0}) <= mape_of(values) + 0.5:
+            if mape_of({**values, p.key: None if p.unset_neutral else 0}) <= mape_of(values) + 0.5:
                 identifiable[p.key] = False
     kept = [p.key for p in step.params if not identifiable[p.key]]
     if kept:

@@ -92,6 +92,11 @@ class HostMemoryConfig:
                          ge=8, le=1024, check=power_of_two)
     efficiency: float = param(1.0, doc="sustained fraction of peak bandwidth for streaming reads",
                               gt=0, le=1, provenance="assumption")
+    serve_GBps: float | None = param(None, doc="bytes of whole bursts a second the host "
+                                     "serves to the device's reads at most (its root complex "
+                                     "and memory fabric), where that is below the DRAM's "
+                                     "sustained peak; None = the DRAM's", gt=0, le=1e5,
+                                     optional=True, provenance="measured")
     numa_nodes: int = param(1, doc="NUMA nodes of the host", ge=1, le=64)
 
 

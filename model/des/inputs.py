@@ -60,9 +60,8 @@ def tlp_format(system: SystemConfig) -> TlpFormat:
 
 
 def dram_rate_Bpns(system: SystemConfig) -> float:
-    h = system.host
-    return float(dram_model.sustained_GBps(h.channels, h.transfer_rate_MTps,
-                                           h.channel_width_bits, h.efficiency))
+    """The host's rate of serving the bursts of the device's requests (B/ns = GB/s)."""
+    return dram_model.served_GBps(system.host)
 
 
 def tag_limit(system: SystemConfig) -> int:

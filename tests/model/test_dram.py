@@ -39,12 +39,27 @@ def test_host_memory_params_from_config():
     assert dram.effective_read_GBps(32, **kw) == pytest.approx(2 * 25.6 * 0.9 / 2)
 
 
+def test_the_host_serves_bursts_at_the_lower_of_its_dram_and_its_serve_rate():
+    from hostlink.model.config import HostMemoryConfig
+    host = HostMemoryConfig(channels=8, transfer_rate_MTps=4800.0, burst_B=64)
+    assert dram.served_GBps(host) == pytest.approx(8 * 38.4)          # unset: the DRAM's
+    capped = HostMemoryConfig(channels=8, transfer_rate_MTps=4800.0, burst_B=64, serve_GBps=54.0)
+    assert dram.served_GBps(capped) == pytest.approx(54.0)
+    loose = HostMemoryConfig(channels=1, transfer_rate_MTps=2400.0, burst_B=64, serve_GBps=54.0)
+    assert dram.served_GBps(loose) == pytest.approx(19.2)             # the DRAM binds first
+    # a 96 B read 32 B off a line touches two 64 B bursts: 96 of 128 bytes are useful
+    kw = dram.host_memory_params(capped)
+    assert dram.effective_read_GBps(96, 32, **kw) == pytest.approx(54.0 * 96 / 128)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: dram.peak_GBps(0, 2400), "host.channels"),
     (lambda: dram.peak_GBps(1, -1), "host.transfer_rate_MTps"),
     (lambda: dram.bursts_touched(0, 32, 48), "host.burst_B"),
     (lambda: dram.bursts_touched(0, 0, 64), "size_B"),
     (lambda: dram.sustained_GBps(1, 2400, efficiency=1.5), "host.efficiency"),
+    (lambda: dram.effective_read_GBps(64, channels=1, transfer_rate_MTps=2400, serve_GBps=0),
+     "host.serve_GBps"),
 ])
 def test_bad_input(call, message):
     with pytest.raises(ConfigError, match=message):

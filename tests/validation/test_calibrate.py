@@ -517,3 +517,36 @@ def test_cv_lines_needs_reads_of_few_lines_against_warps(tmp_path):
     cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ,
                     only=["cv_lines"])
     assert cal.fits == [] and any("cv_lines" in s for s in map(str, cal.skipped))
+
+
+def _offset_points():
+    zc = dict(pattern="coalesced", memory_mode="zerocopy", cache="cg", unroll=4, warps=0)
+    return [("zc_read", dict(zc, offset_B=off, bytes_per_lane=b), {})
+            for off in (0, 32, 64, 96) for b in (4, 8)]
+
+
+def test_recovers_the_rate_the_host_serves_bursts_at(tmp_path):
+    """Reads off the line touch three 64 B bursts per 128 B read: where the host serves
+    bursts below the link's rate, they show that rate (the aligned points are held out;
+    the link's keys start from the truth, as an earlier step would leave them)."""
+    run = write_synthetic(tmp_path, micro_cases(_offset_points()), fidelity="analytic",
+                          noise_pct=0.5, truth={**TRUTH, "host.serve_GBps": 30.0})
+    cal = calibrate(run, load_system("h100-pcie5", TRUTH), fidelity="analytic",
+                    max_requests=MAXREQ, only=["host_serve"])
+    assert _values(cal)["host.serve_GBps"] == pytest.approx(30.0, rel=0.02)
+    assert cal.system.host.serve_GBps == pytest.approx(30.0, rel=0.02)
+    fit, = cal.fits
+    assert fit.n == 6                      # offsets 32, 64 and 96; offset 0 held out
+    assert fit.mape_pct < 2.0 < fit.base_mape_pct
+
+
+def test_a_serve_rate_the_data_do_not_need_stays_unset(tmp_path):
+    """Where the link binds every point, no serve rate fits better than none: the host
+    keeps the DRAM's own rate (the key stays unset)."""
+    run = write_synthetic(tmp_path, micro_cases(_offset_points()), fidelity="analytic",
+                          noise_pct=0.5)
+    cal = calibrate(run, load_system("h100-pcie5", TRUTH), fidelity="analytic",
+                    max_requests=MAXREQ, only=["host_serve"])
+    fit, = cal.fits
+    assert not fit.identifiable["host.serve_GBps"]
+    assert cal.system.host.serve_GBps is None
