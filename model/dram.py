@@ -112,7 +112,7 @@ def served_GBps(host) -> float:
     sustained peak, or ``host.serve_GBps`` where that is set and lower."""
     return float(_served(sustained_GBps(host.channels, host.transfer_rate_MTps,
                                         host.channel_width_bits, host.efficiency),
-                         getattr(host, "serve_GBps", None)))
+                         host.serve_GBps))
 
 
 def _served(dram_GBps, serve_GBps):
@@ -138,4 +138,4 @@ def host_memory_params(host) -> dict:
     """The keyword arguments of :func:`effective_read_GBps` from a HostMemoryConfig."""
     return {"channels": host.channels, "transfer_rate_MTps": host.transfer_rate_MTps,
             "channel_width_bits": host.channel_width_bits, "burst_B": host.burst_B,
-            "efficiency": host.efficiency, "serve_GBps": getattr(host, "serve_GBps", None)}
+            "efficiency": host.efficiency, "serve_GBps": host.serve_GBps}

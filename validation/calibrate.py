@@ -197,6 +197,7 @@ import numpy as np
 
 from hostlink.model.errors import HostlinkError
 from hostlink.validation.twin_common import UVM_CONTEXT_KEYS
+from hostlink.validation.twin_micro import LINE_B
 from hostlink.validation.twins import (MicroTwin, RunData, build_micro, load_run, micro_group,
                                        primary_metric, run_loads_in_flight)
 
@@ -375,7 +376,7 @@ def _guess_tag_window(prob, system, base):
 
 def _is_misaligned_pinned(p: dict) -> bool:
     """Warp-coalesced reads off the 128 B line from pinned host memory."""
-    return (int(p.get("offset_B", 0) or 0) % 128 != 0
+    return (int(p.get("offset_B", 0) or 0) % LINE_B != 0
             and p.get("memory_mode", "zerocopy") == "zerocopy")
 
 
@@ -385,14 +386,14 @@ def _guess_serve(prob, system, base):
     from below, and the cases that bind give it, so the largest is the start."""
     from hostlink.model import dram as dram_model
     from hostlink.model.workload import SPACE_HOST
-    burst = int(system.host.burst_B)
+    burst_B = int(system.host.burst_B)
     rates = []
     for t, bw in zip(prob.twins, prob.measured_arr):
         if t.stream is None or not len(t.stream) or not t.twin_bytes_B:
             continue
         host = t.stream.space == SPACE_HOST
-        touched = dram_model.bursts_touched(t.stream.addr[host], t.stream.size_B[host], burst)
-        rates.append(float(bw) * float(np.sum(touched)) * burst / t.twin_bytes_B)
+        touched = dram_model.bursts_touched(t.stream.addr[host], t.stream.size_B[host], burst_B)
+        rates.append(float(bw) * float(np.sum(touched)) * burst_B / t.twin_bytes_B)
     return {"host.serve_GBps": max(rates)} if rates else {}
 
 

@@ -25,15 +25,17 @@ for off in 0 16 32 48 64 80 96 112; do
   nvidia-smi dmon -s t -d 1 -c 3 > $W/dmon_off$off.txt 2>&1
   wait $zc
 done
-ncu --query-metrics > $W/ncu_metrics.txt 2>&1
-M=$(grep -o '^pcie__[a-z0-9_]*' $W/ncu_metrics.txt | sort -u | sed 's/$/.sum/' | paste -sd, -)
-echo "pcie metrics: $M" > $W/ncu_pcie_metrics.txt
+# the metric list's header and its PCIe metrics (the whole list is about 1 MB)
+ncu --query-metrics 2>&1 | awk 'NR <= 5 || /^pcie__/' > $W/ncu_metrics_pcie.txt
+M=$(grep -o '^pcie__[a-z0-9_]*' $W/ncu_metrics_pcie.txt | sort -u | sed 's/$/.sum/' | paste -sd, -)
+echo "pcie metrics: $M" > $W/ncu_run.txt
 if [ -n "$M" ]; then
   timeout 240 ncu --clock-control none -k regex:read_kernel --csv --page raw \
     --metrics "gpu__time_duration.sum,$M" \
     $Z --pattern coalesced --offset-B 0,16,32,48,64,80,96,112 --bytes-per-lane 4 \
     --total-B 256MiB --reps 1 > $W/ncu.csv 2> $W/ncu.err
-  echo "ncu rc $?" >> $W/ncu_pcie_metrics.txt
+  echo "ncu rc $?" >> $W/ncu_run.txt
 fi
+find $W -size 0 -delete          # stderr files of runs that printed nothing
 (cd $W && tar czf "$OUT/pcie_counters.tar.gz" .)
 ls -l "$OUT"
