@@ -8,11 +8,19 @@
 // id, as a warp-per-vertex traversal tests its vertex's label) and stores
 // only if it equals a value the array never holds, so the launch costs its
 // CTAs' dispatch plus one device load per warp, like a traversal level in
-// which no vertex is active. Each point: one untimed launch, then `reps`
-// launches, each between its own two events and followed by a
-// synchronisation.
+// which no vertex is active. work "spin": in every CTA the first
+// `live-warps` warps spin for `spin-us` of the GPU's global timer and the
+// others exit at once, as a traversal level's CTAs hold a few active vertices
+// among many inactive ones. Every CTA records its SM and its spin's start and
+// end: the CTAs an SM holds spinning at once tell whether a warp that exits
+// frees its slot for another CTA before its CTA's other warps finish. Each
+// point: one untimed launch, then `reps` launches, each between its own two
+// events and followed by a synchronisation.
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "../common/args.hpp"
 #include "../common/check.cuh"
@@ -20,6 +28,62 @@
 #include "../common/json.hpp"
 
 __global__ void empty_kernel() {}
+
+// The first `live` warps of each CTA spin for `ns` of the GPU's global timer
+// (wall-clock time, whatever the SM clock), sleeping between its reads; the
+// others exit at once.
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Lane 0 of warp 0 records the CTA's SM and its spin's start and end (ns).
+__global__ void spin_kernel(unsigned long long ns, unsigned live, unsigned long long* rec) {
+  if ((threadIdx.x >> 5) >= live) return;
+  const unsigned long long t0 = global_ns();
+  unsigned long long t = t0;
+  while (t - t0 < ns) {  // sleeps between reads: the warps do not contend for issue
+    __nanosleep(256);
+    t = global_ns();
+  }
+  if (threadIdx.x == 0) {
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    rec[3ull * blockIdx.x] = sm;
+    rec[3ull * blockIdx.x + 1] = t0;
+    rec[3ull * blockIdx.x + 2] = t;
+  }
+}
+
+// From the records of a spin launch: per SM the most CTAs spinning at once
+// (start/end sweep), and how many CTAs each SM ran.
+struct Residency {
+  double median_concurrent = 0, max_concurrent = 0, max_ctas_on_sm = 0, sms = 0;
+};
+
+Residency residency(const std::vector<unsigned long long>& rec, uint64_t ctas) {
+  std::map<unsigned long long, std::vector<std::pair<unsigned long long, int>>> per_sm;
+  for (uint64_t c = 0; c < ctas; ++c) {
+    per_sm[rec[3 * c]].push_back({rec[3 * c + 1], +1});
+    per_sm[rec[3 * c]].push_back({rec[3 * c + 2], -1});
+  }
+  std::vector<double> conc;
+  Residency r;
+  for (auto& kv : per_sm) {
+    auto& ev = kv.second;
+    std::sort(ev.begin(), ev.end());  // an end before a start at the same time
+    int now = 0, most = 0;
+    for (auto& e : ev) most = std::max(most, now += e.second);
+    conc.push_back(most);
+    r.max_ctas_on_sm = std::max(r.max_ctas_on_sm, static_cast<double>(ev.size() / 2));
+  }
+  std::sort(conc.begin(), conc.end());
+  r.sms = static_cast<double>(conc.size());
+  r.median_concurrent = conc[conc.size() / 2];
+  r.max_concurrent = conc.back();
+  return r;
+}
 
 __global__ void label_test(const uint32_t* __restrict__ label, uint32_t level, uint32_t* out) {
   const uint64_t warp = (static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
@@ -30,19 +94,28 @@ int main(int argc, char** argv) {
   hl::Args args("launch_grid", "kernel launch time against the number of CTAs");
   args.flag("ctas", "1,8,64,132,1056,4096,16384,65536,262144,1048576,2097152", "CTAs per launch (list)");
   args.flag("threads-per-cta", "256", "threads per CTA (a multiple of 32)");
-  args.flag("work", "empty,label", "what each warp does: empty, label (list)");
+  args.flag("work", "empty,label", "what each warp does: empty, label, spin (list)");
+  args.flag("live-warps", "1", "work spin: warps per CTA that spin, the others exit at once (list)");
+  args.flag("spin-us", "20", "work spin: how long a live warp spins, us (the GPU's global timer)");
   args.flag("reps", "10", "timed launches per point");
   args.flag("device", "0", "CUDA device ordinal");
   args.parse(argc, argv);
 
   auto ctas_list = args.sizes("ctas");
-  auto works = args.choices("work", {"empty", "label"});
+  auto works = args.choices("work", {"empty", "label", "spin"});
+  const auto lives = args.sizes("live-warps");
+  const double spin_us = args.real("spin-us");
   const uint64_t threads = static_cast<uint64_t>(args.integer("threads-per-cta"));
   const int reps = static_cast<int>(args.integer("reps"));
   if (reps < 1) hl::fail(hl::kExitUsage, "usage", "--reps must be >= 1");
   if (threads < 32 || threads > 1024 || threads % 32)
     hl::fail(hl::kExitUsage, "usage", "--threads-per-cta: %llu must be a multiple of 32 in 32..1024",
              (unsigned long long)threads);
+  for (auto l : lives)
+    if (l < 1 || l > threads / 32)
+      hl::fail(hl::kExitUsage, "usage", "--live-warps: %llu is outside 1..%llu (warps per CTA)",
+               (unsigned long long)l, (unsigned long long)(threads / 32));
+  if (!(spin_us > 0 && spin_us <= 1e6)) hl::fail(hl::kExitUsage, "usage", "--spin-us must be in (0, 1e6]");
   for (auto c : ctas_list)
     if (c < 1 || c > 0x7fffffffULL)
       hl::fail(hl::kExitUsage, "usage", "--ctas: %llu is outside 1..2^31-1", (unsigned long long)c);
@@ -53,6 +126,8 @@ int main(int argc, char** argv) {
   const uint64_t max_ctas = *std::max_element(ctas_list.begin(), ctas_list.end());
   const uint64_t max_warps = max_ctas * (threads / 32);
   uint32_t *label = nullptr, *out = nullptr;
+  unsigned long long* rec = nullptr;  // work spin: three words per CTA
+  CUDA_CHECK(cudaMalloc(&rec, max_ctas * 3 * sizeof(unsigned long long)));
   CUDA_CHECK(cudaMalloc(&label, max_warps * sizeof(uint32_t)));
   CUDA_CHECK(cudaMalloc(&out, max_warps * sizeof(uint32_t)));
   CUDA_CHECK(cudaMemset(label, 0, max_warps * sizeof(uint32_t)));
@@ -60,43 +135,63 @@ int main(int argc, char** argv) {
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreate(&stream));
   hl::EventTimer timer;
+  const unsigned long long spin_ns = static_cast<unsigned long long>(spin_us * 1e3);
   for (const auto& work : works) {
-    const bool empty = work == "empty";
-    for (uint64_t ctas : ctas_list) {
-      auto launch = [&]() {
-        if (empty)
-          empty_kernel<<<static_cast<unsigned>(ctas), static_cast<unsigned>(threads), 0, stream>>>();
-        else
-          label_test<<<static_cast<unsigned>(ctas), static_cast<unsigned>(threads), 0, stream>>>(label, 1u, out);
-        CUDA_CHECK(cudaGetLastError());
-      };
-      launch();  // warm-up
-      CUDA_CHECK(cudaStreamSynchronize(stream));
-      for (int rep = 0; rep < reps; ++rep) {
-        timer.start(stream);
-        launch();
-        timer.stop(stream);
-        const double ms = timer.ms();
-        hl::Json j;
-        j.str("type", "measurement").str("benchmark", "launch");
-        j.begin("params")
-            .uinteger("ctas", ctas)
-            .uinteger("threads_per_cta", threads)
-            .str("work", work)
-            .end();
-        j.integer("rep", rep);
-        j.begin("metrics")
-            .num("time_ms", ms)
-            .num("time_us", ms * 1e3)
-            .num("ns_per_cta", ms * 1e6 / static_cast<double>(ctas))
-            .end();
-        j.print();
+    // work spin runs once per --live-warps value; the others once (live unused)
+    const std::vector<uint64_t> live_list = work == "spin" ? lives : std::vector<uint64_t>{0};
+    for (uint64_t live : live_list) {
+      for (uint64_t ctas : ctas_list) {
+        auto launch = [&]() {
+          const unsigned grid = static_cast<unsigned>(ctas), block = static_cast<unsigned>(threads);
+          if (work == "empty")
+            empty_kernel<<<grid, block, 0, stream>>>();
+          else if (work == "label")
+            label_test<<<grid, block, 0, stream>>>(label, 1u, out);
+          else
+            spin_kernel<<<grid, block, 0, stream>>>(spin_ns, static_cast<unsigned>(live), rec);
+          CUDA_CHECK(cudaGetLastError());
+        };
+        launch();  // warm-up
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        for (int rep = 0; rep < reps; ++rep) {
+          timer.start(stream);
+          launch();
+          timer.stop(stream);
+          const double ms = timer.ms();
+          Residency res;
+          if (work == "spin") {
+            std::vector<unsigned long long> h(ctas * 3);
+            CUDA_CHECK(cudaMemcpy(h.data(), rec, h.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+            res = residency(h, ctas);
+          }
+          hl::Json j;
+          j.str("type", "measurement").str("benchmark", "launch");
+          j.begin("params")
+              .uinteger("ctas", ctas)
+              .uinteger("threads_per_cta", threads)
+              .str("work", work);
+          if (work == "spin") j.uinteger("live_warps", live).num("spin_us", spin_us);
+          j.end();
+          j.integer("rep", rep);
+          j.begin("metrics")
+              .num("time_ms", ms)
+              .num("time_us", ms * 1e3)
+              .num("ns_per_cta", ms * 1e6 / static_cast<double>(ctas));
+          if (work == "spin")
+            j.num("sms_used", res.sms)
+                .num("concurrent_ctas_median_sm", res.median_concurrent)
+                .num("concurrent_ctas_max_sm", res.max_concurrent)
+                .num("ctas_on_busiest_sm", res.max_ctas_on_sm);
+          j.end();
+          j.print();
+        }
       }
     }
   }
   CUDA_CHECK(cudaStreamDestroy(stream));
   CUDA_CHECK(cudaFree(label));
   CUDA_CHECK(cudaFree(out));
+  CUDA_CHECK(cudaFree(rec));
   hl::print_done("launch_grid");
   return 0;
 }

@@ -82,6 +82,19 @@ def test_launch_grid(bin_dir):
     assert t[("label", 65536)] > 0
 
 
+def test_launch_grid_spin_records_residency(bin_dir):
+    m = measurements(run(bin_dir, "launch_grid", "--work", "spin", "--live-warps", "1,8", "--ctas", "132,4224",
+                         "--spin-us", 10, "--reps", 1))
+    assert len(m) == 4 and all(x["params"]["spin_us"] == 10 for x in m)
+    got = {(x["params"]["live_warps"], x["params"]["ctas"]): x["metrics"] for x in m}
+    # one CTA per SM at most when the grid has one per SM; every CTA spins its 10 us
+    assert got[(1, 132)]["concurrent_ctas_max_sm"] == 1 and got[(1, 132)]["time_us"] >= 10
+    # 256-thread CTAs with every warp spinning: at most 64 warps, 8 CTAs, on an SM
+    assert got[(8, 4224)]["concurrent_ctas_max_sm"] <= 8
+    # work spin alone takes --live-warps: a count above the CTA's warps is refused
+    run(bin_dir, "launch_grid", "--work", "spin", "--live-warps", 9, "--ctas", 1, rc=2)
+
+
 def test_ptr_chase_and_warps(bin_dir):
     m = measurements(run(bin_dir, "ptr_chase", "--memory-mode", "zerocopy,device", "--stride-B", "4096",
                          "--footprint-B", "4MiB", "--steps", 200, "--reps", 1))

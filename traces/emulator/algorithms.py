@@ -28,7 +28,10 @@ the launch lowered, as before. The wave of a vertex is ``v // wave_vertices``
 :func:`wave_vertices_of`); in the chunked variant a warp's 8 vertices are
 visited one after another, so a wave runs in 8 steps, step j the vertices
 with ``v % 8 == j``. Warps of inactive vertices exit at once, which this
-ignores.
+ignores: an H200 uses their slots again only in part
+(validation/results/h200/warp_slots), and packing the active warps alone
+into the SMs' slots would bring SSSP's edges closer to the measured ones but
+not its kernel time (that folder's waves_ab.py).
 
 PageRank follows KERNELS.md: ``rank = 1/V``; each of ``iterations`` launches
 has every vertex with degree > 0 active and adds ``0.85 * rank[v] / deg(v)``
