@@ -800,9 +800,37 @@ def kind_code_hash(kind: str) -> str:
     return code_hash(PREDICTION_CODE.get(kind))
 
 
+#: Model option groups that only UVM twins read (:func:`case_options`).
+UVM_OPTION_GROUPS = ("uvm", "prefetch")
+
+
+def case_options(params: dict, options: dict | None) -> dict:
+    """The model options a case's twin reads: every group for the traversals in managed
+    memory that migrates (``uvm``, ``uvm_readmostly``) and the UVM first-touch
+    microbenchmarks, the others without :data:`UVM_OPTION_GROUPS` (their twins pass
+    ``options.uvm`` to no model: :func:`hostlink.validation.twin_common.run_model`
+    gives it to the UVM modes only, and ``options.prefetch`` is read by the
+    first-touch twin alone)."""
+    from hostlink.validation.twin_common import UVM_MODES
+    opts = dict(options or {})
+    kind = params.get("kind")
+    if ((kind == "traversal" and params.get("memory_mode") in UVM_MODES)
+            or (kind == "micro" and params.get("benchmark") == "uvm_touch")):
+        return opts
+    return {g: v for g, v in opts.items() if g not in UVM_OPTION_GROUPS}
+
+
+def case_options_hash(params: dict, options: dict | None) -> str:
+    """SHA-256 of :func:`case_options`."""
+    return _sha256(_plain(case_options(params, options)))
+
+
 def prediction_key(system, *, options: dict | None, fidelity: str, max_requests: int | None,
                    max_sources: int | None) -> dict:
-    """What stored predictions were made with; predictions are reused only under an equal key."""
+    """What stored predictions were made with; predictions are reused only under an equal
+    key, ``model_options`` aside: each stored case records the hash of the options its
+    twin reads (:func:`case_options_hash`), and a case is predicted again when those
+    changed, so a change of the UVM options leaves the other cases' predictions in place."""
     return _plain({
         "system_sha256": system_hash(system),
         "model_options": dict(options or {}),
@@ -831,9 +859,11 @@ class PredictionStore:
 
     ``OUT/predictions.parquet`` holds the tidy predicted rows (results_io columns)
     and ``OUT/predictions.json`` the key they were made with (:func:`prediction_key`)
-    and, per finished case, the hash of its inputs (:func:`case_inputs_hash`) and of
-    the code of its kind (:func:`kind_code_hash`), its row count, its failure message
-    or null, and its run time (traversal twins).
+    and, per finished case, the hash of its inputs (:func:`case_inputs_hash`), of
+    the code of its kind (:func:`kind_code_hash`) and of the model options its twin
+    reads (:func:`case_options_hash`; an entry written without it takes the stored
+    key's options), its row count, its failure message or null, and its run time
+    (traversal twins).
     Both are written to a temporary file and moved into place (the Parquet file
     first: the JSON never names a case the Parquet file lacks). A case counts as
     done only when the JSON names it with the same inputs and the Parquet file
@@ -849,6 +879,7 @@ class PredictionStore:
         self.json = self.out / PREDICTIONS_JSON
         self.flush_every_cases = FLUSH_EVERY_CASES if flush_every_cases is None else flush_every_cases
         self.flush_every_s = FLUSH_EVERY_S if flush_every_s is None else flush_every_s
+        self.options = dict(self.key.get("model_options") or {})
         self.cases: dict[str, dict] = {}
         self._code: dict[str, str] = {}
         self._frames: list[pd.DataFrame] = []
@@ -862,6 +893,10 @@ class PredictionStore:
         if kind not in self._code:
             self._code[kind] = kind_code_hash(kind)
         return self._code[kind]
+
+    def options_for(self, run, case: str) -> str:
+        """The hash of the model options ``case``'s twin reads (:func:`case_options_hash`)."""
+        return case_options_hash(run.cases.get(case) or {}, self.options)
 
     # -- reading
 
@@ -886,10 +921,12 @@ class PredictionStore:
             self._retire(f"{self.json} is not a format-{STORE_FORMAT} prediction record")
             return set()
         old = meta.get("key") if isinstance(meta.get("key"), dict) else {}
-        if old != self.key:
-            diff = sorted(k for k in set(old) | set(self.key) if old.get(k) != self.key.get(k))
+        diff = sorted(k for k in set(old) | set(self.key)
+                      if k != "model_options" and old.get(k) != self.key.get(k))
+        if diff:
             self._retire(f"made with another {', '.join(diff)}")
             return set()
+        old_options = old.get("model_options") if isinstance(old.get("model_options"), dict) else {}
         entries = meta.get("cases") if isinstance(meta.get("cases"), dict) else {}
         table = None
         if self.parquet.is_file():
@@ -899,7 +936,7 @@ class PredictionStore:
                 self._retire(str(exc))
                 return set()
         counts = table["case"].value_counts().to_dict() if table is not None else {}
-        keep, changed, recoded = {}, [], {}
+        keep, changed, recoded, reoptioned = {}, [], {}, 0
         for case, entry in entries.items():
             ok = (isinstance(entry, dict) and case in run.cases
                   and entry.get("inputs") == case_inputs_hash(run, case)
@@ -909,15 +946,21 @@ class PredictionStore:
             elif entry.get("code") != self.code_for(run, case):
                 kind = str(run.cases[case].get("kind", ""))
                 recoded[kind] = recoded.get(kind, 0) + 1
+            elif (entry.get("options") or case_options_hash(run.cases[case], old_options)) \
+                    != self.options_for(run, case):
+                reoptioned += 1
             else:
-                keep[case] = entry
+                keep[case] = {**entry, "options": self.options_for(run, case)}
         if changed:
             self.messages.append(f"{len(changed)} stored case(s) whose inputs changed or whose "
                                  "rows are incomplete are predicted again")
         for kind, n in sorted(recoded.items()):
             self.messages.append(f"{n} stored {kind} case(s) made with other code of the model "
                                  f"or the {kind} twins are predicted again")
-        if changed or recoded:
+        if reoptioned:
+            self.messages.append(f"{reoptioned} stored case(s) made with other model_options "
+                                 "that their twins read are predicted again")
+        if changed or recoded or reoptioned or old_options != self.options:
             self._pending += 1                      # the next write leaves them out
         self.cases = keep
         if table is not None and len(table):
@@ -936,11 +979,14 @@ class PredictionStore:
     # -- writing
 
     def add(self, case: str, rows: pd.DataFrame, failure: str | None, inputs: str,
-            timing: dict | None = None, code: str | None = None) -> None:
-        """Keep a finished case (its rows, failure or None, inputs hash, run time and
-        the code hash of its kind, :meth:`code_for`)."""
-        self.cases[case] = {"inputs": inputs, "code": code, "rows": int(len(rows)),
-                            "failure": failure, "timing": _plain(timing) if timing else None}
+            timing: dict | None = None, code: str | None = None,
+            options: str | None = None) -> None:
+        """Keep a finished case (its rows, failure or None, inputs hash, run time, the
+        code hash of its kind, :meth:`code_for`, and of the options its twin reads,
+        :meth:`options_for`)."""
+        self.cases[case] = {"inputs": inputs, "code": code, "options": options,
+                            "rows": int(len(rows)), "failure": failure,
+                            "timing": _plain(timing) if timing else None}
         if len(rows):
             self._frames.append(rows)
         self._pending += 1
@@ -1278,7 +1324,7 @@ def _predict_cases(run, system, out: Path, wanted: list[str], measured: pd.DataF
                 timing: dict | None = None) -> None:
         store.add(case, rows, failure, case_inputs_hash(run, case),
                   timing if timing is not None else new_timings.get(case),
-                  code=store.code_for(run, case))
+                  code=store.code_for(run, case), options=store.options_for(run, case))
         bar.step(case, failure)
 
     try:
