@@ -77,7 +77,6 @@ reports-h200: $(STAMP)
 	$(REPORT) $(H200)/uvm_sizes --system $(H200)/uvm_sizes/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H200)/hot_lines --system $(H200)/uvm_sparse/calibrated.toml --steps random_kernel,cv_lines --quiet
 	$(CAL) $(H200)/first_run --system $(H200)/hot_lines/calibrated.toml --quiet
-	$(REPORT) $(H200)/first_run --system $(H200)/first_run/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H200)/tag_window --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/tag_window --system $(H200)/tag_window/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H200)/uvm_host_state --system $(H200)/first_run/calibrated.toml --quiet
@@ -88,13 +87,13 @@ reports-h200: $(STAMP)
 	@# fitted on first touch split over launches as a traversal's are: uvm_launches (reparsed
 	@# from uvm_launches.sh's output) pooled with the four other leases that measured it, each
 	@# lease weighing the same (the cost differs from lease to lease), beside the chain's
-	@# single-launch cost; first_run's UVM first touch and traversals (first_run/uvm_pooled/),
-	@# the scale-14 UVM traversals of the two traversal14 runs and uvm_session_repeat's (a
-	@# lease outside the pool) predicted with both
+	@# single-launch cost; first_run is reported with both (its calibration and that one
+	@# cost: nothing of first_run is in the pool), as are the scale-14 UVM traversals of the
+	@# two traversal14 runs and uvm_session_repeat's (a lease outside the pool)
 	$(CAL) $(H200)/uvm_launches --system $(H200)/first_run/calibrated.toml --steps uvm_first_launch \
 	  --pool $(H200)/uvm_session,$(H200)/uvm_faults,$(H200)/uvm_faults_repeat,$(H200)/uvm_session24 --quiet
-	$(REPORT) $(H200)/first_run --system $(H200)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/,micro/uvm_touch/ \
-	  --out $(H200)/first_run/uvm_pooled --jobs $(JOBS) --quiet
+	$(REPORT) $(H200)/first_run --system $(H200)/uvm_launches/calibrated.toml \
+	  --calibration $(H200)/first_run/calibration.json --jobs $(JOBS) --quiet
 	for r in traversal14_la1 traversal14_la1_again; do \
 	  $(REPORT) $(H200)/$$r --system $(H200)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/ --jobs $(JOBS) --quiet || exit 1; \
 	done
