@@ -138,7 +138,8 @@ reports-h200: $(STAMP)
 
 # The H100 chain splits the host read's latency with the tag-window run, which
 # rests on first_run's loaded round trip: first_run is calibrated once before it
-# and once after it (the second time keeping the split), then reported. uvm_sizes
+# and once after it (the second time keeping the split), and reported once the
+# one-off fault cost of launches back to back is pooled (uvm_launches). uvm_sizes
 # (first touch from 256 KiB up) is calibrated and reported beside the chain, not
 # in it: the UVM costs it fits leave the traversals further off (README).
 reports-h100: $(STAMP)
@@ -153,7 +154,6 @@ reports-h100: $(STAMP)
 	$(CAL) $(H100)/tag_window --system $(H100)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H100)/tag_window --system $(H100)/tag_window/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H100)/first_run --system $(H100)/tag_window/calibrated.toml --quiet
-	$(REPORT) $(H100)/first_run --system $(H100)/first_run/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H100)/uvm_host_state --system $(H100)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H100)/uvm_host_state --system $(H100)/uvm_host_state/calibrated.toml --jobs $(JOBS) --quiet
 	$(REPORT) $(H100)/uvm_alloc --system $(H100)/first_run/calibrated.toml --jobs $(JOBS) --quiet
@@ -208,12 +208,12 @@ reports-h100: $(STAMP)
 	$(REPORT) $(H100)/uvm_large --system $(H100)/first_run/calibrated.toml --jobs $(JOBS) --quiet
 	@# the one-off fault cost of back-to-back launches on first touch split over launches:
 	@# uvm_launches pooled with the five other leases that measured it, each weighing the same,
-	@# and first_run's UVM first touch and traversals predicted with it beside the chain's
-	@# single-launch cost (first_run/uvm_pooled/; uvm_launches/README.md)
+	@# beside the chain's single-launch cost; first_run is reported with both (its calibration
+	@# and that one cost: nothing of first_run is in the pool; uvm_launches/README.md)
 	$(CAL) $(H100)/uvm_launches --system $(H100)/first_run/calibrated.toml --steps uvm_first_launch \
 	  --pool $(H100)/uvm_session,$(H100)/uvm_session_repeat,$(H100)/uvm_session_c,$(H100)/uvm_faults,$(H100)/uvm_session24 --quiet
-	$(REPORT) $(H100)/first_run --system $(H100)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/,micro/uvm_touch/ \
-	  --out $(H100)/first_run/uvm_pooled --jobs $(JOBS) --quiet
+	$(REPORT) $(H100)/first_run --system $(H100)/uvm_launches/calibrated.toml \
+	  --calibration $(H100)/first_run/calibration.json --jobs $(JOBS) --quiet
 	@# managed memory left on the host (SetAccessedBy) beside pinned and registered memory:
 	@# accessedby_reach fits the managed memory's page walks in flight (its link from
 	@# micro_tags_d's lease), accessedby_session fits its own link and holds its managed
