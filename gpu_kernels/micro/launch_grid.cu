@@ -127,7 +127,8 @@ int main(int argc, char** argv) {
   const uint64_t max_warps = max_ctas * (threads / 32);
   uint32_t *label = nullptr, *out = nullptr;
   unsigned long long* rec = nullptr;  // work spin: three words per CTA
-  CUDA_CHECK(cudaMalloc(&rec, max_ctas * 3 * sizeof(unsigned long long)));
+  if (std::find(works.begin(), works.end(), "spin") != works.end())
+    CUDA_CHECK(cudaMalloc(&rec, max_ctas * 3 * sizeof(unsigned long long)));
   CUDA_CHECK(cudaMalloc(&label, max_warps * sizeof(uint32_t)));
   CUDA_CHECK(cudaMalloc(&out, max_warps * sizeof(uint32_t)));
   CUDA_CHECK(cudaMemset(label, 0, max_warps * sizeof(uint32_t)));
@@ -191,7 +192,7 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaStreamDestroy(stream));
   CUDA_CHECK(cudaFree(label));
   CUDA_CHECK(cudaFree(out));
-  CUDA_CHECK(cudaFree(rec));
+  if (rec) CUDA_CHECK(cudaFree(rec));
   hl::print_done("launch_grid");
   return 0;
 }

@@ -139,6 +139,16 @@ def serial_steps_of(variant: str) -> int:
 
 def _relax_waves(csr: CSR, value: np.ndarray, first_active: np.ndarray, kernel: str,
                  weighted: bool, wave: int, serial: int = 1) -> AlgorithmRun:
+    return relax_in_steps(csr, value, first_active, kernel, weighted,
+                          lambda frontier: (frontier // wave) * serial + frontier % serial)
+
+
+def relax_in_steps(csr: CSR, value: np.ndarray, first_active: np.ndarray, kernel: str,
+                   weighted: bool, steps_of) -> AlgorithmRun:
+    """SSSP or CC launches from ``first_active``: ``steps_of(frontier)`` gives the step in
+    which each active vertex's warp reads its value (the frontier sorted), later steps
+    seeing the updates of earlier ones; a launch's next frontier is the vertices it
+    lowered. Returns the active vertices and the values read, launch by launch."""
     active, reads = [], []
     frontier = first_active
     w = csr.weights
@@ -146,7 +156,7 @@ def _relax_waves(csr: CSR, value: np.ndarray, first_active: np.ndarray, kernel: 
         active.append(frontier)
         start = value.copy()
         read = np.empty(len(frontier), dtype=value.dtype)
-        step = (frontier // wave) * serial + frontier % serial
+        step = np.asarray(steps_of(frontier))
         order = np.argsort(step, kind="stable")
         ordered = frontier[order]
         step = step[order]

@@ -37,7 +37,9 @@ from hostlink.validation.twin_traversal import GraphSource
 
 ROOT = Path(__file__).resolve().parents[4]
 HERE = Path(__file__).resolve().parent
-SMS, WARPS_PER_SM, CTAS_PER_SM, WARPS_PER_CTA = 132, 64, 32, 8   # both GPUs (Hopper)
+# both GPUs: 132 SMs (the programs' device record), 64 warps and 32 CTAs an SM holds
+# (residency.csv beside this file), 8 warps a CTA (gpu_kernels/KERNELS.md)
+SMS, WARPS_PER_SM, CTAS_PER_SM, WARPS_PER_CTA = 132, 64, 32, 8
 PER_WARP = {"naive": 32, "chunked": alg.CHUNK_VERTICES}          # vertices a warp handles
 SCHEDULES = ("waves_by_id", "waves_packed", "jacobi")
 
@@ -64,29 +66,10 @@ def steps(frontier: np.ndarray, schedule: str, variant: str) -> np.ndarray:
 
 def relax(csr, value: np.ndarray, frontier: np.ndarray, kernel: str, schedule: str,
           variant: str) -> alg.AlgorithmRun:
-    """SSSP or CC from ``frontier`` under ``schedule``: the launches' active vertices and
-    the value each one's warp read (as :func:`alg._relax_waves` returns them)."""
-    active, reads = [], []
-    while len(frontier):
-        active.append(frontier)
-        start = value.copy()
-        read = np.empty(len(frontier), dtype=value.dtype)
-        step = steps(frontier, schedule, variant)
-        order = np.argsort(step, kind="stable")
-        ordered, step = frontier[order], step[order]
-        cuts = np.concatenate(([0], np.flatnonzero(np.diff(step)) + 1, [len(frontier)]))
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            fv = ordered[a:b]
-            read[order[a:b]] = value[fv]
-            idx, owner = alg.gather_edges(csr.offsets, fv)
-            cand = value[fv][owner].astype(np.int64)
-            if kernel == "sssp":
-                cand = cand + csr.weights[idx]
-            np.minimum.at(value, csr.dst[idx].astype(np.int64),
-                          np.minimum(cand, int(alg.INF_U32)).astype(value.dtype))
-        reads.append(read)
-        frontier = np.flatnonzero(value < start).astype(np.int64)
-    return alg.AlgorithmRun(kernel, active, value, reads)
+    """SSSP or CC from ``frontier`` under ``schedule`` (the emulator's relaxation with
+    this script's steps)."""
+    return alg.relax_in_steps(csr, value, frontier, kernel, kernel == "sssp",
+                              lambda f: steps(f, schedule, variant))
 
 
 def edges_read(csr, kernel: str, variant: str, source: int, schedule: str) -> int:
