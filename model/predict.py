@@ -24,6 +24,11 @@
   (``fast`` or the SimPy ``reference``); ``nbins``: bins of the DES's
   bandwidth-over-time series (``extra["des"]``); ``uvm_options``: keywords of
   :func:`hostlink.model.uvm.simulate_uvm`.
+- ``host_loop``: the program's loop around its launches (a name of
+  :data:`hostlink.model.host_loop.LOOPS` or a sequence of items) with ``vertices``
+  for its sizes: the time between launches is that loop's
+  (:mod:`hostlink.model.host_loop`); without it, ``launch_overhead_us`` per launch
+  and ``level_sync_us`` between launches.
 
 Zero-copy, analytic: the stream's host requests, grouped by size and offset,
 go through the analytic model (:func:`hostlink.model.analytic.predict_system`),
@@ -33,7 +38,7 @@ critical path: the warp whose instructions, each one load-to-use latency
 (:func:`host_latency_ns`, ``gpu.host_path_ns + link.rtt_ns``, for host,
 ``device_lat_ns`` for device) and at most ``loads_in_flight`` at a time, take
 longest), plus the launch overhead and, after the first launch,
-the level synchronisation. Zero-copy, des: the discrete-event model
+the level synchronisation (or the host loop's items). Zero-copy, des: the discrete-event model
 (:mod:`hostlink.model.des`). UVM: the UVM model's service and device time per
 launch plus the same overheads, at either fidelity (it is itself a
 simulation; ``extra["uvm"]`` holds its full result), to which the kernel's own
@@ -459,7 +464,8 @@ def launch_floor(kernel_ns: np.ndarray, stream: RequestStream,
 def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", *,
             overrides=None, coalesce_options: dict | None = None,
             trace_options: dict | None = None, engine: str = "fast", nbins: int = 1024,
-            uvm_options: dict | None = None) -> Prediction:
+            uvm_options: dict | None = None, host_loop: str | None = None,
+            vertices: int = 0) -> Prediction:
     """Predict ``source`` on ``system`` (see the module docstring)."""
     if mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(MODES)}, not '{mode}'")
@@ -497,7 +503,11 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
     kernel_ns, floor_bound = launch_floor(kernel_ns, stream, system)
     if floor_bound:
         part["bound"] = "cta_dispatch"
-    gaps = _overheads_ns(system, n)
+    if host_loop is None:
+        gaps = _overheads_ns(system, n)
+    else:
+        from hostlink.model.host_loop import launch_gaps_ns
+        gaps = launch_gaps_ns(system, host_loop, vertices, n)
     per_launch_ns = gaps + kernel_ns
     total_s = float(per_launch_ns.sum()) * 1e-9
     bound = part["bound"]

@@ -51,8 +51,9 @@ def memo_size(stream) -> int:
     return sum(len(e) for e in _MEMOS.get(id(stream), {}).values())
 
 
-# SystemConfig fields that no engine reads: the UVM model's section, and the labels
-NOT_READ_BY_ENGINES = ("uvm", "name", "description", "provenance")
+# SystemConfig fields that no engine reads: the UVM model's section, the host loop's
+# costs (priced after the engines, :mod:`hostlink.model.host_loop`), and the labels
+NOT_READ_BY_ENGINES = ("uvm", "host_loop", "name", "description", "provenance")
 
 
 def system_key_without_uvm(system) -> tuple:

@@ -149,7 +149,16 @@ the fit), after a coarse scan of the parameter range:
    call, from prefetched first touch of at most 16 MiB
    (``micro/uvm_touch/prefetch/*``, a ``uvm_sizes`` run; larger prefetches
    hide it, and a run without small ones keeps the base value and holds the
-   prefetch groups out).
+   prefetch groups out);
+9. the host loop's item costs (``host_loop.launch_gap_us``, ``memset_small_us``,
+   ``memset_us``, ``copy_us``, ``copy_return_us``, ``sync_us``, ``run_us``) from
+   the ``host_loop`` microbenchmark's loops made of parts (walk, sync, a flag's
+   reset or read-back, a memset of V bytes, an untimed kernel:
+   ``micro/host_loop/parts``): a loop's time between its walks is linear in
+   them (:mod:`hostlink.model.host_loop`), so the start is a non-negative
+   least-squares solution; the traversal programs' own loops
+   (``micro/host_loop/program``) are held out, and their twins' ``time_ms``
+   takes these costs.
 
 Model options are keywords of the model that the system config has no key
 for (``options.<group>.<name>``; :data:`OPTION_DEFAULTS`), and the context keys
@@ -290,6 +299,34 @@ def _guess_launch(prob, system, base):
     from scipy.optimize import nnls
     x, _ = nnls(a, np.ones_like(y))
     return {"gpu.launch_ns": max(1.0, float(x[0])), "gpu.cta_dispatch_ns": max(1e-3, float(x[1]))}
+
+
+HOST_LOOP_KEYS = tuple(f"host_loop.{k}" for k in
+                       ("launch_gap_us", "memset_small_us", "memset_us", "copy_us",
+                        "copy_return_us", "sync_us", "run_us"))
+
+
+def _guess_host_loop(prob, system, base):
+    """A loop's gap per iteration is linear in the item costs
+    (:func:`hostlink.model.host_loop.loop_terms`): non-negative least squares on the
+    relative errors; a cost no loop carries keeps its base value."""
+    from scipy.optimize import nnls
+
+    from hostlink.model.host_loop import COST_KEYS, loop_terms
+
+    rows, known = [], []
+    for t in prob.twins:
+        x = t.extra
+        per_iter, per_run, iter_ns, run_ns = loop_terms(x["loop"], x["vertices"], system)
+        n = x["iterations"]
+        rows.append((n * per_iter + per_run) / n)
+        known.append((n * iter_ns + run_ns) / n * 1e-3)
+    a = np.asarray(rows)
+    y = prob.measured_arr - np.asarray(known)
+    sol, _ = nnls(a / prob.measured_arr[:, None], y / prob.measured_arr)
+    used = a.sum(axis=0) > 0
+    return {f"host_loop.{k}": float(v) if u else base[f"host_loop.{k}"]
+            for k, v, u in zip(COST_KEYS, sol, used)}
 
 
 def _guess_additive(key: str):
@@ -694,6 +731,10 @@ STEPS: tuple[Step, ...] = (
          guess=_guess_added_us("options.prefetch.call_us"),
          explain=f"prefetched first touch of at most {PREFETCH_CALL_MAX_B >> 20} MiB: "
                  "cudaMemPrefetchAsync's fixed cost per call, which larger prefetches hide"),
+    Step("host_loop", tuple(Param(k, 0.0, 1e4, log=False, sens_step=0.2) for k in HOST_LOOP_KEYS),
+         ("micro/host_loop/parts",), guess=_guess_host_loop,
+         explain="loops of a walk launch and the stream items a program puts between its "
+                 "walks: each item's cost on the GPU's timeline"),
 )
 
 

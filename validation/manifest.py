@@ -41,7 +41,8 @@ Layout (every key is checked; an unknown key or a bad value raises
     id_bytes = 8
 
     [[micro]]                  # a group of microbenchmark points
-    benchmark = "zc_read"      # memcpy, zc_read, zc_warps, ptr_chase, uvm_touch, launch
+    benchmark = "zc_read"      # memcpy, zc_read, zc_warps, ptr_chase, uvm_touch, launch,
+                               # host_loop
     pattern = ["coalesced"]    # each parameter: one value or a list
     offset_B = [0, 32, 64, 96] # sizes: integers (bytes) or strings like "64 MiB"
     reps = 5                   # settings (see MICRO_BENCHMARKS) take one value
@@ -81,6 +82,7 @@ from typing import Any
 import numpy as np
 
 from hostlink.model.errors import ConfigError
+from hostlink.model.host_loop import LOOPS as HOST_LOOPS
 from hostlink.model.units import UnitError, parse_quantity
 
 KERNELS = ("bfs", "sssp", "cc", "pagerank")
@@ -149,6 +151,13 @@ MICRO_BENCHMARKS: dict[str, tuple[str, dict[str, Param]]] = {
         "ctas": Param("int", 1, minimum=1),
         "threads_per_cta": Param("int", 256, minimum=32),
         "work": Param("choice", "empty", ("empty", "label")),
+        "reps": Param("int", 10, naming=False, minimum=1),
+    }),
+    "host_loop": ("host_loop", {
+        "loop": Param("choice", "bfs", tuple(HOST_LOOPS)),
+        "vertices": Param("int", 16384, minimum=1),
+        "walk_us": Param("int", 50, minimum=0),
+        "iterations": Param("int", 16, minimum=1),
         "reps": Param("int", 10, naming=False, minimum=1),
     }),
     "uvm_touch": ("uvm_touch", {

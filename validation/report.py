@@ -216,7 +216,7 @@ def group_stats(annotated: pd.DataFrame, calibration_groups: set[str], n_worst: 
 # What a group misses
 
 
-#: Candidate effects per group: (when the model predicts too much, too little).
+#: Candidate effects per group: (when the model is too fast, too slow).
 EFFECTS = {
     "micro/zc_read/coalesced": (
         "completions split at 64 B boundaries: a root complex that returns reads in 64 B "
@@ -386,6 +386,18 @@ EFFECTS = {
         "machines' difference (the same traversals ran 1.0-1.5x apart on H100 leases), and "
         "one pooled over several leases' split first touch (calibrate --pool) is the "
         "chains' (validation/results/README.md)"),
+    "micro/host_loop": (
+        "costs a program's loop carries beyond its parts: the SSSP and CC flags' reset "
+        "straight after the read-back costing more than a reset and the return from the "
+        "copy apart, PageRank's update kernel's own memory work (the parts' kernels are "
+        "empty), or a lease whose host is slower to return from a synchronisation",
+        "stream items the host's round trip hides: after a synchronisation the GPU waits "
+        "for the host to enqueue the next walk, and a flag's reset enqueued before it runs "
+        "in that wait, which the additive item costs charge (on host_loop's lease the BFS "
+        "loop took 13.0-14.6 us per iteration, within 0.6 us of a walk, the flag's "
+        "read-back and a synchronisation alone, 13.6-14.3; on host_loop_repeat's, 1.1-2.1 "
+        "us longer); how much hides differs from lease to lease, as the programs' loops "
+        "do (validation/results/h200/host_loop/README.md)"),
     "traversal/device": (
         "the kernel's work in device memory beyond one latency per dependent step: the SM's "
         "issue stage where a report predates it (an SM lets one read line out per 4.3 ns: "

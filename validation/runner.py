@@ -514,7 +514,9 @@ def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobRe
         "graphs": graph_info,
         "sources": sources,
         "jobs": job_rows,
-        "cases": _case_params(m, sources),
+        # what a case ran with, as recorded when it ran: a reparse keeps it (a default
+        # added later, e.g. load_ahead 4, was not what an earlier run's programs used)
+        "cases": {**_case_params(m, sources), **(old.get("cases") or {})},
         "missing_cases": [c for c in expected if c not in got_cases],
         "dropped_cases": dropped,
         "check_failures": int(sum(r.get("check_failures", 0) or 0 for r in job_rows)),

@@ -31,7 +31,8 @@ WEIGHT_B = 4                           # an edge weight: uint32 (gpu_kernels/tra
 
 #: The metric each benchmark is judged by (the others are reported too).
 PRIMARY_METRIC = {"memcpy": "bw_GBps", "zc_read": "bw_GBps", "zc_warps": "bw_GBps",
-                  "ptr_chase": "lat_ns", "uvm_touch": "time_ms", "launch": "time_us"}
+                  "ptr_chase": "lat_ns", "uvm_touch": "time_ms", "launch": "time_us",
+                  "host_loop": "gap_us"}
 TRAVERSAL_PRIMARY = "kernel_time_ms"
 
 #: Harness memory mode -> the model's prediction mode.
@@ -158,6 +159,10 @@ def micro_group(params: dict) -> str:
         return group + ("/launches" if int(params.get("launches", 1)) > 1 else "")
     if b == "launch":
         return f"micro/launch/{params.get('work', 'empty')}"
+    if b == "host_loop":
+        # the traversal programs' own loops are held out; their parts calibrate
+        from hostlink.model.host_loop import PROGRAMS
+        return "micro/host_loop/" + ("program" if params.get("loop") in PROGRAMS else "parts")
     return f"micro/{b}"
 
 
@@ -227,7 +232,8 @@ LOADED_RTT_TOL = 2e-3          # relative change of the predicted time that ends
 
 
 def run_model(stream: RequestStream, system, mode: str, fidelity: str,
-              options: dict | None = None, *, launches_context: bool = False) -> ModelRun:
+              options: dict | None = None, *, launches_context: bool = False,
+              host_loop: str | None = None, vertices: int = 0) -> ModelRun:
     """Predict one request stream with :func:`hostlink.model.predict.predict`.
 
     ``options``: model options beyond the system config: ``{"uvm": {...}}``
@@ -240,7 +246,11 @@ def run_model(stream: RequestStream, system, mode: str, fidelity: str,
     is read by the prefetch first-touch twin only (:func:`_predict_uvm_touch`),
     ``{"micro": {"random_load_ns": t, "random_chain_ns": c}}`` by the random-pattern
     read twins only
-    (:func:`random_pattern_floor_ns`)."""
+    (:func:`random_pattern_floor_ns`).
+
+    ``host_loop`` (with ``vertices``): the program's loop around its launches; the
+    run's time is then its launches' plus that loop's
+    (:func:`hostlink.model.host_loop.loop_gap_ns`), else the prediction's own."""
     from hostlink.model.predict import predict
 
     options = uvm_options_in_context(options, launches=launches_context)
@@ -266,7 +276,11 @@ def run_model(stream: RequestStream, system, mode: str, fidelity: str,
         for row in uvm["per_launch"]:
             if 0 <= int(row["launch"]) < len(launch_h2d_B):
                 launch_h2d_B[int(row["launch"])] += float(row["h2d_B"])
-    return ModelRun(time_ns=float(pred.time_s) * 1e9, kernel_ns=kernel_ns,
+    time_ns = float(pred.time_s) * 1e9
+    if host_loop is not None:
+        from hostlink.model.host_loop import loop_gap_ns
+        time_ns = float(np.sum(kernel_ns)) + loop_gap_ns(system, host_loop, vertices, len(kernel_ns))
+    return ModelRun(time_ns=time_ns, kernel_ns=kernel_ns,
                     host_bytes_B=float(getattr(pred, "host_bytes_B", 0.0) or 0.0),
                     launch_h2d_B=launch_h2d_B)
 

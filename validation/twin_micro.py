@@ -1004,8 +1004,39 @@ def _predict_launch(twin: MicroTwin, system, fidelity: str,
     return {"time_us": time_ns * 1e-3, "time_ms": time_ns * 1e-6, "ns_per_cta": time_ns / ctas}
 
 
+def build_host_loop(case: str, params: dict, system) -> MicroTwin:
+    """Twin of a host-loop point: ``iterations`` of the named loop around walk
+    launches of ``walk_us`` each (:mod:`hostlink.model.host_loop`); no memory traffic."""
+    from hostlink.model.host_loop import LOOPS, parse_loop
+    loop = params.get("loop", "bfs")
+    if loop not in LOOPS:
+        raise TwinError(f"case '{case}': unknown host loop '{loop}' (known: {', '.join(LOOPS)})")
+    iterations = int(params.get("iterations", 16))
+    vertices = int(params.get("vertices", 16384))
+    if iterations < 1 or vertices < 1:
+        raise TwinError(f"case '{case}': iterations and vertices must be >= 1")
+    parse_loop(loop)
+    return MicroTwin(case, "host_loop", params, "device", None, 0.0, 0.0,
+                     extra={"loop": loop, "iterations": iterations, "vertices": vertices,
+                            "walk_us": float(params.get("walk_us", 0))})
+
+
+def _predict_host_loop(twin: MicroTwin, system, fidelity: str,
+                       options: dict | None = None) -> dict[str, float]:
+    """The loop's time outside the walks (:func:`hostlink.model.host_loop.loop_gap_ns`)
+    per iteration; the walks themselves as their events time them (``walk_us`` plus
+    an empty launch's ``gpu.launch_ns``)."""
+    from hostlink.model.host_loop import loop_gap_ns, parse_loop
+    x = twin.extra
+    gap_ns = loop_gap_ns(system, x["loop"], x["vertices"], x["iterations"])
+    walks = x["iterations"] * sum(1 for i in parse_loop(x["loop"]) if i.op == "walk")
+    kernel_ns = walks * (x["walk_us"] * 1e3 + system.gpu.launch_ns)
+    return {"gap_us": gap_ns / x["iterations"] * 1e-3, "time_ms": (gap_ns + kernel_ns) * 1e-6,
+            "kernel_time_ms": kernel_ns * 1e-6}
+
+
 _PREDICTORS: dict[str, Callable] = {
-    "launch": _predict_launch,
+    "launch": _predict_launch, "host_loop": _predict_host_loop,
     "zc_read": _predict_bandwidth_run, "zc_warps": _predict_bandwidth_run,
     "ptr_chase": _predict_ptr_chase, "memcpy": _predict_memcpy, "uvm_touch": _predict_uvm_touch,
 }
@@ -1032,6 +1063,8 @@ def build_micro(case: str, params: dict, system, *, hints: Callable[[str], float
         return build_uvm_touch(case, params, system, warps_hint=warps_hint, max_uvm_B=max_uvm_B)
     if bench == "launch":
         return build_launch(case, params, system, max_requests=max_requests)
+    if bench == "host_loop":
+        return build_host_loop(case, params, system)
     raise TwinError(f"case '{case}': no twin for benchmark '{bench}'")
 
 

@@ -311,7 +311,8 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
         if len(stream) == 0:
             raise TwinError(f"case '{case}': the emulated run issues no requests")
         # a traversal's launches follow one another after its pages went back to the host
-        run = run_model(stream, system, mode, fidelity, options, launches_context=True)
+        run = run_model(stream, system, mode, fidelity, options, launches_context=True,
+                        host_loop=kernel, vertices=csr.num_vertices)
         if timing is not None:
             timing["emulate_s"] = timing.get("emulate_s", 0.0) + (t1 - t0)
             timing["model_s"] = timing.get("model_s", 0.0) + (time.perf_counter() - t1)
@@ -323,6 +324,7 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
         kernel_ns = float(np.sum(run.kernel_ns))
         values = {"time_ms": run.time_ns * 1e-6, "kernel_time_ms": kernel_ns * 1e-6,
                   "iterations": float(iterations), "edges_read": float(edges),
+                  "loop_gap_us": (run.time_ns - kernel_ns) * 1e-3 / max(1, iterations),
                   "bytes_read_B": float(edges * elem_B),
                   "bw_GBps": edges * elem_B / kernel_ns if kernel_ns > 0 else math.nan}
         for r in range(reps):

@@ -12,7 +12,9 @@
 // at least 2 x steps nodes the timed links visit nodes never loaded before
 // (revisits = 0): every load misses the caches. Smaller chains (revisits = 1)
 // measure what the caches keep within one launch (L1 is not kept across
-// launches).
+// launches). --cache atomic follows each link with an atomicMin that leaves
+// the word as it is (the atomic SSSP and CC wait on), in device memory;
+// --lanes N runs N threads of one warp, each on its own chain position.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -36,17 +38,25 @@ template <int CACHE>
 __device__ __forceinline__ uint64_t next_of(const uint64_t* p) {
   if (CACHE == 1) return __ldcg(p);
   if (CACHE == 2) return __ldcv(p);
+  if (CACHE == 3)  // an atomic that returns the node's word (SSSP's and CC's atomicMin)
+    return atomicMin(reinterpret_cast<unsigned long long*>(const_cast<uint64_t*>(p)), ~0ull);
   return *p;
 }
 
 template <int CACHE>
-__global__ void chase(const uint64_t* buf, uint64_t start, uint64_t steps, uint64_t* out) {
-  uint64_t idx = start;
+__global__ void chase(const uint64_t* buf, uint64_t start, uint64_t steps, uint64_t* out, uint64_t lane_step) {
+  // lane l starts l nodes further into the buffer (its own place on the cycle);
+  // lane 0 is the chain checked and timed (the warp's loads go in lockstep)
+  uint64_t idx = threadIdx.x == 0 ? start : threadIdx.x * lane_step;
   uint64_t t0 = global_ns();
   for (uint64_t s = 0; s < steps; ++s) idx = next_of<CACHE>(buf + idx);
   uint64_t t1 = global_ns();
-  out[0] = idx;
-  out[1] = t1 - t0;
+  if (threadIdx.x == 0) {
+    out[0] = idx;
+    out[1] = t1 - t0;
+  } else if (idx == ~0ull) {
+    out[2] = idx;  // keeps the other lanes' chains
+  }
 }
 
 int main(int argc, char** argv) {
@@ -55,8 +65,9 @@ int main(int argc, char** argv) {
   args.flag("stride-B", "128,4096,65536,2MiB", "bytes between consecutive nodes (list)");
   args.flag("footprint-B", "64MiB", "bytes the chain spans (list)");
   args.flag("order", "random", "node order: seq, random (list)");
-  args.flag("cache", "default", "load cache operator: default, cg, cv (list)");
+  args.flag("cache", "default", "load cache operator: default, cg, cv, or atomic (atomicMin that leaves the word as it is; device memory only) (list)");
   args.flag("steps", "2000", "links followed per timed run");
+  args.flag("lanes", "1", "threads of the one warp chasing at once, each from its own node (1..32)");
   args.flag("reps", "3", "timed repetitions per point");
   args.flag("seed", "1", "seed of the random order");
   args.flag("device", "0", "CUDA device ordinal");
@@ -66,11 +77,16 @@ int main(int argc, char** argv) {
   auto strides = args.sizes("stride-B");
   auto footprints = args.sizes("footprint-B");
   auto orders = args.choices("order", {"seq", "random"});
-  auto caches = args.choices("cache", {"default", "cg", "cv"});
+  auto caches = args.choices("cache", {"default", "cg", "cv", "atomic"});
+  if (std::find(caches.begin(), caches.end(), "atomic") != caches.end())
+    for (const auto& m : modes)
+      if (m != "device") hl::fail(hl::kExitUsage, "usage", "--cache atomic chases device memory only, not %s", m.c_str());
   uint64_t steps = static_cast<uint64_t>(args.integer("steps"));
   int reps = static_cast<int>(args.integer("reps"));
   uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
   if (steps < 1 || reps < 1) hl::fail(hl::kExitUsage, "usage", "--steps and --reps must be >= 1");
+  const uint64_t lanes = static_cast<uint64_t>(args.integer("lanes"));
+  if (lanes < 1 || lanes > 32) hl::fail(hl::kExitUsage, "usage", "--lanes must be in 1..32");
   for (auto s : strides)
     if (s < 8 || s % 8) hl::fail(hl::kExitUsage, "usage", "--stride-B: %llu must be a multiple of 8", (unsigned long long)s);
 
@@ -78,7 +94,7 @@ int main(int argc, char** argv) {
   hl::print_device(dev);
   hl::L2Flusher flusher(dev);
   uint64_t* out = nullptr;
-  CUDA_CHECK(cudaMalloc(&out, 2 * sizeof(uint64_t)));
+  CUDA_CHECK(cudaMalloc(&out, 3 * sizeof(uint64_t)));
 
   for (const auto& mode_name : modes) {
     hl::MemMode mode = hl::parse_mem_mode(mode_name);
@@ -120,15 +136,16 @@ int main(int argc, char** argv) {
             advised = true;
           }
           for (const auto& cname : caches) {
-            auto fn = cname == "cg" ? chase<1> : cname == "cv" ? chase<2> : chase<0>;
+            auto fn = cname == "cg" ? chase<1> : cname == "cv" ? chase<2> : cname == "atomic" ? chase<3> : chase<0>;
             for (int rep = 0; rep < reps; ++rep) {
               flusher.flush();
-              fn<<<1, 1>>>(static_cast<const uint64_t*>(buf.dev), 0, steps, out);  // untimed pass
+              const unsigned threads = static_cast<unsigned>(std::min<uint64_t>(lanes, n));
+              fn<<<1, threads>>>(static_cast<const uint64_t*>(buf.dev), 0, steps, out, step_elems);  // untimed pass
               LAUNCH_SYNC_CHECK("chase");
               uint64_t res[2];
               CUDA_CHECK(cudaMemcpy(res, out, sizeof res, cudaMemcpyDeviceToHost));
               flusher.flush();
-              fn<<<1, 1>>>(static_cast<const uint64_t*>(buf.dev), res[0], steps, out);
+              fn<<<1, threads>>>(static_cast<const uint64_t*>(buf.dev), res[0], steps, out, step_elems);
               LAUNCH_SYNC_CHECK("chase");
               CUDA_CHECK(cudaMemcpy(res, out, sizeof res, cudaMemcpyDeviceToHost));
               // the end of the walk must be the node 2 x steps links from 0
@@ -150,8 +167,9 @@ int main(int argc, char** argv) {
                   .uinteger("stride_B", stride)
                   .uinteger("footprint_B", footprint)
                   .str("order", order)
-                  .str("cache", cname)
-                  .end();
+                  .str("cache", cname);
+              if (lanes > 1) j.uinteger("lanes", lanes);
+              j.end();
               j.integer("rep", rep);
               j.begin("metrics")
                   .num("lat_ns", static_cast<double>(res[1]) / steps)

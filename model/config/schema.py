@@ -217,6 +217,32 @@ class TranslationConfig:
 
 
 @dataclass(frozen=True)
+class HostLoopConfig:
+    """The stream items a program's host loop puts between its timed launches, and
+    what each costs on the GPU's timeline (:mod:`hostlink.model.host_loop`). The
+    costs hold while the GPU is the bottleneck: each launch runs long enough (20 us
+    and more measured) that the host has enqueued the items after it. Defaults:
+    fitted on two leases of an H200's host (validation/results/h200/host_loop, pooled
+    with host_loop_repeat, 2026-11-29)."""
+    launch_gap_us: float = param(1.50, doc="a kernel launch after the stream item before it, "
+                                 "outside the launch's own events", ge=0, provenance="measured")
+    memset_small_us: float = param(0.95, doc="a cudaMemsetAsync of at most memset_small_max_B "
+                                   "bytes (a flag's reset)", ge=0, provenance="measured")
+    memset_small_max_B: int = param(64, doc="largest memset priced as small (measured: 4 and "
+                                    "64 B small, 16 KiB and more not)", ge=0, provenance="assumption")
+    memset_us: float = param(2.79, doc="a larger cudaMemsetAsync beyond its bytes at the device "
+                             "memory's bandwidth", ge=0, provenance="measured")
+    copy_us: float = param(7.36, doc="a small cudaMemcpyAsync between device and pinned host "
+                           "memory after a kernel (a flag's read-back)", ge=0, provenance="measured")
+    copy_return_us: float = param(1.24, doc="a kernel or memset straight after such a copy, "
+                                  "beyond its own cost", ge=0, provenance="measured")
+    sync_us: float = param(5.12, doc="a cudaStreamSynchronize: from the stream's last item to "
+                           "the next item the host enqueues", ge=0, provenance="measured")
+    run_us: float = param(1.40, doc="once per run: the event pair around it", ge=0,
+                          provenance="measured")
+
+
+@dataclass(frozen=True)
 class SystemConfig:
     """A whole system: the parts, plus the costs that belong to none of them."""
     name: str = param("custom", doc="preset name")
@@ -226,13 +252,16 @@ class SystemConfig:
     gpu: GpuConfig = field(default_factory=GpuConfig)
     uvm: UvmConfig = field(default_factory=UvmConfig)
     translation: TranslationConfig = field(default_factory=TranslationConfig)
-    launch_overhead_us: float = param(5.0, doc="kernel launch overhead per launch", ge=0,
+    host_loop: HostLoopConfig = field(default_factory=HostLoopConfig)
+    launch_overhead_us: float = param(5.0, doc="kernel launch overhead per launch, for a stream "
+                                      "without a program's host loop (host_loop prices one)", ge=0,
                                       provenance="assumption")
-    level_sync_us: float = param(10.0, doc="host-device flag copy and sync between iterations",
+    level_sync_us: float = param(10.0, doc="host-device flag copy and sync between iterations, "
+                                 "for a stream without a program's host loop",
                                  ge=0, provenance="assumption")
     provenance: dict = field(default_factory=dict)  # "section.key" -> source text
 
 
 SECTIONS = {"link": LinkConfig, "host": HostMemoryConfig, "gpu": GpuConfig,
-            "uvm": UvmConfig, "translation": TranslationConfig}
+            "uvm": UvmConfig, "translation": TranslationConfig, "host_loop": HostLoopConfig}
 SYSTEM_SCALARS = ("name", "description", "launch_overhead_us", "level_sync_us")

@@ -169,3 +169,35 @@ def test_bfs_self_trace_equals_the_walk_model(bin_dir, graph, tmp_path, variant,
                 "--id-bytes", id_bytes, "--source", source, "--load-ahead", load_ahead, "--self-trace", tmp_path)
     assert [x for x in lines if x["type"] == "trace"][0]["metrics"]["check_pass"] == 1
     assert traced_edge_loads(tmp_path, id_bytes) == bfs_launches(variant, offsets, dst, source, id_bytes)
+
+
+def test_host_loop_gaps(bin_dir):
+    m = measurements(run(bin_dir, "host_loop", "--loop", "walk,bfs", "--walk-us", 20, "--walk-ctas", "1,64",
+                         "--walk-writes", "0,1", "--iterations", 4, "--reps", 2))
+    assert len(m) == 16
+    got = {(x["params"]["loop"], x["params"]["walk_ctas"], x["params"]["walk_writes"]): x["metrics"]
+           for x in m if x["rep"] == 1}
+    for (loop, _, _), x in got.items():
+        # each walk sleeps its 20 us inside its events; the gap is what is left per iteration
+        assert x["launches"] == 4 and x["kernel_time_ms"] >= 4 * 20e-3
+        assert x["gap_us"] == pytest.approx((x["time_ms"] - x["kernel_time_ms"]) * 1e3 / 4)
+    # a flag's reset, read-back and a synchronisation cost more than back-to-back walks
+    # (about 15 against 2-3 us per iteration on an H200: validation/results/h200/host_loop)
+    assert got[("bfs", 1, 0)]["gap_us"] > got[("walk", 1, 0)]["gap_us"] > 0
+    run(bin_dir, "host_loop", "--loop", "nosuch", rc=2)
+
+
+def test_ptr_chase_atomic_and_lanes(bin_dir):
+    m = measurements(run(bin_dir, "ptr_chase", "--memory-mode", "device", "--cache", "cg,atomic",
+                         "--stride-B", 128, "--footprint-B", "64KiB", "--steps", 2000, "--lanes", "1",
+                         "--reps", 1))
+    lat = {x["params"]["cache"]: x["metrics"]["lat_ns"] for x in m}
+    # an atomic on a line the L2 holds waits longer than a load of it (215 against
+    # 168 ns on an H200: validation/results/h200/atomic_chase)
+    assert lat["atomic"] > lat["cg"] > 0
+    m = measurements(run(bin_dir, "ptr_chase", "--memory-mode", "device", "--cache", "cg",
+                         "--stride-B", 128, "--footprint-B", "64KiB", "--steps", 500, "--lanes", 32,
+                         "--reps", 1))
+    assert m[0]["params"]["lanes"] == 32 and m[0]["metrics"]["lat_ns"] > 0
+    # atomics on host memory are refused, not attempted
+    run(bin_dir, "ptr_chase", "--memory-mode", "zerocopy", "--cache", "atomic", rc=2)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from hostlink.model.errors import HostlinkError
@@ -214,7 +215,10 @@ def test_full_run_writes_tidy_results_and_metadata(setup):
     assert meta["missing_cases"] == [] and meta["check_failures"] == 0
     df = read_results(out / "results.csv")
     pq = read_results(out / "results.parquet")
-    assert len(df) == len(pq) == meta["rows"]
+    # the rows the programs printed, and on reading each traversal run's loop gap
+    gaps = int((pq["metric"] == "loop_gap_us").sum())
+    assert len(df) == len(pq) == meta["rows"] + gaps and gaps > 0
+    assert len(pd.read_parquet(out / "results.parquet")) == meta["rows"]
     assert set(df["model_kind"]) == {"measured"}
     m = load_manifest(manifest)
     expected = {c.case for c in m.traversal_cases()} | set(m.micro_cases()) | {m.self_trace[0].case}
@@ -354,7 +358,7 @@ def test_reparse_rebuilds_results(setup):
     (out / "results.parquet").unlink()
     meta = runner.reparse(out)
     assert meta["rows"] == first["rows"] and meta["missing_cases"] == []
-    assert len(read_results(out / "results.parquet")) == first["rows"]
+    assert len(pd.read_parquet(out / "results.parquet")) == first["rows"]
 
 
 def test_dry_run_prints_commands(setup, capsys):
@@ -413,6 +417,8 @@ def test_committed_run_reparses_to_its_results(run_dir, tmp_path):
     committed = json.loads((run_dir / "metadata.json").read_text())
     meta = runner.reparse(copy)
     assert meta["missing_cases"] == committed["missing_cases"] and meta["check_failures"] == 0
+    # the cases keep the parameters they ran with (a later default never replaces them)
+    assert meta["cases"] == committed["cases"]
     assert meta["rows"] == committed["rows"]
     keys = ["case", "metric", "rep"]
     a = read_results(copy / "results.parquet").sort_values(keys).reset_index(drop=True)
