@@ -99,11 +99,11 @@ def parse_loop(loop: str) -> tuple[Item, ...]:
     return tuple(items)
 
 
-def loop_terms(loop: str, vertices: int, system) -> tuple[np.ndarray, np.ndarray, float, float]:
+def loop_terms(loop: str, vertices: int, system) -> tuple[np.ndarray, np.ndarray, float]:
     """The loop's time as ``iterations x (per_iter @ costs + per_iter_ns) + per_run @
-    costs + per_run_ns`` (costs in us, in :data:`COST_KEYS` order; the ``_ns`` parts
-    are the bytes and CTAs priced by the device's bandwidth and dispatch rate).
-    Returns ``(per_iter, per_run, per_iter_ns, per_run_ns)``."""
+    costs`` (costs in us, in :data:`COST_KEYS` order; ``per_iter_ns`` is the bytes
+    and CTAs priced by the device's bandwidth and dispatch rate).
+    Returns ``(per_iter, per_run, per_iter_ns)``."""
     hl = system.host_loop
     per_iter = np.zeros(len(COST_KEYS))
     k = {key: i for i, key in enumerate(COST_KEYS)}
@@ -133,7 +133,7 @@ def loop_terms(loop: str, vertices: int, system) -> tuple[np.ndarray, np.ndarray
     per_run[k["run_us"]] = 1
     if items[-1].op != "sync":
         per_run[k["sync_us"]] = 1
-    return per_iter, per_run, known_ns, 0.0
+    return per_iter, per_run, known_ns
 
 
 def costs_us(system) -> np.ndarray:
@@ -143,9 +143,9 @@ def costs_us(system) -> np.ndarray:
 def loop_gap_ns(system, loop: str, vertices: int, iterations: int) -> float:
     """The run's time outside its timed launches (ns): ``iterations`` times the
     loop, plus the run's own costs."""
-    per_iter, per_run, iter_ns, run_ns = loop_terms(loop, vertices, system)
+    per_iter, per_run, iter_ns = loop_terms(loop, vertices, system)
     c = costs_us(system) * 1e3
-    return float(iterations * (per_iter @ c + iter_ns) + per_run @ c + run_ns)
+    return float(iterations * (per_iter @ c + iter_ns) + per_run @ c)
 
 
 def launch_gaps_ns(system, loop: str, vertices: int, launches: int) -> np.ndarray:
@@ -153,12 +153,12 @@ def launch_gaps_ns(system, loop: str, vertices: int, launches: int) -> np.ndarra
     iteration's items, the first also the run's."""
     if launches <= 0:
         return np.zeros(0)
-    per_iter, per_run, iter_ns, run_ns = loop_terms(loop, vertices, system)
+    per_iter, per_run, iter_ns = loop_terms(loop, vertices, system)
     walks = sum(1 for i in parse_loop(loop) if i.op == "walk")
     if walks != 1:
         raise ConfigError(f"host loop '{loop}': per-launch gaps need one walk per iteration, "
                           f"it has {walks}")
     c = costs_us(system) * 1e3
     gaps = np.full(launches, float(per_iter @ c + iter_ns))
-    gaps[0] += float(per_run @ c + run_ns)
+    gaps[0] += float(per_run @ c)
     return gaps

@@ -205,6 +205,7 @@ from typing import Callable
 import numpy as np
 
 from hostlink.model.errors import HostlinkError
+from hostlink.model.host_loop import COST_KEYS as HOST_LOOP_COSTS
 from hostlink.validation.twin_common import UVM_CONTEXT_KEYS
 from hostlink.validation.twin_micro import LINE_B
 from hostlink.validation.twins import (MicroTwin, RunData, build_micro, load_run, micro_group,
@@ -301,9 +302,7 @@ def _guess_launch(prob, system, base):
     return {"gpu.launch_ns": max(1.0, float(x[0])), "gpu.cta_dispatch_ns": max(1e-3, float(x[1]))}
 
 
-HOST_LOOP_KEYS = tuple(f"host_loop.{k}" for k in
-                       ("launch_gap_us", "memset_small_us", "memset_us", "copy_us",
-                        "copy_return_us", "sync_us", "run_us"))
+HOST_LOOP_KEYS = tuple(f"host_loop.{k}" for k in HOST_LOOP_COSTS)
 
 
 def _guess_host_loop(prob, system, base):
@@ -312,21 +311,21 @@ def _guess_host_loop(prob, system, base):
     relative errors; a cost no loop carries keeps its base value."""
     from scipy.optimize import nnls
 
-    from hostlink.model.host_loop import COST_KEYS, loop_terms
+    from hostlink.model.host_loop import loop_terms
 
     rows, known = [], []
     for t in prob.twins:
         x = t.extra
-        per_iter, per_run, iter_ns, run_ns = loop_terms(x["loop"], x["vertices"], system)
+        per_iter, per_run, iter_ns = loop_terms(x["loop"], x["vertices"], system)
         n = x["iterations"]
         rows.append((n * per_iter + per_run) / n)
-        known.append((n * iter_ns + run_ns) / n * 1e-3)
+        known.append(iter_ns * 1e-3)
     a = np.asarray(rows)
     y = prob.measured_arr - np.asarray(known)
     sol, _ = nnls(a / prob.measured_arr[:, None], y / prob.measured_arr)
     used = a.sum(axis=0) > 0
     return {f"host_loop.{k}": float(v) if u else base[f"host_loop.{k}"]
-            for k, v, u in zip(COST_KEYS, sol, used)}
+            for k, v, u in zip(HOST_LOOP_COSTS, sol, used)}
 
 
 def _guess_additive(key: str):

@@ -237,17 +237,14 @@ def read_results(path: str | Path) -> pd.DataFrame:
     return with_loop_gap(check_table(df, str(path)))
 
 
-#: the traversal programs (gpu_kernels/traversal), whose runs carry a host loop
-TRAVERSAL_PROGRAMS = ("bfs", "sssp", "cc", "pagerank")
-
-
 def with_loop_gap(df: pd.DataFrame) -> pd.DataFrame:
     """The table with ``loop_gap_us`` for every measured traversal run that has none:
     its time outside its walks' events per iteration, ``(time_ms - kernel_time_ms) /
     iterations``, what its host loop costs (:mod:`hostlink.model.host_loop`). Derived
     on reading, so that a run's results hold only what its programs printed."""
+    from hostlink.validation.manifest import KERNELS
     kernel = df["case"].str.split("/", n=1).str[0]
-    trav = df[(df["model_kind"] == "measured") & kernel.isin(TRAVERSAL_PROGRAMS)
+    trav = df[(df["model_kind"] == "measured") & kernel.isin(KERNELS)
               & (df["case"].str.count("/") == 4)]
     if trav.empty:
         return df

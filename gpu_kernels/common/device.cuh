@@ -1,4 +1,5 @@
-// The GPU a program runs on, timing with CUDA events, and an L2 flush.
+// The GPU a program runs on, timing with CUDA events and the GPU's global timer,
+// and an L2 flush.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +13,13 @@
 #include "json.hpp"
 
 namespace hl {
+
+// The GPU's global timer (ns, wall-clock whatever the SM clock), read in a kernel.
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 struct DeviceInfo {
   int device = 0;

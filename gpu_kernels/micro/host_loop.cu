@@ -97,12 +97,6 @@ std::vector<Item> parse_loop(const std::string& name, uint64_t vertices) {
   return out;
 }
 
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // The walk: the first warp sleeps `ns` of the global timer (0: returns at once);
 // with `flags` every thread sets one byte of the V-byte buffer first, as a
 // traversal's walk sets the active flags of the next iteration.
@@ -110,8 +104,8 @@ __global__ void walk_kernel(unsigned long long ns, uint8_t* flags, uint64_t vert
   const uint64_t t = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (flags) flags[t % vertices] = 1;
   if (t >= 32 || ns == 0) return;
-  const unsigned long long t0 = global_ns();
-  while (global_ns() - t0 < ns) __nanosleep(256);
+  const unsigned long long t0 = hl::global_ns();
+  while (hl::global_ns() - t0 < ns) __nanosleep(256);
 }
 
 __global__ void empty_kernel() {}

@@ -31,21 +31,15 @@ __global__ void empty_kernel() {}
 
 // The first `live` warps of each CTA spin for `ns` of the GPU's global timer
 // (wall-clock time, whatever the SM clock), sleeping between its reads; the
-// others exit at once.
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Lane 0 of warp 0 records the CTA's SM and its spin's start and end (ns).
+// others exit at once. Lane 0 of warp 0 records the CTA's SM and its spin's
+// start and end (ns).
 __global__ void spin_kernel(unsigned long long ns, unsigned live, unsigned long long* rec) {
   if ((threadIdx.x >> 5) >= live) return;
-  const unsigned long long t0 = global_ns();
+  const unsigned long long t0 = hl::global_ns();
   unsigned long long t = t0;
   while (t - t0 < ns) {  // sleeps between reads: the warps do not contend for issue
     __nanosleep(256);
-    t = global_ns();
+    t = hl::global_ns();
   }
   if (threadIdx.x == 0) {
     unsigned sm;

@@ -28,12 +28,6 @@
 #include "../common/json.hpp"
 #include "../common/memory.cuh"
 
-__device__ __forceinline__ uint64_t global_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 template <int CACHE>
 __device__ __forceinline__ uint64_t next_of(const uint64_t* p) {
   if (CACHE == 1) return __ldcg(p);
@@ -48,9 +42,9 @@ __global__ void chase(const uint64_t* buf, uint64_t start, uint64_t steps, uint6
   // lane l starts l nodes further into the buffer (its own place on the cycle);
   // lane 0 is the chain checked and timed (the warp's loads go in lockstep)
   uint64_t idx = threadIdx.x == 0 ? start : threadIdx.x * lane_step;
-  uint64_t t0 = global_ns();
+  uint64_t t0 = hl::global_ns();
   for (uint64_t s = 0; s < steps; ++s) idx = next_of<CACHE>(buf + idx);
-  uint64_t t1 = global_ns();
+  uint64_t t1 = hl::global_ns();
   if (threadIdx.x == 0) {
     out[0] = idx;
     out[1] = t1 - t0;
