@@ -8,8 +8,10 @@ and a warp waits the level's load-to-use latency for it:
 - ``gpu.device_lat_ns``: the L1 misses, the L2 holds it. This is also the
   latency the request-stream models (:mod:`hostlink.model.des`,
   :func:`hostlink.model.predict.critical_path_ns`) charge every device
-  request, whose caches model the L1 only: the traversals' device arrays
-  (labels, offsets) fit the L2 on the graphs whose twins carry them;
+  request (an atomic that returns waits ``gpu.atomic_extra_ns`` more, and more
+  again for its lines, ``gpu.atomic_spread_ns``), whose caches model the L1
+  only: the traversals' device arrays (labels, offsets) fit the L2 on the
+  graphs whose twins carry them;
 - ``gpu.dram_lat_ns``: both miss, DRAM serves it.
 
 A chain of dependent loads (one in flight at a time, as in a pointer chase)

@@ -36,7 +36,8 @@ whose least bound gives the bandwidth. Each launch then takes the longest of
 (its bytes over that bandwidth, its device bytes over device bandwidth, its
 critical path: the warp whose instructions, each one load-to-use latency
 (:func:`host_latency_ns`, ``gpu.host_path_ns + link.rtt_ns``, for host,
-``device_lat_ns`` for device) and at most ``loads_in_flight`` at a time, take
+``device_lat_ns`` for device, more for a device atomic that returns:
+:func:`critical_path_ns`) and at most ``loads_in_flight`` at a time, take
 longest), plus the launch overhead and, after the first launch,
 the level synchronisation (or the host loop's items). Zero-copy, des: the discrete-event model
 (:mod:`hostlink.model.des`). UVM: the UVM model's service and device time per
@@ -186,11 +187,15 @@ def host_latency_ns(system: SystemConfig) -> float:
 
 
 def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
-                     loads_in_flight: int, as_device: bool = False) -> np.ndarray:
+                     loads_in_flight: int, as_device: bool = False,
+                     atomic_extra_ns: float = 0.0,
+                     atomic_spread_ns: float | None = None) -> np.ndarray:
     """Per launch: the longest warp's dependent chain of instructions.
 
     An instruction that touches host memory costs ``host_lat_ns``, one that
-    touches only device memory ``device_lat_ns``; a warp keeps at most
+    touches only device memory ``device_lat_ns`` (plus ``atomic_extra_ns``, and
+    ``atomic_spread_ns * log2(k)`` for its k lines, where the stream marks it an atomic
+    that returns, ``stream.atomic``); a warp keeps at most
     ``loads_in_flight`` in flight, so its chain is its summed latency over that.
     Where the stream marks instructions that wait for the warp's earlier ones
     (``stream.waits``), each run of instructions from one that waits to the next
@@ -210,6 +215,17 @@ def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: f
     starts = np.flatnonzero(new)
     inst_host = np.logical_or.reduceat(on_host, starts)
     inst_lat = np.where(inst_host, host_lat_ns, device_lat_ns)
+    if stream.atomic is not None:
+        atomic = ~inst_host & stream.atomic[order][starts]
+        extra = np.full(len(starts), float(atomic_extra_ns))
+        if atomic_spread_ns is not None and atomic.any():
+            line = stream.addr[order] // np.uint64(128)
+            lead = new.copy()
+            lead[1:] |= line[1:] != line[:-1]
+            width = 1 if stream.lines is None else stream.lines[order].astype(np.int64)
+            k = np.add.reduceat(lead * width, starts)
+            extra += float(atomic_spread_ns) * np.log2(np.maximum(k, 1))
+        inst_lat = inst_lat + np.where(atomic, extra, 0.0)
     lif = max(1, loads_in_flight)
     i_la, i_wa = la[starts], wa[starts]
     wnew = np.ones(len(starts), dtype=bool)
@@ -260,7 +276,9 @@ def _zerocopy_analytic(stream, system, common) -> dict:
     dev = ~host
     dev_ns = _per_launch_sum(stream, dev, stream.size_B.astype(np.float64)) / gpu.device_bw_GBps
     path_ns = critical_path_ns(stream, host_latency_ns(system), gpu.device_lat_ns,
-                               gpu.loads_in_flight_per_warp)
+                               gpu.loads_in_flight_per_warp,
+                               atomic_extra_ns=gpu.atomic_extra_ns,
+                               atomic_spread_ns=gpu.atomic_spread_ns)
     if host.any():
         res = predict_system(system, size_histogram(stream),
                              **translation_params(system, _tlb_miss_rate(stream, system))).item()
@@ -349,7 +367,8 @@ def _run_des(stream, system, common, engine, nbins, as_device) -> dict:
                                    "is_write")},
                                space=np.full(len(stream), SPACE_DEVICE, dtype=np.uint8),
                                launches=stream.launches, waits=stream.waits,
-                               lines=stream.lines, follows=stream.follows)
+                               lines=stream.lines, follows=stream.follows,
+                               atomic=stream.atomic)
     inputs, out = simulate(stream, system, engine=engine, nbins=nbins)
     stats = {name: float(out.stats[i]) for i, name in enumerate(STAT_NAMES)}
     stats["walk_busy_ns"] = stats["walks"] * inputs.walk_ns / max(1, inputs.walkers)
@@ -383,7 +402,9 @@ def _device_analytic(stream, system, common) -> dict:
     size = stream.size_B.astype(np.float64)
     bytes_ns = _per_launch_sum(stream, np.ones(len(stream), dtype=bool), size) / gpu.device_bw_GBps
     path_ns = critical_path_ns(stream, host_latency_ns(system), gpu.device_lat_ns,
-                               gpu.loads_in_flight_per_warp, as_device=True)
+                               gpu.loads_in_flight_per_warp, as_device=True,
+                               atomic_extra_ns=gpu.atomic_extra_ns,
+                               atomic_spread_ns=gpu.atomic_spread_ns)
     kernel_ns = np.maximum(bytes_ns, path_ns)
     bound = "device" if bytes_ns.sum() >= path_ns.sum() else "latency"
     return {"kernel_ns": kernel_ns, "bound": bound, "extra": {}}

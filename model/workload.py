@@ -32,6 +32,9 @@ REQUEST_DTYPES = {
     "is_write": np.bool_,
 }
 
+#: the optional per-row columns (see :class:`RequestStream`): not stored with a trace
+OPTIONAL_COLUMNS = ("waits", "lines", "follows", "atomic")
+
 
 @dataclass(frozen=True)
 class LaunchInfo:
@@ -66,7 +69,15 @@ class RequestStream:
     the stage nothing of its own: the sector requests of a load that bypasses the
     L1 (``ld.cv``), which cost a warp's round next to nothing where the default
     operator's cost 14-15 ns each (validation/results/h100/request_cost). None:
-    every line pays. Not stored with a trace either."""
+    every line pays. Not stored with a trace either.
+
+    ``atomic`` (optional, one bool per row, the same for every row of an
+    instruction): the request's instruction is an atomic whose old value the warp
+    waits for (an ``ATOM``; a ``RED`` reduction is a write no one waits for). A
+    device atomic takes ``gpu.atomic_extra_ns`` beyond a load the L2 serves, and
+    its lines leave the warp ``gpu.atomic_request_gap_ns`` apart
+    (validation/results/h200/atomic_chase). None: no instruction is such an atomic
+    (or none is known). Set by the coalescer; not stored with a trace."""
     launch: np.ndarray
     warp: np.ndarray
     inst: np.ndarray
@@ -79,6 +90,7 @@ class RequestStream:
     waits: np.ndarray | None = None
     lines: np.ndarray | None = None
     follows: np.ndarray | None = None
+    atomic: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.addr)
@@ -107,25 +119,35 @@ class RequestStream:
                 raise ValueError(f"RequestStream column 'follows' has {len(self.follows)} rows, "
                                  f"expected {n}")
             object.__setattr__(self, "follows", np.asarray(self.follows, dtype=np.bool_))
+        if self.atomic is not None:
+            if len(self.atomic) != n:
+                raise ValueError(f"RequestStream column 'atomic' has {len(self.atomic)} rows, "
+                                 f"expected {n}")
+            object.__setattr__(self, "atomic", np.asarray(self.atomic, dtype=np.bool_))
+
+    def _with(self, **columns) -> "RequestStream":
+        optional = {k: getattr(self, k) for k in OPTIONAL_COLUMNS}
+        optional.update(columns)
+        return RequestStream(**{k: getattr(self, k) for k in REQUEST_DTYPES},
+                             launches=self.launches, **optional)
 
     def with_waits(self, waits: np.ndarray | None) -> "RequestStream":
         """The same requests with the given dependences (see the class notes)."""
-        return RequestStream(**{k: getattr(self, k) for k in REQUEST_DTYPES},
-                             launches=self.launches, waits=waits, lines=self.lines,
-                             follows=self.follows)
+        return self._with(waits=waits)
 
     def with_lines(self, lines: np.ndarray | None) -> "RequestStream":
         """The same requests, each standing for ``lines`` issue lines (see the class notes)."""
-        return RequestStream(**{k: getattr(self, k) for k in REQUEST_DTYPES},
-                             launches=self.launches, waits=self.waits, lines=lines,
-                             follows=self.follows)
+        return self._with(lines=lines)
 
     def with_follows(self, follows: np.ndarray | None) -> "RequestStream":
         """The same requests, those marked leaving the issue stage with their
         instruction's first (see the class notes)."""
-        return RequestStream(**{k: getattr(self, k) for k in REQUEST_DTYPES},
-                             launches=self.launches, waits=self.waits, lines=self.lines,
-                             follows=follows)
+        return self._with(follows=follows)
+
+    def with_atomic(self, atomic: np.ndarray | None) -> "RequestStream":
+        """The same requests, those marked atomics whose warp waits for their old value
+        (see the class notes)."""
+        return self._with(atomic=atomic)
 
     def __len__(self) -> int:
         return len(self.addr)
@@ -136,7 +158,8 @@ class RequestStream:
 
     @classmethod
     def concat(cls, parts: list["RequestStream"]) -> "RequestStream":
-        """Join streams; launch indices of later parts are shifted after earlier ones."""
+        """Join streams; launch indices of later parts are shifted after earlier ones.
+        Of the optional columns only ``atomic`` is kept (False in parts without it)."""
         if not parts:
             return cls.empty()
         cols: dict[str, list[np.ndarray]] = {k: [] for k in REQUEST_DTYPES}
@@ -146,15 +169,18 @@ class RequestStream:
                 col = getattr(part, k)
                 cols[k].append(col + len(launches) if k == "launch" else col)
             launches.extend(part.launches)
+        atomic = None
+        if any(part.atomic is not None for part in parts):
+            atomic = np.concatenate([np.zeros(len(p), dtype=np.bool_) if p.atomic is None
+                                     else p.atomic for p in parts])
         return cls(**{k: np.concatenate(v).astype(REQUEST_DTYPES[k]) for k, v in cols.items()},
-                   launches=tuple(launches))
+                   launches=tuple(launches), atomic=atomic)
 
     def select(self, mask: np.ndarray) -> "RequestStream":
         return RequestStream(**{k: getattr(self, k)[mask] for k in REQUEST_DTYPES},
                              launches=self.launches,
-                             waits=None if self.waits is None else self.waits[mask],
-                             lines=None if self.lines is None else self.lines[mask],
-                             follows=None if self.follows is None else self.follows[mask])
+                             **{k: None if getattr(self, k) is None else getattr(self, k)[mask]
+                                for k in OPTIONAL_COLUMNS})
 
     def host_reads(self) -> "RequestStream":
         return self.select((self.space == SPACE_HOST) & ~self.is_write)

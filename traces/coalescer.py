@@ -55,7 +55,9 @@ Rows must come in launch order (launch indices never decrease); within a
 launch, each warp's rows in program order, warps in any interleaving.
 
 Requests: stores are writes; loads and atomics are reads (a PCIe AtomicOp is
-non-posted and returns data, like a read). ``inst`` is the dynamic index of
+non-posted and returns data, like a read). The requests of an atomic that is
+not a reduction are marked in the stream's ``atomic`` column (None when a
+chunk or stream has none): the warp waits for their old value. ``inst`` is the dynamic index of
 the instruction among its warp's global and local memory instructions
 (program order; instructions that end up sending nothing still count), and
 the stream is ordered by launch, warp, inst, then address.
@@ -93,6 +95,9 @@ SECTOR_SHIFT = 5
 _BATCH_PIECES = 1 << 20
 
 KIND_LOAD, KIND_STORE, KIND_ATOMIC, KIND_REDUCTION = 0, 1, 2, 3
+#: the kernel's output columns: the request columns and whether the request's
+#: instruction is an atomic that returns (the stream's optional ``atomic``)
+OUT_DTYPES = {**REQUEST_DTYPES, "atomic": np.bool_}
 
 
 _NO_LATE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8))
@@ -174,7 +179,7 @@ def _coalesce_rows(addrs, mask, width, kind, local, sm, row_launch, row_warp, ro
                    host_start, host_end, include_device, cache_host, use_l1, use_l2,
                    l1_lines, l2_lines, set_fn, clock, recs, rec_used, base_id, r0, k0, nl0,
                    out_launch, out_warp, out_inst, out_addr, out_size, out_useful, out_space,
-                   out_write, sec_host, sec_device, late_id, late_B, late_space):
+                   out_write, out_atomic, sec_host, sec_device, late_id, late_B, late_space):
     """Coalesce rows r0.. ; write requests to the out_* arrays from ``k0``.
 
     Returns (requests written, late credits written, rows done): rows done is
@@ -356,6 +361,7 @@ def _coalesce_rows(addrs, mask, width, kind, local, sm, row_launch, row_warp, ro
             out_useful[k] = useful
             out_space[k] = SPACE_HOST if p_host[start] else SPACE_DEVICE
             out_write[k] = (kd == KIND_STORE) or (kd == KIND_REDUCTION and not p_host[start])
+            out_atomic[k] = kd == KIND_ATOMIC
             k += 1
             q += 1
     return k, nl, n
@@ -571,7 +577,7 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
                 state.flush_l1()
                 current_launch = int(launch[start])
             cap = int(csum[stop - 1] - base)
-            out = {k: np.empty(cap, dtype=v) for k, v in REQUEST_DTYPES.items()}
+            out = {k: np.empty(cap, dtype=v) for k, v in OUT_DTYPES.items()}
             # a late credit per hit sector at most
             late = ((np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.uint8))
                     if credits else _NO_LATE)
@@ -587,7 +593,8 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
                     state.rec_used,
                     emitted, done, k, nl,
                     out["launch"], out["warp"], out["inst"], out["addr"], out["size_B"],
-                    out["useful_B"], out["space"], out["is_write"], sec_host[b], sec_dev[b],
+                    out["useful_B"], out["space"], out["is_write"], out["atomic"],
+                    sec_host[b], sec_dev[b],
                     *late)
                 if done == rows_b:
                     break
@@ -599,7 +606,7 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
             emitted += k
             start = stop
         cols = outs[0] if len(outs) == 1 else {
-            name: np.concatenate([o[name] for o in outs]) for name in REQUEST_DTYPES}
+            name: np.concatenate([o[name] for o in outs]) for name in OUT_DTYPES}
         late_index, late_B, late_space = _NO_LATE
         if lates:
             late_index, late_B, late_space = (np.concatenate(c) for c in zip(*lates))
@@ -611,7 +618,9 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
                 cols["useful_B"] = useful.astype(REQUEST_DTYPES["useful_B"])
                 late_index, late_B, late_space = (late_index[~mine], late_B[~mine],
                                                   late_space[~mine])
-        requests = RequestStream(**cols, launches=infos)
+        atomic = cols.pop("atomic")
+        requests = RequestStream(**cols, launches=infos,
+                                 atomic=atomic if atomic.any() else None)
         yield CoalescedChunk(chunk, requests, int(sec_host.sum()), int(sec_dev.sum()),
                              chunk_first, late_index, late_B, late_space)
 
@@ -646,6 +655,10 @@ def coalesce(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
         return RequestStream(**{k: np.zeros(0, v) for k, v in REQUEST_DTYPES.items()},
                              launches=infos)
     cols = {k: np.concatenate([getattr(p, k) for p in parts]) for k in REQUEST_DTYPES}
+    atomic = None
+    if any(p.atomic is not None for p in parts):
+        atomic = np.concatenate([np.zeros(len(p), dtype=np.bool_) if p.atomic is None
+                                 else p.atomic for p in parts])
     if late_index:
         # hits credited to requests of earlier chunks (global index = concatenated position)
         useful = cols["useful_B"].astype(np.int64)
@@ -663,4 +676,5 @@ def coalesce(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
         if not ordered:
             order = np.lexsort((key_inst, key_warp, key_launch))
             cols = {k: v[order] for k, v in cols.items()}
-    return RequestStream(**cols, launches=infos)
+            atomic = None if atomic is None else atomic[order]
+    return RequestStream(**cols, launches=infos, atomic=atomic)

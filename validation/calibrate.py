@@ -26,6 +26,15 @@ the fit), after a coarse scan of the parameter range:
    64 KiB to 4 GiB); other runs' device chases are held out and judged.
    ``gpu.device_lat_ns`` is also what every device request of the traversal
    twins costs (their device arrays fit the L2);
+1b. ``gpu.atomic_extra_ns`` and ``gpu.atomic_spread_ns`` from device chases whose
+   every step is an ``atomicMin`` that returns the word (``micro/ptr_chase/atomic``):
+   a step the L2 serves waits the extra beyond a load of it, and a step of k lanes
+   (k lines) waits for its slowest line, ``atomic_spread_ns * log2(k)`` more
+   (:func:`hostlink.validation.twin_micro.atomic_step_ns`); linear in the two, so the
+   start is a non-negative least-squares solution. Fitted on chases of 1 and 32 lanes
+   over 64 KiB, with the base system's level latencies; the chases of 2 to 16 lanes,
+   over 1 MiB and over fresh nodes are held out. The traversal twins charge SSSP's
+   and CC's ``atomicMin`` with them (:mod:`hostlink.model.des.events`);
 2. ``link.rtt_ns`` from the host pointer chase (``micro/ptr_chase/host``): the
    model's latency of one dependent read is rtt_ns plus its serialisation and
    DRAM service (and a page walk on a TLB miss) plus ``gpu.host_path_ns`` (the
@@ -289,6 +298,34 @@ def _guess_device_levels(prob, system, base):
     x, _ = nnls(a, np.ones(len(prob.measured_arr)))
     reached = counts.sum(axis=0) > 0
     return {k: float(v) if r and v > 0 else base[k] for k, v, r in zip(LEVEL_KEYS, x, reached)}
+
+
+#: atomic chases the ``atomic`` step fits: chains the L2 holds from their second lap
+#: (64 KiB, 512 lines), by one lane and by a whole warp; the lanes between, the 1 MiB
+#: chains and the chains over fresh nodes are held out
+ATOMIC_FIT_LANES = (1, 32)
+ATOMIC_FIT_MAX_FOOTPRINT_B = 64 << 10
+
+
+def _is_atomic_fit_point(p: dict) -> bool:
+    return (p.get("cache") == "atomic" and int(p.get("lanes", 1)) in ATOMIC_FIT_LANES
+            and int(p.get("footprint_B", 0)) <= ATOMIC_FIT_MAX_FOOTPRINT_B)
+
+
+def _guess_atomic(prob, system, base):
+    """An atomic chase's step is a load's of its slowest level, plus ``atomic_extra_ns``
+    where the L2 served it, plus ``atomic_spread_ns * log2(lanes)``
+    (:func:`hostlink.validation.twin_micro.atomic_step_ns`): non-negative least squares
+    on the relative errors."""
+    from scipy.optimize import nnls
+
+    zero = {"gpu.atomic_extra_ns": 0.0, "gpu.atomic_spread_ns": 0.0}
+    rest = prob.predict(system, zero)
+    a = np.stack([[float(t.extra["levels"][1]) / max(1, t.steps),
+                   float(np.log2(max(1, int(t.extra.get("lanes", 1)))))] for t in prob.twins])
+    y = prob.measured_arr - rest
+    x, _ = nnls(a / prob.measured_arr[:, None], y / prob.measured_arr)
+    return {"gpu.atomic_extra_ns": float(x[0]), "gpu.atomic_spread_ns": float(x[1])}
 
 
 def _guess_launch(prob, system, base):
@@ -628,6 +665,14 @@ STEPS: tuple[Step, ...] = (
          explain="device pointer chase: each load costs the latency of the level (L1, L2, "
                  "DRAM) that serves it in a replay of the chain through the caches",
          guess=_guess_device_levels),
+    Step("atomic", (Param("gpu.atomic_extra_ns", 0.0, 1e4, log=False, sens_step=1.0),
+                    Param("gpu.atomic_spread_ns", 0.0, 1e4, log=False, sens_step=1.0)),
+         ("micro/ptr_chase/atomic",), select=_is_atomic_fit_point,
+         select_doc="atomic chases by 1 and 32 lanes over 64 KiB (the L2 holds them)",
+         explain="atomicMin chases (the word left as it is) against loads of the same "
+                 "levels: what an atomic the L2 serves adds, and how a warp's atomic grows "
+                 "with its lines (per doubling)",
+         guess=_guess_atomic),
     Step("host_round_trip", (Param("link.rtt_ns", 50.0, 1e5),),
          ("micro/ptr_chase/host",), select=_is_pinned_host,
          explain="host pointer-chase latency less the model's serialisation, DRAM and walk parts",

@@ -62,7 +62,8 @@ listed order (sizes in bytes) and only those that apply to the point (for
 zc_read and zc_warps: offset_B for the coalesced pattern, chunk_B for
 strided, region_B for random; for uvm_touch: stride_B for the sparse
 pattern, host_state where it is ``returned``, launches where the timed read
-is split over more than one launch). Self-traced runs are named
+is split over more than one launch; for ptr_chase: lanes where more than one
+thread chases). Self-traced runs are named
 ``trace/<kernel>/<graph>/<variant>/<memory_mode>/<id_bytes>B``.
 
 Sources: :func:`choose_sources` draws them from the vertices with degree > 0
@@ -142,7 +143,8 @@ MICRO_BENCHMARKS: dict[str, tuple[str, dict[str, Param]]] = {
         "stride_B": Param("size", 4096, minimum=8),
         "footprint_B": Param("size", 64 << 20, minimum=16),
         "order": Param("choice", "random", ("seq", "random")),
-        "cache": Param("choice", "default", ("default", "cg", "cv")),
+        "cache": Param("choice", "default", ("default", "cg", "cv", "atomic")),
+        "lanes": Param("int", 1, minimum=1),
         "steps": Param("int", 2000, naming=False, minimum=1),
         "reps": Param("int", 3, naming=False, minimum=1),
         "seed": Param("int", 1, naming=False),
@@ -317,8 +319,9 @@ def expand_micro(benchmark: str, lists: dict) -> list[dict]:
     For zc_read and zc_warps only the knob of each point's pattern is kept
     (offset_B, chunk_B or region_B), as the programs do; uvm_touch keeps
     stride_B for its sparse pattern only, host_state only where it is not
-    ``fresh`` and launches only where it is above 1 (the program prints them
-    only then; names stay those of runs made before the settings existed).
+    ``fresh`` and launches only where it is above 1, ptr_chase lanes only where
+    above 1 (the programs print them only then; names stay those of runs made
+    before the settings existed).
     """
     spec = MICRO_BENCHMARKS[benchmark][1]
     keys = [k for k, p in spec.items() if p.naming]
@@ -337,6 +340,8 @@ def expand_micro(benchmark: str, lists: dict) -> list[dict]:
                 point.pop("host_state", None)
             if point.get("launches") == 1:
                 point.pop("launches", None)
+        if benchmark == "ptr_chase" and point.get("lanes") == 1:
+            point.pop("lanes", None)
         name = micro_case_name(benchmark, point)
         if name not in seen:
             seen.add(name)
@@ -580,6 +585,14 @@ def load_manifest(path: str | Path) -> Manifest:
                 if isinstance(raw, list):
                     raise c.err(f"{key}.{pname}", "is a setting and takes one value, not a list")
                 settings[pname] = c.micro_value(p, pname, key, raw)
+        if bench == "ptr_chase":
+            if any(v > 32 for v in lists.get("lanes", ())):
+                raise c.err(f"{key}.lanes", f"{max(lists['lanes'])}: the threads of one warp "
+                            "chase, at most 32")
+            if "atomic" in lists.get("cache", ()) and any(
+                    mm != "device" for mm in lists.get("memory_mode", (spec["memory_mode"].default,))):
+                raise c.err(f"{key}.cache", "'atomic' chases device memory only: set "
+                            "memory_mode = \"device\"")
         micro.append(MicroGroup(bench, lists, settings))
 
     if not traversal and not micro and not traces:

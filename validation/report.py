@@ -307,6 +307,13 @@ EFFECTS = {
         "translation misses or DRAM row misses (the model gives each level one latency: on "
         "the H100 and H200, 4 GiB chains at 2 MiB strides miss at the same 340-353 ns as "
         "128 B strides), or the far L2 partition"),
+    "micro/ptr_chase/atomic": (
+        "a spread over an atomic's lines that grows faster than log2 of its lines at first "
+        "(validation/results/h200/atomic_chase: 27 and 24 ns for the first two doublings, "
+        "11-17 ns for the later ones, against one fitted 19.4), or an L2 slower on this "
+        "lease than the base system's load latency",
+        "an atomic extra or spread fitted on a lease whose L2 was slower than this one's "
+        "(the two leases of validation/results/h200/atomic_chase differ by up to 1.3%)"),
     "micro/ptr_chase": (
         "a latency shorter than the calibrated round trip for this stride (cache or TLB hits)",
         "TLB misses of the chase (translation miss cost or reach)"),

@@ -150,6 +150,8 @@ def micro_group(params: dict) -> str:
         pattern = params.get("pattern", "coalesced")
         return "micro/zc_warps" if pattern == "coalesced" else f"micro/zc_warps/{pattern}"
     if b == "ptr_chase":
+        if params.get("cache") == "atomic":       # atomics: a cost of their own
+            return "micro/ptr_chase/atomic"
         where = "device" if params.get("memory_mode") == "device" else "host"
         return f"micro/ptr_chase/{where}"
     if b == "uvm_touch":

@@ -35,10 +35,15 @@ H100 ``micro_tags_c`` 37.8 ns a load, twin 39.4 ns (18.3 with hits free);
 H200 ``first_run`` 40.1 ns, twin 40.2 (19.0). In device memory each load costs the latency
 of the level that serves it (:mod:`hostlink.model.device_memory`), replayed
 through the GPU's L1 and L2 with the program's flushes
-(:func:`device_chase_levels`). ``uvm_touch``: 4 B per lane, one 128 B line per warp load,
-sequential, the program's permutation ``j * 2654435761 mod n`` or one line
-every ``stride_B`` (sparse), in the UVM
-model by advice; ``prefetch`` is :func:`hostlink.model.uvm.prefetch_time_s`
+(:func:`device_chase_levels`); an atomic chase (``cache`` atomic: ``atomicMin``
+that returns the word) skips the L1, and a step the L2 serves waits
+``gpu.atomic_extra_ns`` more than a load's; one of ``lanes`` threads (each its own
+node, one line each) waits for its slowest lane
+(:func:`device_chase_lane_levels`) and ``gpu.atomic_spread_ns * log2(lanes)`` more
+(:func:`atomic_step_ns`); loads of more than one lane have no twin.
+``uvm_touch``: 4 B per lane, one 128 B line per warp load, sequential, the
+program's permutation ``j * 2654435761 mod n`` or one line every ``stride_B``
+(sparse), in the UVM model by advice; ``prefetch`` is :func:`hostlink.model.uvm.prefetch_time_s`
 followed by the kernel on device memory. ``memcpy``: the copy engine's stream
 of 256 B reads (H2D) or posted 256 B writes (D2H) at the analytic model's
 link bound (REFERENCE.md: the copy engine issues 256 B requests), not held
@@ -750,12 +755,28 @@ def build_ptr_chase(case: str, params: dict, system, *,
         chain = np.resize(cyc, total)
     nodes, timed = (chain[:steps], chain[steps:]) if fresh else (chain, chain)
     space = SPACE_DEVICE if params.get("memory_mode") == "device" else SPACE_HOST
+    cache_op = str(params.get("cache", "default"))
+    lanes = min(int(params.get("lanes", 1)), n)     # the program runs min(lanes, nodes)
+    if cache_op == "atomic" and space != SPACE_DEVICE:
+        raise TwinError(f"case '{case}': atomic chases run in device memory only")
+    if lanes > 1 and cache_op != "atomic":
+        raise TwinError(f"case '{case}': a load of {lanes} lanes has no twin (the time a load "
+                        "past the L1 spends on its lines is not modelled; an atomic's is)")
     if space == SPACE_DEVICE:
-        levels = device_chase_levels(nodes, timed, stride, str(params.get("cache", "default")),
-                                     system.gpu, l2_flushed=fresh)
+        if lanes > 1:
+            if not fresh:
+                raise TwinError(f"case '{case}': a chase of {lanes} lanes needs the program "
+                                "that reports revisits (an L2 flush before each pass)")
+            levels = device_chase_lane_levels(n, steps, lanes, stride, cache_op, system.gpu,
+                                              seed=int(params.get("seed", 1)),
+                                              order=str(params.get("order", "random")))
+        else:
+            levels = device_chase_levels(nodes, timed, stride, cache_op, system.gpu,
+                                         l2_flushed=fresh)
         return MicroTwin(case, "ptr_chase", params, "device", None, float(8 * steps),
                          float(8 * steps), loads_in_flight=1, steps=steps,
-                         extra={"levels": levels})
+                         extra={"levels": levels, "atomic": cache_op == "atomic",
+                                "lanes": lanes})
     mode = "device" if space == SPACE_DEVICE else PREDICT_MODE.get(params.get("memory_mode",
                                                                               "zerocopy"))
     lo = MICRO_BASE + np.concatenate([nodes, timed]) * stride
@@ -789,11 +810,12 @@ def device_chase_levels(untimed: np.ndarray, timed: np.ndarray, stride_B: int, c
     (``l2_flushed``): the timed pass starts from empty caches. The first H200 run's
     program flushed only before the untimed pass, so the timed pass finds the nodes
     the untimed one loaded in the L2. The L1 starts empty at each launch; loads with
-    ``cg`` or ``cv`` skip it (device memory's point of coherence is the L2)."""
+    ``cg`` or ``cv`` skip it (device memory's point of coherence is the L2), and so
+    do atomics (performed at the L2)."""
     from hostlink.model.device_memory import level_counts
     from hostlink.traces.cache import CacheConfig, CacheState
 
-    if cache not in ("default", "cg", "cv"):
+    if cache not in ("default", "cg", "cv", "atomic"):
         raise TwinError(f"pointer chase: unknown cache operator '{cache}'")
     state = CacheState(CacheConfig.from_gpu(gpu, l1=cache == "default"))
 
@@ -806,11 +828,62 @@ def device_chase_levels(untimed: np.ndarray, timed: np.ndarray, stride_B: int, c
     return level_counts(state.levels(0, sectors(timed)))
 
 
+def device_chase_lane_levels(n: int, steps: int, lanes: int, stride_B: int, cache: str, gpu, *,
+                             seed: int = 1, order: str = "random") -> np.ndarray:
+    """Steps of a device chase by ``lanes`` threads of one warp whose slowest lane the
+    L1, the L2 or DRAM served (:data:`hostlink.model.device_memory.LEVELS` order).
+
+    The program's lanes chase one cycle over the ``n`` nodes in lockstep, lane 0 from
+    where the untimed pass ended (``steps`` links from node 0), lane l from node l, in
+    both passes; the L2 is flushed before the timed pass (programs that report
+    ``revisits``). The twin's cycle is a random one (seeded, not the program's own),
+    or node i to i + 1 (``order`` seq); a step's lanes are looked up in lane order."""
+    from hostlink.model.device_memory import level_counts
+    from hostlink.traces.cache import CacheConfig, CacheState
+
+    if cache not in ("default", "cg", "cv", "atomic"):
+        raise TwinError(f"pointer chase: unknown cache operator '{cache}'")
+    lanes = min(lanes, n)              # the program runs min(lanes, nodes) threads
+    if order == "seq":
+        cycle = np.arange(n, dtype=np.int64)
+    else:
+        cycle = np.random.default_rng(seed).permutation(n).astype(np.int64)
+    pos = np.empty(n, dtype=np.int64)
+    pos[cycle] = np.arange(n, dtype=np.int64)
+    start = pos[np.arange(lanes, dtype=np.int64)]
+    start[0] = (pos[0] + steps) % n
+    at = (start[None, :] + np.arange(steps, dtype=np.int64)[:, None]) % n   # (steps, lanes)
+    nodes = cycle[at]
+    state = CacheState(CacheConfig.from_gpu(gpu, l1=cache == "default"))
+    sectors = (MICRO_BASE + nodes.ravel() * stride_B) // SECTOR_B
+    levels = state.levels(0, sectors).reshape(steps, lanes)
+    return level_counts(levels.max(axis=1))
+
+
+def atomic_step_ns(gpu, lanes: int) -> float:
+    """What a step of an atomic chase of ``lanes`` lanes (one line each) takes beyond a
+    load's of its slowest level: ``gpu.atomic_spread_ns * log2(lanes)``, or where that
+    is unset the lines leaving one warp as a load's do (one ``request_gap_ns`` or SM
+    turn, ``sm_request_ns``, whichever is longer, per line beyond the first), as in
+    :mod:`hostlink.model.des.events`."""
+    if lanes <= 1:
+        return 0.0
+    if gpu.atomic_spread_ns is None:
+        return (lanes - 1) * max(float(gpu.request_gap_ns), float(gpu.sm_request_ns))
+    return float(gpu.atomic_spread_ns) * float(np.log2(lanes))
+
+
 def _predict_ptr_chase(twin: MicroTwin, system, fidelity: str,
                        options: dict | None = None) -> dict[str, float]:
-    if "levels" in twin.extra:          # device memory: one dependent load at a time
+    if "levels" in twin.extra:          # device memory: one dependent step at a time
         from hostlink.model.device_memory import dependent_chain_ns
-        timed_ns = dependent_chain_ns(system.gpu, twin.extra["levels"])
+        levels = np.asarray(twin.extra["levels"], dtype=float)
+        timed_ns = dependent_chain_ns(system.gpu, levels)
+        if twin.extra.get("atomic"):
+            # an atomic the L2 serves waits atomic_extra_ns beyond a load; one from DRAM
+            # as long as a load (validation/results/h200/atomic_chase)
+            timed_ns += levels[1] * float(system.gpu.atomic_extra_ns)
+            timed_ns += twin.steps * atomic_step_ns(system.gpu, int(twin.extra.get("lanes", 1)))
         return {"lat_ns": timed_ns / twin.steps, "time_ms": timed_ns * 1e-6}
     # host memory: the loads that miss go through the model, each one 32 B request
     timed_requests = int(np.count_nonzero(np.asarray(twin.stream.launch) == 1))

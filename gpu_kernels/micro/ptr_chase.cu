@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   args.flag("order", "random", "node order: seq, random (list)");
   args.flag("cache", "default", "load cache operator: default, cg, cv, or atomic (atomicMin that leaves the word as it is; device memory only) (list)");
   args.flag("steps", "2000", "links followed per timed run");
-  args.flag("lanes", "1", "threads of the one warp chasing at once, each from its own node (1..32)");
+  args.flag("lanes", "1", "threads of the one warp chasing at once, each from its own node (1..32) (list)");
   args.flag("reps", "3", "timed repetitions per point");
   args.flag("seed", "1", "seed of the random order");
   args.flag("device", "0", "CUDA device ordinal");
@@ -79,8 +79,9 @@ int main(int argc, char** argv) {
   int reps = static_cast<int>(args.integer("reps"));
   uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
   if (steps < 1 || reps < 1) hl::fail(hl::kExitUsage, "usage", "--steps and --reps must be >= 1");
-  const uint64_t lanes = static_cast<uint64_t>(args.integer("lanes"));
-  if (lanes < 1 || lanes > 32) hl::fail(hl::kExitUsage, "usage", "--lanes must be in 1..32");
+  const auto lane_counts = args.integers("lanes");
+  for (auto l : lane_counts)
+    if (l < 1 || l > 32) hl::fail(hl::kExitUsage, "usage", "--lanes: %lld must be in 1..32", (long long)l);
   for (auto s : strides)
     if (s < 8 || s % 8) hl::fail(hl::kExitUsage, "usage", "--stride-B: %llu must be a multiple of 8", (unsigned long long)s);
 
@@ -131,48 +132,51 @@ int main(int argc, char** argv) {
           }
           for (const auto& cname : caches) {
             auto fn = cname == "cg" ? chase<1> : cname == "cv" ? chase<2> : cname == "atomic" ? chase<3> : chase<0>;
-            for (int rep = 0; rep < reps; ++rep) {
-              flusher.flush();
-              const unsigned threads = static_cast<unsigned>(std::min<uint64_t>(lanes, n));
-              fn<<<1, threads>>>(static_cast<const uint64_t*>(buf.dev), 0, steps, out, step_elems);  // untimed pass
-              LAUNCH_SYNC_CHECK("chase");
-              uint64_t res[2];
-              CUDA_CHECK(cudaMemcpy(res, out, sizeof res, cudaMemcpyDeviceToHost));
-              flusher.flush();
-              fn<<<1, threads>>>(static_cast<const uint64_t*>(buf.dev), res[0], steps, out, step_elems);
-              LAUNCH_SYNC_CHECK("chase");
-              CUDA_CHECK(cudaMemcpy(res, out, sizeof res, cudaMemcpyDeviceToHost));
-              // the end of the walk must be the node 2 x steps links from 0
-              uint64_t expect = 0;
-              if (order == "seq") {
-                expect = ((2 * steps) % n) * step_elems;
-              } else {
-                uint64_t node = 0;
-                for (uint64_t s = 0; s < 2 * steps; ++s) node = perm[node];
-                expect = node * step_elems;
+            for (int64_t lane_count : lane_counts) {
+              const uint64_t lanes = static_cast<uint64_t>(lane_count);
+              for (int rep = 0; rep < reps; ++rep) {
+                flusher.flush();
+                const unsigned threads = static_cast<unsigned>(std::min<uint64_t>(lanes, n));
+                fn<<<1, threads>>>(static_cast<const uint64_t*>(buf.dev), 0, steps, out, step_elems);  // untimed pass
+                LAUNCH_SYNC_CHECK("chase");
+                uint64_t res[2];
+                CUDA_CHECK(cudaMemcpy(res, out, sizeof res, cudaMemcpyDeviceToHost));
+                flusher.flush();
+                fn<<<1, threads>>>(static_cast<const uint64_t*>(buf.dev), res[0], steps, out, step_elems);
+                LAUNCH_SYNC_CHECK("chase");
+                CUDA_CHECK(cudaMemcpy(res, out, sizeof res, cudaMemcpyDeviceToHost));
+                // the end of the walk must be the node 2 x steps links from 0
+                uint64_t expect = 0;
+                if (order == "seq") {
+                  expect = ((2 * steps) % n) * step_elems;
+                } else {
+                  uint64_t node = 0;
+                  for (uint64_t s = 0; s < 2 * steps; ++s) node = perm[node];
+                  expect = node * step_elems;
+                }
+                if (res[0] != expect)
+                  hl::fail(hl::kExitCheckFailed, "check", "pointer chase ended at element %llu, expected %llu",
+                           (unsigned long long)res[0], (unsigned long long)expect);
+                hl::Json j;
+                j.str("type", "measurement").str("benchmark", "ptr_chase");
+                j.begin("params")
+                    .str("memory_mode", mode_name)
+                    .uinteger("stride_B", stride)
+                    .uinteger("footprint_B", footprint)
+                    .str("order", order)
+                    .str("cache", cname);
+                if (lanes > 1) j.uinteger("lanes", lanes);
+                j.end();
+                j.integer("rep", rep);
+                j.begin("metrics")
+                    .num("lat_ns", static_cast<double>(res[1]) / steps)
+                    .num("time_ms", res[1] / 1e6)
+                    .uinteger("steps", steps)
+                    .uinteger("nodes", n)
+                    .integer("revisits", 2 * steps > n ? 1 : 0)
+                    .end();
+                j.print();
               }
-              if (res[0] != expect)
-                hl::fail(hl::kExitCheckFailed, "check", "pointer chase ended at element %llu, expected %llu",
-                         (unsigned long long)res[0], (unsigned long long)expect);
-              hl::Json j;
-              j.str("type", "measurement").str("benchmark", "ptr_chase");
-              j.begin("params")
-                  .str("memory_mode", mode_name)
-                  .uinteger("stride_B", stride)
-                  .uinteger("footprint_B", footprint)
-                  .str("order", order)
-                  .str("cache", cname);
-              if (lanes > 1) j.uinteger("lanes", lanes);
-              j.end();
-              j.integer("rep", rep);
-              j.begin("metrics")
-                  .num("lat_ns", static_cast<double>(res[1]) / steps)
-                  .num("time_ms", res[1] / 1e6)
-                  .uinteger("steps", steps)
-                  .uinteger("nodes", n)
-                  .integer("revisits", 2 * steps > n ? 1 : 0)
-                  .end();
-              j.print();
             }
           }
         }

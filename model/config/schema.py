@@ -158,6 +158,19 @@ class GpuConfig:
     sm_request_ns: float = param(0.0, doc="time between two read lines leaving one SM, "
                                  "whatever warp sends them (0: unlimited)", ge=0, le=1e4,
                                  provenance="assumption")
+    atomic_extra_ns: float = param(0.0, doc="time a device atomic whose old value its warp "
+                                   "waits for (ATOM, not a RED reduction) takes beyond a load "
+                                   "of the same line that the L2 serves (device_lat_ns): the "
+                                   "L2's read-modify-write (0: charged as a load)", ge=0, le=1e4,
+                                   provenance="assumption")
+    atomic_spread_ns: float | None = param(None, doc="what such an atomic of k device lines "
+                                           "waits beyond one of a single line, per doubling "
+                                           "of k (it waits for its slowest line: "
+                                           "atomic_spread_ns * log2(k) more); its lines take "
+                                           "none of the SM's turns (sm_request_ns). None: its "
+                                           "lines leave as a load's do (request_gap_ns apart, "
+                                           "taking the SM's turns)", ge=0, le=1e4,
+                                           optional=True, provenance="assumption")
     caches_host_reads: bool = param(True, doc="zero-copy loads allocate in L1/L2, so a thread "
                                     "walking a list sends a new 32 B request only when it "
                                     "crosses a 32 B boundary (EMOGI §3.3); false: every load "

@@ -37,7 +37,10 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
   has left the GPU.
 - Device requests: one first-come-first-served server at device bandwidth;
   a read's data returns ``device_lat_ns`` after its service, a write is done
-  for the warp when served.
+  for the warp when served. An atomic whose old value the warp waits for (the
+  stream's ``atomic``) is a read that returns ``device_lat_ns +
+  atomic_extra_ns`` after its service (the L2's read-modify-write; measured
+  on an H200 where the L2 holds the line: validation/results/h200/atomic_chase).
 - The SM's issue stage: a CTA runs on one SM (its CTA slot modulo ``sm_count``;
   a CTA that starts takes the slot the last finished one freed, the first wave
   goes round robin over the SMs). The requests of one instruction reach their
@@ -55,7 +58,16 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
   of its SM, and leaves with its last line (the SM's turns counted as work, not
   held: others' lines fill its warp's gaps). Reads alone pass the stage (loads
   and atomics that return data: what was measured); stores and reductions leave
-  at once. A request enters its path when it leaves its SM. The first request of
+  at once. An atomic's lines leave as a load's do unless ``atomic_spread_ns``
+  is set (>= 0): then its line j (0-based, counting each request's lines)
+  reaches the SM ``atomic_spread_ns * log2(j + 1)`` after its first, and its
+  lines take none of the SM's turns (they wait for the SM to be free, then
+  leave): an atomic of k lines waits ``atomic_spread_ns * log2(k)`` more than
+  one of a single line, as measured on an H200 for k = 1 to 32 (23-24 ns per
+  doubling up to 4 lines, 11-17 beyond: validation/results/h200/atomic_chase),
+  while its 31 lines would take 134 ns of the turns fitted to loads through
+  the L1.
+  A request enters its path when it leaves its SM. The first request of
   an idle warp on an idle SM leaves at once, so neither cost changes an unloaded
   latency. Both 0 (the default): every request leaves the moment its instruction
   issues.
@@ -100,10 +112,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# Request kinds.
-HOST_READ, HOST_WRITE, DEVICE_READ, DEVICE_WRITE = 0, 1, 2, 3
+# Request kinds. DEVICE_ATOMIC: a device read whose instruction is an atomic that returns.
+HOST_READ, HOST_WRITE, DEVICE_READ, DEVICE_WRITE, DEVICE_ATOMIC = 0, 1, 2, 3, 4
+N_KINDS = 5
 KIND_NAMES = {HOST_READ: "host_read", HOST_WRITE: "host_write", DEVICE_READ: "device_read",
-              DEVICE_WRITE: "device_write"}
+              DEVICE_WRITE: "device_write", DEVICE_ATOMIC: "device_atomic"}
+#: the kinds that return data to their warp and pass the SM's issue stage
+READ_KINDS = (HOST_READ, DEVICE_READ, DEVICE_ATOMIC)
 
 # Indices into DesOutput.stats (the compiled engine returns a flat array).
 STAT_NAMES = (
@@ -187,8 +202,8 @@ class DesInputs:
     level_sync_ns: float
     host_path_ns: float = 0.0  # GPU-internal latency of a host read after its credits return
     sm_count: int = 1          # SMs the CTA slots are spread over (slot modulo sm_count)
-    # float64 (4,), by kind: time between two requests leaving one warp (0: at once)
-    issue_gap_ns: np.ndarray = field(default_factory=lambda: np.zeros(4))
+    # float64 (N_KINDS,), by kind: time between two lines leaving one warp (0: at once)
+    issue_gap_ns: np.ndarray = field(default_factory=lambda: np.zeros(N_KINDS))
     sm_request_ns: float = 0.0  # time between two requests leaving one SM (0: unlimited)
     # bool (n,): the request opens a line of its instruction and pays the issue stage;
     # one that does not leaves with the request before it (None: every request opens one)
@@ -197,6 +212,14 @@ class DesInputs:
     issue_lines: np.ndarray | None = None
     # bool (n_inst,): the instruction issues only when its warp has none in flight
     inst_waits: np.ndarray | None = None
+    # what a device atomic's data takes beyond a device read's (DEVICE_ATOMIC)
+    atomic_extra_ns: float = 0.0
+    # a device atomic's line j reaches its SM atomic_spread_ns * log2(j + 1) after its
+    # first and takes no SM turn; < 0: its lines leave as a load's do
+    atomic_spread_ns: float = -1.0
+    # int32 (n,): per request, the lines of its instruction before it (each request
+    # counting its ``issue_lines``); needed only where atomics spread (else None)
+    line_index: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
 
     def __getattr__(self, name: str):
@@ -224,7 +247,26 @@ class DesInputs:
     @property
     def has_issue_stage(self) -> bool:
         """Whether the SM's issue stage costs anything (a gap or an SM turn above 0)."""
-        return self.sm_request_ns > 0 or float(np.max(self.issue_gap_ns)) > 0
+        return (self.sm_request_ns > 0 or float(np.max(self.issue_gap_ns)) > 0
+                or (self.atomic_spread_ns > 0 and bool(np.any(self.kind == DEVICE_ATOMIC))))
+
+    def sm_turn_ns(self) -> np.ndarray:
+        """By kind: the SM's time per line of a request leaving it (``sm_request_ns`` for
+        reads, 0 for writes, which do not pass the stage, and for device atomics whose
+        lines spread, ``atomic_spread_ns`` >= 0)."""
+        turn = np.zeros(N_KINDS)
+        for k in READ_KINDS:
+            turn[k] = self.sm_request_ns
+        if self.atomic_spread_ns >= 0:
+            turn[DEVICE_ATOMIC] = 0.0
+        return turn
+
+    def line_index_per_request(self) -> np.ndarray:
+        """``line_index``, or one 0 where it is not needed (the engines read it only for
+        device atomics whose lines spread)."""
+        if self.line_index is None:
+            return np.zeros(1, dtype=np.int32)
+        return np.asarray(self.line_index, dtype=np.int32)
 
     def leads_per_request(self) -> np.ndarray:
         """``leads``, all True where not given."""

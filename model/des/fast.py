@@ -6,10 +6,11 @@ needs no general event heap: every server is first come first served and a
 request's path through the link, DRAM or device memory is fixed once it
 starts, so its completion time is known then, and completions on one path
 come in the order the path accepted them. The pending events therefore sit in
-seven sorted queues (host reads, host reads delayed by an IOMMU walk, device
-reads, page walks, host writes, device writes, and host reads whose credits
+eight sorted queues (host reads, host reads delayed by an IOMMU walk, device
+reads, page walks, host writes, device writes, host reads whose credits
 have returned on their GPU-internal way back, ``host_path_ns``, which enter
-it in time order at a fixed delay) and the next event is the
+it in time order at a fixed delay, and device atomics that return, whose
+latency is a read's plus a constant) and the next event is the
 earliest head; among equal times the one scheduled first (earliest
 scheduling time, then sequence), as in SimPy. Each event costs O(1).
 
@@ -20,7 +21,7 @@ order they became ready, a new CTA's in id order); each request issued enters
 its path at once (a read joins the credit queue and is granted if it is at
 its head and the credits are free), so requests reach the link in issue order.
 Where the SM's issue stage costs time (``issue_gap_ns``, ``sm_request_ns``),
-every read passes an eighth structure, a 4-ary heap ordered by (time,
+every read passes a ninth structure, a 4-ary heap ordered by (time,
 sequence), twice: once reaching its SM's queue (then it takes the SM first
 come first served) and once leaving it unless it leaves at once. An
 instruction holds one entry for its reads' arrivals at a time (each takes the
@@ -42,8 +43,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hostlink.model.des.events import (DEVICE_READ, DEVICE_WRITE, HOST_READ, HOST_WRITE, STAT,
-                                       STAT_NAMES, DesInputs, DesOutput)
+from hostlink.model.des.events import (DEVICE_ATOMIC, DEVICE_READ, DEVICE_WRITE, HOST_READ,
+                                       HOST_WRITE, N_KINDS, STAT, STAT_NAMES, DesInputs,
+                                       DesOutput)
 
 _N_STATS = len(STAT_NAMES)
 _S_UP, _S_DRAM = STAT["busy_up_ns"], STAT["busy_dram_ns"]
@@ -54,13 +56,30 @@ _S_WALKS, _S_WALKWAIT = STAT["walks"], STAT["sum_walk_wait_ns"]
 
 # Event queues, then the credit wait queue (same ring storage; time = ready time).
 # _Q_RETURN: host reads whose credits have returned, on the GPU-internal path to the warp.
-_Q_HOST, _Q_IOMMU, _Q_DEV, _Q_WALK, _Q_HWRITE, _Q_DWRITE, _Q_RETURN, _Q_WAIT = range(8)
-_NQ = 7
+# _Q_ATOM: device atomics that return, whose latency exceeds a device read's by a constant.
+_Q_HOST, _Q_IOMMU, _Q_DEV, _Q_WALK, _Q_HWRITE, _Q_DWRITE, _Q_RETURN, _Q_ATOM, _Q_WAIT = range(9)
+_NQ = 8
 # Float state: current time and the times the servers become free.
 _F_NOW, _F_UP, _F_DRAM, _F_DOWN, _F_DEV = 0, 1, 2, 3, 4
 # Integer state: free credits, reads holding tags, event sequence.
 _I_TAGS, _I_HDRS, _I_DATA, _I_OUT, _I_SEQ, _I_WALKER = 0, 1, 2, 3, 4, 5
 _S_ISSUE = STAT["sum_issue_ns"]
+
+
+@njit(cache=True, inline="always")
+def _span(k, j, n, issue_gap, spread):
+    """Time from the arrival at its SM of line ``j`` of an instruction (a request of kind
+    ``k``) to that of line ``j + n - 1``: ``n - 1`` gaps of its kind, or for a device
+    atomic whose lines spread (``spread`` >= 0) ``spread * log2((j + n) / (j + 1))``."""
+    if k == DEVICE_ATOMIC and spread >= 0.0:
+        return spread * (np.log2(j + n) - np.log2(j + 1.0))
+    return (n - 1) * issue_gap[k]
+
+
+@njit(cache=True, inline="always")
+def _is_read(k):
+    """Whether a request of kind ``k`` returns data to its warp (and passes the issue stage)."""
+    return k == HOST_READ or k == DEVICE_READ or k == DEVICE_ATOMIC
 
 
 @njit(cache=True, inline="always")
@@ -212,10 +231,12 @@ def _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t
            kind, cid, need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, dev_ns,
            iommu_miss, walk, walker_free, lat):
     """Request ``r`` leaves its SM at ``now`` and enters its path. ``lat``: the walk,
-    the device read's latency, half the round trip and an IOTLB miss, ns (one array:
+    the device read's latency, half the round trip, an IOTLB miss and a device
+    atomic's latency, ns (one array:
     Python passes a call of more than 30 arguments as ``*args``, which Numba cannot
     inline)."""
     walk_ns, dev_lat, half_rtt, iommu_lat = lat[0], lat[1], lat[2], lat[3]
+    atom_lat = lat[4]
     kd = kind[r]
     if kd == HOST_READ:
         if walk[r]:
@@ -254,6 +275,10 @@ def _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t
             sched = fin
             fin += dev_lat
             q = _Q_DEV
+        elif kd == DEVICE_ATOMIC:
+            sched = fin
+            fin += atom_lat
+            q = _Q_ATOM
         else:
             q = _Q_DWRITE
     _push(q, fin, sched, st[_I_SEQ], r, qt, qk, qs, qr, base, mask, head, cnt)
@@ -263,18 +288,19 @@ def _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t
 @njit(cache=True)
 def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
               kind, cid, size_B, ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data,
-              walk, iommu_miss, iommu_lat, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, lif, walkers,
-              walk_ns,
-              launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_req_ns,
-              leads, nlines, caps, heap_cap, max_ready, nbins, record):
+              walk, iommu_miss, iommu_lat, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, atom_lat, lif,
+              walkers, walk_ns,
+              launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn,
+              spread, line_ix, staged, leads, nlines, caps, heap_cap, max_ready, nbins, record):
     n = kind.shape[0]
     n_inst = inst_ptr.shape[0] - 1
     n_warp = warp_ptr.shape[0] - 1
     n_cta = cta_ptr.shape[0] - 1
     n_launch = launch_slots.shape[0]
     half_rtt = rtt_ns * 0.5
-    lat = np.array([walk_ns, dev_lat, half_rtt, iommu_lat])
-    staged = sm_req_ns > 0.0 or issue_gap.max() > 0.0
+    lat = np.array([walk_ns, dev_lat, half_rtt, iommu_lat, atom_lat])
+    # staged (DesInputs.has_issue_stage, which sized the heap): reads pass the issue stage
+    spreads = spread >= 0.0 and line_ix.shape[0] == n
 
     # request -> instruction -> warp -> CTA
     inst_of = np.empty(n, dtype=np.int32)     # 4 B a request
@@ -296,7 +322,7 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
     warp_next = warp_ptr[:-1].copy()
     warp_busy = np.zeros(n_warp, dtype=np.int64)
     # the SM issue stage: a CTA runs on the SM of its slot (slot mod sm_count); a
-    # warp's requests reach its SM issue_gap apart, and leave it sm_req_ns apart.
+    # warp's requests reach its SM issue_gap apart, and leave it sm_turn apart (by kind).
     # Heap entries (_H_R): r, a request reaching its SM; -1 - r, one leaving it
     cta_slot = np.zeros(n_cta, dtype=np.int64)
     max_slots = 1
@@ -385,21 +411,22 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                     first_raw = 0.0
                     first_s = 0
                     for r in range(inst_ptr[i], inst_ptr[i + 1]):
-                        if staged and (kind[r] == HOST_READ or kind[r] == DEVICE_READ):
+                        if staged and _is_read(kind[r]):
                             # reaches its SM's queue when the warp has sent the ones
                             # before it (an event even when that is now: the SM takes
                             # its requests in the order they reach it). Only the
                             # instruction's first arrival enters the heap; the next
                             # takes its place when it is popped (below)
+                            lj = line_ix[r] if spreads and kind[r] == DEVICE_ATOMIC else 0
                             if charged >= 0 and leads[r]:
-                                t += issue_gap[kind[r]]
+                                t += _span(kind[r], lj - 1, 2, issue_gap, spread)
                             if charged < 0:
                                 first_raw = t
                                 first_s = st[_I_SEQ]
                             charged = r
                             stats[_S_ISSUE] += t - now
                             st[_I_SEQ] += 1
-                            t += (nlines[r] - 1) * issue_gap[kind[r]]   # its other lines
+                            t += _span(kind[r], lj, nlines[r], issue_gap, spread)  # its other lines
                             continue
                         # enters its path now: _enter written out (a call here, inlined
                         # or not, makes the engine without the stage 2-2.5 times slower
@@ -447,15 +474,21 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                                 sched = fin
                                 fin += dev_lat
                                 q = _Q_DEV
+                            elif kd == DEVICE_ATOMIC:
+                                sched = fin
+                                fin += atom_lat
+                                q = _Q_ATOM
                             else:
                                 q = _Q_DWRITE
                         _push(q, fin, sched, st[_I_SEQ], r, qt, qk, qs, qr, base, mask, head,
                               cnt)
                         st[_I_SEQ] += 1
                     if charged >= 0:
-                        warp_free[w] = t + issue_gap[kind[charged]]
+                        lj = (line_ix[charged] + nlines[charged] - 1
+                              if spreads and kind[charged] == DEVICE_ATOMIC else 0)
+                        warp_free[w] = t + _span(kind[charged], lj, 2, issue_gap, spread)
                         r = inst_ptr[i]
-                        while not (kind[r] == HOST_READ or kind[r] == DEVICE_READ):
+                        while not _is_read(kind[r]):
                             r += 1
                         n_heap = _heap_push(heap, n_heap, now + (first_raw - now), now, first_s,
                                             r, cta_slot[cta_of[w]] % sm_count, inst_ptr[i + 1],
@@ -496,8 +529,11 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                     # only (between them it serves others: no idle time is held)
                     more = nlines[r] - 1
                     turn = max(now, sm_free[sm])
-                    t = max(now + more * issue_gap[kind[r]], turn + more * sm_req_ns)
-                    sm_free[sm] = turn + (more + 1) * sm_req_ns
+                    smt = sm_turn[kind[r]]
+                    lj = line_ix[r] if spreads and kind[r] == DEVICE_ATOMIC else 0
+                    t = max(now + _span(kind[r], lj, nlines[r], issue_gap, spread),
+                            turn + more * smt)
+                    sm_free[sm] = turn + (more + 1) * smt
                     sm_last[sm] = t
                 else:   # its line's first request reached the SM just before it
                     t = sm_last[sm]
@@ -506,12 +542,14 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                 # write between them took one); it takes the root's place
                 end = int(heap[0, _H_END])
                 r2 = r + 1
-                while r2 < end and not (kind[r2] == HOST_READ or kind[r2] == DEVICE_READ):
+                while r2 < end and not _is_read(kind[r2]):
                     r2 += 1
                 if r2 < end:
-                    raw = heap[0, _H_RAW] + (nlines[r] - 1) * issue_gap[kind[r]]
+                    lj = line_ix[r] if spreads and kind[r] == DEVICE_ATOMIC else 0
+                    raw = heap[0, _H_RAW] + _span(kind[r], lj, nlines[r], issue_gap, spread)
                     if leads[r2]:
-                        raw += issue_gap[kind[r2]]
+                        lj = line_ix[r2] if spreads and kind[r2] == DEVICE_ATOMIC else 0
+                        raw += _span(kind[r2], lj - 1, 2, issue_gap, spread)
                     k_iss = heap[0, _H_K]
                     _heap_replace_top(heap, n_heap, k_iss + (raw - k_iss), k_iss,
                                       int(heap[0, _H_S]) + (r2 - r), r2, raw)
@@ -610,7 +648,7 @@ def _resident_requests(x: DesInputs) -> tuple[int, int]:
 def queue_capacities(x: DesInputs) -> tuple[np.ndarray, int]:
     """Ring sizes no queue can outgrow, and the most warps ready at once."""
     resident, in_flight = _resident_requests(x)
-    counts = np.bincount(x.kind, minlength=4)
+    counts = np.bincount(x.kind, minlength=N_KINDS)
     reads = int(counts[HOST_READ])
     walks = int(np.count_nonzero(x.walk))
     caps = [min(reads, int(x.tags)),                  # host reads holding tags
@@ -620,6 +658,7 @@ def queue_capacities(x: DesInputs) -> tuple[np.ndarray, int]:
             min(int(counts[HOST_WRITE]), in_flight),
             min(int(counts[DEVICE_WRITE]), in_flight),
             min(reads, in_flight),                    # on the GPU-internal path back
+            min(int(counts[DEVICE_ATOMIC]), in_flight),
             min(reads, in_flight)]                    # waiting for credits
     return (np.array([_pow2_at_least(c) for c in caps], dtype=np.int64),
             max(resident, 1) + 1)
@@ -645,10 +684,12 @@ def run(inputs: DesInputs, *, record: bool = False, nbins: int = 1024) -> DesOut
         c.dram_ns, c.dev_ns, c.need_tags, c.need_hdr, c.need_data_B, x.walk,
         np.asarray(x.iommu_miss, dtype=np.bool_), float(x.iommu_miss_ns), int(x.tags),
         int(x.cpl_hdrs),
-        int(x.cpl_data_B), float(x.rtt_ns), float(x.device_lat_ns), int(x.loads_in_flight),
+        int(x.cpl_data_B), float(x.rtt_ns), float(x.device_lat_ns),
+        float(x.device_lat_ns) + float(x.atomic_extra_ns), int(x.loads_in_flight),
         int(x.walkers), float(x.walk_ns), float(x.launch_overhead_ns), float(x.level_sync_ns),
         float(x.host_path_ns), int(x.sm_count), np.asarray(x.issue_gap_ns, dtype=np.float64),
-        float(x.sm_request_ns), x.leads_per_request(), x.lines_per_request(), caps,
+        x.sm_turn_ns(), float(x.atomic_spread_ns), x.line_index_per_request(),
+        bool(x.has_issue_stage), x.leads_per_request(), x.lines_per_request(), caps,
         heap_capacity(x), int(max_ready), int(nbins),
         bool(record))
     out = DesOutput(kernel_ns=kernel_ns, stats=stats, bw_bins_B=bins, bin_ns=float(bin_ns))

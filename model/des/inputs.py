@@ -17,6 +17,9 @@ into service times:
   its completion data credits (16 B units); the tags are the least of
   ``link.tags`` and ``gpu.max_outstanding_host_reads``; completion buffers of
   0 are unlimited;
+- device atomics that return (the stream's ``atomic``): a device read's costs,
+  and ``gpu.atomic_extra_ns`` more latency; where ``gpu.atomic_spread_ns`` is
+  set, their lines reach the SM log-spaced (:mod:`hostlink.model.des.events`);
 - the SM's issue stage: ``gpu.request_gap_ns`` between two device lines
   leaving a warp, ``gpu.host_request_gap_ns`` between two host lines,
   ``gpu.sm_request_ns`` between two lines leaving an SM (a line: the read
@@ -35,8 +38,8 @@ from numba import njit
 
 from hostlink.model import dram as dram_model
 from hostlink.model.config.schema import SystemConfig
-from hostlink.model.des.events import (DEVICE_READ, DEVICE_WRITE, HOST_READ, HOST_WRITE,
-                                       UNLIMITED, CostTable, DesInputs)
+from hostlink.model.des.events import (DEVICE_ATOMIC, DEVICE_READ, DEVICE_WRITE, HOST_READ,
+                                       HOST_WRITE, N_KINDS, UNLIMITED, CostTable, DesInputs)
 from hostlink.model.errors import ConfigError, HostlinkError
 from hostlink.model.pcie import spec
 from hostlink.model.pcie.tlp import TlpFormat, packetize_reads, packetize_writes
@@ -71,11 +74,30 @@ def tag_limit(system: SystemConfig) -> int:
 
 def issue_gaps_ns(system: SystemConfig) -> np.ndarray:
     """Time between two lines leaving one warp, by request kind (reads alone pass the
-    issue stage: the writes' entries are 0)."""
-    gaps = np.zeros(4)
-    gaps[HOST_READ] = float(system.gpu.host_request_gap_ns)
-    gaps[DEVICE_READ] = float(system.gpu.request_gap_ns)
+    issue stage: the writes' entries are 0; a device atomic's is a load's, used where
+    its lines do not spread, ``gpu.atomic_spread_ns`` None)."""
+    gpu = system.gpu
+    gaps = np.zeros(N_KINDS)
+    gaps[HOST_READ] = float(gpu.host_request_gap_ns)
+    gaps[DEVICE_READ] = gaps[DEVICE_ATOMIC] = float(gpu.request_gap_ns)
     return gaps
+
+
+def line_indices(row: np.ndarray, inst_ptr: np.ndarray, leads: np.ndarray,
+                 lines: np.ndarray | None) -> np.ndarray:
+    """Per request (``row`` order): the lines of its instruction before it, each request
+    that opens a line (``leads``) counting its ``lines`` (1 where None), one that
+    follows counting none (int32)."""
+    n = len(row)
+    width = (np.ones(n, dtype=np.int64) if lines is None
+             else np.asarray(lines, dtype=np.int64)[row])
+    width = np.where(leads, width, 0)
+    before = np.cumsum(width) - width
+    starts = np.repeat(inst_ptr[:-1], np.diff(inst_ptr))
+    out = before - before[starts]
+    # a request that follows its line's first is on that line: one back
+    out = np.where(leads, out, np.maximum(out - 1, 0))
+    return out.astype(np.int32)
 
 
 #: the unit the issue stage costs: one 128 B line of an instruction
@@ -253,6 +275,8 @@ def request_costs(stream: RequestStream, system: SystemConfig, row: np.ndarray) 
     host = space == SPACE_HOST
     kind = np.where(host, np.where(write, HOST_WRITE, HOST_READ),
                     np.where(write, DEVICE_WRITE, DEVICE_READ)).astype(np.uint8)
+    if stream.atomic is not None:
+        kind[(kind == DEVICE_READ) & stream.atomic[row]] = DEVICE_ATOMIC
     del space, write, host
     rate = link_rate_Bpns(system)
     fmt = tlp_format(system)
@@ -267,7 +291,7 @@ def request_costs(stream: RequestStream, system: SystemConfig, row: np.ndarray) 
     wire = {"up": 0.0, "down": 0.0}
     host_dram_B = 0
     n_classes = 0
-    for k in (HOST_READ, HOST_WRITE, DEVICE_READ, DEVICE_WRITE):
+    for k in (HOST_READ, HOST_WRITE, DEVICE_READ, DEVICE_WRITE, DEVICE_ATOMIC):
         sel = np.flatnonzero(kind == k)
         if not len(sel):
             continue
@@ -381,6 +405,11 @@ def build_inputs(stream: RequestStream, system: SystemConfig, *, translation: bo
     else:
         walk, iommu = np.zeros(len(row), dtype=bool), np.zeros(len(row), dtype=bool)
     cfg = system.translation
+    leads = line_leads(stream, row, lay["inst_ptr"])
+    spread = -1.0 if system.gpu.atomic_spread_ns is None else float(system.gpu.atomic_spread_ns)
+    line_index = None
+    if spread >= 0 and np.any(costs["kind"] == DEVICE_ATOMIC):
+        line_index = line_indices(row, lay["inst_ptr"], leads, stream.lines)
     return DesInputs(
         row=row, inst_ptr=lay["inst_ptr"], warp_ptr=lay["warp_ptr"], cta_ptr=lay["cta_ptr"],
         launch_ptr=lay["launch_ptr"], launch_slots=lay["launch_slots"],
@@ -393,10 +422,13 @@ def build_inputs(stream: RequestStream, system: SystemConfig, *, translation: bo
         launch_overhead_ns=system.launch_overhead_us * 1e3,
         level_sync_ns=system.level_sync_us * 1e3,
         host_path_ns=float(system.gpu.host_path_ns),
+        atomic_extra_ns=float(system.gpu.atomic_extra_ns),
+        atomic_spread_ns=spread,
+        line_index=line_index,
         sm_count=int(system.gpu.sm_count),
         issue_gap_ns=issue_gaps_ns(system),
         sm_request_ns=float(system.gpu.sm_request_ns),
-        leads=line_leads(stream, row, lay["inst_ptr"]),
+        leads=leads,
         issue_lines=None if stream.lines is None else stream.lines[row].astype(np.int32),
         inst_waits=(None if stream.waits is None
                     else stream.waits[row][lay["inst_ptr"][:-1]].astype(np.bool_)),

@@ -16,8 +16,9 @@ from collections import deque
 import numpy as np
 import simpy
 
-from hostlink.model.des.events import (DEVICE_READ, DEVICE_WRITE, HOST_READ, HOST_WRITE, STAT,
-                                       STAT_NAMES, DesInputs, DesOutput)
+from hostlink.model.des.events import (DEVICE_ATOMIC, DEVICE_READ, DEVICE_WRITE, HOST_READ,
+                                       HOST_WRITE, READ_KINDS, STAT, STAT_NAMES, DesInputs,
+                                       DesOutput)
 
 
 class CreditPool:
@@ -95,6 +96,8 @@ class _Launch:
         self.leads = x.leads_per_request()
         self.lines = x.lines_per_request()
         self.warp_free = {}
+        self.sm_turn = x.sm_turn_ns()
+        self.spreads = x.atomic_spread_ns >= 0 and x.line_index is not None
         self.staged = x.has_issue_stage
 
     def run(self) -> float:
@@ -137,23 +140,40 @@ class _Launch:
         now = self.env.now
         self.requests_left[i] = x.inst_ptr[i + 1] - x.inst_ptr[i]
         paths = {HOST_READ: self.host_read, DEVICE_READ: self.device_read,
-                 HOST_WRITE: self.host_write, DEVICE_WRITE: self.device_write}
+                 HOST_WRITE: self.host_write, DEVICE_WRITE: self.device_write,
+                 DEVICE_ATOMIC: self.device_atomic}
         c = int(np.searchsorted(x.cta_ptr, w, side="right")) - 1
         sm = self.cta_slot[c] % max(int(x.sm_count), 1)
         t = max(now, self.warp_free.get(w, 0.0))
         charged = None     # the last request that passed the issue stage
         for r in range(x.inst_ptr[i], x.inst_ptr[i + 1]):
-            if not (self.staged and x.kind[r] in (HOST_READ, DEVICE_READ)):
+            if not (self.staged and x.kind[r] in READ_KINDS):
                 self.env.process(self.leave_sm(paths[x.kind[r]], r, i, None, 0.0))
                 continue
             if charged is not None and self.leads[r]:
-                t += x.issue_gap_ns[x.kind[r]]
+                t += self.span(r, self.line(r) - 1, 2)
             charged = r
             self.stats[STAT["sum_issue_ns"]] += t - now
             self.env.process(self.leave_sm(paths[x.kind[r]], r, i, sm, t - now))
-            t += (self.lines[r] - 1) * x.issue_gap_ns[x.kind[r]]     # its other lines
+            t += self.span(r, self.line(r), self.lines[r])     # its other lines
         if charged is not None:
-            self.warp_free[w] = t + x.issue_gap_ns[x.kind[charged]]
+            last = self.line(charged) + self.lines[charged] - 1
+            self.warp_free[w] = t + self.span(charged, last, 2)
+
+    def line(self, r: int) -> int:
+        """The lines of request ``r``'s instruction before it (read only for device
+        atomics whose lines spread)."""
+        if self.spreads and self.x.kind[r] == DEVICE_ATOMIC:
+            return int(self.x.line_index[r])
+        return 0
+
+    def span(self, r: int, j: int, n: int) -> float:
+        """Time from the arrival at the SM of line ``j`` of ``r``'s instruction to that of
+        line ``j + n - 1`` (:mod:`hostlink.model.des.events`)."""
+        x = self.x
+        if x.kind[r] == DEVICE_ATOMIC and x.atomic_spread_ns >= 0:
+            return x.atomic_spread_ns * (np.log2(j + n) - np.log2(j + 1.0))
+        return (n - 1) * x.issue_gap_ns[x.kind[r]]
 
     def leave_sm(self, path, r: int, i: int, sm: int | None, delay: float):
         """Request ``r`` reaches SM ``sm``'s queue after ``delay``, leaves it first come
@@ -166,9 +186,10 @@ class _Launch:
                 more = self.lines[r] - 1
                 x = self.x
                 turn = max(env.now, self.sm_free[sm])
-                leave = max(env.now + more * x.issue_gap_ns[x.kind[r]],
-                            turn + more * x.sm_request_ns)
-                self.sm_free[sm] = turn + (more + 1) * x.sm_request_ns
+                smt = self.sm_turn[x.kind[r]]
+                leave = max(env.now + self.span(r, self.line(r), self.lines[r]),
+                            turn + more * smt)
+                self.sm_free[sm] = turn + (more + 1) * smt
                 self.sm_last[sm] = leave
             else:   # leaves with its line's first request, which reached the SM just before
                 leave = self.sm_last[sm]
@@ -249,6 +270,12 @@ class _Launch:
     def device_read(self, r: int, i: int):
         yield from self.serve(self.device, self.x.dev_ns[r], "busy_dev_ns")
         yield self.env.timeout(self.x.device_lat_ns)
+        self.complete(r, i)
+
+    def device_atomic(self, r: int, i: int):
+        """An atomic that returns: a device read whose data takes ``atomic_extra_ns`` more."""
+        yield from self.serve(self.device, self.x.dev_ns[r], "busy_dev_ns")
+        yield self.env.timeout(self.x.device_lat_ns + self.x.atomic_extra_ns)
         self.complete(r, i)
 
     def device_write(self, r: int, i: int):

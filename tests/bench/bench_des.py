@@ -18,7 +18,11 @@
    H100 preset's gpu.request_gap_ns, host_request_gap_ns and sm_request_ns on
    the same system), target >= 2 million requests/s: every read then passes
    two more events (reaching its SM, leaving it), so the stage's cost is the
-   ratio of the two rates, measured side by side.
+   ratio of the two rates, measured side by side. ``mixed+stage+atomics``: the
+   mixed stream with the instructions of half its warps marked atomics that return
+   (``RequestStream.atomic``), on the staged system with the H200's fitted atomic
+   costs (validation/results/h200/atomic_chase): their device reads take their own
+   queue and their lines the log-spaced path through the stage.
 2. From graph to predicted time: a kron graph of scale 22 (degree 16), BFS
    merged_aligned with 8 B ids from a seeded source, emulated to its request
    stream and predicted with the DES on v100-pcie3; each stage timed. The
@@ -53,6 +57,8 @@ TARGET_REQUESTS_PER_S = 10e6
 TARGET_STAGED_REQUESTS_PER_S = 2e6
 # the issue stage's three costs as the H100 preset carries them
 STAGE_KEYS = ("gpu.request_gap_ns", "gpu.host_request_gap_ns", "gpu.sm_request_ns")
+# what an atomic that returns costs (the H200's fit: validation/results/h200/atomic_chase)
+ATOMIC_COSTS = {"gpu.atomic_extra_ns": 57.1, "gpu.atomic_spread_ns": 19.36}
 SEED = 20240611
 GRAPH_SCALE = 22
 RESULTS = Path(__file__).resolve().parent / "results" / "des.json"
@@ -149,6 +155,14 @@ def main() -> int:
         cases[name + "+stage"]["issue_stage"] = stage
         cases[name + "+stage"]["slowdown_vs_no_stage"] = (
             cases[name]["requests_per_s"] / cases[name + "+stage"]["requests_per_s"])
+    stream, overrides = streams["mixed"]
+    atomics = stream.with_atomic(stream.warp % 2 == 0)
+    cases["mixed+stage+atomics"] = time_engine(
+        "mixed+stage+atomics", atomics,
+        load_system("v100-pcie3", {**overrides, **stage, **ATOMIC_COSTS}))
+    cases["mixed+stage+atomics"]["atomic_costs"] = ATOMIC_COSTS
+    cases["mixed+stage+atomics"]["slowdown_vs_mixed_stage"] = (
+        cases["mixed+stage"]["requests_per_s"] / cases["mixed+stage+atomics"]["requests_per_s"])
     worst = min(c["requests_per_s"] for n, c in cases.items() if "+stage" not in n)
     worst_staged = min(c["requests_per_s"] for n, c in cases.items() if "+stage" in n)
     for name, c in cases.items():

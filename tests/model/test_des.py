@@ -88,16 +88,22 @@ def assert_same(a, b):
                       st.tuples(st.floats(0.0, 40.0), st.floats(0.0, 40.0), st.floats(0.0, 30.0)),
                       st.tuples(st.sampled_from([0.0, 4.0, 8.0]), st.sampled_from([0.0, 8.0]),
                                 st.sampled_from([0.0, 2.0, 4.0]))),
-       lines=st.booleans())
+       lines=st.booleans(),
+       atomics=st.one_of(st.none(), st.tuples(st.floats(0.0, 120.0),
+                                              st.one_of(st.none(), st.floats(0.0, 40.0)))))
 def test_engines_agree_on_random_streams(seed, sms, warps_per_sm, tags, lif, translate, iommu,
                                          walkers, hdrs, data, rcb, rtt, p_write, host_path,
-                                         gaps, lines):
+                                         gaps, lines, atomics):
     rng = np.random.default_rng(seed)
     s = random_stream(rng, int(rng.integers(1, 4)), int(rng.integers(1, 30)),
                       int(rng.choice([1, 2])), float(rng.random() * 0.5), p_write,
                       int(rng.integers(1, 20)))
     if lines:
         s = s.with_lines(rng.integers(1, 6, len(s)))
+    costs = {}
+    if atomics is not None:
+        s = s.with_atomic(instruction_marks(s, rng, 0.5))
+        costs = {"gpu.atomic_extra_ns": atomics[0], "gpu.atomic_spread_ns": atomics[1]}
     sysc = load_system("v100-pcie3", {
         "gpu.sm_count": sms, "gpu.max_warps_per_sm": warps_per_sm, "link.tags": tags,
         "gpu.loads_in_flight_per_warp": lif, "translation.enabled": translate,
@@ -106,10 +112,17 @@ def test_engines_agree_on_random_streams(seed, sms, warps_per_sm, tags, lif, tra
         "translation.iommu_page_B": 4096, "link.rtt_ns": rtt, "link.cpl_buffer_hdrs": hdrs,
         "link.cpl_buffer_B": data, "link.rcb_B": rcb, "gpu.host_path_ns": host_path,
         "gpu.request_gap_ns": gaps[0], "gpu.host_request_gap_ns": gaps[1],
-        "gpu.sm_request_ns": gaps[2]})
+        "gpu.sm_request_ns": gaps[2], **costs})
     _, fast = simulate(s, sysc, record=True)
     _, ref = simulate(s, sysc, engine="reference")
     assert_same(fast, ref)
+
+
+def instruction_marks(s: RequestStream, rng, p: float) -> np.ndarray:
+    """A random mark per instruction, the same on each of its rows."""
+    key = (s.launch.astype(np.int64) << 40) | (s.warp.astype(np.int64) << 20) | s.inst
+    _, inv = np.unique(key, return_inverse=True)
+    return (rng.random(int(inv.max()) + 1) < p)[inv.ravel()]
 
 
 @pytest.mark.parametrize("host_path, gaps", [(0.0, (0.0, 0.0, 0.0)), (350.0, (0.0, 0.0, 0.0)),
@@ -126,6 +139,21 @@ def test_engines_agree_on_a_busy_launch(host_path, gaps):
     _, ref = simulate(s, sysc, engine="reference")
     assert_same(fast, ref)
     assert fast.stat("peak_outstanding") == 32
+
+
+@pytest.mark.parametrize("spread", [None, 0.0, 19.4])
+def test_engines_agree_on_a_busy_launch_with_atomics(spread):
+    """The same contention with half the instructions atomics that return, their lines
+    spread or leaving as a load's do."""
+    rng = np.random.default_rng(11)
+    s = random_stream(rng, 2, 300, 8, 0.6, 0.1, 200)
+    s = s.with_atomic(instruction_marks(s, rng, 0.5)).with_lines(rng.integers(1, 4, len(s)))
+    sysc = system(**{"gpu.sm_count": 4, "gpu.max_warps_per_sm": 16, "link.tags": 32,
+                     "gpu.loads_in_flight_per_warp": 2, "gpu.host_path_ns": 350.0,
+                     **ISSUE, "gpu.atomic_extra_ns": 57.0, "gpu.atomic_spread_ns": spread})
+    _, fast = simulate(s, sysc, record=True)
+    _, ref = simulate(s, sysc, engine="reference")
+    assert_same(fast, ref)
 
 
 # ---------------------------------------------------------------- hand-computed times
@@ -196,6 +224,63 @@ def test_a_warps_requests_leave_one_gap_apart():
     # host requests take the host gap
     xh, host = simulate(_sector_loads(1, 1, 1, SPACE_HOST), system(**ISSUE), record=True)
     np.testing.assert_allclose(host.ready_ns, 14.5 * np.arange(32))
+
+
+ATOMIC = {"gpu.atomic_extra_ns": 57.0, "gpu.atomic_spread_ns": 19.4}
+
+
+def test_an_atomic_waits_its_extra_and_its_slowest_line():
+    """One warp's atomic of 32 device lines (validation/results/h200/atomic_chase): its
+    line j reaches the SM spread x log2(j + 1) after the first and takes no SM turn, so
+    the atomic takes a read's service and latency, its extra, and spread x log2(32);
+    without a spread its lines leave as a load's do, 6 ns apart. Both engines."""
+    s = _sector_loads(1, 1, 1)
+    atom = s.with_atomic(np.ones(len(s), dtype=bool))
+    for engine in ("fast", "reference"):
+        x, out = simulate(atom, system(**ISSUE, **ATOMIC), engine=engine, record=True)
+        np.testing.assert_allclose(out.ready_ns, 19.4 * np.log2(np.arange(1, 33)), atol=1e-9)
+        assert out.kernel_ns[0] == pytest.approx(19.4 * 5 + x.dev_ns[-1] + x.device_lat_ns + 57.0)
+        _, linear = simulate(atom, system(**ISSUE, **{**ATOMIC, "gpu.atomic_spread_ns": None}),
+                             engine=engine, record=True)
+        np.testing.assert_allclose(linear.ready_ns, 6.0 * np.arange(32))
+        assert linear.kernel_ns[0] == pytest.approx(31 * 6.0 + x.dev_ns[-1] + x.device_lat_ns
+                                                    + 57.0)
+    # a compact request standing for the 32 lines spreads the same
+    compact = atom.select(np.arange(len(atom)) == 0).with_lines(np.array([32]))
+    _, one = simulate(compact, system(**ISSUE, **ATOMIC))
+    assert one.kernel_ns[0] == pytest.approx(out.kernel_ns[0])
+
+
+def test_a_requests_line_index_counts_the_lines_before_it_in_its_instruction():
+    from hostlink.model.des.inputs import line_indices
+    # instruction 0: a line, a request on the same line, a request for 3 lines, a line;
+    # instruction 1 starts again from 0
+    leads = np.array([True, False, True, True, True, True])
+    lines = np.array([1, 1, 3, 1, 1, 2])
+    got = line_indices(np.arange(6), np.array([0, 4, 6]), leads, lines)
+    assert got.tolist() == [0, 0, 1, 4, 0, 1]
+    assert line_indices(np.arange(3), np.array([0, 3]), np.ones(3, bool), None).tolist() == [0, 1, 2]
+
+
+def test_atomic_marks_cost_nothing_without_atomic_costs_and_touch_only_device_reads():
+    """A system without atomic costs times a stream the same with its atomics marked or
+    not (the committed reports' systems have none); host reads and writes marked atomic
+    stay what they are."""
+    rng = np.random.default_rng(5)
+    s = random_stream(rng, 2, 40, 4, 0.5, 0.2, 30)
+    marked = s.with_atomic(instruction_marks(s, rng, 0.5))
+    for sysc in (system(), system(**ISSUE)):
+        _, a = simulate(s, sysc, record=True)
+        _, b = simulate(marked, sysc, record=True)
+        assert_same(a, b)
+    x = build_inputs(marked, system(**ATOMIC))
+    from hostlink.model.des.events import DEVICE_ATOMIC, DEVICE_READ
+    dev_read = (marked.space[x.row] == SPACE_DEVICE) & ~marked.is_write[x.row]
+    np.testing.assert_array_equal(x.kind == DEVICE_ATOMIC, dev_read & marked.atomic[x.row])
+    assert set(np.unique(x.kind[~marked.atomic[x.row]])) <= {0, 1, DEVICE_READ, 3}
+    _, slower = simulate(marked, system(**ATOMIC))
+    _, plain = simulate(s, system(**ATOMIC))
+    assert slower.kernel_ns.sum() > plain.kernel_ns.sum()
 
 
 @pytest.mark.parametrize("burst_B", [64, 1024])

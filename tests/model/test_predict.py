@@ -120,6 +120,29 @@ def test_critical_path_counts_dependent_round_trips():
     assert critical_path_ns(st, 1000.0, 450.0, 2)[0] == pytest.approx((450.0 + 4000.0) / 2)
 
 
+def test_critical_path_charges_an_atomic_its_extra_and_its_lines():
+    st = lists_stream(n_lists=3, degree=64, launches=1, device_every=1)
+    dev = st.space == SPACE_DEVICE
+    marked = st.with_atomic(dev)
+    # without atomic costs the marks change nothing
+    assert critical_path_ns(marked, 1000.0, 450.0, 1)[0] == pytest.approx(450.0 + 4000.0)
+    # the device load is an atomic of one line: 50 ns more; a spread adds log2(lines)
+    assert critical_path_ns(marked, 1000.0, 450.0, 1, atomic_extra_ns=50.0)[0] == pytest.approx(
+        500.0 + 4000.0)
+    # an atomic of 4 lines (8 sectors, two per line) then a host read: log2(4) x 20 ns more
+    addr = np.array([0, 32, 128, 160, 256, 288, 384, 416, 1 << 20], dtype=np.uint64)
+    n = len(addr)
+    four = RequestStream(launch=np.zeros(n), warp=np.zeros(n), inst=np.r_[np.zeros(8), 1],
+                         addr=addr, size_B=np.full(n, 32), useful_B=np.full(n, 4),
+                         space=np.r_[np.full(8, SPACE_DEVICE), SPACE_HOST].astype(np.uint8),
+                         is_write=np.zeros(n, bool), atomic=np.r_[np.ones(8, bool), False])
+    got = critical_path_ns(four, 1000.0, 450.0, 1, atomic_extra_ns=50.0, atomic_spread_ns=20.0)
+    assert got[0] == pytest.approx(450.0 + 50.0 + 2 * 20.0 + 1000.0)
+    # host requests are never atomics of the device
+    assert critical_path_ns(st.with_atomic(~dev), 1000.0, 450.0, 1,
+                            atomic_extra_ns=50.0)[0] == pytest.approx(450.0 + 4000.0)
+
+
 def test_unique_useful_bytes_count_a_list_read_twice_once():
     """Read once, the distinct useful bytes are the useful bytes; read twice, they are
     the distinct bytes the requests cover (the useful ones plus sector padding)."""

@@ -327,3 +327,37 @@ def test_reductions_are_writes_other_atomics_reads():
     assert posted_opcodes(["LDG.E", "RED.E.ADD.F32.FTZ.RN.STRONG.GPU",
                            "ATOMG.E.MIN.STRONG.GPU"]).tolist() == [False, True, False]
     assert posted_opcodes(None) is None
+
+
+def test_atomics_that_return_are_marked_and_reductions_and_loads_are_not():
+    # SSSP's atomicMin (ATOMG) returns the old value the warp waits for; PageRank's
+    # atomicAdd (RED) does not, nor does a load: the stream's ``atomic`` marks the first
+    # alone, on every request of its instruction, whether streamed in chunks or not
+    from hostlink.traces.emulator import emulate
+    from hostlink.traces.graphs import kron
+    from hostlink.traces.schema import OP_ATOMIC
+    g = kron(8, 8, seed=3)
+    pr = coalesce(emulate(g, "pagerank", "merged", include_device=True, iterations=1).trace(),
+                  include_device=True)
+    assert pr.atomic is None
+    tr = emulate(g, "sssp", "merged", include_device=True).trace()
+    s = coalesce(tr, include_device=True)
+    assert s.atomic is not None and s.atomic.any() and not s.is_write[s.atomic].any()
+    assert (s.space[s.atomic] == SPACE_DEVICE).all()
+    key = (s.launch.astype(np.int64) << 40) | (s.warp.astype(np.int64) << 20) | s.inst
+    marked = set(key[s.atomic].tolist())
+    assert not (set(key[~s.atomic].tolist()) & marked)       # whole instructions
+    # as many instructions as the trace has atomics that touch memory
+    atoms = sum(int(((c.op == OP_ATOMIC) & (c.mask != 0)).sum()) for c in tr.iter_chunks())
+    assert len(marked) == atoms
+    chunks = list(tr.iter_chunks())
+    split = coalesce([c.select(slice(i, i + 50)) for c in chunks for i in range(0, len(c), 50)],
+                     tr.regions, launches=tr.launches, include_device=True)
+    np.testing.assert_array_equal(split.atomic, s.atomic)
+    # the marks travel with the stream's own operations
+    assert s.select(s.atomic).atomic.all()
+    assert s.with_waits(None).atomic is s.atomic
+    both = type(s).concat([pr, s])
+    assert not both.atomic[:len(pr)].any() and np.array_equal(both.atomic[len(pr):], s.atomic)
+    with pytest.raises(ValueError, match="atomic"):
+        s.with_atomic(np.ones(3, dtype=bool))

@@ -201,3 +201,22 @@ def test_the_steps_do_not_depend_on_the_batch_or_the_row_order(kron, kernel, var
     for col in list(REQUEST_DTYPES) + ["waits", "lines"]:
         a, b = getattr(whole, col), getattr(batched, col)
         assert a.dtype == b.dtype and np.array_equal(a, b), col
+
+
+@pytest.mark.parametrize("kernel", sorted(STEPS))
+def test_the_skeletons_atomic_steps_are_marked(kron, kernel):
+    """SSSP's and CC's visits lower their neighbours with an atomic that returns: those
+    steps are marked (the model charges them an atomic's cost); BFS's and PageRank's
+    skeletons have none."""
+    em, host = host_stream(kron, kernel, "merged", source=3)
+    out = with_visit_skeleton(host, em, 4)
+    if kernel in ("sssp", "cc"):
+        assert out.atomic is not None
+        assert (out.space[out.atomic] == SPACE_DEVICE).all()
+        # one of each trip's two visit steps: the read, then the atomic
+        dev = out.space == SPACE_DEVICE
+        n_trip_steps = int(dev.sum()) - 2 * len(set(zip(out.launch[dev].tolist(),
+                                                         out.warp[dev].tolist())))
+        assert n_trip_steps > 0 and 2 * int(out.atomic.sum()) == n_trip_steps
+    else:
+        assert out.atomic is None

@@ -22,7 +22,8 @@ with one device request per dependent step instead of one per lane:
   (loads, and atomics that are not reductions), in program order; stores and
   reductions are left out (the warp does not wait for them).
 
-Each request is one 32 B read of the instruction's array at the unit's vertex.
+Each request is one 32 B read of the instruction's array at the unit's vertex;
+an atomic's (SSSP's and CC's ``atomicMin``) is marked in the stream's ``atomic``.
 A visit's request stands for the lines its lanes read (the stream's ``lines``:
 the distinct 128 B lines of the array at the trip's neighbours), which the SM's
 issue stage charges (:mod:`hostlink.model.des.events`); the prologue's stand
@@ -221,6 +222,7 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
     pro_w = np.array([i.width_B for i in pro], dtype=np.uint64)
     vis_base = np.array([amap.base(i.region) for i in visit], dtype=np.uint64)
     vis_w = np.array([i.width_B for i in visit], dtype=np.uint64)
+    vis_atomic = np.array([i.op == OP_ATOMIC for i in visit], dtype=np.bool_)
 
     plans: list[tuple | None] = []
     dev_parts: list[dict[str, np.ndarray]] = []
@@ -269,9 +271,11 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
             width = np.where(is_pro, pro_w[np.minimum(j, npro - 1)], vis_w[s] if nvis else 4)
             addr = base + vtx[unit].astype(np.uint64) * width
             lines = np.ones(len(unit), dtype=np.int64)
+            atomic = np.zeros(len(unit), dtype=np.bool_)
             for k in range(nvis):
                 at = ~is_pro & (s == k)
                 lines[at] = counts[k][trip_off[unit[at]] + t[at]]
+                atomic[at] = vis_atomic[k]
             n = len(unit)
             dev_parts.append({
                 "launch": np.full(n, li, dtype=REQUEST_DTYPES["launch"]),
@@ -282,8 +286,9 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
                 "useful_B": width.astype(REQUEST_DTYPES["useful_B"]),
                 "space": np.full(n, SPACE_DEVICE, dtype=REQUEST_DTYPES["space"]),
                 "is_write": np.zeros(n, dtype=REQUEST_DTYPES["is_write"]),
-                "lines": np.minimum(lines, LINES_MAX).astype(np.uint16)})
-            del unit, j, is_pro, jv, t, s, g, n_g, dinst, base, width, addr, lines
+                "lines": np.minimum(lines, LINES_MAX).astype(np.uint16),
+                "atomic": atomic})
+            del unit, j, is_pro, jv, t, s, g, n_g, dinst, base, width, addr, lines, atomic
             u0 = u1
     new_inst = _host_instructions(stream, plans, P, A, npro, nvis)
 
@@ -300,6 +305,8 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
         cols[name] = col[order]
         del col
     lines = column("lines", np.ones(len(stream), dtype=np.uint16))[order]
+    atomic = column("atomic", np.zeros(len(stream), dtype=np.bool_))[order] if vis_atomic.any() \
+        else None
     del order
-    out = RequestStream(**cols, launches=stream.launches, lines=lines)
+    out = RequestStream(**cols, launches=stream.launches, lines=lines, atomic=atomic)
     return out.with_waits(walk_waits(out))

@@ -1,6 +1,6 @@
 """Median latency per link (ns) of the atomic chase probes in this folder.
 
-    python validation/results/h200/atomic_chase/summary.py
+    python validation/results/h200/atomic_chase/probes/summary.py
 """
 from __future__ import annotations
 
