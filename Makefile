@@ -105,12 +105,16 @@ reports-h200: $(STAMP)
 	@# what an atomic that returns costs beyond a load (SSSP's and CC's atomicMin): fitted
 	@# on atomic_chase's chases of 1 and 32 lanes over 64 KiB, with the chain's device
 	@# latencies; its other chases held out, and atomic_chase_repeat (the next lease) whole;
-	@# first_run's traversals take it
+	@# first_run's traversals take it, with atomic_warps' SM turn
 	$(CAL) $(H200)/atomic_chase --system $(H200)/host_loop/calibrated.toml --steps atomic --quiet
 	for r in atomic_chase atomic_chase_repeat; do \
 	  $(REPORT) $(H200)/$$r --system $(H200)/atomic_chase/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
-	$(REPORT) $(H200)/first_run --system $(H200)/atomic_chase/calibrated.toml --jobs $(JOBS) --quiet
+	@# the SM's turn per atomic line (gpu.atomic_sm_ns): atomic_warps' 16 warps of one SM,
+	@# 32 lines each; its other warp counts held out
+	$(CAL) $(H200)/atomic_warps --system $(H200)/atomic_chase/calibrated.toml --steps atomic_sm --quiet
+	$(REPORT) $(H200)/atomic_warps --system $(H200)/atomic_warps/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(H200)/first_run --system $(H200)/atomic_warps/calibrated.toml --jobs $(JOBS) --quiet
 	for r in traversal14_la1 traversal14_la1_again; do \
 	  $(REPORT) $(H200)/$$r --system $(H200)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/ --jobs $(JOBS) --quiet || exit 1; \
 	done

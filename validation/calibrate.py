@@ -34,7 +34,11 @@ the fit), after a coarse scan of the parameter range:
    start is a non-negative least-squares solution. Fitted on chases of 1 and 32 lanes
    over 64 KiB, with the base system's level latencies; the chases of 2 to 16 lanes,
    over 1 MiB and over fresh nodes are held out. The traversal twins charge SSSP's
-   and CC's ``atomicMin`` with them (:mod:`hostlink.model.des.events`);
+   and CC's ``atomicMin`` with them (:mod:`hostlink.model.des.events`). Then
+   ``gpu.atomic_sm_ns`` (step ``atomic_sm``) from such chases by 16 warps of one SM,
+   32 lanes each: a round takes at least the warps' lines one SM turn apart
+   (:func:`hostlink.validation.twin_micro.atomic_round_ns`); the other warp counts
+   are held out;
 2. ``link.rtt_ns`` from the host pointer chase (``micro/ptr_chase/host``): the
    model's latency of one dependent read is rtt_ns plus its serialisation and
    DRAM service (and a page walk on a TLB miss) plus ``gpu.host_path_ns`` (the
@@ -326,6 +330,24 @@ def _guess_atomic(prob, system, base):
     y = prob.measured_arr - rest
     x, _ = nnls(a / prob.measured_arr[:, None], y / prob.measured_arr)
     return {"gpu.atomic_extra_ns": float(x[0]), "gpu.atomic_spread_ns": float(x[1])}
+
+
+#: atomic chases the ``atomic_sm`` step fits: 16 warps of one SM, 32 lines each (twice
+#: as long a round as one warp's; up to 8 warps take no longer: atomic_warps)
+ATOMIC_SM_FIT_WARPS = 16
+
+
+def _is_atomic_sm_fit_point(p: dict) -> bool:
+    return (p.get("cache") == "atomic" and int(p.get("warps", 1)) == ATOMIC_SM_FIT_WARPS
+            and int(p.get("lanes", 1)) == 32)
+
+
+def _guess_atomic_sm(prob, system, base):
+    """A round of W warps' atomics of k lines takes at least W x k SM turns: the median
+    of the measured step over the lines."""
+    per_line = [m / (int(t.extra.get("warps", 1)) * int(t.extra.get("lanes", 1)))
+                for m, t in zip(prob.measured_arr, prob.twins)]
+    return {"gpu.atomic_sm_ns": float(np.median(per_line))}
 
 
 def _guess_launch(prob, system, base):
@@ -673,6 +695,12 @@ STEPS: tuple[Step, ...] = (
                  "levels: what an atomic the L2 serves adds, and how a warp's atomic grows "
                  "with its lines (per doubling)",
          guess=_guess_atomic),
+    Step("atomic_sm", (Param("gpu.atomic_sm_ns", 0.0, 1e3, log=False, sens_step=0.1),),
+         ("micro/ptr_chase/atomic",), select=_is_atomic_sm_fit_point,
+         select_doc="atomic chases by 16 warps of one SM, 32 lanes each",
+         explain="atomic chases by many warps of one SM: the SM lets their lines out one "
+                 "turn apart, which binds once the warps' lines outnumber one warp's spread",
+         guess=_guess_atomic_sm),
     Step("host_round_trip", (Param("link.rtt_ns", 50.0, 1e5),),
          ("micro/ptr_chase/host",), select=_is_pinned_host,
          explain="host pointer-chase latency less the model's serialisation, DRAM and walk parts",

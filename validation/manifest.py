@@ -63,7 +63,7 @@ zc_read and zc_warps: offset_B for the coalesced pattern, chunk_B for
 strided, region_B for random; for uvm_touch: stride_B for the sparse
 pattern, host_state where it is ``returned``, launches where the timed read
 is split over more than one launch; for ptr_chase: lanes where more than one
-thread chases). Self-traced runs are named
+thread of a warp chases, warps where more than one warp of the CTA does). Self-traced runs are named
 ``trace/<kernel>/<graph>/<variant>/<memory_mode>/<id_bytes>B``.
 
 Sources: :func:`choose_sources` draws them from the vertices with degree > 0
@@ -145,6 +145,7 @@ MICRO_BENCHMARKS: dict[str, tuple[str, dict[str, Param]]] = {
         "order": Param("choice", "random", ("seq", "random")),
         "cache": Param("choice", "default", ("default", "cg", "cv", "atomic")),
         "lanes": Param("int", 1, minimum=1),
+        "warps": Param("int", 1, minimum=1),
         "steps": Param("int", 2000, naming=False, minimum=1),
         "reps": Param("int", 3, naming=False, minimum=1),
         "seed": Param("int", 1, naming=False),
@@ -319,9 +320,9 @@ def expand_micro(benchmark: str, lists: dict) -> list[dict]:
     For zc_read and zc_warps only the knob of each point's pattern is kept
     (offset_B, chunk_B or region_B), as the programs do; uvm_touch keeps
     stride_B for its sparse pattern only, host_state only where it is not
-    ``fresh`` and launches only where it is above 1, ptr_chase lanes only where
-    above 1 (the programs print them only then; names stay those of runs made
-    before the settings existed).
+    ``fresh`` and launches only where it is above 1, ptr_chase lanes and warps
+    only where above 1 (the programs print them only then; names stay those of
+    runs made before the settings existed).
     """
     spec = MICRO_BENCHMARKS[benchmark][1]
     keys = [k for k, p in spec.items() if p.naming]
@@ -340,8 +341,10 @@ def expand_micro(benchmark: str, lists: dict) -> list[dict]:
                 point.pop("host_state", None)
             if point.get("launches") == 1:
                 point.pop("launches", None)
-        if benchmark == "ptr_chase" and point.get("lanes") == 1:
-            point.pop("lanes", None)
+        if benchmark == "ptr_chase":
+            for knob in ("lanes", "warps"):
+                if point.get(knob) == 1:
+                    point.pop(knob, None)
         name = micro_case_name(benchmark, point)
         if name not in seen:
             seen.add(name)
@@ -588,6 +591,9 @@ def load_manifest(path: str | Path) -> Manifest:
         if bench == "ptr_chase":
             if any(v > 32 for v in lists.get("lanes", ())):
                 raise c.err(f"{key}.lanes", f"{max(lists['lanes'])}: the threads of one warp "
+                            "chase, at most 32")
+            if any(v > 32 for v in lists.get("warps", ())):
+                raise c.err(f"{key}.warps", f"{max(lists['warps'])}: the warps of one CTA "
                             "chase, at most 32")
             if "atomic" in lists.get("cache", ()) and any(
                     mm != "device" for mm in lists.get("memory_mode", (spec["memory_mode"].default,))):

@@ -756,27 +756,31 @@ def build_ptr_chase(case: str, params: dict, system, *,
     nodes, timed = (chain[:steps], chain[steps:]) if fresh else (chain, chain)
     space = SPACE_DEVICE if params.get("memory_mode") == "device" else SPACE_HOST
     cache_op = str(params.get("cache", "default"))
-    lanes = min(int(params.get("lanes", 1)), n)     # the program runs min(lanes, nodes)
+    warps = int(params.get("warps", 1))
+    lanes = min(int(params.get("lanes", 1)), n // max(1, warps))   # as the program runs it
     if cache_op == "atomic" and space != SPACE_DEVICE:
         raise TwinError(f"case '{case}': atomic chases run in device memory only")
-    if lanes > 1 and cache_op != "atomic":
-        raise TwinError(f"case '{case}': a load of {lanes} lanes has no twin (the time a load "
-                        "past the L1 spends on its lines is not modelled; an atomic's is)")
+    if (lanes > 1 or warps > 1) and cache_op != "atomic":
+        raise TwinError(f"case '{case}': a load of {lanes} lanes by {warps} warps has no twin "
+                        "(the time a load past the L1 spends on its lines is not modelled; an "
+                        "atomic's is)")
     if space == SPACE_DEVICE:
-        if lanes > 1:
+        if lanes > 1 or warps > 1:
             if not fresh:
-                raise TwinError(f"case '{case}': a chase of {lanes} lanes needs the program "
-                                "that reports revisits (an L2 flush before each pass)")
+                raise TwinError(f"case '{case}': a chase of {lanes} lanes by {warps} warps "
+                                "needs the program that reports revisits (an L2 flush before "
+                                "each pass)")
             levels = device_chase_lane_levels(n, steps, lanes, stride, cache_op, system.gpu,
                                               seed=int(params.get("seed", 1)),
-                                              order=str(params.get("order", "random")))
+                                              order=str(params.get("order", "random")),
+                                              warps=warps)
         else:
             levels = device_chase_levels(nodes, timed, stride, cache_op, system.gpu,
                                          l2_flushed=fresh)
         return MicroTwin(case, "ptr_chase", params, "device", None, float(8 * steps),
                          float(8 * steps), loads_in_flight=1, steps=steps,
                          extra={"levels": levels, "atomic": cache_op == "atomic",
-                                "lanes": lanes})
+                                "lanes": lanes, "warps": warps})
     mode = "device" if space == SPACE_DEVICE else PREDICT_MODE.get(params.get("memory_mode",
                                                                               "zerocopy"))
     lo = MICRO_BASE + np.concatenate([nodes, timed]) * stride
@@ -829,35 +833,47 @@ def device_chase_levels(untimed: np.ndarray, timed: np.ndarray, stride_B: int, c
 
 
 def device_chase_lane_levels(n: int, steps: int, lanes: int, stride_B: int, cache: str, gpu, *,
-                             seed: int = 1, order: str = "random") -> np.ndarray:
-    """Steps of a device chase by ``lanes`` threads of one warp whose slowest lane the
-    L1, the L2 or DRAM served (:data:`hostlink.model.device_memory.LEVELS` order).
+                             seed: int = 1, order: str = "random", warps: int = 1) -> np.ndarray:
+    """Steps of a device chase by ``lanes`` threads of each of ``warps`` warps whose
+    slowest lane of warp 0 (the one timed) the L1, the L2 or DRAM served
+    (:data:`hostlink.model.device_memory.LEVELS` order).
 
-    The program's lanes chase one cycle over the ``n`` nodes in lockstep, lane 0 from
-    where the untimed pass ended (``steps`` links from node 0), lane l from node l, in
-    both passes; the L2 is flushed before the timed pass (programs that report
-    ``revisits``). The twin's cycle is a random one (seeded, not the program's own),
-    or node i to i + 1 (``order`` seq); a step's lanes are looked up in lane order."""
+    The program's threads chase one cycle over the ``n`` nodes, lane 0 of warp 0 from
+    where the untimed pass ended (``steps`` links from node 0), lane l of warp w from
+    node ``w * lanes + l``, in both passes; the L2 is flushed before the timed pass
+    (programs that report ``revisits``). The twin's cycle is a random one (seeded, not
+    the program's own), or node i to i + 1 (``order`` seq); the threads step in
+    lockstep, a step's looked up in thread order."""
     from hostlink.model.device_memory import level_counts
     from hostlink.traces.cache import CacheConfig, CacheState
 
     if cache not in ("default", "cg", "cv", "atomic"):
         raise TwinError(f"pointer chase: unknown cache operator '{cache}'")
-    lanes = min(lanes, n)              # the program runs min(lanes, nodes) threads
+    lanes = min(lanes, n // max(1, warps))      # as the program runs it
+    threads = lanes * max(1, warps)
     if order == "seq":
         cycle = np.arange(n, dtype=np.int64)
     else:
         cycle = np.random.default_rng(seed).permutation(n).astype(np.int64)
     pos = np.empty(n, dtype=np.int64)
     pos[cycle] = np.arange(n, dtype=np.int64)
-    start = pos[np.arange(lanes, dtype=np.int64)]
+    start = pos[np.arange(threads, dtype=np.int64)]
     start[0] = (pos[0] + steps) % n
-    at = (start[None, :] + np.arange(steps, dtype=np.int64)[:, None]) % n   # (steps, lanes)
+    at = (start[None, :] + np.arange(steps, dtype=np.int64)[:, None]) % n   # (steps, threads)
     nodes = cycle[at]
     state = CacheState(CacheConfig.from_gpu(gpu, l1=cache == "default"))
     sectors = (MICRO_BASE + nodes.ravel() * stride_B) // SECTOR_B
-    levels = state.levels(0, sectors).reshape(steps, lanes)
-    return level_counts(levels.max(axis=1))
+    levels = state.levels(0, sectors).reshape(steps, threads)
+    return level_counts(levels[:, :lanes].max(axis=1))
+
+
+def atomic_round_ns(gpu, lanes: int, warps: int) -> float:
+    """The least time a step of an atomic chase by ``warps`` warps of one SM, ``lanes``
+    lines each, takes where atomics spread (``gpu.atomic_spread_ns`` set): the SM lets
+    their lines out one ``gpu.atomic_sm_ns`` apart (:mod:`hostlink.model.des.events`)."""
+    if gpu.atomic_spread_ns is None:
+        return 0.0
+    return warps * lanes * float(gpu.atomic_sm_ns)
 
 
 def atomic_step_ns(gpu, lanes: int) -> float:
@@ -881,9 +897,15 @@ def _predict_ptr_chase(twin: MicroTwin, system, fidelity: str,
         timed_ns = dependent_chain_ns(system.gpu, levels)
         if twin.extra.get("atomic"):
             # an atomic the L2 serves waits atomic_extra_ns beyond a load; one from DRAM
-            # as long as a load (validation/results/h200/atomic_chase)
-            timed_ns += levels[1] * float(system.gpu.atomic_extra_ns)
-            timed_ns += twin.steps * atomic_step_ns(system.gpu, int(twin.extra.get("lanes", 1)))
+            # as long as a load (validation/results/h200/atomic_chase); a step takes at
+            # least the SM's round of its warps' lines (validation/results/h200/atomic_warps)
+            from hostlink.model.device_memory import level_latency_ns
+            gpu = system.gpu
+            lanes, warps = int(twin.extra.get("lanes", 1)), int(twin.extra.get("warps", 1))
+            per_level = level_latency_ns(gpu) + atomic_step_ns(gpu, lanes)
+            per_level[1] += float(gpu.atomic_extra_ns)
+            per_level = np.maximum(per_level, atomic_round_ns(gpu, lanes, warps))
+            timed_ns = float(np.dot(levels, per_level))
         return {"lat_ns": timed_ns / twin.steps, "time_ms": timed_ns * 1e-6}
     # host memory: the loads that miss go through the model, each one 32 B request
     timed_requests = int(np.count_nonzero(np.asarray(twin.stream.launch) == 1))

@@ -14,7 +14,9 @@
 // measure what the caches keep within one launch (L1 is not kept across
 // launches). --cache atomic follows each link with an atomicMin that leaves
 // the word as it is (the atomic SSSP and CC wait on), in device memory;
-// --lanes N runs N threads of one warp, each on its own chain position.
+// --lanes N runs N threads of one warp, each on its own chain position;
+// --warps W runs W such warps in one CTA (one SM), every lane on a node of
+// its own, warp 0 timed.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -38,10 +40,14 @@ __device__ __forceinline__ uint64_t next_of(const uint64_t* p) {
 }
 
 template <int CACHE>
-__global__ void chase(const uint64_t* buf, uint64_t start, uint64_t steps, uint64_t* out, uint64_t lane_step) {
-  // lane l starts l nodes further into the buffer (its own place on the cycle);
-  // lane 0 is the chain checked and timed (the warp's loads go in lockstep)
-  uint64_t idx = threadIdx.x == 0 ? start : threadIdx.x * lane_step;
+__global__ void chase(const uint64_t* buf, uint64_t start, uint64_t steps, uint64_t* out, uint64_t lane_step,
+                      unsigned lanes) {
+  // the first `lanes` lanes of each warp chase; lane l of warp w starts at node
+  // w * lanes + l (its own place on the cycle); thread 0 is the chain checked and
+  // timed (a warp's loads go in lockstep)
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane >= lanes) return;
+  uint64_t idx = threadIdx.x == 0 ? start : (warp * lanes + lane) * lane_step;
   uint64_t t0 = hl::global_ns();
   for (uint64_t s = 0; s < steps; ++s) idx = next_of<CACHE>(buf + idx);
   uint64_t t1 = hl::global_ns();
@@ -62,6 +68,7 @@ int main(int argc, char** argv) {
   args.flag("cache", "default", "load cache operator: default, cg, cv, or atomic (atomicMin that leaves the word as it is; device memory only) (list)");
   args.flag("steps", "2000", "links followed per timed run");
   args.flag("lanes", "1", "threads of the one warp chasing at once, each from its own node (1..32) (list)");
+  args.flag("warps", "1", "warps of one CTA (one SM) chasing at once, each with --lanes lanes (1..32) (list)");
   args.flag("reps", "3", "timed repetitions per point");
   args.flag("seed", "1", "seed of the random order");
   args.flag("device", "0", "CUDA device ordinal");
@@ -80,6 +87,9 @@ int main(int argc, char** argv) {
   uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
   if (steps < 1 || reps < 1) hl::fail(hl::kExitUsage, "usage", "--steps and --reps must be >= 1");
   const auto lane_counts = args.integers("lanes");
+  const auto warp_counts = args.integers("warps");
+  for (auto w : warp_counts)
+    if (w < 1 || w > 32) hl::fail(hl::kExitUsage, "usage", "--warps: %lld must be in 1..32", (long long)w);
   for (auto l : lane_counts)
     if (l < 1 || l > 32) hl::fail(hl::kExitUsage, "usage", "--lanes: %lld must be in 1..32", (long long)l);
   for (auto s : strides)
@@ -133,49 +143,57 @@ int main(int argc, char** argv) {
           for (const auto& cname : caches) {
             auto fn = cname == "cg" ? chase<1> : cname == "cv" ? chase<2> : cname == "atomic" ? chase<3> : chase<0>;
             for (int64_t lane_count : lane_counts) {
-              const uint64_t lanes = static_cast<uint64_t>(lane_count);
-              for (int rep = 0; rep < reps; ++rep) {
-                flusher.flush();
-                const unsigned threads = static_cast<unsigned>(std::min<uint64_t>(lanes, n));
-                fn<<<1, threads>>>(static_cast<const uint64_t*>(buf.dev), 0, steps, out, step_elems);  // untimed pass
-                LAUNCH_SYNC_CHECK("chase");
-                uint64_t res[2];
-                CUDA_CHECK(cudaMemcpy(res, out, sizeof res, cudaMemcpyDeviceToHost));
-                flusher.flush();
-                fn<<<1, threads>>>(static_cast<const uint64_t*>(buf.dev), res[0], steps, out, step_elems);
-                LAUNCH_SYNC_CHECK("chase");
-                CUDA_CHECK(cudaMemcpy(res, out, sizeof res, cudaMemcpyDeviceToHost));
-                // the end of the walk must be the node 2 x steps links from 0
-                uint64_t expect = 0;
-                if (order == "seq") {
-                  expect = ((2 * steps) % n) * step_elems;
-                } else {
-                  uint64_t node = 0;
-                  for (uint64_t s = 0; s < 2 * steps; ++s) node = perm[node];
-                  expect = node * step_elems;
+              for (int64_t warp_count : warp_counts) {
+                const uint64_t warps = static_cast<uint64_t>(warp_count);
+                const uint64_t lanes = std::min<uint64_t>(static_cast<uint64_t>(lane_count), n / warps);
+                if (lanes < 1)
+                  hl::fail(hl::kExitUsage, "usage", "%llu warps need at least as many nodes, the chain has %llu",
+                           (unsigned long long)warps, (unsigned long long)n);
+                for (int rep = 0; rep < reps; ++rep) {
+                  flusher.flush();
+                  const unsigned threads = static_cast<unsigned>(warps == 1 ? lanes : 32 * warps);
+                  const unsigned active = static_cast<unsigned>(lanes);
+                  fn<<<1, threads>>>(static_cast<const uint64_t*>(buf.dev), 0, steps, out, step_elems, active);  // untimed pass
+                  LAUNCH_SYNC_CHECK("chase");
+                  uint64_t res[2];
+                  CUDA_CHECK(cudaMemcpy(res, out, sizeof res, cudaMemcpyDeviceToHost));
+                  flusher.flush();
+                  fn<<<1, threads>>>(static_cast<const uint64_t*>(buf.dev), res[0], steps, out, step_elems, active);
+                  LAUNCH_SYNC_CHECK("chase");
+                  CUDA_CHECK(cudaMemcpy(res, out, sizeof res, cudaMemcpyDeviceToHost));
+                  // the end of the walk must be the node 2 x steps links from 0
+                  uint64_t expect = 0;
+                  if (order == "seq") {
+                    expect = ((2 * steps) % n) * step_elems;
+                  } else {
+                    uint64_t node = 0;
+                    for (uint64_t s = 0; s < 2 * steps; ++s) node = perm[node];
+                    expect = node * step_elems;
+                  }
+                  if (res[0] != expect)
+                    hl::fail(hl::kExitCheckFailed, "check", "pointer chase ended at element %llu, expected %llu",
+                             (unsigned long long)res[0], (unsigned long long)expect);
+                  hl::Json j;
+                  j.str("type", "measurement").str("benchmark", "ptr_chase");
+                  j.begin("params")
+                      .str("memory_mode", mode_name)
+                      .uinteger("stride_B", stride)
+                      .uinteger("footprint_B", footprint)
+                      .str("order", order)
+                      .str("cache", cname);
+                  if (lanes > 1) j.uinteger("lanes", lanes);
+                  if (warps > 1) j.uinteger("warps", warps);
+                  j.end();
+                  j.integer("rep", rep);
+                  j.begin("metrics")
+                      .num("lat_ns", static_cast<double>(res[1]) / steps)
+                      .num("time_ms", res[1] / 1e6)
+                      .uinteger("steps", steps)
+                      .uinteger("nodes", n)
+                      .integer("revisits", 2 * steps > n ? 1 : 0)
+                      .end();
+                  j.print();
                 }
-                if (res[0] != expect)
-                  hl::fail(hl::kExitCheckFailed, "check", "pointer chase ended at element %llu, expected %llu",
-                           (unsigned long long)res[0], (unsigned long long)expect);
-                hl::Json j;
-                j.str("type", "measurement").str("benchmark", "ptr_chase");
-                j.begin("params")
-                    .str("memory_mode", mode_name)
-                    .uinteger("stride_B", stride)
-                    .uinteger("footprint_B", footprint)
-                    .str("order", order)
-                    .str("cache", cname);
-                if (lanes > 1) j.uinteger("lanes", lanes);
-                j.end();
-                j.integer("rep", rep);
-                j.begin("metrics")
-                    .num("lat_ns", static_cast<double>(res[1]) / steps)
-                    .num("time_ms", res[1] / 1e6)
-                    .uinteger("steps", steps)
-                    .uinteger("nodes", n)
-                    .integer("revisits", 2 * steps > n ? 1 : 0)
-                    .end();
-                j.print();
               }
             }
           }

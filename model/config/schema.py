@@ -167,10 +167,16 @@ class GpuConfig:
                                            "waits beyond one of a single line, per doubling "
                                            "of k (it waits for its slowest line: "
                                            "atomic_spread_ns * log2(k) more); its lines take "
-                                           "none of the SM's turns (sm_request_ns). None: its "
-                                           "lines leave as a load's do (request_gap_ns apart, "
-                                           "taking the SM's turns)", ge=0, le=1e4,
+                                           "the SM's turns of atomic_sm_ns, not "
+                                           "sm_request_ns. None: its lines leave as a "
+                                           "load's do (request_gap_ns apart, taking the SM's "
+                                           "turns of sm_request_ns)", ge=0, le=1e4,
                                            optional=True, provenance="assumption")
+    atomic_sm_ns: float = param(0.0, doc="time one line of such an atomic holds its SM's "
+                                "issue stage, where atomic_spread_ns is set: the SM lets out "
+                                "at most one atomic line per atomic_sm_ns, whatever warp "
+                                "sends it (0: unlimited)", ge=0, le=1e4,
+                                provenance="assumption")
     caches_host_reads: bool = param(True, doc="zero-copy loads allocate in L1/L2, so a thread "
                                     "walking a list sends a new 32 B request only when it "
                                     "crosses a 32 B boundary (EMOGI §3.3); false: every load "

@@ -60,13 +60,15 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
   and atomics that return data: what was measured); stores and reductions leave
   at once. An atomic's lines leave as a load's do unless ``atomic_spread_ns``
   is set (>= 0): then its line j (0-based, counting each request's lines)
-  reaches the SM ``atomic_spread_ns * log2(j + 1)`` after its first, and its
-  lines take none of the SM's turns (they wait for the SM to be free, then
-  leave): an atomic of k lines waits ``atomic_spread_ns * log2(k)`` more than
-  one of a single line, as measured on an H200 for k = 1 to 32 (23-24 ns per
-  doubling up to 4 lines, 11-17 beyond: validation/results/h200/atomic_chase),
-  while its 31 lines would take 134 ns of the turns fitted to loads through
-  the L1.
+  reaches the SM ``atomic_spread_ns * log2(j + 1)`` after its first, and each
+  of its lines holds the SM for ``atomic_sm_ns``, not a load's turn: an atomic
+  of k lines waits ``atomic_spread_ns * log2(k)`` more than one of a single
+  line, as measured on an H200 for k = 1 to 32 (24-27 ns per doubling up to 4
+  lines, 11-17 beyond: validation/results/h200/atomic_chase), while its 31
+  lines would take 134 ns of the turns fitted to loads through the L1; and up
+  to 8 warps of one SM each sending such atomics of 32 lines take no longer a
+  round than one warp, 16 warps twice as long, about 1 ns a line of the SM
+  (validation/results/h200/atomic_warps).
   A request enters its path when it leaves its SM. The first request of
   an idle warp on an idle SM leaves at once, so neither cost changes an unloaded
   latency. Both 0 (the default): every request leaves the moment its instruction
@@ -215,8 +217,9 @@ class DesInputs:
     # what a device atomic's data takes beyond a device read's (DEVICE_ATOMIC)
     atomic_extra_ns: float = 0.0
     # a device atomic's line j reaches its SM atomic_spread_ns * log2(j + 1) after its
-    # first and takes no SM turn; < 0: its lines leave as a load's do
+    # first and takes an SM turn of atomic_sm_ns; < 0: its lines leave as a load's do
     atomic_spread_ns: float = -1.0
+    atomic_sm_ns: float = 0.0
     # int32 (n,): per request, the lines of its instruction before it (each request
     # counting its ``issue_lines``); needed only where atomics spread (else None)
     line_index: np.ndarray | None = None
@@ -248,17 +251,18 @@ class DesInputs:
     def has_issue_stage(self) -> bool:
         """Whether the SM's issue stage costs anything (a gap or an SM turn above 0)."""
         return (self.sm_request_ns > 0 or float(np.max(self.issue_gap_ns)) > 0
-                or (self.atomic_spread_ns > 0 and bool(np.any(self.kind == DEVICE_ATOMIC))))
+                or ((self.atomic_spread_ns > 0 or self.atomic_sm_ns > 0)
+                    and bool(np.any(self.kind == DEVICE_ATOMIC))))
 
     def sm_turn_ns(self) -> np.ndarray:
         """By kind: the SM's time per line of a request leaving it (``sm_request_ns`` for
-        reads, 0 for writes, which do not pass the stage, and for device atomics whose
-        lines spread, ``atomic_spread_ns`` >= 0)."""
+        reads, 0 for writes, which do not pass the stage, and ``atomic_sm_ns`` for device
+        atomics whose lines spread, ``atomic_spread_ns`` >= 0)."""
         turn = np.zeros(N_KINDS)
         for k in READ_KINDS:
             turn[k] = self.sm_request_ns
         if self.atomic_spread_ns >= 0:
-            turn[DEVICE_ATOMIC] = 0.0
+            turn[DEVICE_ATOMIC] = self.atomic_sm_ns
         return turn
 
     def line_index_per_request(self) -> np.ndarray:

@@ -424,6 +424,7 @@ def build_inputs(stream: RequestStream, system: SystemConfig, *, translation: bo
         host_path_ns=float(system.gpu.host_path_ns),
         atomic_extra_ns=float(system.gpu.atomic_extra_ns),
         atomic_spread_ns=spread,
+        atomic_sm_ns=float(system.gpu.atomic_sm_ns),
         line_index=line_index,
         sm_count=int(system.gpu.sm_count),
         issue_gap_ns=issue_gaps_ns(system),

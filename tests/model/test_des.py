@@ -90,7 +90,8 @@ def assert_same(a, b):
                                 st.sampled_from([0.0, 2.0, 4.0]))),
        lines=st.booleans(),
        atomics=st.one_of(st.none(), st.tuples(st.floats(0.0, 120.0),
-                                              st.one_of(st.none(), st.floats(0.0, 40.0)))))
+                                              st.one_of(st.none(), st.floats(0.0, 40.0)),
+                                              st.sampled_from([0.0, 1.0, 7.5]))))
 def test_engines_agree_on_random_streams(seed, sms, warps_per_sm, tags, lif, translate, iommu,
                                          walkers, hdrs, data, rcb, rtt, p_write, host_path,
                                          gaps, lines, atomics):
@@ -103,7 +104,8 @@ def test_engines_agree_on_random_streams(seed, sms, warps_per_sm, tags, lif, tra
     costs = {}
     if atomics is not None:
         s = s.with_atomic(instruction_marks(s, rng, 0.5))
-        costs = {"gpu.atomic_extra_ns": atomics[0], "gpu.atomic_spread_ns": atomics[1]}
+        costs = {"gpu.atomic_extra_ns": atomics[0], "gpu.atomic_spread_ns": atomics[1],
+                 "gpu.atomic_sm_ns": atomics[2]}
     sysc = load_system("v100-pcie3", {
         "gpu.sm_count": sms, "gpu.max_warps_per_sm": warps_per_sm, "link.tags": tags,
         "gpu.loads_in_flight_per_warp": lif, "translation.enabled": translate,
@@ -150,7 +152,8 @@ def test_engines_agree_on_a_busy_launch_with_atomics(spread):
     s = s.with_atomic(instruction_marks(s, rng, 0.5)).with_lines(rng.integers(1, 4, len(s)))
     sysc = system(**{"gpu.sm_count": 4, "gpu.max_warps_per_sm": 16, "link.tags": 32,
                      "gpu.loads_in_flight_per_warp": 2, "gpu.host_path_ns": 350.0,
-                     **ISSUE, "gpu.atomic_extra_ns": 57.0, "gpu.atomic_spread_ns": spread})
+                     **ISSUE, "gpu.atomic_extra_ns": 57.0, "gpu.atomic_spread_ns": spread,
+                     "gpu.atomic_sm_ns": 1.0})
     _, fast = simulate(s, sysc, record=True)
     _, ref = simulate(s, sysc, engine="reference")
     assert_same(fast, ref)
@@ -249,6 +252,30 @@ def test_an_atomic_waits_its_extra_and_its_slowest_line():
     compact = atom.select(np.arange(len(atom)) == 0).with_lines(np.array([32]))
     _, one = simulate(compact, system(**ISSUE, **ATOMIC))
     assert one.kernel_ns[0] == pytest.approx(out.kernel_ns[0])
+
+
+def test_an_sms_atomic_lines_leave_one_atomic_turn_apart():
+    """Sixteen warps of one SM each send an atomic of 32 lines: the SM lets the 512
+    lines out one atomic turn apart (1 ns), so the round takes about 512 ns, where one
+    warp's takes its spread (validation/results/h200/atomic_warps: 298 ns for one
+    warp, 305 for eight, 504 for sixteen)."""
+    s = _sector_loads(16, 1, 16)
+    atom = s.with_atomic(np.ones(len(s), dtype=bool))
+    sysc = system(**ISSUE, **ATOMIC, **{"gpu.atomic_sm_ns": 1.0, "gpu.sm_count": 1,
+                                        "gpu.max_warps_per_sm": 16})
+    for engine in ("fast", "reference"):
+        x, out = simulate(atom, sysc, engine=engine, record=True)
+        leave = np.sort(out.ready_ns)
+        # one a turn; the SM idles only while the first lines' successors are on their
+        # way (the second line of each warp reaches it 19.4 ns after the first)
+        assert np.diff(leave).min() == pytest.approx(1.0)
+        assert 511.0 <= leave[-1] <= 511.0 + 19.4 - 16.0 + 1e-9
+        assert out.kernel_ns[0] == pytest.approx(leave[-1] + x.dev_ns[0] + x.device_lat_ns
+                                                 + 57.0)
+    one = simulate(_sector_loads(1, 1, 1).with_atomic(np.ones(32, dtype=bool)), sysc)[1]
+    # one warp: its spread (its last lines, under 1 ns apart, wait a fraction of a turn)
+    assert one.kernel_ns[0] == pytest.approx(19.4 * 5 + x.dev_ns[0] + x.device_lat_ns + 57.0,
+                                             abs=0.5)
 
 
 def test_a_requests_line_index_counts_the_lines_before_it_in_its_instruction():
