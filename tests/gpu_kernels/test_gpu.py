@@ -203,5 +203,14 @@ def test_ptr_chase_atomic_and_lanes(bin_dir):
     assert [x["params"].get("lanes") for x in m] == [None, 32]
     assert all(x["metrics"]["lat_ns"] > 0 for x in m)
     run(bin_dir, "ptr_chase", "--memory-mode", "device", "--lanes", 33, rc=2)
+    # warps of one CTA, each with its lanes: printed only above 1 as well
+    m = measurements(run(bin_dir, "ptr_chase", "--memory-mode", "device", "--cache", "atomic",
+                         "--stride-B", 128, "--footprint-B", "256KiB", "--steps", 500,
+                         "--lanes", 32, "--warps", "1,16", "--reps", 1))
+    assert [(x["params"]["lanes"], x["params"].get("warps")) for x in m] == [(32, None), (32, 16)]
+    # 16 warps' 512 atomic lines a round hold one SM longer than one warp's 32
+    # (validation/results/h200/atomic_warps: 508 against 302 ns)
+    assert m[1]["metrics"]["lat_ns"] > m[0]["metrics"]["lat_ns"]
+    run(bin_dir, "ptr_chase", "--memory-mode", "device", "--warps", 33, rc=2)
     # atomics on host memory are refused, not attempted
     run(bin_dir, "ptr_chase", "--memory-mode", "zerocopy", "--cache", "atomic", rc=2)
