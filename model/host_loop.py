@@ -140,12 +140,18 @@ def costs_us(system) -> np.ndarray:
     return np.array([float(getattr(system.host_loop, key)) for key in COST_KEYS])
 
 
+def _iteration_and_run_ns(system, loop: str, vertices: int) -> tuple[float, float]:
+    """What one iteration of the loop costs, and what the run adds once (ns)."""
+    per_iter, per_run, iter_ns = loop_terms(loop, vertices, system)
+    c = costs_us(system) * 1e3
+    return float(per_iter @ c + iter_ns), float(per_run @ c)
+
+
 def loop_gap_ns(system, loop: str, vertices: int, iterations: int) -> float:
     """The run's time outside its timed launches (ns): ``iterations`` times the
     loop, plus the run's own costs."""
-    per_iter, per_run, iter_ns = loop_terms(loop, vertices, system)
-    c = costs_us(system) * 1e3
-    return float(iterations * (per_iter @ c + iter_ns) + per_run @ c)
+    iteration_ns, run_ns = _iteration_and_run_ns(system, loop, vertices)
+    return iterations * iteration_ns + run_ns
 
 
 def launch_gaps_ns(system, loop: str, vertices: int, launches: int) -> np.ndarray:
@@ -153,12 +159,11 @@ def launch_gaps_ns(system, loop: str, vertices: int, launches: int) -> np.ndarra
     iteration's items, the first also the run's."""
     if launches <= 0:
         return np.zeros(0)
-    per_iter, per_run, iter_ns = loop_terms(loop, vertices, system)
     walks = sum(1 for i in parse_loop(loop) if i.op == "walk")
     if walks != 1:
         raise ConfigError(f"host loop '{loop}': per-launch gaps need one walk per iteration, "
                           f"it has {walks}")
-    c = costs_us(system) * 1e3
-    gaps = np.full(launches, float(per_iter @ c + iter_ns))
-    gaps[0] += float(per_run @ c)
+    iteration_ns, run_ns = _iteration_and_run_ns(system, loop, vertices)
+    gaps = np.full(launches, iteration_ns)
+    gaps[0] += run_ns
     return gaps

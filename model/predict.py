@@ -67,7 +67,8 @@ import numpy as np
 from hostlink.model.config import SystemConfig, load_any_system, system_with
 from hostlink.model.errors import ConfigError, HostlinkError
 from hostlink.model.result import Prediction
-from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, RequestStream
+from hostlink.model.workload import (OPTIONAL_COLUMNS, REQUEST_DTYPES, SPACE_DEVICE, SPACE_HOST,
+                                     RequestStream)
 
 MODES = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")
 FIDELITIES = ("analytic", "des")
@@ -219,7 +220,8 @@ def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: f
         atomic = ~inst_host & stream.atomic[order][starts]
         extra = np.full(len(starts), float(atomic_extra_ns))
         if atomic_spread_ns is not None and atomic.any():
-            line = stream.addr[order] // np.uint64(128)
+            from hostlink.model.des.inputs import ISSUE_LINE_B
+            line = stream.addr[order] // np.uint64(ISSUE_LINE_B)
             lead = new.copy()
             lead[1:] |= line[1:] != line[:-1]
             width = 1 if stream.lines is None else stream.lines[order].astype(np.int64)
@@ -362,13 +364,10 @@ def _run_des(stream, system, common, engine, nbins, as_device) -> dict:
     from hostlink.model.des.inputs import tag_limit
     host = common["host"]
     if as_device:
-        stream = RequestStream(**{k: getattr(stream, k) for k in
-                                  ("launch", "warp", "inst", "addr", "size_B", "useful_B",
-                                   "is_write")},
+        stream = RequestStream(**{k: getattr(stream, k) for k in REQUEST_DTYPES if k != "space"},
                                space=np.full(len(stream), SPACE_DEVICE, dtype=np.uint8),
-                               launches=stream.launches, waits=stream.waits,
-                               lines=stream.lines, follows=stream.follows,
-                               atomic=stream.atomic)
+                               launches=stream.launches,
+                               **{k: getattr(stream, k) for k in OPTIONAL_COLUMNS})
     inputs, out = simulate(stream, system, engine=engine, nbins=nbins)
     stats = {name: float(out.stats[i]) for i, name in enumerate(STAT_NAMES)}
     stats["walk_busy_ns"] = stats["walks"] * inputs.walk_ns / max(1, inputs.walkers)

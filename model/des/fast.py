@@ -77,6 +77,13 @@ def _span(k, j, n, issue_gap, spread):
 
 
 @njit(cache=True, inline="always")
+def _line(r, kind, line_ix, spreads):
+    """The lines of request ``r``'s instruction before it, where it is a device atomic
+    whose lines spread (0 otherwise: :func:`_span` reads it only then)."""
+    return line_ix[r] if spreads and kind[r] == DEVICE_ATOMIC else 0
+
+
+@njit(cache=True, inline="always")
 def _is_read(k):
     """Whether a request of kind ``k`` returns data to its warp (and passes the issue stage)."""
     return k == HOST_READ or k == DEVICE_READ or k == DEVICE_ATOMIC
@@ -417,7 +424,7 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                             # its requests in the order they reach it). Only the
                             # instruction's first arrival enters the heap; the next
                             # takes its place when it is popped (below)
-                            lj = line_ix[r] if spreads and kind[r] == DEVICE_ATOMIC else 0
+                            lj = _line(r, kind, line_ix, spreads)
                             if charged >= 0 and leads[r]:
                                 t += _span(kind[r], lj - 1, 2, issue_gap, spread)
                             if charged < 0:
@@ -484,8 +491,7 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                               cnt)
                         st[_I_SEQ] += 1
                     if charged >= 0:
-                        lj = (line_ix[charged] + nlines[charged] - 1
-                              if spreads and kind[charged] == DEVICE_ATOMIC else 0)
+                        lj = _line(charged, kind, line_ix, spreads) + nlines[charged] - 1
                         warp_free[w] = t + _span(kind[charged], lj, 2, issue_gap, spread)
                         r = inst_ptr[i]
                         while not _is_read(kind[r]):
@@ -523,6 +529,10 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                     break
                 # reaches its SM: leaves it first come first served
                 sm = int(heap[0, _H_SM])
+                # from its first line's arrival to its last's (k - 1 gaps, or an
+                # atomic's spread)
+                span_r = _span(kind[r], _line(r, kind, line_ix, spreads), nlines[r], issue_gap,
+                               spread)
                 if leads[r]:
                     # its last line reaches the SM (k - 1) gaps after its first and
                     # leaves after the SM's k turns; the SM is busy for those k turns
@@ -530,9 +540,7 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                     more = nlines[r] - 1
                     turn = max(now, sm_free[sm])
                     smt = sm_turn[kind[r]]
-                    lj = line_ix[r] if spreads and kind[r] == DEVICE_ATOMIC else 0
-                    t = max(now + _span(kind[r], lj, nlines[r], issue_gap, spread),
-                            turn + more * smt)
+                    t = max(now + span_r, turn + more * smt)
                     sm_free[sm] = turn + (more + 1) * smt
                     sm_last[sm] = t
                 else:   # its line's first request reached the SM just before it
@@ -545,10 +553,9 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                 while r2 < end and not _is_read(kind[r2]):
                     r2 += 1
                 if r2 < end:
-                    lj = line_ix[r] if spreads and kind[r] == DEVICE_ATOMIC else 0
-                    raw = heap[0, _H_RAW] + _span(kind[r], lj, nlines[r], issue_gap, spread)
+                    raw = heap[0, _H_RAW] + span_r
                     if leads[r2]:
-                        lj = line_ix[r2] if spreads and kind[r2] == DEVICE_ATOMIC else 0
+                        lj = _line(r2, kind, line_ix, spreads)
                         raw += _span(kind[r2], lj - 1, 2, issue_gap, spread)
                     k_iss = heap[0, _H_K]
                     _heap_replace_top(heap, n_heap, k_iss + (raw - k_iss), k_iss,
