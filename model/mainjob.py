@@ -21,7 +21,7 @@ import pandas as pd
 from hostlink.model.config.loader import REPO_CONFIGS
 
 MAIN_SWEEP = REPO_CONFIGS / "sweeps" / "main.toml"
-VARIANT_ORDER = ("naive", "merged", "merged_aligned", "chunked")
+VARIANT_ORDER = ("naive", "merged", "merged_aligned", "chunked", "balanced")
 MODE_ORDER = ("zerocopy", "uvm")
 
 

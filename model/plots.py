@@ -42,7 +42,7 @@ _NOT_PARAMS = {"run_id", "experiment", "case", "model_kind", "rep", "config_json
 MAX_LINES = 24
 # Categorical parameters drawn in their natural order, not alphabetically.
 MODE_ORDER = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")  # model.predict.MODES
-ORDERS = {"workload.variant": ("naive", "merged", "merged_aligned", "chunked"),
+ORDERS = {"workload.variant": ("naive", "merged", "merged_aligned", "chunked", "balanced"),
           "workload.kernel": ("bfs", "sssp", "cc", "pagerank"),
           "mode": MODE_ORDER, "workload.mode": MODE_ORDER}
 MODE_STYLES = {"zerocopy": "-", "uvm_accessedby": (0, (5, 1)), "uvm": "--",

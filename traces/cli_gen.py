@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 KERNEL_CHOICES = ("bfs", "sssp", "cc", "pagerank")
-VARIANT_CHOICES = ("naive", "merged", "merged_aligned", "chunked")
+VARIANT_CHOICES = ("naive", "merged", "merged_aligned", "chunked", "balanced")
 REGIONS_FILE = "regions.toml"
 
 

@@ -15,8 +15,8 @@ one with ``workload.<param>``):
   ``degree``, ``seed``; or ``graph`` = "file" with ``path``: any graph file
   hostlink reads, e.g. an EMOGI binary CSR prefix, .mtx, .el, .wel, SNAP), a
   traversal ``kernel`` (bfs, sssp, cc, pagerank) as a ``variant`` (naive,
-  merged, merged_aligned, chunked) with ``id_bytes`` 4 or 8, from ``source``
-  ("auto" = the vertex of largest degree, lowest id on ties), emulated into
+  merged, merged_aligned, chunked, balanced) with ``id_bytes`` 4 or 8, from
+  ``source`` ("auto" = the vertex of largest degree, lowest id on ties), emulated into
   its host read requests (``include_device``: the whole trace, device arrays
   too, through the coalescer); memory ``mode`` zerocopy, uvm,
   uvm_readmostly or device.
@@ -41,7 +41,7 @@ from hostlink.model.errors import ConfigError
 KINDS = ("sizes", "graph", "trace")
 MODES = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")  # hostlink.model.predict.MODES
 KERNELS = ("bfs", "sssp", "cc", "pagerank")
-VARIANTS = ("naive", "merged", "merged_aligned", "chunked")
+VARIANTS = ("naive", "merged", "merged_aligned", "chunked", "balanced")
 GRAPHS = ("kron", "urand", "file")
 REQUEST_SIZES_B = (32, 64, 96, 128)
 DEFAULT_GRAPH_SEED = 27491095  # GAP's default generator seed (sbeamer/gapbs src/generator.h)
@@ -144,7 +144,7 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable, str]]] = {
         "seed": (DEFAULT_GRAPH_SEED, _int(lo=0), "generator seed"),
         "path": (None, _path, "graph file (or EMOGI binary CSR prefix) when graph = \"file\""),
         "kernel": ("bfs", _str(KERNELS), "traversal kernel"),
-        "variant": ("merged_aligned", _str(VARIANTS), "kernel variant (gpu_kernels/KERNELS.md)"),
+        "variant": ("merged_aligned", _str(VARIANTS), "kernel variant (gpu_kernels/KERNELS.md; balanced: gpu_kernels/traversal/README.md)"),
         "mode": ("zerocopy", _str(MODES), "where the edge arrays live and how they are reached"),
         "source": ("auto", _source, "source vertex (bfs, sssp); auto = the largest degree"),
         "id_bytes": (4, _int(choices=(4, 8)), "bytes per neighbour id"),

@@ -24,7 +24,7 @@ def test_main_job_writes_its_report_and_tables(small_job):
                  "report.md"):
         assert (result.out / name).stat().st_size > 0, name
     summary = pd.read_csv(result.out / "summary.csv")
-    assert len(summary) == 4 * 4 * 2          # generations x variants x modes
+    assert len(summary) == 4 * 5 * 2          # generations x variants x modes
     table = bandwidth_table(result.summary)
     assert list(table.columns) == ["PCIe 3.0", "PCIe 4.0", "PCIe 5.0", "PCIe 6.0"]
     assert "## Bandwidth" in (result.out / "report.md").read_text()
@@ -41,12 +41,15 @@ def test_main_job_results_behave(small_job):
     # Seed §5.3.1: naive sends almost only 32 B requests; aligning sends fewer requests.
     assert req.loc["naive", "32 B"] / req.loc["naive", "requests"] > 0.9
     assert req.loc["merged_aligned", "requests"] < req.loc["merged", "requests"]
+    # hostlink's own variant: adjacent short lists share windows, so fewer partial lines
+    assert req.loc["balanced", "requests"] < req.loc["chunked", "requests"]
+    assert req.loc["balanced", "32 B"] < req.loc["chunked", "32 B"]
 
 
 def test_main_job_resumes_without_recomputing(small_job):
     result, sweep = small_job
     again = run_main_job(result.out, jobs=1, progress=False, sweep_file=sweep)
-    assert "0 computed, 32 already done" in again.sweep_summary
+    assert "0 computed, 40 already done" in again.sweep_summary
 
 
 def test_cli_runs_the_main_job(small_job):

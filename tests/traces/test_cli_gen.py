@@ -118,5 +118,5 @@ def test_trace_gen_default_source_and_errors(tmp_path, capsys, graph_prefix):
                       "--graph", str(graph_prefix), "--memory", "nvme", "--out", str(tmp_path / "v"))
     assert rc == 2 and "memory mode" in err
     with pytest.raises(SystemExit):
-        main(["trace", "gen", "--kernel", "bfs", "--variant", "balanced", "--graph", "x",
+        main(["trace", "gen", "--kernel", "bfs", "--variant", "warp_centric", "--graph", "x",
               "--out", "y"])

@@ -22,7 +22,7 @@ from hostlink.traces.graphs import GraphError, from_edges, kron, urand
 from hostlink.traces.schema import InstTable, LOCATION_DEVICE, LOCATION_HOST, OP_LOAD
 
 INF = 0xFFFFFFFF
-VARIANTS = ("naive", "merged", "merged_aligned", "chunked")
+VARIANTS = ("naive", "merged", "merged_aligned", "chunked", "balanced")
 
 
 @pytest.fixture(scope="module")
@@ -198,11 +198,26 @@ def reference_rows(g, variant, active_sets, id_bytes, base, weights_base=None):
         elif variant == "merged_aligned":
             for v in sorted(act):
                 aligned(launch, v, v)
-        else:  # chunked
+        elif variant == "chunked":
             for w in range(-(-V // 8)):
                 for v in range(8 * w, min(8 * w + 8, V)):
                     if v in act:
                         aligned(launch, w, v)
+        else:  # balanced (gpu_kernels/traversal/README.md)
+            A = 128 // id_bytes
+            for w in range(-(-V // 8)):
+                vs = range(8 * w, min(8 * w + 8, V))
+                live = [v for v in vs if v in act and off[v + 1] > off[v]]
+                if not live:
+                    continue
+                b = min(off[v] - off[v] % A for v in live)
+                while b is not None:
+                    trip_rows(launch, w, {l: b + l for l in range(32)
+                                          if any(off[v] <= b + l < off[v + 1] for v in live)})
+                    after = b + 32
+                    nxt = [after if off[v] <= after else off[v] - off[v] % A
+                           for v in live if off[v + 1] > after]
+                    b = min(nxt) if nxt else None
     return rows
 
 
@@ -331,7 +346,7 @@ def test_bad_arguments(kgraph):
     with pytest.raises(ConfigError, match="unknown kernel"):
         emulate(kgraph, "tc", "merged")
     with pytest.raises(ConfigError, match="unknown variant"):
-        emulate(kgraph, "bfs", "balanced")
+        emulate(kgraph, "bfs", "warp_centric")
     with pytest.raises(ConfigError, match="id_bytes"):
         emulate(kgraph, "bfs", "merged", id_bytes=2)
     with pytest.raises(ConfigError, match="memory mode"):

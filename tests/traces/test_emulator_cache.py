@@ -20,7 +20,7 @@ from hostlink.traces.coalescer import coalesce
 from hostlink.traces.emulator import emulate
 from hostlink.traces.graphs import kron
 
-VARIANTS = ("naive", "merged", "merged_aligned", "chunked")
+VARIANTS = ("naive", "merged", "merged_aligned", "chunked", "balanced")
 ID_B = 8
 SECTOR_B = 32
 

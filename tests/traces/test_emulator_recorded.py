@@ -47,7 +47,7 @@ def _imitate_recording(emu, folder: Path, shift_B: int, corrupt: bool = False) -
         for r in moved.values()]}))
 
 
-@pytest.mark.parametrize("variant", ["naive", "merged", "merged_aligned", "chunked"])
+@pytest.mark.parametrize("variant", ["naive", "merged", "merged_aligned", "chunked", "balanced"])
 def test_imitated_recording_matches(tmp_path, variant):
     g = kron(9, 8, seed=41)
     src = int(np.argmax(g.degrees()))
@@ -111,8 +111,6 @@ _RECORDED = _committed_self_traces()
 @pytest.mark.skipif(not _RECORDED, reason="no self-trace committed under validation/results/ yet")
 @pytest.mark.parametrize("meta,case,folder", _RECORDED or [pytest.param(None, None, None, id="none")])
 def test_committed_self_traces_match_emulation(meta, case, folder):
-    if case["variant"] not in ("naive", "merged", "merged_aligned", "chunked"):
-        pytest.skip(f"variant {case['variant']} is not emulated")
     spec = meta["graphs"][case["graph"]]
     committed = folder.parent / "graphs" / case["graph"]
     if spec.get("kind") in ("kron", "urand"):

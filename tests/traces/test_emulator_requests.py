@@ -23,7 +23,7 @@ from hostlink.traces.emulator import emulate
 from hostlink.traces.graphs import CSR, from_edges, kron, urand
 from hostlink.traces.schema import InstTable
 
-VARIANTS = ("naive", "merged", "merged_aligned", "chunked")
+VARIANTS = ("naive", "merged", "merged_aligned", "chunked", "balanced")
 
 
 def _hub(g):

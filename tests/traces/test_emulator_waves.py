@@ -61,7 +61,7 @@ def test_chunked_warps_visit_their_vertices_one_after_another():
 
 
 @pytest.mark.parametrize("kernel", ["sssp", "cc"])
-@pytest.mark.parametrize("variant", ["naive", "merged_aligned", "chunked"])
+@pytest.mark.parametrize("variant", ["naive", "merged_aligned", "chunked", "balanced"])
 def test_device_trace_of_waves_matches_the_run(kgraph, kernel, variant):
     # the emitter's device state reaches the run's next active sets (it raises otherwise)
     src = int(np.argmax(kgraph.degrees()))

@@ -44,7 +44,7 @@ def by_inst(stream):
 
 
 @pytest.mark.parametrize("kernel", sorted(STEPS))
-@pytest.mark.parametrize("variant", ["naive", "merged", "merged_aligned", "chunked"])
+@pytest.mark.parametrize("variant", ["naive", "merged", "merged_aligned", "chunked", "balanced"])
 def test_the_host_requests_stay_and_each_step_adds_one_request(kron, kernel, variant):
     em, host = host_stream(kron, kernel, variant, source=3)
     out = with_visit_skeleton(host, em, 4)
@@ -59,7 +59,8 @@ def test_the_host_requests_stay_and_each_step_adds_one_request(kron, kernel, var
     trips = host_insts // P if variant != "naive" else None
     n_dev = int((~is_host).sum())
     if trips is not None:
-        units = sum(int((np.diff(em.csr.offsets)[a] > 0).sum()) for a in em.active)
+        live = [a[np.diff(em.csr.offsets)[a] > 0] for a in em.active]
+        units = sum(len(np.unique(lv // 8)) if variant == "balanced" else len(lv) for lv in live)
         assert n_dev == pro * units + per_trip * trips
     assert n_dev > 0
     # every warp's instructions are numbered 0..n-1
@@ -143,7 +144,7 @@ def test_a_stream_that_is_not_the_walks_is_refused(kron):
         with_visit_skeleton(bad, em, 4)
 
 
-@pytest.mark.parametrize("variant", ["naive", "merged", "merged_aligned", "chunked"])
+@pytest.mark.parametrize("variant", ["naive", "merged", "merged_aligned", "chunked", "balanced"])
 def test_a_visit_stands_for_the_lines_its_trip_reads(kron, variant, monkeypatch):
     """trip_lines against a lane-by-lane count of each trip's distinct 128 B lines, in
     batches small enough to cut the edges several times."""
@@ -166,6 +167,11 @@ def test_a_visit_stands_for_the_lines_its_trip_reads(kron, variant, monkeypatch)
                     lanes = [v for v in active if v // 32 == plan.warp[u]
                              and offsets[v + 1] - offsets[v] > t]
                     edges = [offsets[v] + t for v in lanes]
+                elif variant == "balanced":
+                    b = int(plan.win[int(plan.first_trip[u]) + t])
+                    mine = [v for v in active if v // 8 == plan.warp[u]]
+                    edges = [i for i in range(b, b + 32)
+                             if any(offsets[v] <= i < offsets[v + 1] for v in mine)]
                 else:
                     a = int(plan.a[u])
                     edges = [i for i in range(a + 32 * t, a + 32 * t + 32)

@@ -5,7 +5,7 @@ the h100-pcie5 preset, analytic fidelity, ld.cv host loads) plus BFS cases on tw
 regenerated graphs (kron8 and urand8, GAP's default seed) in several memory modes,
 whose measured kernel times are placeholders (the tests compare a report made
 with workers against one made without), and one traversal twin that cannot be
-built (the balanced variant), a stored failure.
+built (no source recorded for it), a stored failure.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from hostlink.validation.results_io import make_table, read_results, write_resul
 MAXREQ = 8192
 SEED = 27491095                          # GAP's default generator seed (twins tests use it too)
 REAL_BUILD_MICRO = twins.build_micro
-BALANCED = "bfs/kron8/balanced/zerocopy/8B"
+UNBUILT = "bfs/kron8/merged/zerocopy/8B"
 TRAVERSALS = [("kron8", "merged_aligned", "zerocopy", 8), ("kron8", "merged_aligned", "device", 8),
               ("kron8", "merged_aligned", "uvm", 8), ("kron8", "naive", "zerocopy", 4),
               ("kron8", "naive", "registered", 4), ("urand8", "merged", "zerocopy", 8),
@@ -61,10 +61,11 @@ def run_dir(tmp_path_factory) -> Path:
         csr = generate(kind, 8, 16, SEED, weighted=True, id_bytes=8, name=f"{kind}8")
         hubs = [int(v) for v in np.argsort(np.diff(csr.offsets))[-2:]]
         graphs[f"{kind}8"] = dict(kind=kind, scale=8, degree=16, seed=SEED, hubs=hubs)
-    for graph, variant, mode, idb in TRAVERSALS + [("kron8", "balanced", "zerocopy", 8)]:
+    for graph, variant, mode, idb in TRAVERSALS + [("kron8", "merged", "zerocopy", 8)]:
         case = f"bfs/{graph}/{variant}/{mode}/{idb}B"
         cases[case] = dict(kind="traversal", kernel="bfs", graph=graph, variant=variant,
-                           memory_mode=mode, id_bytes=idb, reps=1, sources=graphs[graph]["hubs"])
+                           memory_mode=mode, id_bytes=idb, reps=1,
+                           sources=[] if case == UNBUILT else graphs[graph]["hubs"])
         rows += [("r", "synthetic", case, "measured", "kernel_time_ms", 0.05, "ms", rep)
                  for rep in range(2)]
     path = tmp_path_factory.mktemp("run")
@@ -129,7 +130,7 @@ def test_two_workers_give_the_one_process_report(tmp_path, run_dir, one_process)
         assert (entry["timing"] is None) == (other["timing"] is None)
         if other["timing"]:
             assert other["timing"]["sources"] == 2 and other["timing"]["requests"] > 0
-    assert sb["cases"][BALANCED]["failure"] and "balanced" in sb["cases"][BALANCED]["failure"]
+    assert sb["cases"][UNBUILT]["failure"] and "no sources" in sb["cases"][UNBUILT]["failure"]
     assert list(res["timings"]["case"]) == sorted(
         res["timings"]["case"], key=lambda c: report._case_order(twins.load_run(run_dir), c))
 
@@ -140,7 +141,7 @@ def test_units_keep_a_configurations_memory_modes_together(run_dir):
     assert [u.cases for u in units[:N_MICRO]] == [(c,) for c in sorted(
         (c for c in run.cases if c.startswith("micro/")), key=lambda c: report._case_order(run, c))]
     trav = [(u.graph, [c.split("/")[3] for c in u.cases]) for u in units[N_MICRO:]]
-    assert trav == [("kron8", ["zerocopy"]),                      # balanced, on its own
+    assert trav == [("kron8", ["zerocopy"]),                      # merged 8B, no source
                     ("kron8", ["device", "uvm", "zerocopy"]),     # merged_aligned 8B
                     ("kron8", ["registered", "zerocopy"]),        # naive 4B
                     ("urand8", ["uvm_readmostly", "zerocopy"])]   # merged 8B

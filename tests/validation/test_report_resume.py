@@ -2,8 +2,8 @@
 
 The measured run is made by the model itself (twins.synthesize on the h100-pcie5
 preset, analytic fidelity, ld.cv host loads: no cache model) with one traversal
-case whose twin cannot be built (the balanced variant runs on the GPU only), so
-that a failure is stored too. Crashes are forced by wrapping the twin builder.
+case whose twin cannot be built (its graph is neither committed nor named with a
+generator), so that a failure is stored too. Crashes are forced by wrapping the twin builder.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from hostlink.validation.results_io import make_table, read_results, write_resul
 
 MAXREQ = 8192
 REAL_BUILD_MICRO = twins.build_micro
-BALANCED = "bfs/kron8/balanced/zerocopy/8B"
+UNBUILT = "bfs/kron8/merged/zerocopy/8B"
 
 
 @pytest.fixture(scope="module")
@@ -47,16 +47,16 @@ def run_dir(tmp_path_factory) -> Path:
                                                           max_per_warp_B=1 << 20)
     measured = twins.synthesize(cases, truth, fidelity="analytic", noise_pct=2.0, seed=3,
                                 max_requests=MAXREQ)
-    cases[BALANCED] = dict(kind="traversal", kernel="bfs", graph="kron8", variant="balanced",
-                           memory_mode="zerocopy", id_bytes=8, reps=1, sources=[0])
-    extra = make_table([("r", "synthetic", BALANCED, "measured", "kernel_time_ms", 0.05, "ms", 0)])
+    cases[UNBUILT] = dict(kind="traversal", kernel="bfs", graph="kron8", variant="merged",
+                          memory_mode="zerocopy", id_bytes=8, reps=1, sources=[0])
+    extra = make_table([("r", "synthetic", UNBUILT, "measured", "kernel_time_ms", 0.05, "ms", 0)])
     path = tmp_path_factory.mktemp("run")
     write_results(pd.concat([measured, extra], ignore_index=True), path)
     (path / "metadata.json").write_text(json.dumps({"cases": cases}))
     return path
 
 
-N_CASES = 6          # five microbenchmarks and the balanced traversal
+N_CASES = 6          # five microbenchmarks and the traversal without its graph
 N_MICRO = 5
 
 
@@ -112,7 +112,7 @@ def test_exception_midway_resumes_without_recomputing(tmp_path, monkeypatch, run
     assert res["resumed"] == 3 and res["predicted"] == N_CASES - 3
     stored = _stored(out)
     assert len(stored["cases"]) == N_CASES
-    assert stored["cases"][BALANCED]["failure"] and stored["cases"][BALANCED]["rows"] == 0
+    assert stored["cases"][UNBUILT]["failure"] and stored["cases"][UNBUILT]["rows"] == 0
     assert stored["key"]["fidelity"] == "analytic" and stored["key"]["max_requests"] == MAXREQ
 
     fresh = tmp_path / "fresh"
@@ -129,7 +129,7 @@ def test_exception_midway_resumes_without_recomputing(tmp_path, monkeypatch, run
                         lambda *a, **kw: calls.append(a[0]) or real_traversal(*a, **kw))
     res = _build(run_dir, out)
     assert none.calls == 0 and calls == [] and res["resumed"] == N_CASES
-    assert any(u.startswith(BALANCED + ": ") and "balanced" in u for u in res["unpredicted"])
+    assert any(u.startswith(UNBUILT + ": ") and "no generator" in u for u in res["unpredicted"])
 
 
 @pytest.mark.parametrize("change", ["max_requests", "fidelity", "twin_version", "system"])
@@ -234,7 +234,7 @@ def test_a_code_change_predicts_its_own_kind_again(tmp_path, monkeypatch, run_di
     _build(run_dir, out)
     stored = _stored(out)
     assert set(stored["code"]) == {"micro", "traversal"}
-    assert stored["cases"][BALANCED]["code"] == report.kind_code_hash("traversal")
+    assert stored["cases"][UNBUILT]["code"] == report.kind_code_hash("traversal")
     real = report.kind_code_hash
     monkeypatch.setattr(report, "kind_code_hash",
                         lambda k: real(k)[::-1] if k == kind else real(k))
@@ -248,10 +248,10 @@ def test_a_code_change_predicts_its_own_kind_again(tmp_path, monkeypatch, run_di
     if kind == "micro":
         assert micro.calls == N_MICRO and traversal == [] and res["resumed"] == 1
     else:
-        assert micro.calls == 0 and traversal == [BALANCED] and res["resumed"] == N_MICRO
+        assert micro.calls == 0 and traversal == [UNBUILT] and res["resumed"] == N_MICRO
     assert any(f"{kind} case(s) made with other code" in m for m in res["store_messages"])
     assert {e["code"] for c, e in _stored(out)["cases"].items()
-            if (c == BALANCED) == (kind == "traversal")} == {real(kind)[::-1]}
+            if (c == UNBUILT) == (kind == "traversal")} == {real(kind)[::-1]}
 
 
 def test_a_format_1_store_is_kept_aside(tmp_path, run_dir):
@@ -362,7 +362,7 @@ def test_progress_counts_resumed_cases_as_done(tmp_path, monkeypatch, capsys, ru
     assert all(" left " in s for s in steps)
     assert steps[-1].startswith(f"[{N_CASES}/{N_CASES}] 100%  0:00:00 left  ")
     assert "+ left" in steps[-2]           # the traversal, never timed, is still to come
-    assert steps[-1].endswith("(failed)")                  # the balanced traversal's twin
+    assert steps[-1].endswith("(failed)")                  # the traversal's twin
 
 
 def test_progress_time_left_by_class():

@@ -223,6 +223,20 @@ def test_traversals_keep_their_load_ahead(program):
                 assert sass.loads_in_flight(fns, name) == ahead * per_edge, name
 
 
+@pytest.mark.parametrize("program", ["bfs", "cc", "sssp", "pagerank"])
+def test_the_balanced_walk_keeps_what_the_twins_take(program):
+    """The balanced walk (variant 4) keeps one window's loads fewer in flight than its
+    load-ahead of 4; the twins' requests_ahead takes what the SASS shows."""
+    from hostlink.validation.twin_traversal import requests_ahead
+    fns = sass.read_sass(H200 / "sass" / f"{program}.sass.gz")
+    per_edge = 2 if program == "sssp" else 1
+    for ids, id_bytes in (("j", 4), ("m", 8)):
+        for ahead in (1, 4):
+            got = sass.loads_in_flight(fns, rf"walkI{ids}Li4ELi0ELi{ahead}E")
+            assert got == requests_ahead("balanced", ahead, id_bytes, weighted=program == "sssp")
+            assert got == (ahead if ahead == 1 else ahead - 1) * per_edge
+
+
 def test_cli_prints_the_loops(capsys):
     assert main(["validate", "sass", str(H200 / "sass" / "zc_read.sass.gz"),
                  "--match", read_kernel(16, 4, "coalesced")]) == 0

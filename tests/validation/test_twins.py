@@ -402,6 +402,32 @@ def test_traversal_twins_carry_the_device_arrays_and_the_launches(tmp_path):
         assert kernel_ms(slow, mode) >= launches * (ctas * 1000.0 + 1000.0) * 1e-6
 
 
+def test_the_balanced_variant_has_a_twin(tmp_path):
+    # hostlink's own variant (gpu_kernels/traversal/README.md) is predicted as the others
+    # are: the edges merged_aligned reads, in fewer host requests than chunked's (adjacent
+    # short lists share windows), with its device accesses or with its walk's steps
+    csr, base, graphs = kron10_run(tmp_path, "balanced", "zerocopy")
+    h200 = load_system("h200-pcie5")
+
+    def predicted(variant, limit=1 << 24, mode="zerocopy"):
+        timing = {}
+        rows = twins.predict_traversal("c", dict(base, variant=variant, load_ahead=4,
+                                                 memory_mode=mode), h200, graphs,
+                                       fidelity="des", max_device_edges=limit, timing=timing)
+        return dict((m, v) for m, v, _ in rows)
+
+    bal, aligned = predicted("balanced"), predicted("merged_aligned")
+    assert bal["edges_read"] == aligned["edges_read"] > 0
+    assert bal["iterations"] == aligned["iterations"]
+    steps = predicted("balanced", limit=0)          # the walk's steps for its device accesses
+    assert steps["edges_read"] == bal["edges_read"] and steps["kernel_time_ms"] > 0
+    assert predicted("balanced", mode="device")["kernel_time_ms"] < bal["kernel_time_ms"]
+    from hostlink.traces.emulator import emulate
+    reqs = {v: len(emulate(graphs.get("kron10"), "bfs", v, source=base["sources"][0],
+                           id_bytes=8).requests()) for v in ("balanced", "chunked")}
+    assert reqs["balanced"] < reqs["chunked"]
+
+
 def test_large_graphs_twins_carry_the_walks_dependent_steps(tmp_path):
     # above max_device_edges the twin keeps the edge list and one device request per
     # dependent step (validation/results/h100/device_work): close to the twin with

@@ -27,7 +27,8 @@ the launch lowered, as before. The wave of a vertex is ``v // wave_vertices``
 (the resident warps times the vertices a warp handles: see
 :func:`wave_vertices_of`); in the chunked variant a warp's 8 vertices are
 visited one after another, so a wave runs in 8 steps, step j the vertices
-with ``v % 8 == j``. Warps of inactive vertices exit at once, which this
+with ``v % 8 == j``; a balanced warp reads its 8 vertices' values at once,
+before its walk. Warps of inactive vertices exit at once, which this
 ignores: an H200 uses their slots again only in part
 (validation/results/h200/warp_slots), and packing the active warps alone
 into the SMs' slots would bring SSSP's edges closer to the measured ones but
@@ -127,8 +128,9 @@ CHUNK_VERTICES = 8          # vertices a chunked warp visits one after another (
 def wave_vertices_of(variant: str, resident_warps: int) -> int:
     """Vertex ids a wave of ``resident_warps`` warps covers: a warp handles 32
     vertices in the naive variant (a thread each, at once), 8 in chunked (one
-    after another), 1 in the warp-per-vertex variants (gpu_kernels/KERNELS.md)."""
-    per_warp = {"naive": 32, "chunked": CHUNK_VERTICES}.get(variant, 1)
+    after another) and balanced (at once: its lanes read the 8 values before the
+    walk), 1 in the warp-per-vertex variants (gpu_kernels/KERNELS.md)."""
+    per_warp = {"naive": 32, "chunked": CHUNK_VERTICES, "balanced": CHUNK_VERTICES}.get(variant, 1)
     return max(1, int(resident_warps) * per_warp)
 
 

@@ -16,7 +16,7 @@ updates, as on the GPU.
 
 Launch geometry (KERNELS.md): 256 threads (8 warps) per CTA, a 1-D grid of
 ceil(threads / 256) CTAs, threads = V (naive), 32 V (merged,
-merged_aligned), 32 ceil(V / 8) (chunked); a row's ``cta`` is the global
+merged_aligned), 32 ceil(V / 8) (chunked, balanced); a row's ``cta`` is the global
 warp id // 8 and ``warp`` the global warp id % 8. Launches are named
 ``<kernel>_<variant>``.
 """

@@ -2,15 +2,21 @@
 
 A launch is planned as a sequence of *units* in program order: one vertex
 for merged, merged_aligned and chunked (warp v, or warp v // 8 for chunked),
-one warp for naive. A unit issues its prologue (device traces only), then
-``trips`` loop trips of ``len(program.trip)`` instructions each (KERNELS.md
-"Variants"):
+one warp for naive and balanced. A unit issues its prologue (device traces
+only), then ``trips`` loop trips of ``len(program.trip)`` instructions each
+(KERNELS.md "Variants"; balanced in gpu_kernels/traversal/README.md):
 - merged: trips = ceil((e - s) / 32), trip k covers s + 32 k + lane;
 - merged_aligned, chunked: a = s - s mod align_elems (align_elems = 128 /
   id_bytes), trips = ceil((e - a) / 32) when e > s, trip k covers
   a + 32 k + lane, lanes outside [s, e) masked off;
 - naive: trips = the largest degree of the warp's active vertices; lane l
-  (vertex 32 w + l) reads s + k in trip k while k < its degree.
+  (vertex 32 w + l) reads s + k in trip k while k < its degree;
+- balanced: warp w owns vertices 8 w .. 8 w + 7; its trips are the windows of
+  32 element indices that :func:`balanced_windows` walks over the lists of its
+  live vertices (active, with a non-empty list), trip k covering
+  ``win[k] + lane``; a lane loads when its index lies in a live list of the
+  warp, for the vertex that owns that index (:func:`owner_of`). Its prologue
+  (device traces) has one lane per vertex of the warp, as naive's has.
 Rows are numbered unit after unit; a chunk is a row range cut at trip
 boundaries, so at most ``chunk_rows`` rows (plus the tail of one trip) are
 materialised at once, whatever the graph size. Instructions with no active
@@ -30,6 +36,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
+from numba import njit
 
 from hostlink.traces.emulator.algorithms import INF_U32, AlgorithmRun
 from hostlink.traces.emulator.layout import AddressMap
@@ -39,7 +46,7 @@ from hostlink.traces.emulator.program import (LANES_ALL, LANES_ATTEMPT, LANES_FL
 from hostlink.traces.graphs.csr import CSR
 from hostlink.traces.schema import INST_DTYPES, SPACE_GLOBAL, WARP_SIZE, InstTable
 
-VARIANTS = ("naive", "merged", "merged_aligned", "chunked")
+VARIANTS = ("naive", "merged", "merged_aligned", "chunked", "balanced")
 THREADS_PER_CTA = 256
 WARPS_PER_CTA = THREADS_PER_CTA // WARP_SIZE
 CHUNK_VERTICES = 8
@@ -78,11 +85,85 @@ class LaunchPlan:
     a: np.ndarray         # first index of trip 0
     row_start: np.ndarray
     row_end: np.ndarray
-    is_active_v: np.ndarray | None  # bool per vertex (naive, device)
+    is_active_v: np.ndarray | None  # bool per vertex (naive, device; balanced)
+    win: np.ndarray | None = None   # balanced: every unit's window starts, unit after unit
 
     @property
     def total_rows(self) -> int:
         return int(self.row_end[-1]) if len(self.row_end) else 0
+
+    @property
+    def first_trip(self) -> np.ndarray:
+        """Index of each unit's first trip among the launch's trips."""
+        return np.cumsum(self.trips) - self.trips
+
+
+#: no window (balanced_windows)
+_NO_WINDOW = -1
+
+
+@njit(cache=True)
+def _walk_windows(offsets, live, warps, V, A, trips, win):
+    """The balanced walk of each warp of ``warps`` (gpu_kernels/traversal/walk.cuh,
+    ``next_window``): its window count into ``trips`` and, where ``win`` has room,
+    the windows' starts into ``win``, warp after warp."""
+    fill = len(win) > 0
+    pos = 0
+    for u in range(len(warps)):
+        first = warps[u] * CHUNK_VERTICES
+        n = min(CHUNK_VERTICES, V - first)
+        b = _NO_WINDOW
+        for j in range(n):
+            v = first + j
+            if live[v]:
+                c = offsets[v] - offsets[v] % A
+                if b == _NO_WINDOW or c < b:
+                    b = c
+        k = 0
+        while b != _NO_WINDOW:
+            if fill:
+                win[pos] = b
+            pos += 1
+            k += 1
+            after = b + WARP_SIZE
+            nb = _NO_WINDOW
+            for j in range(n):
+                v = first + j
+                if live[v] and offsets[v + 1] > after:
+                    s = offsets[v]
+                    c = after if s <= after else s - s % A
+                    if nb == _NO_WINDOW or c < nb:
+                        nb = c
+            b = nb
+        trips[u] = k
+
+
+def balanced_windows(offsets: np.ndarray, live: np.ndarray, warps: np.ndarray,
+                     id_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(windows per warp, every window's first element index, warp after warp) of the
+    balanced walk (gpu_kernels/traversal/README.md): a warp's first window starts at
+    the 128 B-aligned start of its first live list; after a window [b, b + 32) the
+    next starts at b + 32 where a live list runs on across it, else at the aligned
+    start of the next live list that ends beyond b + 32; a warp with no live vertex
+    has none. ``live``: bool per vertex (active, with a non-empty list)."""
+    off = np.ascontiguousarray(offsets).view(np.int64)
+    warps = np.ascontiguousarray(warps, dtype=np.int64)
+    V = len(off) - 1
+    A = align_elems(id_bytes)
+    trips = np.zeros(len(warps), dtype=np.int64)
+    _walk_windows(off, live, warps, V, A, trips, np.zeros(0, dtype=np.int64))
+    win = np.empty(int(trips.sum()), dtype=np.int64)
+    if len(win):
+        _walk_windows(off, live, warps, V, A, trips, win)
+    return trips, win
+
+
+def owner_of(offsets: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The vertex whose list holds element ``idx``: the last vertex whose list starts
+    at or before it (the balanced kernel's owner lane), clipped to [0, V)."""
+    V = len(offsets) - 1
+    own = np.searchsorted(offsets, idx.astype(np.uint64), side="right").astype(np.int64) - 1
+    return np.clip(own, 0, max(0, V - 1))
 
 
 def plan_launch(csr: CSR, variant: str, prog: Program, active: np.ndarray, launch: int,
@@ -91,7 +172,29 @@ def plan_launch(csr: CSR, variant: str, prog: Program, active: np.ndarray, launc
     offsets = csr.offsets
     P = len(prog.trip)
     n_check, n_active = len(prog.check), len(prog.active)
-    if variant == "naive":
+    win = None
+    if variant == "balanced":
+        is_active_v = np.zeros(V, dtype=bool)
+        is_active_v[active] = True
+        deg = (offsets[active + 1] - offsets[active]).astype(np.int64)
+        live = np.zeros(V, dtype=bool)
+        live[active[deg > 0]] = True
+        if include_device:
+            warps = np.arange(-(-V // CHUNK_VERTICES), dtype=np.int64)
+            unit_active = np.zeros(len(warps), dtype=bool)
+            unit_active[active // CHUNK_VERTICES] = True
+        else:
+            warps = np.unique(active[deg > 0] // CHUNK_VERTICES).astype(np.int64)
+            unit_active = np.ones(len(warps), dtype=bool)
+        trips, win = balanced_windows(offsets, live, warps, id_bytes)
+        vertex = np.full(len(warps), -1, dtype=np.int64)
+        s = offsets[warps * CHUNK_VERTICES].astype(np.int64)
+        e = offsets[np.minimum(warps * CHUNK_VERTICES + CHUNK_VERTICES, V)].astype(np.int64)
+        # s, e: the span of the warp's lists; a: its first window
+        a = s.copy()
+        has = trips > 0
+        a[has] = win[(np.cumsum(trips) - trips)[has]]
+    elif variant == "naive":
         deg_act = (offsets[active + 1] - offsets[active]).astype(np.int64)
         w_act = active // WARP_SIZE
         if include_device:
@@ -133,7 +236,7 @@ def plan_launch(csr: CSR, variant: str, prog: Program, active: np.ndarray, launc
     rows = pro + trips * P
     row_end = np.cumsum(rows)
     return LaunchPlan(launch, launch, warps.astype(np.int64), vertex, unit_active, trips, pro,
-                      s, e, a, row_end - rows, row_end, is_active_v)
+                      s, e, a, row_end - rows, row_end, is_active_v, win)
 
 
 def chunk_bounds(plan: LaunchPlan, P: int, chunk_rows: int) -> Iterator[tuple[int, int]]:
@@ -268,7 +371,7 @@ class Materialiser:
         self.i_lanes = np.array([i.lanes for i in instrs], dtype=np.int8)
         self.i_base = np.array([amap.base(i.region) for i in instrs], dtype=np.int64)
         self.device = any(not i.is_host_array for i in instrs)
-        self.deg = csr.degrees() if variant == "naive" else None
+        self.deg = csr.degrees() if variant in ("naive", "balanced") else None
 
     def rows(self, plan: LaunchPlan, r0: int, r1: int) -> InstTable:
         rows = np.arange(r0, r1, dtype=np.int64)
@@ -287,7 +390,21 @@ class Materialiser:
         naive = self.variant == "naive"
 
         # lanes: vertex of each lane (naive) and the element index of trip rows
-        if naive:
+        if self.variant == "balanced":
+            # prologue rows: lane j holds vertex 8 w + j; trip rows: each lane its
+            # window's element, for the vertex that owns it
+            vp = (warp_g * CHUNK_VERTICES)[:, None] + _LANES[None, :]
+            in_range = (_LANES[None, :] < CHUNK_VERTICES) & (vp < V)
+            vpc = np.where(in_range, vp, 0)
+            act = in_range & plan.is_active_v[vpc]
+            b = np.zeros(n, dtype=np.int64)
+            b[is_trip] = plan.win[plan.first_trip[u[is_trip]] + k[is_trip]]
+            idx = b[:, None] + _LANES[None, :]
+            own = owner_of(csr.offsets, idx)
+            valid = (is_trip[:, None] & (idx >= plan.s[u][:, None]) & (idx < plan.e[u][:, None])
+                     & plan.is_active_v[own] & (self.deg[own] > 0))
+            vl = np.where(is_trip[:, None], own, vpc)
+        elif naive:
             vl = warp_g[:, None] * WARP_SIZE + _LANES[None, :]
             in_range = vl < V
             vlc = np.where(in_range, vl, 0)

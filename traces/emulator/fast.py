@@ -10,8 +10,10 @@ instead of materialising 32 lane addresses per instruction:
   gives two 32 B requests);
 - ``useful_B`` is the bytes of the request some lane asked for.
 A merged / merged_aligned / chunked trip reads one contiguous index range, so
-its requests follow from the range alone (closed form per line); a naive
-trip reads one element per lane, so its sectors are sorted per instruction.
+its requests follow from the range alone (closed form per line); a balanced
+trip (one window) reads the pieces of its warp's live lists that fall in the
+window, a few ranges; a naive trip reads one element per lane, so its sectors
+are sorted per instruction.
 
 Requests come out grouped by launch, warp, instruction (``inst`` numbers the
 warp's host loads in program order) and address, as in
@@ -21,9 +23,10 @@ batches of at most ``batch`` trips or lane accesses, so memory stays bounded.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from hostlink.model.workload import REQUEST_DTYPES, SPACE_HOST, LaunchInfo, RequestStream
-from hostlink.traces.emulator.emit import WARP_SIZE, LaunchPlan
+from hostlink.traces.emulator.emit import CHUNK_VERTICES, WARP_SIZE, LaunchPlan
 from hostlink.traces.schema import LOCATION_HOST
 
 SECTOR_B = 32
@@ -105,6 +108,84 @@ def _contiguous(plan: LaunchPlan, slots: list[tuple[int, int]], batch: int):
     return out
 
 
+@njit(cache=True)
+def _window_pieces(offsets, live, warps, trips, win, t0, t1, trip, lo, hi):
+    """The pieces of windows ``t0 .. t1 - 1`` of a balanced launch (``trips`` per unit
+    ``warps``, ``win`` the window starts): per window and live list of its warp, the
+    part of the list in the window, ascending. Fills ``trip``, ``lo``, ``hi`` where
+    they have room; returns the piece count."""
+    V = len(offsets) - 1
+    fill = len(trip) > 0
+    pos = 0
+    t = 0
+    for u in range(len(warps)):
+        if t >= t1:
+            break
+        if t + trips[u] <= t0:
+            t += trips[u]
+            continue
+        first = warps[u] * CHUNK_VERTICES
+        n = min(CHUNK_VERTICES, V - first)
+        for k in range(trips[u]):
+            g = t + k
+            if g < t0 or g >= t1:
+                continue
+            b = win[g]
+            for j in range(n):
+                v = first + j
+                if not live[v]:
+                    continue
+                a = max(offsets[v], b)
+                z = min(offsets[v + 1], b + WARP_SIZE)
+                if a < z:
+                    if fill:
+                        trip[pos] = g
+                        lo[pos] = a
+                        hi[pos] = z
+                    pos += 1
+        t += trips[u]
+    return pos
+
+
+def _balanced(plan: LaunchPlan, offsets: np.ndarray, active: np.ndarray,
+              slots: list[tuple[int, int]], batch: int):
+    """(warp, inst, addr, size, useful) of a balanced launch: each window's pieces."""
+    P = len(slots)
+    off = np.ascontiguousarray(offsets).view(np.int64)
+    live = np.zeros(len(off) - 1, dtype=bool)
+    deg = off[active + 1] - off[active]
+    live[active[deg > 0]] = True
+    trips = plan.trips.astype(np.int64)
+    first_trip = plan.first_trip
+    total = int(trips.sum())
+    unit_end_trip = np.cumsum(trips)
+    out = []
+    step = max(1, batch // WARP_SIZE)
+    empty = np.zeros(0, dtype=np.int64)
+    for t0 in range(0, total, step):
+        t1 = min(total, t0 + step)
+        n = _window_pieces(off, live, plan.warp, trips, plan.win, t0, t1, empty, empty, empty)
+        trip = np.empty(n, dtype=np.int64)
+        lo = np.empty(n, dtype=np.int64)
+        hi = np.empty(n, dtype=np.int64)
+        _window_pieces(off, live, plan.warp, trips, plan.win, t0, t1, trip, lo, hi)
+        rows_lo = np.empty((n, P), dtype=np.int64)
+        rows_hi = np.empty((n, P), dtype=np.int64)
+        for j, (base, width) in enumerate(slots):
+            rows_lo[:, j] = base + lo * width
+            rows_hi[:, j] = base + hi * width
+        # row = (trip, slot); a trip's pieces ascend, so a stable sort by row keeps them so
+        row = (trip[:, None] * P + np.arange(P)[None, :]).reshape(-1)
+        order = np.argsort(row, kind="stable")
+        rr, addr, size, useful = coalesce_ranges(row[order], rows_lo.reshape(-1)[order],
+                                                 rows_hi.reshape(-1)[order], presorted=True)
+        trip_of = rr // P
+        u_of = np.searchsorted(unit_end_trip, trip_of, side="right")
+        out.append((plan.warp[u_of], (trip_of - first_trip[u_of]) * P + rr % P, addr, size,
+                    useful))
+    return out
+
+
 def _naive(plan: LaunchPlan, offsets: np.ndarray, active: np.ndarray,
            slots: list[tuple[int, int]], batch: int):
     """(warp, inst, addr, size, useful) of a naive launch."""
@@ -164,8 +245,12 @@ def host_requests(plans, actives: list[np.ndarray], offsets: np.ndarray,
         raise ValueError("edges and weights must live in the same memory")
     cols = {k: [] for k in ("launch", "warp", "inst", "addr", "size_B", "useful_B")}
     for plan, active in zip(plans, actives):
-        parts = (_naive(plan, offsets, active, host_slots, batch) if variant == "naive"
-                 else _contiguous(plan, host_slots, batch))
+        if variant == "naive":
+            parts = _naive(plan, offsets, active, host_slots, batch)
+        elif variant == "balanced":
+            parts = _balanced(plan, offsets, active, host_slots, batch)
+        else:
+            parts = _contiguous(plan, host_slots, batch)
         for warp, inst, addr, size, useful in parts:
             cols["launch"].append(np.full(len(addr), plan.launch, dtype=np.uint32))
             cols["warp"].append(warp)

@@ -8,7 +8,9 @@ accesses, so this module fixes one, following the CUDA code the definitions
 describe (EMOGI's kernels, illinois-impact/EMOGI ``bfs.cu``):
 
 prologue, per vertex (warp-per-vertex variants: all 32 lanes, one address;
-naive: one lane per vertex)
+naive: one lane per vertex; balanced: one lane per vertex of the warp's 8,
+where the kernel reads every vertex's offsets before its test, which this
+listing keeps in the order below)
 - bfs: load ``label[v]`` (the ``label[v] == level`` test); if active: load
   ``offsets[v]``, ``offsets[v+1]``;
 - sssp, cc: load ``active_now[v]``; if active: ``offsets[v]``, ``offsets[v+1]``,

@@ -15,7 +15,8 @@ one launch, alone.
 :func:`with_visit_skeleton` adds that chain to a host-only request stream
 with one device request per dependent step instead of one per lane:
 
-- per active unit (a vertex; a warp of 32 vertices for ``naive``): one request
+- per active unit (a vertex; a warp of 32 vertices for ``naive``, of 8 for
+  ``balanced``): one request
   for its test (the program's ``check`` instructions) and, where it has
   ``active`` instructions, one for them (its offsets: issued together);
 - per trip: one request per device instruction of the trip that returns data
@@ -48,7 +49,7 @@ from numba import njit
 from hostlink.model.des.inputs import ISSUE_LINE_B
 from hostlink.model.workload import REQUEST_DTYPES, SPACE_DEVICE, RequestStream
 from hostlink.traces.coalescer import REDUCTION_PREFIX, SECTOR_B
-from hostlink.traces.emulator.emit import plan_launch
+from hostlink.traces.emulator.emit import CHUNK_VERTICES, plan_launch
 from hostlink.traces.emulator.program import full_program, program
 from hostlink.traces.schema import OP_ATOMIC, OP_LOAD, WARP_SIZE
 
@@ -68,6 +69,8 @@ def _steps(kernel: str, id_bytes: int):
     return pro, visit
 
 
+#: bits of an element index in a balanced window's search key (unit << shift | index)
+_KEY_SHIFT = 36
 #: edges of one batch of :func:`trip_lines` (bounds its working memory)
 TRIP_LINES_BATCH_EDGES = 1 << 23
 #: the most lines one request stands for (RequestStream.lines is u16)
@@ -111,22 +114,28 @@ def trip_lines(csr, plan, variant: str, base: int, width_B: int) -> np.ndarray:
     u's trips at ``cumsum(plan.trips) - plan.trips``); every lane that has an edge
     counts, attempted or not. A merged unit's trip t reads edges ``a + 32 t`` to
     ``a + 32 t + 31`` of ``[s, e)``; a naive warp's trip t the t-th edge of each of its
-    active vertices."""
+    active vertices; a balanced warp's trip t the elements of its live lists in its
+    window t."""
     T = plan.trips.astype(np.int64)
     trip_off = np.cumsum(T) - T
     counts = np.zeros(int(T.sum()), dtype=np.int64)
     if not len(T):
         return counts
     offsets = csr.offsets.astype(np.int64)
-    if variant == "naive":
+    if variant in ("naive", "balanced"):
         # lanes: the active vertices of each unit's warp
+        per_warp = WARP_SIZE if variant == "naive" else CHUNK_VERTICES
         v = np.flatnonzero(plan.is_active_v)
-        unit_of = np.searchsorted(plan.warp, v // WARP_SIZE)
+        unit_of = np.searchsorted(plan.warp, v // per_warp)
         keep = (unit_of < len(plan.warp)) & (plan.warp[np.minimum(unit_of, len(plan.warp) - 1)]
-                                              == v // WARP_SIZE)
+                                              == v // per_warp)
         v, unit_of = v[keep], unit_of[keep]
         lo, hi = offsets[v], offsets[v + 1]
         first_trip = trip_off[unit_of]
+        if variant == "balanced":
+            # a window's key: its unit, then its first element (windows ascend in both)
+            win_unit = np.repeat(np.arange(len(T), dtype=np.int64), T)
+            win_key = (win_unit << _KEY_SHIFT) | plan.win.astype(np.int64)
     else:
         unit_of = np.arange(len(T))
         lo, hi = plan.s.astype(np.int64), plan.e.astype(np.int64)
@@ -147,6 +156,9 @@ def trip_lines(csr, plan, variant: str, base: int, width_B: int) -> np.ndarray:
             idx = lo[owner] + k
             if variant == "naive":
                 trip = first_trip[owner] + k
+            elif variant == "balanced":
+                trip = np.searchsorted(win_key, (unit_of[owner] << _KEY_SHIFT) | idx,
+                                       side="right") - 1
             else:
                 a = plan.a.astype(np.int64)[unit_of[owner]]
                 trip = first_trip[owner] + (idx - a) // WARP_SIZE
@@ -233,7 +245,9 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
         if not len(w_u):
             plans.append(None)
             continue
-        vtx = np.where(plan.vertex >= 0, plan.vertex, w_u * 32)   # naive: the warp's first vertex
+        # naive and balanced: the warp's first vertex
+        vtx = np.where(plan.vertex >= 0, plan.vertex,
+                       w_u * (CHUNK_VERTICES if variant == "balanced" else WARP_SIZE))
         first = np.ones(len(w_u), dtype=bool)
         first[1:] = w_u[1:] != w_u[:-1]
         seg = np.cumsum(first) - 1
