@@ -131,3 +131,35 @@ def test_committed_self_traces_match_emulation(meta, case, folder):
         # The PCIe request histograms agree too (issue: emulator vs self-trace).
         recorded = coalesce(open_recorded(folder)).size_histogram()
         assert recorded == emu.requests().size_histogram()
+
+
+def _self_trace_cases(run: str):
+    meta_path = REPO / "validation" / "results" / "h200" / run / "metadata.json"
+    if not meta_path.is_file():
+        return []
+    meta = json.loads(meta_path.read_text())
+    return [(meta, p) for p in (meta.get("cases") or {}).values()
+            if isinstance(p, dict) and p.get("kind") == "trace"]
+
+
+@pytest.mark.parametrize("kernel", ["sssp", "cc"])
+@pytest.mark.parametrize("variant", ["naive", "balanced"])
+def test_whole_sssp_and_cc_runs_match_where_warps_read_their_values_first(kernel, variant):
+    """A naive thread, and a balanced warp for its 8 vertices, read their values before
+    their walk; on kron10 every warp is resident at once, so the GPU's SSSP and CC make
+    the emulator's Jacobi steps: every launch of the self-trace matches, not only the
+    ones timing cannot change (validation/results/h200/self_traces)."""
+    found = [(m, p) for m, p in _self_trace_cases("self_traces")
+             if p["kernel"] == kernel and p["variant"] == variant]
+    if not found:
+        pytest.skip("validation/results/h200/self_traces is not committed")
+    for meta, p in found:
+        spec = meta["graphs"][p["graph"]]
+        g = generate(spec["kind"], int(spec["scale"]), int(spec["degree"]), int(spec["seed"]))
+        emu = emulate(g, kernel, variant, source=int(p.get("source") or 0),
+                      id_bytes=int(p["id_bytes"]), resident_warps=132 * 64)
+        folder = (REPO / "validation" / "results" / "h200" / "self_traces" / "traces"
+                  / f"{kernel}__{p['graph']}__{variant}__zerocopy__{p['id_bytes']}B")
+        cmp = compare_recorded(open_recorded(folder), emu)
+        assert cmp.equal, cmp.summary()
+        assert len(emu.active) > timing_independent_launches(kernel)

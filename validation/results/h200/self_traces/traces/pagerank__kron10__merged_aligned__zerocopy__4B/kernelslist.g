@@ -1,0 +1,11 @@
+MemcpyHtoD,0x00007f67db000400,8200
+kernel-1.traceg.xz
+kernel-2.traceg.xz
+kernel-3.traceg.xz
+kernel-4.traceg.xz
+kernel-5.traceg.xz
+kernel-6.traceg.xz
+kernel-7.traceg.xz
+kernel-8.traceg.xz
+kernel-9.traceg.xz
+kernel-10.traceg.xz
