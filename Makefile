@@ -122,6 +122,9 @@ reports-h200: $(STAMP)
 	  --out $(H200)/uvm_session_repeat/chain_pooled --jobs $(JOBS) --quiet
 	$(CAL) $(H200)/scale24 --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/scale24 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
+	@# the balanced variant from host memory on its own (its first twin, made before scale24's own report had it)
+	$(REPORT) $(H200)/scale24 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only /balanced/zerocopy/ \
+	  --out $(H200)/scale24/balanced_zerocopy --jobs $(JOBS) --quiet
 	$(REPORT) $(H200)/scale24_load_ahead1 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
 	@# a few warps' loads with ld.cv and the default operator (its own tag window and chase)
 	$(CAL) $(H200)/cv_overlap --system $(H200)/first_run/calibrated.toml --quiet

@@ -67,6 +67,15 @@ def test_hand_derived_requests():
     assert got_a == want_aligned
     # useful bytes: vertex 2's 40 ids = 160 B whichever way they are fetched
     assert merged.useful_B[merged.warp == 2].sum() == 160 == aligned.useful_B[aligned.warp == 2].sum()
+    # balanced (gpu_kernels/traversal/README.md): warp 0 owns vertices 0..7 and walks
+    # the run [0, 85) of its live lists in windows of 32 elements from 0: elements
+    # 0..31 -> 128 B at 0; 32..63 (vertex 0's tail, vertex 1, vertex 2's head) -> 128 B
+    # at 128; 64..84 -> sectors 8..10 -> 96 B at 256: three requests for five
+    balanced = emulate(g, "pagerank", "balanced", iterations=1).requests()
+    got_b = [(int(w), int(i), int(a - base), int(s)) for w, i, a, s in
+             zip(balanced.warp, balanced.inst, balanced.addr, balanced.size_B)]
+    assert got_b == [(0, 0, 0, 128), (0, 1, 128, 128), (0, 2, 256, 96)]
+    assert balanced.useful_B.sum() == 85 * 4
 
 
 # ------------------------------------------- closed form for merged_aligned

@@ -109,21 +109,18 @@ def _contiguous(plan: LaunchPlan, slots: list[tuple[int, int]], batch: int):
 
 
 @njit(cache=True)
-def _window_pieces(offsets, live, warps, trips, win, t0, t1, trip, lo, hi):
+def _window_pieces(offsets, live, warps, trips, win, u0, t, t0, t1, trip, lo, hi):
     """The pieces of windows ``t0 .. t1 - 1`` of a balanced launch (``trips`` per unit
-    ``warps``, ``win`` the window starts): per window and live list of its warp, the
-    part of the list in the window, ascending. Fills ``trip``, ``lo``, ``hi`` where
-    they have room; returns the piece count."""
+    ``warps``, ``win`` the window starts; unit ``u0``, whose first window is ``t``,
+    holds window ``t0``): per window and live list of its warp, the part of the list
+    in the window, ascending. Fills ``trip``, ``lo``, ``hi`` where they have room;
+    returns the piece count."""
     V = len(offsets) - 1
     fill = len(trip) > 0
     pos = 0
-    t = 0
-    for u in range(len(warps)):
+    for u in range(u0, len(warps)):
         if t >= t1:
             break
-        if t + trips[u] <= t0:
-            t += trips[u]
-            continue
         first = warps[u] * CHUNK_VERTICES
         n = min(CHUNK_VERTICES, V - first)
         for k in range(trips[u]):
@@ -164,11 +161,13 @@ def _balanced(plan: LaunchPlan, offsets: np.ndarray, active: np.ndarray,
     empty = np.zeros(0, dtype=np.int64)
     for t0 in range(0, total, step):
         t1 = min(total, t0 + step)
-        n = _window_pieces(off, live, plan.warp, trips, plan.win, t0, t1, empty, empty, empty)
+        u0 = int(np.searchsorted(unit_end_trip, t0, side="right"))
+        at = (off, live, plan.warp, trips, plan.win, u0, int(first_trip[u0]), t0, t1)
+        n = _window_pieces(*at, empty, empty, empty)
         trip = np.empty(n, dtype=np.int64)
         lo = np.empty(n, dtype=np.int64)
         hi = np.empty(n, dtype=np.int64)
-        _window_pieces(off, live, plan.warp, trips, plan.win, t0, t1, trip, lo, hi)
+        _window_pieces(*at, trip, lo, hi)
         rows_lo = np.empty((n, P), dtype=np.int64)
         rows_hi = np.empty((n, P), dtype=np.int64)
         for j, (base, width) in enumerate(slots):
