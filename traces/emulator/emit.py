@@ -87,6 +87,7 @@ class LaunchPlan:
     row_end: np.ndarray
     is_active_v: np.ndarray | None  # bool per vertex (naive, device; balanced)
     win: np.ndarray | None = None   # balanced: every unit's window starts, unit after unit
+    live_v: np.ndarray | None = None  # balanced: bool per vertex, active with a non-empty list
 
     @property
     def total_rows(self) -> int:
@@ -172,7 +173,7 @@ def plan_launch(csr: CSR, variant: str, prog: Program, active: np.ndarray, launc
     offsets = csr.offsets
     P = len(prog.trip)
     n_check, n_active = len(prog.check), len(prog.active)
-    win = None
+    win = live = None
     if variant == "balanced":
         is_active_v = np.zeros(V, dtype=bool)
         is_active_v[active] = True
@@ -236,7 +237,7 @@ def plan_launch(csr: CSR, variant: str, prog: Program, active: np.ndarray, launc
     rows = pro + trips * P
     row_end = np.cumsum(rows)
     return LaunchPlan(launch, launch, warps.astype(np.int64), vertex, unit_active, trips, pro,
-                      s, e, a, row_end - rows, row_end, is_active_v, win)
+                      s, e, a, row_end - rows, row_end, is_active_v, win, live)
 
 
 def chunk_bounds(plan: LaunchPlan, P: int, chunk_rows: int) -> Iterator[tuple[int, int]]:
@@ -371,7 +372,7 @@ class Materialiser:
         self.i_lanes = np.array([i.lanes for i in instrs], dtype=np.int8)
         self.i_base = np.array([amap.base(i.region) for i in instrs], dtype=np.int64)
         self.device = any(not i.is_host_array for i in instrs)
-        self.deg = csr.degrees() if variant in ("naive", "balanced") else None
+        self.deg = csr.degrees() if variant == "naive" else None
 
     def rows(self, plan: LaunchPlan, r0: int, r1: int) -> InstTable:
         rows = np.arange(r0, r1, dtype=np.int64)
@@ -402,7 +403,7 @@ class Materialiser:
             idx = b[:, None] + _LANES[None, :]
             own = owner_of(csr.offsets, idx)
             valid = (is_trip[:, None] & (idx >= plan.s[u][:, None]) & (idx < plan.e[u][:, None])
-                     & plan.is_active_v[own] & (self.deg[own] > 0))
+                     & plan.live_v[own])
             vl = np.where(is_trip[:, None], own, vpc)
         elif naive:
             vl = warp_g[:, None] * WARP_SIZE + _LANES[None, :]

@@ -144,14 +144,11 @@ def _window_pieces(offsets, live, warps, trips, win, u0, t, t0, t1, trip, lo, hi
     return pos
 
 
-def _balanced(plan: LaunchPlan, offsets: np.ndarray, active: np.ndarray,
-              slots: list[tuple[int, int]], batch: int):
+def _balanced(plan: LaunchPlan, offsets: np.ndarray, slots: list[tuple[int, int]],
+              batch: int):
     """(warp, inst, addr, size, useful) of a balanced launch: each window's pieces."""
     P = len(slots)
     off = np.ascontiguousarray(offsets).view(np.int64)
-    live = np.zeros(len(off) - 1, dtype=bool)
-    deg = off[active + 1] - off[active]
-    live[active[deg > 0]] = True
     trips = plan.trips.astype(np.int64)
     first_trip = plan.first_trip
     total = int(trips.sum())
@@ -162,7 +159,7 @@ def _balanced(plan: LaunchPlan, offsets: np.ndarray, active: np.ndarray,
     for t0 in range(0, total, step):
         t1 = min(total, t0 + step)
         u0 = int(np.searchsorted(unit_end_trip, t0, side="right"))
-        at = (off, live, plan.warp, trips, plan.win, u0, int(first_trip[u0]), t0, t1)
+        at = (off, plan.live_v, plan.warp, trips, plan.win, u0, int(first_trip[u0]), t0, t1)
         n = _window_pieces(*at, empty, empty, empty)
         trip = np.empty(n, dtype=np.int64)
         lo = np.empty(n, dtype=np.int64)
@@ -247,7 +244,7 @@ def host_requests(plans, actives: list[np.ndarray], offsets: np.ndarray,
         if variant == "naive":
             parts = _naive(plan, offsets, active, host_slots, batch)
         elif variant == "balanced":
-            parts = _balanced(plan, offsets, active, host_slots, batch)
+            parts = _balanced(plan, offsets, host_slots, batch)
         else:
             parts = _contiguous(plan, host_slots, batch)
         for warp, inst, addr, size, useful in parts:
