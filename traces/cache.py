@@ -89,7 +89,14 @@ point) under Nsight Compute with ``--clock-control none``:
   SM), where a thread reads each sector in one group only: sectors are lost
   between the loads of one group, which the LRU never evicts in trace order.
   Both depend on when the loads reach the L1 and their data returns, which
-  the trace order does not hold.
+  the trace order does not hold; no timed LRU replay gives them either, and the
+  strided microbenchmarks' twins take them from a measurement
+  (:mod:`hostlink.validation.l1_losses`).
+- One thread chasing a random cycle of N lines (validation/results/h200/
+  l1_policy, strides 128 B to 2 MiB, device and host memory alike) keeps every
+  line up to 1728 and 86 / 72 / 71 / 48 / 19 / 0 % of its later loads at 1792 /
+  1856 / 1920 / 2048 / 2304 / 2560 lines, where this model keeps 100 / 72 / 47 / 0
+  / 0 / 0 %: its capacity, a softer edge.
 
 Which request a cached sector came from (for the coalescer's useful bytes):
 every cached sector copy points to a *fill record* of the request that

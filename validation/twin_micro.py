@@ -58,8 +58,14 @@ loads reaching them in issue order (warps in turn, the loads of an unrolled
 group back to back); a load that hits sends no request and costs the model no
 time.
 
-The strided pattern's L1 losses depend on where the warps stand in their
-sequences, which the issue order above keeps in step. The twin replays its
+The strided pattern's L1 losses on a GH100 (H100, H200; the kernel at unroll 4,
+host memory) are the measured ones (:mod:`hostlink.validation.l1_losses`,
+validation/results/h200/l1_policy), where that table stands for the run: a
+lane's later visits to a sector fetch it again, and beyond that every fetch is
+sent twice, in the shares that give the table's host sectors per sector read
+(:func:`_strided_measured_stream`). Elsewhere they are replayed. They depend on
+where the warps stand in their sequences, which the issue order above keeps in
+step. The twin replays its
 loads twice, in step and with every warp at an independent, uniform point of
 its own sequence (at a sector's first load; :data:`DRIFT_SEED`), and keeps the
 replay that fetches more host bytes per byte read (``extra["phases"]``).
@@ -115,6 +121,7 @@ from typing import Callable
 import numpy as np
 
 from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, LaunchInfo, RequestStream
+from hostlink.validation import l1_losses
 from hostlink.validation.sass import WAIT_MODEL
 from hostlink.validation.twin_common import (PREDICT_MODE, SECTOR_B, UVM_MODES, TwinError,
                                              run_model, uvm_options_in_context)
@@ -414,13 +421,15 @@ def _drifted_starts(warps: int, span: int, per_chunk: int, step: int) -> np.ndar
     return k * per_chunk + (e // step) * step
 
 
-def _strided_stream(warps: int, starts: np.ndarray, n_inst: int, chunk: int, bpl: int,
-                    group: int, nchunks: int, *, space, launches, cache):
-    """The strided pattern's stream and the bytes its loads read: warp w issues loads
-    ``starts[w]`` to ``starts[w] + n_inst - 1`` of its threads' sequence (thread t:
-    chunks t, t + T, ..., ``bpl`` bytes at a time; load q is element q mod per_chunk of
-    the thread's chunk round q div per_chunk), ``group`` loads of a chunk to an
-    instruction."""
+def _strided_lanes(warps: int, starts: np.ndarray, n_inst: int, chunk: int, bpl: int,
+                   group: int, nchunks: int):
+    """The strided pattern's loads: warp w issues loads ``starts[w]`` to ``starts[w] +
+    n_inst - 1`` of its threads' sequence (thread t: chunks t, t + T, ..., ``bpl`` bytes
+    at a time; load q is element q mod per_chunk of the thread's chunk round q div
+    per_chunk), ``group`` loads of a chunk to an instruction. Returns, per load with an
+    active lane, its warp, its index ``i`` in the warp's prefix, its instruction
+    ``gid``, its element ``e`` of the chunk, the lanes' first bytes (n, 32) and which
+    lanes have a chunk."""
     threads = warps * 32
     per_chunk = chunk // bpl
     warp = np.repeat(np.arange(warps, dtype=np.int64), n_inst)
@@ -437,24 +446,97 @@ def _strided_stream(warps: int, starts: np.ndarray, n_inst: int, chunk: int, bpl
     groups_per_chunk = -(-per_chunk // group)
     gid = k * groups_per_chunk + e // group
     gid -= (starts // per_chunk * groups_per_chunk + starts % per_chunk // group)[warp]
+    return warp, i, gid, e, lane_lo, active
+
+
+def _strided_stream(warps: int, starts: np.ndarray, n_inst: int, chunk: int, bpl: int,
+                    group: int, nchunks: int, *, space, launches, cache):
+    """The strided pattern's stream (:func:`_strided_lanes`' loads, through ``cache``
+    where given) and the bytes its loads read."""
+    warp, i, gid, _, lane_lo, active = _strided_lanes(warps, starts, n_inst, chunk, bpl, group,
+                                                      nchunks)
     loaded = int(active.sum()) * bpl
     if cache is None:
         rows = np.broadcast_to(np.arange(len(warp))[:, None], lane_lo.shape)[active]
         lo = lane_lo[active]
         return _ranges_stream(warp, gid, lo, lo + bpl, rows, space=space,
                               launches=launches), loaded
+    lane = np.arange(32, dtype=np.int64)
     mask = (active.astype(np.int64) << lane).sum(axis=1)
     return _lane_stream(warp, i, gid, np.where(active, lane_lo, MICRO_BASE), mask, bpl,
                         launches=launches, cache=cache, region_B=nchunks * chunk,
                         space=space), loaded
 
 
+#: salts of the measured losses' draws (any fixed values: the twins are deterministic)
+REVISIT_SALT, DUPLICATE_SALT = 0x5EC7_0A11, 0xD0B1_E5EC
+
+
+def _uniform(key: np.ndarray, salt: int) -> np.ndarray:
+    """A deterministic draw in [0, 1) per key."""
+    return (mix64(key.astype(np.uint64) ^ np.uint64(salt)) >> np.uint64(11)).astype(np.float64) \
+        * (1.0 / (1 << 53))
+
+
+def _strided_measured_stream(warps: int, n_inst: int, chunk: int, bpl: int, group: int,
+                             nchunks: int, refetch: float, *, space, launches):
+    """The strided pattern's stream through an L1 that fetches ``refetch`` host sectors per
+    sector read (:mod:`hostlink.validation.l1_losses`), and the bytes its loads read.
+
+    A lane reads each of its sectors in ``V`` instructions (its groups of ``group``
+    loads, ``group x bpl`` bytes each; V = 1 where a group reads the whole sector). The
+    first fetches the sector; each later one fetches it again with probability ``p``,
+    and where ``refetch`` exceeds V every fetch is sent twice with probability ``d``:
+    1 + (V - 1) p = refetch up to V, V (1 + d) = refetch beyond. The draws are a hash of
+    the lane's bytes (:func:`_uniform`), so the losses spread evenly over warps and
+    sectors and the twin stays deterministic."""
+    warp, _, gid, e, lane_lo, active = _strided_lanes(warps, np.zeros(warps, dtype=np.int64),
+                                                      n_inst, chunk, bpl, group, nchunks)
+    loaded = int(active.sum()) * bpl
+    span = group * bpl
+    visits = max(1, -(-SECTOR_B // span))
+    p = 0.0 if visits == 1 else min(1.0, max(0.0, (refetch - 1.0) / (visits - 1)))
+    d = max(0.0, refetch / visits - 1.0)
+    sector = lane_lo >> 5
+    prev = np.roll(sector, 1, axis=0)
+    new_inst = np.ones(len(warp), dtype=bool)
+    new_inst[1:] = (warp[1:] != warp[:-1]) | (gid[1:] != gid[:-1])
+    # the instruction's first load of the sector, and whether it is the sector's first visit
+    first_in_inst = active & (new_inst[:, None] | (sector != prev))
+    first_visit = (e[:, None] == 0) | (sector != ((lane_lo - bpl) >> 5))
+    send = first_in_inst & (first_visit | (_uniform(lane_lo >> 4, REVISIT_SALT) < p))
+    copies = send.astype(np.int64) * (1 + (_uniform(lane_lo >> 4, DUPLICATE_SALT) < d))
+    # bytes credited as the coalescer credits them: a fetch the bytes its instruction
+    # reads of the sector, the sector's first fetch also those of the later visits that
+    # hit it (within the prefix), a second copy nothing
+    keys, inverse = np.unique(sector[active], return_inverse=True)
+    read_B = np.bincount(inverse, minlength=len(keys)) * bpl
+    refetched_B = np.bincount(inverse, weights=(send & ~first_visit)[active] * span,
+                              minlength=len(keys))
+    credit = np.zeros(lane_lo.shape, dtype=np.int64)
+    credit[active] = np.where(first_visit[active], read_B[inverse] - refetched_B[inverse],
+                              np.minimum(span, read_B[inverse]))
+    rows = np.broadcast_to(np.arange(len(warp))[:, None], lane_lo.shape)
+    count = copies.ravel()
+    row = np.repeat(rows.ravel(), count)
+    addr = np.repeat((sector << 5).ravel(), count)
+    useful = np.repeat(credit.ravel(), count)
+    first_copy = np.ones(len(row), dtype=bool)
+    first_copy[1:] = (row[1:] != row[:-1]) | (addr[1:] != addr[:-1])
+    useful = np.where(first_copy, useful, 0)
+    size = np.full(len(row), SECTOR_B)
+    return _stream(row, warp, gid, addr, size, useful, space=space,
+                   launches=launches), loaded
+
+
 def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None,
              max_requests: int = DEFAULT_MAX_REQUESTS,
-             in_flight: int | None = None) -> MicroTwin:
+             in_flight: int | None = None, measured_l1: bool = True) -> MicroTwin:
     """Twin of a zc_read or zc_warps point: a warp's instruction is the ``in_flight``
     loads its kernel keeps in flight (:func:`read_kernel_in_flight`), ``unroll`` where
-    that is not known."""
+    that is not known. ``measured_l1``: the strided pattern's L1 losses from
+    :mod:`hostlink.validation.l1_losses` where they were measured for the GPU and
+    kernel (False: the LRU replays for every GPU)."""
     bench = params["benchmark"]
     pattern = params.get("pattern", "coalesced")
     op = params.get("op", "load")
@@ -485,6 +567,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     # it misses is served at the L2's latency, gpu.device_lat_ns)
     cache = host_cache_for(params, system)
     phases = None                     # strided through the L1: the warps' phases replayed
+    l1_note: dict = {}                # strided through the L1 measured: its losses
 
     if pattern == "coalesced":
         offset = int(params.get("offset_B", 0))
@@ -510,10 +593,29 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         rounds = -(-nchunks // threads)
         cap = max(2 * issued, -(-max_requests // max(1, warps * 32)))
         n_inst = min(rounds * per_chunk, cap)
-        in_step = np.zeros(warps, dtype=np.int64)
-        stream, loaded = _strided_stream(warps, in_step, n_inst, chunk, bpl, group, nchunks,
-                                         space=space, launches=launches, cache=cache)
-        if cache is not None and rounds * per_chunk > n_inst:
+        refetch = None
+        # (chunks of whole sectors: no two lanes share one)
+        if (measured_l1 and cache is not None and cache.l1_size_B > 0 and chunk % SECTOR_B == 0
+                and l1_losses.applies(system.gpu, cache_op=str(params.get("cache", "default")),
+                                      space_host=space == SPACE_HOST, bytes_per_lane=bpl,
+                                      unroll=unroll)):
+            refetch = l1_losses.measured_loss(chunk, bpl, warps / system.gpu.sm_count,
+                                              nchunks / threads)
+        measured = refetch is not None
+        if measured:
+            # the losses measured on this GPU's L1 (validation/l1_losses.py), not replayed,
+            # on a prefix of whole sectors (a sector cut short would count its fetch
+            # against part of its bytes)
+            whole = int(np.lcm(group, max(1, SECTOR_B // bpl)))
+            n_whole = min(rounds * per_chunk, -(-n_inst // whole) * whole)
+            stream, loaded = _strided_measured_stream(warps, n_whole, chunk, bpl, group, nchunks,
+                                                      refetch, space=space, launches=launches)
+            l1_note = {"l1": "measured", "refetch": refetch}
+        else:
+            in_step = np.zeros(warps, dtype=np.int64)
+            stream, loaded = _strided_stream(warps, in_step, n_inst, chunk, bpl, group, nchunks,
+                                             space=space, launches=launches, cache=cache)
+        if not measured and cache is not None and rounds * per_chunk > n_inst:
             # the L1's losses depend on the warps' phases: replay the loads of warps
             # drifted apart too (each at the first load of a sector and of a compiled
             # group) and keep the replay that fetches more per byte read
@@ -562,7 +664,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     return MicroTwin(case, bench, params, mode, stream, float(full), float(loaded),
                      loads_in_flight=1,
                      extra={"warps": warps, "cached": cache is not None, "group": group,
-                            **({"phases": phases} if phases else {})})
+                            **({"phases": phases} if phases else {}), **l1_note})
 
 
 def without_launch(system):

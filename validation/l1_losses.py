@@ -1,0 +1,168 @@
+"""The L1's losses of strided zero-copy reads on a GH100 SM (H100, H200), as measured.
+
+What the twins of ``zc_read``/``zc_warps``' strided pattern take, instead of an
+LRU replay of their loads, for the host sectors the L1 fetches per sector the
+program reads (``refetch``; 1 = every sector once). Measured on an H200 by
+``validation/device/l1_policy_probe.sh`` under Nsight Compute
+(``lts__t_sectors_srcunit_tex_aperture_sysmem_op_read`` over the bytes read / 32 B),
+tabled in ``validation/results/h200/l1_policy/refetch.csv``: chunks of 128 B to
+4 KiB, 4, 8 and 16 B per lane (the compiled kernel's groups at unroll 4: four
+loads, two pairs, two pairs), 8 to 64 warps per SM (as many as the width's
+registers allow), each thread reading one chunk or four.
+
+Why a measurement and not the L1 model (:mod:`hostlink.traces.cache`): the same
+L1 keeps every line of a cycle of up to 1728 lines when one thread chases it,
+at any stride from 128 B to 2 MiB, so its capacity is the 224 KiB the model
+has; but the strided reads lose sectors from 24 warps per SM on (768 lines in
+use): 1.43-1.87 host sectors per sector at 40-48 warps in a single pass over
+512 B chunks, and with 16 B per lane 3-10% between the two loads of one pair. No
+LRU, FIFO or random replay of the loads, in issue order or timed with the link's
+queue, with lines still being filled kept or evicted first, gives these losses
+(``validation/device/l1_replay_ab.py``, the probe's README); what the L1 does
+with lines whose data is still on its way is not published.
+
+Interpolation (:func:`strided_refetch`): linear in warps per SM, linear in log2 of
+the chunk between the measured chunks (clamped to 128 B - 4 KiB), linear in log2
+of the rounds between one and four (clamped: the H100's drift probe, 16 MiB -
+1 GiB, shows the losses settled after four rounds). Where it stands
+(:func:`measured_loss`): within what was measured (at least 8 warps per SM, at
+least one round: every thread has a chunk) and where the table shows a loss
+beyond its points' repeatability (:data:`RESOLUTION`). Elsewhere the twins keep
+their LRU replays, which lose nothing at so few warps either.
+
+Checked against measurements not in the table: the H200's ``l1_probe`` (an
+earlier lease, 256 MiB per point, 16-64 warps per SM) and the H100's
+``drift_probe`` (16 MiB - 1 GiB) (tests/validation/test_twin_strided_l1.py).
+Applies where the twin's GPU has the GH100 L1 the table was measured on
+(:func:`applies`): Hopper, 224 KiB left by the 32 KiB carve-out
+(:data:`hostlink.traces.cache.NO_SHARED_CARVEOUT_B`), default cache operator,
+host memory, the kernel of unroll 4.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import math
+from pathlib import Path
+
+import numpy as np
+
+from hostlink.model.errors import HostlinkError
+
+TABLE_CSV = (Path(__file__).resolve().parents[1] / "validation" / "results" / "h200"
+             / "l1_policy" / "refetch.csv")
+#: the L1 the table was measured on: GH100's 256 KiB less the 32 KiB carve-out
+MEASURED_L1_B = 224 * 1024
+MEASURED_ARCH = "hopper"
+#: the kernels measured: read_kernel<BPL, default, 4, strided> (zc_common.cuh), whose SASS
+#: keeps four loads (4 B per lane) or two pairs (8 and 16 B) in flight per thread
+#: (validation/results/h200/sass); other unrolls lose otherwise (16 B per lane at unroll 2:
+#: nothing at 48 warps per SM, validation/results/h200/unroll_probe)
+MEASURED_UNROLL = 4
+MEASURED_BYTES_PER_LANE = (4, 8, 16)
+#: rounds beyond which the losses are taken as settled
+MAX_ROUNDS = 4.0
+#: the fewest warps per SM and rounds measured
+MIN_WARPS_PER_SM = 8.0
+MIN_ROUNDS = 1.0
+#: losses the table does not resolve: the largest difference between a point's two
+#: launches at 16 warps per SM or fewer (0.0029; at 40-64 warps they differ by up to 0.2)
+RESOLUTION = 0.003
+COLUMNS = ("chunk_B", "rounds", "bytes_per_lane", "warps_per_sm", "refetch")
+
+
+@functools.lru_cache(maxsize=4)
+def load_table(path: str | Path = TABLE_CSV) -> dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]]:
+    """{(bytes_per_lane, chunk_B, rounds): (warps_per_sm, refetch)} of a refetch CSV,
+    warps ascending. Errors name the file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise HostlinkError(f"{path}: cannot read the L1 loss table ({exc.strerror})") from exc
+    reader = csv.DictReader(text.splitlines())
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise HostlinkError(f"{path}: no column {', '.join(missing)}")
+    points: dict[tuple[int, int, int], list[tuple[int, float]]] = {}
+    for line, row in enumerate(reader, start=2):
+        try:
+            key = (int(row["bytes_per_lane"]), int(row["chunk_B"]), int(row["rounds"]))
+            warps, value = int(row["warps_per_sm"]), float(row["refetch"])
+        except (TypeError, ValueError) as exc:
+            raise HostlinkError(f"{path}, line {line}: {exc}") from exc
+        if value < 1.0 or warps < 1:
+            raise HostlinkError(f"{path}, line {line}: refetch {value} below 1 or warps "
+                                f"{warps} below 1")
+        points.setdefault(key, []).append((warps, value))
+    if not points:
+        raise HostlinkError(f"{path}: no rows")
+    out = {}
+    for key, pts in points.items():
+        pts.sort()
+        out[key] = (np.array([w for w, _ in pts], dtype=float),
+                    np.array([v for _, v in pts], dtype=float))
+    return out
+
+
+def _along_warps(table, bpl: int, chunk: int, rounds: int, warps: float) -> float:
+    w, v = table[(bpl, chunk, rounds)]
+    return float(np.interp(warps, w, v))
+
+
+def _bracket(values: list[int], x: float) -> tuple[int, int, float]:
+    """The grid values around ``x`` (log2 spacing) and the weight of the upper one."""
+    if x <= values[0]:
+        return values[0], values[0], 0.0
+    if x >= values[-1]:
+        return values[-1], values[-1], 0.0
+    hi = next(i for i, v in enumerate(values) if v >= x)
+    lo_v, hi_v = values[hi - 1], values[hi]
+    return lo_v, hi_v, (math.log2(x) - math.log2(lo_v)) / (math.log2(hi_v) - math.log2(lo_v))
+
+
+def strided_refetch(chunk_B: float, bytes_per_lane: int, warps_per_sm: float, rounds: float,
+                    *, table_path: str | Path = TABLE_CSV) -> float:
+    """Host sectors the L1 fetches per sector read by the strided pattern, the table
+    interpolated (see the module notes; clamped to the measured warps): ``rounds`` =
+    chunks per thread (chunks / threads of the grid), ``warps_per_sm`` the grid's warps
+    over the SMs."""
+    table = load_table(str(table_path))
+    bpl = int(bytes_per_lane)
+    chunks = sorted({c for b, c, _ in table if b == bpl})
+    if not chunks:
+        raise HostlinkError(f"{table_path}: no rows with {bpl} B per lane")
+    rounds = min(max(rounds, MIN_ROUNDS), MAX_ROUNDS)
+    c_lo, c_hi, c_w = _bracket(chunks, float(chunk_B))
+    value = 0.0
+    for chunk, cw in ((c_lo, 1.0 - c_w), (c_hi, c_w)):
+        if cw == 0.0:
+            continue
+        measured = sorted(r for b, c, r in table if b == bpl and c == chunk)
+        r_lo, r_hi, r_w = _bracket(measured, rounds)
+        value += cw * ((1.0 - r_w) * _along_warps(table, bpl, chunk, r_lo, warps_per_sm)
+                       + r_w * _along_warps(table, bpl, chunk, r_hi, warps_per_sm))
+    return value
+
+
+def measured_loss(chunk_B: float, bytes_per_lane: int, warps_per_sm: float, rounds: float,
+                  *, table_path: str | Path = TABLE_CSV) -> float | None:
+    """:func:`strided_refetch` where the table stands for the run (see the module notes),
+    else None (fewer warps per SM or rounds than measured, or no loss it resolves)."""
+    if warps_per_sm < MIN_WARPS_PER_SM or rounds < MIN_ROUNDS:
+        return None
+    value = strided_refetch(chunk_B, bytes_per_lane, warps_per_sm, rounds, table_path=table_path)
+    return value if value - 1.0 > RESOLUTION else None
+
+
+def applies(gpu, *, cache_op: str, space_host: bool, bytes_per_lane: int, unroll: int) -> bool:
+    """Whether the table stands for a strided twin's L1: the GPU's L1 is the one measured,
+    the loads use the default cache operator and read host memory, and the kernel is the
+    one measured (:data:`MEASURED_UNROLL`, :data:`MEASURED_BYTES_PER_LANE`)."""
+    from hostlink.traces.cache import NO_SHARED_CARVEOUT_B
+
+    arch = getattr(gpu, "arch", None)
+    l1 = gpu.l1_B - NO_SHARED_CARVEOUT_B.get(arch, 0)
+    return (arch == MEASURED_ARCH and l1 == MEASURED_L1_B and cache_op == "default"
+            and space_host and int(unroll) == MEASURED_UNROLL
+            and int(bytes_per_lane) in MEASURED_BYTES_PER_LANE)
