@@ -226,30 +226,36 @@ EFFECTS = {
         "complex or IOMMU pays per partial-line read or per registered page (the H100 "
         "first_run lease's host: 24-29 GB/s at offsets 32 and 96 and 40 GB/s from "
         "cudaHostRegister buffers, against 38 and 51 GB/s on the H200's; later H100 leases "
-        "read 35-40 GB/s at offset 32, validation/results/h100/micro_tags*)",
+        "read 35-40 GB/s at offset 32, validation/results/h100/micro_tags*); in device memory, "
+        "DRAM that streams below the datasheet's rate the twin reads it at "
+        "(gpu.device_bw_GBps): the H100's coalesced device reads ran at 2.87-2.91 TB/s in "
+        "all twelve committed H100 runs that have them, 86-87% of its 3.35 TB/s, where the "
+        "twin gives 3.29",
         "the GPU merging the two halves of a misaligned line (the model sends them as "
-        "separate requests), or a link efficiency above the one fitted on pinned copies"),
+        "separate requests), or a link efficiency above the one fitted on pinned copies; in "
+        "device memory, an SM that lets lines out faster than the H100's 4.34 ns "
+        "(gpu.sm_request_ns, validation/results/h100/request_share): the H200's coalesced "
+        "device reads ran at 3.97-4.09 TB/s, where that rate holds the twin to 3.81"),
     "micro/zc_read/strided": (
-        "host sectors the GPU's L1 fetches again beyond the twin's replays: with 8 B per "
-        "lane ptxas issues the unroll-4 group as two pairs (the twin follows the kernels' "
-        "SASS), so a lane reads its sector over two round trips, and at 48 warps per SM the "
-        "L1 fetches 1.22 (128 B chunks) and 1.44 (512 B) host sectors per sector read "
-        "(validation/results/h200/l1_probe, unroll_probe); the twin replays the loads in "
-        "step and with the warps drifted apart and keeps the replay that loses more "
-        "(1.32-1.34 and 1.23-1.25: its prefix leaves out the lines a warp leaves behind), "
-        "and with 16 B per lane the L1 still refetches 1.05-1.09, which no LRU order "
-        "gives. Or the host's rate of 32 B reads, which differs by machine more than the "
-        "link does (4 KiB chunks: 17.1-22.2 GB/s on the lent H100s, 23.3-23.8 on the H200s, "
-        "validation/results/h100/micro_rounds/README.md) and moves within a session, where "
-        "the calibration chain's tag window (micro/zc_warps/strided) comes from another "
-        "machine: fitted on 32 B reads among the run's own rounds (manifest micro_tags) it "
-        "follows them",
+        "the host's rate of 32 B reads, which differs by machine more than the link does "
+        "(4 KiB chunks, which lose nothing in the L1: 17.1-22.2 GB/s on the lent H100s, "
+        "23.3-23.8 on the H200s, validation/results/h100/micro_rounds/README.md) and moves "
+        "within a session, where the calibration chain's tag window (micro/zc_warps/strided) "
+        "comes from another machine: fitted on 32 B reads among the run's own rounds "
+        "(manifest micro_tags) it follows them. Or host sectors the L1 fetches again beyond "
+        "the twin's: on a GH100 the twin takes them from the measured table "
+        "(validation/l1_losses.py, validation/results/h200/l1_policy: from 24 warps per SM "
+        "on, up to 2.28 host sectors per sector read), which stands for a round or more "
+        "with 8 warps per SM or more, and whose points at 40-48 warps move by up to 0.2 "
+        "between two launches; elsewhere (other GPUs, runs under one round) the twin "
+        "replays the L1 in LRU order, which comes no closer than 0.07 sectors per sector "
+        "to the GPU's losses (validation/device/l1_replay_ab.py)",
         "a tag window (link.rtt_ns) longer than the split of the load-to-use latency gives: "
         "gpu.host_path_ns is fitted from 32 B reads against warps in flight (micro/zc_warps/"
         "strided) on the H100, and the H200 takes the H100's value (validation/results/h200/"
-        "base_system.toml); or, with 8 B per lane over 128 B chunks, an L1 that keeps more "
-        "than the drifted warps' replay (1.22 host sectors per sector measured, 1.32-1.34 "
-        "replayed)"),
+        "base_system.toml); or an L1 that keeps more than the measured table gives at the "
+        "case's point (its points at 40-48 warps per SM move by up to 0.2 sectors per "
+        "sector between launches), or than the LRU replay where the table does not stand"),
     "micro/zc_read/random": (
         "translation misses beyond the TLB reach (large regions); without a hot_lines "
         "calibration in the chain, the kernel's own instructions (each load's block is a "

@@ -157,6 +157,41 @@ def test_remote_reads_of_managed_memory_are_not_diagnosed_as_faults():
     assert "too fast" in text and "4 KiB page" in text and "fault" not in text
 
 
+def test_coalesced_reads_of_device_memory_are_diagnosed_by_the_drams_rate():
+    # the H100's first_run: device memory streamed 2876 GB/s where the twin, at the
+    # datasheet's 3350, gives 3287; pinned host memory 46.1 GB/s against 51.3
+    # (validation/results/h100/first_run/summary.csv)
+    cases = {f"micro/zc_read/pattern=coalesced,offset_B=0,memory_mode={m}": {
+        "kind": "micro", "benchmark": "zc_read", "pattern": "coalesced", "offset_B": 0,
+        "memory_mode": m} for m in ("device", "zerocopy")}
+    s = pd.DataFrame({"case": list(cases), "metric": "bw_GBps", "unit": "GB/s",
+                      "measured": [2876.26, 46.13], "predicted": [3286.97, 51.29]})
+    s["error_pct"] = 100 * (s["predicted"] / s["measured"] - 1)
+    ann = report.annotate(s, cases)
+    (st,) = report.group_stats(ann, set())
+    assert st.group == "micro/zc_read/coalesced" and st.passed is False
+    text = " ".join(report.diagnose(st, ann))
+    assert "too fast" in text and "gpu.device_bw_GBps" in text and "sm_request_ns" not in text
+
+
+def test_strided_reads_too_fast_name_the_hosts_rate_and_the_measured_l1_table():
+    cases = {f"micro/zc_read/pattern=strided,chunk_B={c}": {
+        "kind": "micro", "benchmark": "zc_read", "pattern": "strided", "chunk_B": c}
+        for c in (128, 512, 4096)}
+    errs = [14.0, 12.0, 16.0]
+    s = pd.DataFrame({"case": list(cases), "metric": "bw_GBps", "unit": "GB/s",
+                      "measured": 1.0, "predicted": [1 + e / 100 for e in errs], "error_pct": errs})
+    ann = report.annotate(s, cases)
+    (st,) = report.group_stats(ann, set())
+    text = " ".join(report.diagnose(st, ann))
+    assert "32 B reads" in text and "validation/l1_losses.py" in text
+    s["predicted"] = [1 - e / 100 for e in errs]
+    s["error_pct"] = [-e for e in errs]
+    (st,) = report.group_stats(report.annotate(s, cases), set())
+    text = " ".join(report.diagnose(st, report.annotate(s, cases)))
+    assert "too slow" in text and "tag window" in text and "keeps more" in text
+
+
 def test_groups_without_a_target_far_off_are_diagnosed():
     # device-memory traversals have no target; far off, the report still says what the
     # model lacks for them (the GPU's own work: validation/results/h100/device_work)
