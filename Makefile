@@ -159,6 +159,8 @@ reports-h200: $(STAMP)
 	@# the host serves 64 B lines at (calibrate step host_serve; cpl_offsets/README.md)
 	$(CAL) $(H200)/cpl_offsets --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/cpl_offsets --system $(H200)/cpl_offsets/calibrated.toml --jobs $(JOBS) --quiet
+	@# device memory streamed by the SMs, nothing fitted on it (device_stream/README.md)
+	$(REPORT) $(H200)/device_stream --system $(H200)/atomic_warps/calibrated.toml --jobs $(JOBS) --quiet
 
 # The H100 chain splits the host read's latency with the tag-window run, which
 # rests on first_run's loaded round trip: first_run is calibrated once before it
