@@ -230,7 +230,10 @@ EFFECTS = {
         "DRAM that streams below the datasheet's rate the twin reads it at "
         "(gpu.device_bw_GBps): the H100's coalesced device reads ran at 2.87-2.91 TB/s in "
         "all twelve committed H100 runs that have them, 86-87% of its 3.35 TB/s, where the "
-        "twin gives 3.29",
+        "twin gives 3.29; with few warps, DRAM's latency: the twin serves every device read "
+        "at the L2's (gpu.device_lat_ns), where a stream's lines come from DRAM "
+        "(gpu.dram_lat_ns; one warp per SM reads its 512 B round in 482 ns on an H200, the "
+        "twin in 165, validation/results/h200/device_stream)",
         "the GPU merging the two halves of a misaligned line (the model sends them as "
         "separate requests), or a link efficiency above the one fitted on pinned copies; in "
         "device memory, an SM that lets lines out faster than the H100's 4.34 ns "

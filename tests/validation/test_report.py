@@ -171,7 +171,8 @@ def test_coalesced_reads_of_device_memory_are_diagnosed_by_the_drams_rate():
     (st,) = report.group_stats(ann, set())
     assert st.group == "micro/zc_read/coalesced" and st.passed is False
     text = " ".join(report.diagnose(st, ann))
-    assert "too fast" in text and "gpu.device_bw_GBps" in text and "sm_request_ns" not in text
+    assert "too fast" in text and "gpu.device_bw_GBps" in text and "gpu.dram_lat_ns" in text
+    assert "sm_request_ns" not in text
 
 
 def test_strided_reads_too_fast_name_the_hosts_rate_and_the_measured_l1_table():
