@@ -47,7 +47,9 @@ L1_PROBE = {(128, 4, 16): 1.007, (128, 4, 32): 1.124, (128, 4, 64): 1.945,
             (128, 16, 40): 1.046, (512, 16, 40): 1.087, (4096, 16, 40): 1.009}
 
 
-@njit(cache=True)
+# no on-disk cache: run as a script or imported from its file (tests), the module has no
+# importable name for numba to rebuild a cached function's globals from
+@njit
 def _set_of(line):
     h, rest = line, line >> 8
     while rest > 0:
@@ -56,7 +58,7 @@ def _set_of(line):
     return h % SETS
 
 
-@njit(cache=True)
+@njit
 def _next(rng):
     rng[0] ^= (rng[0] << 13) & 0xFFFFFFFFFFFF
     rng[0] ^= rng[0] >> 7
@@ -64,7 +66,7 @@ def _next(rng):
     return rng[0]
 
 
-@njit(cache=True)
+@njit
 def _replay(grid_warps, chunk_B, bpl, total_B, policy, timed):
     """Host sectors fetched and bytes read by SM 0. policy: 0 LRU, 1 FIFO (order) or
     LRU evicting lines in flight first (timed), 2 random (order) or LRU keeping lines
