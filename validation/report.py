@@ -792,15 +792,26 @@ def system_hash(system) -> str:
 #: of these packages (or the module's own file).
 PREDICTION_CODE = {
     "micro": ("hostlink.model", "hostlink.traces", "hostlink.validation.twin_common",
-              "hostlink.validation.twin_micro", "hostlink.validation.twins"),
+              "hostlink.validation.twin_micro", "hostlink.validation.twins",
+              "hostlink.validation.l1_losses", "hostlink.validation.sass",
+              "hostlink.validation.manifest", "hostlink.validation.results_io"),
     "traversal": ("hostlink.model", "hostlink.traces", "hostlink.validation.twin_common",
-                  "hostlink.validation.twin_traversal", "hostlink.validation.twins"),
+                  "hostlink.validation.twin_traversal", "hostlink.validation.twins",
+                  "hostlink.validation.manifest", "hostlink.validation.results_io"),
+}
+
+#: Measured tables a kind's twins read, hashed with its code: the L1's losses of
+#: strided reads (:mod:`hostlink.validation.l1_losses`).
+PREDICTION_DATA = {
+    "micro": ("hostlink.validation.l1_losses:TABLE_CSV",),
 }
 
 
-def code_hash(modules: tuple[str, ...] | None = None) -> str:
+def code_hash(modules: tuple[str, ...] | None = None, data: tuple[str, ...] = ()) -> str:
     """SHA-256 of the source of the code behind the predictions (file names and bytes):
-    of ``modules``, by default of every module of :data:`PREDICTION_CODE`.
+    of ``modules``, by default of every module of :data:`PREDICTION_CODE` and every
+    table of :data:`PREDICTION_DATA`; ``data``: tables as ``module:ATTRIBUTE`` naming
+    a path, whose bytes are hashed too.
 
     Any edit of that code makes stored predictions made with it stale, whether or
     not it changes a number: reuse never mixes predictions of two versions of the
@@ -808,7 +819,14 @@ def code_hash(modules: tuple[str, ...] | None = None) -> str:
     import importlib
     if modules is None:
         modules = tuple(dict.fromkeys(m for mods in PREDICTION_CODE.values() for m in mods))
+        data = tuple(dict.fromkeys(d for ds in PREDICTION_DATA.values() for d in ds))
     h = hashlib.sha256()
+    for ref in data:
+        name, _, attr = ref.partition(":")
+        path = Path(getattr(importlib.import_module(name), attr))
+        h.update(f"{ref}\0".encode())
+        h.update(path.read_bytes() if path.is_file() else b"<missing>")
+        h.update(b"\0")
     for name in modules:
         mod = importlib.import_module(name)
         roots = list(getattr(mod, "__path__", []) or [])
@@ -823,9 +841,11 @@ def code_hash(modules: tuple[str, ...] | None = None) -> str:
 
 
 def kind_code_hash(kind: str) -> str:
-    """:func:`code_hash` of the code a case of ``kind`` (micro, traversal) is predicted
-    with; a kind not in :data:`PREDICTION_CODE` takes all of it."""
-    return code_hash(PREDICTION_CODE.get(kind))
+    """:func:`code_hash` of the code and tables a case of ``kind`` (micro, traversal)
+    is predicted with; a kind not in :data:`PREDICTION_CODE` takes all of it."""
+    if kind not in PREDICTION_CODE:
+        return code_hash()
+    return code_hash(PREDICTION_CODE[kind], PREDICTION_DATA.get(kind, ()))
 
 
 #: Model option groups that only UVM twins read (:func:`case_options`).

@@ -291,9 +291,36 @@ def test_code_hash_follows_every_source_file(tmp_path, monkeypatch):
     # per kind: the shared code and the kind's own twins, not the other kind's
     micro, traversal = (report.kind_code_hash(k) for k in ("micro", "traversal"))
     assert micro != traversal != report.code_hash()
-    assert micro == report.code_hash(report.PREDICTION_CODE["micro"])
+    assert micro == report.code_hash(report.PREDICTION_CODE["micro"], report.PREDICTION_DATA["micro"])
     assert "hostlink.validation.twin_traversal" not in report.PREDICTION_CODE["micro"]
     assert "hostlink.validation.twin_micro" not in report.PREDICTION_CODE["traversal"]
+
+
+def test_the_code_hash_covers_what_the_twins_import_and_the_l1_table(tmp_path, monkeypatch):
+    # an edit of a module a twin imports, or of the measured table it reads, makes
+    # stored predictions stale (twin_micro reads hostlink.validation.l1_losses and its CSV)
+    import re
+
+    from hostlink.validation import l1_losses
+    src = Path(report.__file__).parent
+    own = {"micro": ("twin_micro", "twin_common", "twins"),
+           "traversal": ("twin_traversal", "twin_common")}
+    for kind, files in own.items():
+        for f in files:
+            text = (src / f"{f}.py").read_text()
+            names = set(re.findall(r"from hostlink\.validation\.(\w+) import", text))
+            names |= set(re.findall(r"from hostlink\.validation import (\w+)", text))
+            other = "twin_traversal" if kind == "micro" else "twin_micro"
+            for name in names - {"report", other}:
+                assert f"hostlink.validation.{name}" in report.PREDICTION_CODE[kind], (kind, f, name)
+    micro, traversal = (report.kind_code_hash(k) for k in ("micro", "traversal"))
+    table = tmp_path / "refetch.csv"
+    table.write_bytes(Path(l1_losses.TABLE_CSV).read_bytes())
+    monkeypatch.setattr(l1_losses, "TABLE_CSV", table)
+    assert report.kind_code_hash("micro") == micro
+    table.write_text(table.read_text().replace("128,1,4,8,1.0000", "128,1,4,8,1.0001", 1))
+    assert report.kind_code_hash("micro") != micro
+    assert report.kind_code_hash("traversal") == traversal
 
 
 def test_changed_case_inputs_are_predicted_again(tmp_path, monkeypatch, run_dir):
