@@ -807,19 +807,21 @@ PREDICTION_DATA = {
 }
 
 
-def code_hash(modules: tuple[str, ...] | None = None, data: tuple[str, ...] = ()) -> str:
+def code_hash(modules: tuple[str, ...] | None = None, data: tuple[str, ...] | None = None) -> str:
     """SHA-256 of the source of the code behind the predictions (file names and bytes):
-    of ``modules``, by default of every module of :data:`PREDICTION_CODE` and every
-    table of :data:`PREDICTION_DATA`; ``data``: tables as ``module:ATTRIBUTE`` naming
-    a path, whose bytes are hashed too.
+    of ``modules`` and of the tables ``data`` (``module:ATTRIBUTE`` naming a path, whose
+    bytes are hashed too); by default every module of :data:`PREDICTION_CODE`, and
+    every table of :data:`PREDICTION_DATA` where ``modules`` is not given either.
 
     Any edit of that code makes stored predictions made with it stale, whether or
     not it changes a number: reuse never mixes predictions of two versions of the
     code (the twin version alone would miss edits of the model)."""
     import importlib
+    if data is None:
+        data = (tuple(dict.fromkeys(d for ds in PREDICTION_DATA.values() for d in ds))
+                if modules is None else ())
     if modules is None:
         modules = tuple(dict.fromkeys(m for mods in PREDICTION_CODE.values() for m in mods))
-        data = tuple(dict.fromkeys(d for ds in PREDICTION_DATA.values() for d in ds))
     h = hashlib.sha256()
     for ref in data:
         name, _, attr = ref.partition(":")

@@ -140,6 +140,16 @@ def test_diagnosis_splits_the_error_by_cache_operator():
     assert "cv_pages" in text
 
 
+def _diagnosed(cases: dict, metric: str, unit: str, measured, predicted):
+    """The one group of ``cases`` measured and predicted so, and its diagnosis's text."""
+    s = pd.DataFrame({"case": list(cases), "metric": metric, "unit": unit,
+                      "measured": measured, "predicted": predicted})
+    s["error_pct"] = 100 * (s["predicted"] / s["measured"] - 1)
+    ann = report.annotate(s, cases)
+    (st,) = report.group_stats(ann, set())
+    return st, " ".join(report.diagnose(st, ann))
+
+
 def test_remote_reads_of_managed_memory_are_not_diagnosed_as_faults():
     # AccessedBy first touch reads host memory over the link and migrates nothing: its
     # misses (the H100's first_run: random lines 10% slower than the twin's pinned path)
@@ -147,13 +157,8 @@ def test_remote_reads_of_managed_memory_are_not_diagnosed_as_faults():
     cases = {f"micro/uvm_touch/size_B={n},pattern=random,advice=accessedby": {
         "kind": "micro", "benchmark": "uvm_touch", "pattern": "random", "size_B": n,
         "advice": "accessedby"} for n in (1 << 26, 1 << 29)}
-    s = pd.DataFrame({"case": list(cases), "metric": "time_ms", "unit": "ms",
-                      "measured": [1.468, 11.66], "predicted": [1.320, 10.47]})
-    s["error_pct"] = 100 * (s["predicted"] / s["measured"] - 1)
-    ann = report.annotate(s, cases)
-    (st,) = report.group_stats(ann, set())
+    st, text = _diagnosed(cases, "time_ms", "ms", [1.468, 11.66], [1.320, 10.47])
     assert st.group == "micro/uvm_touch/accessedby/random" and st.passed is False
-    text = " ".join(report.diagnose(st, ann))
     assert "too fast" in text and "4 KiB page" in text and "fault" not in text
 
 
@@ -164,13 +169,8 @@ def test_coalesced_reads_of_device_memory_are_diagnosed_by_the_drams_rate():
     cases = {f"micro/zc_read/pattern=coalesced,offset_B=0,memory_mode={m}": {
         "kind": "micro", "benchmark": "zc_read", "pattern": "coalesced", "offset_B": 0,
         "memory_mode": m} for m in ("device", "zerocopy")}
-    s = pd.DataFrame({"case": list(cases), "metric": "bw_GBps", "unit": "GB/s",
-                      "measured": [2876.26, 46.13], "predicted": [3286.97, 51.29]})
-    s["error_pct"] = 100 * (s["predicted"] / s["measured"] - 1)
-    ann = report.annotate(s, cases)
-    (st,) = report.group_stats(ann, set())
+    st, text = _diagnosed(cases, "bw_GBps", "GB/s", [2876.26, 46.13], [3286.97, 51.29])
     assert st.group == "micro/zc_read/coalesced" and st.passed is False
-    text = " ".join(report.diagnose(st, ann))
     assert "too fast" in text and "gpu.device_bw_GBps" in text and "gpu.dram_lat_ns" in text
     assert "sm_request_ns" not in text
 
@@ -180,16 +180,9 @@ def test_strided_reads_too_fast_name_the_hosts_rate_and_the_measured_l1_table():
         "kind": "micro", "benchmark": "zc_read", "pattern": "strided", "chunk_B": c}
         for c in (128, 512, 4096)}
     errs = [14.0, 12.0, 16.0]
-    s = pd.DataFrame({"case": list(cases), "metric": "bw_GBps", "unit": "GB/s",
-                      "measured": 1.0, "predicted": [1 + e / 100 for e in errs], "error_pct": errs})
-    ann = report.annotate(s, cases)
-    (st,) = report.group_stats(ann, set())
-    text = " ".join(report.diagnose(st, ann))
-    assert "32 B reads" in text and "validation/l1_losses.py" in text
-    s["predicted"] = [1 - e / 100 for e in errs]
-    s["error_pct"] = [-e for e in errs]
-    (st,) = report.group_stats(report.annotate(s, cases), set())
-    text = " ".join(report.diagnose(st, report.annotate(s, cases)))
+    _, text = _diagnosed(cases, "bw_GBps", "GB/s", 1.0, [1 + e / 100 for e in errs])
+    assert "too fast" in text and "32 B reads" in text and "validation/l1_losses.py" in text
+    _, text = _diagnosed(cases, "bw_GBps", "GB/s", 1.0, [1 - e / 100 for e in errs])
     assert "too slow" in text and "tag window" in text and "keeps more" in text
 
 
