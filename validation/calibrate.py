@@ -39,6 +39,19 @@ the fit), after a coarse scan of the parameter range:
    32 lanes each: a round takes at least the warps' lines one SM turn apart
    (:func:`hostlink.validation.twin_micro.atomic_round_ns`); the other warp counts
    are held out;
+1c. ``gpu.device_bw_GBps``, the rate device memory streams at, from warp-coalesced
+   reads of device memory at full occupancy (``micro/zc_read/coalesced`` with
+   ``memory_mode = device`` and ``warps = 0``): each line costs its bytes over the
+   rate at the DRAM (:mod:`hostlink.model.des.inputs`), so where the DRAM binds
+   the bandwidth is proportional to it and the start is the base rate times the
+   median measured over predicted bandwidth. The datasheet's rate is not what the
+   SMs reach: an H100's one-line loads (4 B per lane) read 2.87-2.91 TB/s in every
+   committed H100 run that has them, 86-87% of its 3.35 TB/s, and an H200's 4.40-4.48
+   TB/s with 8 B per lane or more, 92-93% of its 4.8 (validation/results/h200/
+   device_stream). Where the SMs' issue stage binds first (``gpu.sm_request_ns``:
+   an H200's one-line loads at 3.97-4.09 TB/s against the twin's 3.81) the rate is
+   not identifiable and keeps its base value. The traversal twins' device arrays
+   and migrated pages are read at the fitted rate;
 2. ``link.rtt_ns`` from the host pointer chase (``micro/ptr_chase/host``): the
    model's latency of one dependent read is rtt_ns plus its serialisation and
    DRAM service (and a page walk on a TLB miss) plus ``gpu.host_path_ns`` (the
@@ -475,6 +488,24 @@ def _is_misaligned_pinned(p: dict) -> bool:
             and p.get("memory_mode", "zerocopy") == "zerocopy")
 
 
+def _is_device_stream(p: dict) -> bool:
+    """Warp-coalesced reads of device memory with every warp the GPU holds
+    (``warps = 0``): a stream the DRAM's rate bounds, not its latency."""
+    return (_in_device_memory(p) and p.get("pattern") == "coalesced"
+            and int(p.get("warps", 0) or 0) == 0)
+
+
+def _guess_device_rate(prob, system, base):
+    """Where the DRAM binds, the bandwidth is proportional to its rate: the base rate
+    times the median of measured over predicted bandwidth."""
+    key = "gpu.device_bw_GBps"
+    pred = prob.predict(system, {key: base[key]})
+    ok = np.isfinite(pred) & (pred > 0)
+    if not ok.any():
+        return {}
+    return {key: float(base[key] * np.median(prob.measured_arr[ok] / pred[ok]))}
+
+
 def _guess_serve(prob, system, base):
     """Where the host's bursts bind, the bandwidth is the serve rate times the useful
     bytes per burst byte: each case's measured bandwidth over that share bounds the rate
@@ -701,6 +732,13 @@ STEPS: tuple[Step, ...] = (
          explain="atomic chases by many warps of one SM: the SM lets their lines out one "
                  "turn apart, which binds once the warps' lines outnumber one warp's spread",
          guess=_guess_atomic_sm),
+    Step("device_stream", (Param("gpu.device_bw_GBps", 10.0, 1e5),),
+         ("micro/zc_read/coalesced",), select=_is_device_stream,
+         requires_case=_is_device_stream,
+         requires_case_doc="warp-coalesced reads of device memory at full occupancy",
+         select_doc="of device memory at full occupancy", guess=_guess_device_rate,
+         explain="warp-coalesced reads of device memory by every warp the GPU holds: the "
+                 "rate the DRAM streams at, where it binds before the SMs' issue stage"),
     Step("host_round_trip", (Param("link.rtt_ns", 50.0, 1e5),),
          ("micro/ptr_chase/host",), select=_is_pinned_host,
          explain="host pointer-chase latency less the model's serialisation, DRAM and walk parts",

@@ -550,3 +550,58 @@ def test_a_serve_rate_the_data_do_not_need_stays_unset(tmp_path):
     fit, = cal.fits
     assert not fit.identifiable["host.serve_GBps"]
     assert cal.system.host.serve_GBps is None
+
+
+def _device_stream_points(total_B: int = 256 * MiB):
+    dev = dict(pattern="coalesced", offset_B=0, memory_mode="device", cache="default", warps=0)
+    pts = [("zc_read", dict(dev, bytes_per_lane=b, unroll=u), dict(total_B=total_B))
+           for b in (4, 16) for u in (1, 4)]
+    # one warp per SM waits on its loads, not on the DRAM's rate: held out
+    pts.append(("zc_warps", dict(dev, bytes_per_lane=4, unroll=1, warps=132),
+                dict(total_B=64 * MiB, max_per_warp_B=1 * MiB)))
+    host = dict(dev, memory_mode="zerocopy", bytes_per_lane=4, unroll=4)
+    pts.append(("zc_read", host, {}))
+    return pts
+
+
+def test_recovers_the_rate_device_memory_streams_at(tmp_path):
+    """Device memory read below the datasheet's rate (an H100's streams reach about 87%
+    of it): the full-occupancy device reads give the rate; the few-warp and host
+    points are held out, and the host read's prediction does not move."""
+    truth = {**TRUTH, "gpu.device_bw_GBps": 2900.0}
+    run = write_synthetic(tmp_path, micro_cases(_device_stream_points()), fidelity="analytic",
+                          noise_pct=0.5, truth=truth)
+    base = load_system("h100-pcie5", TRUTH)
+    assert base.gpu.device_bw_GBps == pytest.approx(3350.0)
+    cal = calibrate(run, base, fidelity="analytic", max_requests=MAXREQ, only=["device_stream"])
+    fit, = cal.fits
+    assert fit.identifiable["gpu.device_bw_GBps"]
+    assert cal.system.gpu.device_bw_GBps == pytest.approx(2900.0, rel=0.02)
+    assert fit.n == 4 and all("memory_mode=device" in c and "zc_read" in c
+                              for c in fit.residuals_pct)
+    assert fit.mape_pct < 1.5 < fit.base_mape_pct
+    assert cal.to_dict()["chain"][-1]["fitted_cases"] == {
+        "micro/zc_read/coalesced": sorted(fit.residuals_pct)}
+
+
+def test_a_device_rate_behind_the_sms_issue_stage_keeps_its_base_value(tmp_path):
+    """Where the SMs let lines out slower than the DRAM streams them (an H200's one-line
+    loads), a lower or higher rate changes no prediction: the rate is kept."""
+    slow_issue = {**TRUTH, "gpu.sm_request_ns": 8.0}
+    run = write_synthetic(tmp_path, micro_cases(_device_stream_points(8 * MiB)[1:4:2]),
+                          fidelity="des", noise_pct=0.5,
+                          truth={**slow_issue, "gpu.device_bw_GBps": 2900.0})
+    # the issue stage is the engine's (the analytic model has none)
+    cal = calibrate(run, load_system("h100-pcie5", slow_issue), fidelity="des",
+                    max_requests=MAXREQ, only=["device_stream"])
+    fit, = cal.fits
+    assert not fit.identifiable["gpu.device_bw_GBps"]
+    assert cal.system.gpu.device_bw_GBps == pytest.approx(3350.0)
+
+
+def test_device_stream_needs_full_occupancy_device_reads(tmp_path):
+    run = write_synthetic(tmp_path, micro_cases(_device_stream_points()[4:]), fidelity="analytic")
+    cal = calibrate(run, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ,
+                    only=["device_stream"])
+    assert cal.fits == [] and any("device_stream" in s and "full occupancy" in s
+                                  for s in map(str, cal.skipped))

@@ -172,6 +172,8 @@ def test_coalesced_reads_of_device_memory_are_diagnosed_by_the_drams_rate():
     st, text = _diagnosed(cases, "bw_GBps", "GB/s", [2876.26, 46.13], [3286.97, 51.29])
     assert st.group == "micro/zc_read/coalesced" and st.passed is False
     assert "too fast" in text and "gpu.device_bw_GBps" in text and "gpu.dram_lat_ns" in text
+    # and where the rate comes from: the calibrate step that fits it on such reads
+    assert "device_stream" in text
     assert "sm_request_ns" not in text
 
 
