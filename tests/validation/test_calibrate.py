@@ -582,6 +582,12 @@ def test_recovers_the_rate_device_memory_streams_at(tmp_path):
     assert fit.mape_pct < 1.5 < fit.base_mape_pct
     assert cal.to_dict()["chain"][-1]["fitted_cases"] == {
         "micro/zc_read/coalesced": sorted(fit.residuals_pct)}
+    # the host read's twin does not read device memory: the fitted rate leaves it as it was
+    host = {c: p for c, p in micro_cases(_device_stream_points()).items()
+            if p["memory_mode"] == "zerocopy"}
+    before, after = (synthesize(host, s, fidelity="analytic", reps=1, max_requests=MAXREQ)
+                     for s in (base, cal.system))
+    assert len(before) and list(after["value"]) == pytest.approx(list(before["value"]), rel=1e-9)
 
 
 def test_a_device_rate_behind_the_sms_issue_stage_keeps_its_base_value(tmp_path):
