@@ -18,8 +18,11 @@ use): 1.43-1.87 host sectors per sector at 40-48 warps in a single pass over
 512 B chunks, and with 16 B per lane 3-10% between the two loads of one pair. No
 LRU, FIFO or random replay of the loads, in issue order or timed with the link's
 queue, with lines still being filled kept or evicted first, gives these losses
-(``validation/device/l1_replay_ab.py``, the probe's README); what the L1 does
-with lines whose data is still on its way is not published.
+(``validation/device/l1_replay_ab.py``, the probe's README). Nor is it the time
+a line waits for its data: strided reads of device memory, whose misses are served
+many times sooner, lose the same at the same points
+(``validation/results/h200/l1_latency``). The losses follow the sequence of lines
+the SM's warps touch, by a placement or replacement that is not published.
 
 Interpolation (:func:`strided_refetch`): linear in warps per SM, linear in log2 of
 the chunk between the measured chunks (clamped to 128 B - 4 KiB), linear in log2
