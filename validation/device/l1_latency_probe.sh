@@ -5,8 +5,8 @@
 # over device memory and over pinned host memory in one lease, at the points where
 # validation/results/h200/l1_policy/ measured the host losses: chunks of 512 B and
 # 2 KiB, 4 and 16 B per lane, 8 to 48 warps per SM. Device memory answers an L1
-# miss in a few hundred ns, host memory in about 1.2 us: the same warps keep the
-# same lines in use for a quarter of the time. Under Nsight Compute
+# miss in a few hundred ns, host memory in a microsecond or more: the same warps
+# keep the same lines in use for far less time. Under Nsight Compute
 # (--clock-control none: the card's clocks untouched) the L1's sector lookups and
 # misses and the L2's sectors read for the L1, all of them and those of system
 # memory; the same points timed without it (plain.jsonl).
@@ -24,6 +24,7 @@ R=gpu_kernels/bin/zc_read
 M="gpu__time_duration.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_miss.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_aperture_sysmem_op_read.sum,launch__grid_size,launch__block_size"
 echo "metrics: $M" >> $OUT/log.txt
 points() {  # memory mode, chunk, bytes per lane list, warps list
+  # every thread one chunk; the buffer holds the most warps asked for (48 per SM x 132 SMs)
   local per_warp=$((32 * $2)) total
   total=$((6336 * per_warp))
   local common="--pattern strided --chunk-B $2 --max-per-warp-B $per_warp --total-B $total --memory-mode $1"

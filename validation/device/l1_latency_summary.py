@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from l1_policy_summary import SECTOR_B, SMS, ncu_launches, number  # noqa: E402
+from l1_policy_summary import SMS, launch_point, ncu_launches, number  # noqa: E402
 
 Key = tuple[str, int, int, int]
 
@@ -27,17 +27,15 @@ Key = tuple[str, int, int, int]
 def refetch_table(rounds: Path) -> dict[Key, tuple[float, float]]:
     """{(memory_mode, chunk_B, bytes_per_lane, warps_per_sm): (L2 sectors served to the
     L1 per sector read, the share of them from system memory)}, the mean over a point's
-    launches. Sectors read = the L1's sector lookups x bytes per lane / 32 B."""
+    launches (sectors read: :func:`l1_policy_summary.launch_point`)."""
     out: dict[Key, list[tuple[float, float]]] = defaultdict(list)
     for f in sorted(rounds.glob("ncu_*_*.csv")):
         mode, chunk = re.fullmatch(r"ncu_(\w+?)_(\d+)\.csv", f.name).groups()
         for rec in ncu_launches(f):
-            bpl = int(re.search(r"read_kernel<(\d+),", rec["Kernel Name"]).group(1))
-            warps = number(rec["launch__grid_size"]) * number(rec["launch__block_size"]) / 32
-            sectors_read = number(rec["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]) * bpl / SECTOR_B
+            bpl, warps_per_sm, sectors_read = launch_point(rec)
             served = number(rec["lts__t_sectors_srcunit_tex_op_read.sum"])
             sysmem = number(rec["lts__t_sectors_srcunit_tex_aperture_sysmem_op_read.sum"])
-            out[(mode, int(chunk), bpl, int(round(warps / SMS)))].append(
+            out[(mode, int(chunk), bpl, warps_per_sm)].append(
                 (served / sectors_read, sysmem / served if served else 0.0))
     return {k: (statistics.fmean(a for a, _ in v), statistics.fmean(b for _, b in v))
             for k, v in out.items()}

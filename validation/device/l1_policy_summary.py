@@ -63,13 +63,20 @@ def refetch_table(folder: Path) -> dict[tuple[int, int, int, int], float]:
     for f in sorted(folder.glob("ncu_*_r*.csv")):
         chunk, rounds = map(int, re.fullmatch(r"ncu_(\d+)_r(\d+)\.csv", f.name).groups())
         for rec in ncu_launches(f):
-            bpl = int(re.search(r"read_kernel<(\d+),", rec["Kernel Name"]).group(1))
-            warps = number(rec["launch__grid_size"]) * number(rec["launch__block_size"]) / 32
-            lookups = number(rec["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"])
-            sectors_read = lookups * bpl / SECTOR_B
+            bpl, warps_per_sm, sectors_read = launch_point(rec)
             fetched = number(rec["lts__t_sectors_srcunit_tex_aperture_sysmem_op_read.sum"])
-            out[(chunk, rounds, bpl, int(round(warps / SMS)))].append(fetched / sectors_read)
+            out[(chunk, rounds, bpl, warps_per_sm)].append(fetched / sectors_read)
     return {k: sum(v) / len(v) for k, v in out.items()}
+
+
+def launch_point(rec: dict[str, str]) -> tuple[int, int, float]:
+    """(bytes per lane, warps per SM, sectors read) of one read_kernel launch: bytes
+    per lane from the kernel's template argument, sectors read from the L1's sector
+    lookups, one per 32 B / bytes_per_lane lanes' loads of a sector."""
+    bpl = int(re.search(r"read_kernel<(\d+),", rec["Kernel Name"]).group(1))
+    warps = number(rec["launch__grid_size"]) * number(rec["launch__block_size"]) / 32
+    lookups = number(rec["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"])
+    return bpl, int(round(warps / SMS)), lookups * bpl / SECTOR_B
 
 
 def write_csv(folders: list[Path], path: Path) -> int:
