@@ -133,6 +133,12 @@ reports-h200: $(STAMP)
 	@# session's own first touch, the BFS held out (uvm_session24/README.md)
 	$(CAL) $(H200)/uvm_session24 --system $(H200)/first_run/calibrated.toml --quiet
 	$(REPORT) $(H200)/uvm_session24 --system $(H200)/uvm_session24/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
+	@# the same on a later lease, with its own first touch and with the earlier lease's
+	@# costs (uvm_session24_repeat/README.md)
+	$(CAL) $(H200)/uvm_session24_repeat --system $(H200)/first_run/calibrated.toml --quiet
+	$(REPORT) $(H200)/uvm_session24_repeat --system $(H200)/uvm_session24_repeat/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
+	$(REPORT) $(H200)/uvm_session24_repeat --system $(H200)/uvm_session24/calibrated.toml --only bfs/ --max-sources 1 \
+	  --out $(H200)/uvm_session24_repeat/earlier_lease_costs --jobs $(JOBS) --quiet
 	@# the scale-14 and kron21 UVM traversals after first touch in one session (as the H100's
 	@# uvm_session), and again on a later lease
 	for r in uvm_session uvm_session_repeat; do \
