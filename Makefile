@@ -83,7 +83,7 @@ reports-h200: $(STAMP)
 	$(REPORT) $(H200)/uvm_host_state --system $(H200)/uvm_host_state/calibrated.toml --jobs $(JOBS) --quiet
 	$(REPORT) $(H200)/uvm_alloc --system $(H200)/first_run/calibrated.toml --jobs $(JOBS) --quiet
 	$(REPORT) $(H200)/hot_lines --system $(H200)/first_run/calibrated.toml --jobs $(JOBS) --quiet
-	@# the one-off fault cost of back-to-back launches (options.uvm.launches_first_fault_us)
+	@# the one-off fault cost of back-to-back launches (uvm.launches_first_fault_us)
 	@# fitted on first touch split over launches as a traversal's are: uvm_launches (reparsed
 	@# from uvm_launches.sh's output) pooled with the four other leases that measured it, each
 	@# lease weighing the same (the cost differs from lease to lease), beside the chain's

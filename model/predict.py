@@ -341,8 +341,8 @@ def des_bound(stats: dict, kernel_ns: float, limits: dict) -> tuple[str, dict]:
     return "latency", util
 
 
-# Engine runs kept per stream: a zero-copy twin's loaded round trip takes up to five
-# (validation.twin_common.loaded_prediction), the device run one more; the three host
+# Engine runs kept per stream: a zero-copy prediction's loaded round trip takes up to five
+# (hostlink.model.loaded_rtt), the device run one more; the three host
 # memory modes of a traversal (pinned, registered, AccessedBy) replay the same five
 # in turn, and fewer kept than that would evict each before its reuse (a few KB each)
 DES_RUNS_KEPT = 8
@@ -485,8 +485,13 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
             overrides=None, coalesce_options: dict | None = None,
             trace_options: dict | None = None, engine: str = "fast", nbins: int = 1024,
             uvm_options: dict | None = None, host_loop: str | None = None,
-            vertices: int = 0) -> Prediction:
-    """Predict ``source`` on ``system`` (see the module docstring)."""
+            vertices: int = 0, back_to_back: bool | None = None) -> Prediction:
+    """Predict ``source`` on ``system`` (see the module docstring).
+
+    ``back_to_back``: whether the run's launches follow one another after its
+    pages went to the GPU and back (a traversal), which picks the UVM one-off
+    cost ``uvm.launches_first_fault_us`` over ``uvm.first_fault_us``; None: a
+    stream of more than one launch is such a run."""
     if mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(MODES)}, not '{mode}'")
     if fidelity not in FIDELITIES:
@@ -497,6 +502,28 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
         system = managed_host_view(system)
     stream = as_stream(source, coalesce_options, trace_options, gpu=system.gpu)
     common = _common(stream)
+    if back_to_back is None:
+        back_to_back = common["launches"] > 1
+    args = dict(mode=mode, fidelity=fidelity, engine=engine, nbins=nbins,
+                uvm_options=uvm_options, back_to_back=back_to_back)
+    if mode in ("zerocopy", "uvm_accessedby") and system.link.rtt_at_full_link_ns > 0:
+        from hostlink.model.loaded_rtt import loaded_system
+        unloaded_ns = system.link.rtt_ns
+        system = loaded_system(stream, system, lambda s: _predict_stream(stream, s, common,
+                                                                           **args))
+        pred = _predict_stream(stream, system, common, host_loop=host_loop, vertices=vertices,
+                               **args)
+        pred.extra["loaded_rtt_ns"] = {"unloaded": unloaded_ns, "loaded": system.link.rtt_ns}
+        return pred
+    return _predict_stream(stream, system, common, host_loop=host_loop, vertices=vertices, **args)
+
+
+def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *, mode: str,
+                    fidelity: str, engine: str, nbins: int, uvm_options: dict | None,
+                    back_to_back: bool, host_loop: str | None = None,
+                    vertices: int = 0) -> Prediction:
+    """:func:`predict` of a resolved stream on a resolved system (the loaded round trip,
+    where the system has one, already settled in ``system.link.rtt_ns``)."""
     n = common["launches"]
     nan = float("nan")
     if mode in ("zerocopy", "uvm_accessedby"):
@@ -511,8 +538,8 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
                     dram_B=0)
         link_B = moved_B = 0.0
     else:
-        part = _uvm(stream, system, common, mode == "uvm_readmostly", uvm_options or {},
-                    fidelity, engine)
+        part = _uvm(stream, system, common, mode == "uvm_readmostly",
+                    dict(uvm_options or {}, back_to_back=back_to_back), fidelity, engine)
         res = part.pop("uvm")
         part.update(outstanding_mean=nan, outstanding_peak=nan, dram_B=int(res.h2d_B))
         link_B = float(res.h2d_B + res.d2h_B)

@@ -72,8 +72,8 @@ the fit), after a coarse scan of the parameter range:
    than a count fitted on 128 B reads (479) or the 768 tags allow, while a
    byte limit leaves the tags (``link.tags``) to bind them. The count
    ``gpu.max_outstanding_host_reads`` keeps its base value. The same step fits
-   ``options.link.rtt_at_full_link_ns``, the growth of the round trip with the
-   link's load (:func:`hostlink.validation.twins.loaded_prediction`), from the
+   ``link.rtt_at_full_link_ns``, the growth of the round trip with the
+   link's load (:mod:`hostlink.model.loaded_rtt`), from the
    points below the plateau: the round trip each implies (reads in flight x
    size / bandwidth) against its share of the plateau;
 4b. ``gpu.host_path_ns`` from 32 B reads against warps in flight
@@ -108,7 +108,7 @@ the fit), after a coarse scan of the parameter range:
    bandwidth levels (:func:`hostlink.model.translation.managed_host_view`; an
    H100 read 1-16 GiB of it at 43-48 GB/s, pinned memory at 4.9-14; an H200 at
    45-51 against 4.9-14);
-5b. ``options.micro.random_load_ns`` and ``options.micro.random_chain_ns``, the
+5b. ``gpu.random_load_ns`` and ``gpu.random_chain_ns``, the
    read kernel's own time per warp load of its random pattern on an SM and in one
    warp (two 64-bit hashes and a 64-bit modulo pick each line, about 130 SASS
    instructions, the modulo a called routine), from random lines in device memory
@@ -119,7 +119,7 @@ the fit), after a coarse scan of the parameter range:
    GB/s over 4 KiB); the same kernel's host reads that hit in the L1 are bounded by
    them (:func:`hostlink.validation.twins.random_pattern_floor_ns`). A run without
    such cases keeps the base values (0: no bound);
-5c. ``options.micro.cv_line_ns`` and ``options.micro.cv_line_gap_ns``: ``ld.cv``
+5c. ``gpu.cv_line_ns`` and ``gpu.cv_line_gap_ns``: ``ld.cv``
    reads of one host line do not overlap, and a read holds its line for
    ``cv_line_ns`` (at least the host round trip) plus the gap for every line read at
    once. From random ``ld.cv`` lines over host regions of at most 64 KiB with a warp
@@ -128,11 +128,11 @@ the fit), after a coarse scan of the parameter range:
    times. The hold is absolute, not added to the round trip, so a later link that
    refits the round trip keeps it. A run without such cases keeps the base values
    (0: a line's read holds it one round trip);
-6. ``uvm.batch_base_us`` and the model options ``options.uvm.block_us`` (per
-   VA block a batch services), ``options.uvm.copy_page_us`` (per page copied to
-   the GPU, migrated or read-duplicated) and ``options.uvm.move_page_us`` (per
+6. ``uvm.batch_base_us`` and the driver's costs ``uvm.block_us`` (per
+   VA block a batch services), ``uvm.copy_page_us`` (per page copied to
+   the GPU, migrated or read-duplicated) and ``uvm.move_page_us`` (per
    page moved off the host, which the driver unmaps from the CPU; a
-   read-duplicated page does not pay it) and ``options.uvm.first_fault_us``
+   read-duplicated page does not pay it) and ``uvm.first_fault_us``
    (once per run, with its first batch: the intercept of one line per VA
    block against the blocks touched, which buffers of 2 MiB up pin and
    buffers of 64 MiB and more leave loose: 243 us from a ``uvm_sparse`` run
@@ -148,12 +148,12 @@ the fit), after a coarse scan of the parameter range:
    costs of its base calibration and its first-touch groups are held out.
    The service time is linear in the costs once the fault dynamics are fixed,
    so the start is a non-negative least-squares solution. Why per page and not per contiguous run
-   (``options.uvm.move_run_us``, kept at its base value): the driver copies a
+   (``uvm.move_run_us``, kept at its base value): the driver copies a
    prefetched run in many small pieces (4 to 8 KiB each on an H100,
    validation/results/h100/uvm_counters), and run costs fitted on first touch
    leave BFS twice as fast as the GPU runs it. The transfer curve keeps its
    base (UVMSmart's, scaled to the link);
-7. ``options.uvm.launches_first_fault_us``, where the run splits first touch over
+7. ``uvm.launches_first_fault_us``, where the run splits first touch over
    launches (``uvm_touch`` with ``launches`` > 1:
    ``micro/uvm_touch/*/launches``, judged on ``first_launch_ms``): a run's
    one-off cost is the wake-up of the driver's fault servicing, which grows
@@ -169,9 +169,9 @@ the fit), after a coarse scan of the parameter range:
    launches take this one, a single launch step 6's ``first_fault_us``, and a
    record without this key (made before it, or by a chain without such a run)
    gives both contexts ``first_fault_us``
-   (:func:`hostlink.validation.twin_common.uvm_options_in_context`);
+   (:func:`hostlink.model.uvm.model.first_fault_cost_us`);
    the start is the median of measured less predicted first launch without it;
-8. ``options.prefetch.call_us``, ``cudaMemPrefetchAsync``'s fixed cost per
+8. ``uvm.prefetch_call_us``, ``cudaMemPrefetchAsync``'s fixed cost per
    call, from prefetched first touch of at most 16 MiB
    (``micro/uvm_touch/prefetch/*``, a ``uvm_sizes`` run; larger prefetches
    hide it, and a run without small ones keeps the base value and holds the
@@ -186,12 +186,9 @@ the fit), after a coarse scan of the parameter range:
    (``micro/host_loop/program``) are held out, and their twins' ``time_ms``
    takes these costs.
 
-Model options are keywords of the model that the system config has no key
-for (``options.<group>.<name>``; :data:`OPTION_DEFAULTS`), and the context keys
-that stand in for one (a default of None: the model key's value). A calibration
-writes them to its record (``calibration.json``: ``model_options`` and their
-provenance), which ``hostlink validate report`` and a later calibration
-starting from this one read back.
+Every key a step fits is a field of the system config: the calibrated TOML
+holds each with its provenance, and is a system like any preset in every
+command that takes ``--system``.
 
 A key the data do not constrain (its predictions move by less than
 ``SENSITIVITY_MIN`` for a 20% change, e.g. the requester limit when the link
@@ -232,7 +229,6 @@ import numpy as np
 
 from hostlink.model.errors import HostlinkError
 from hostlink.model.host_loop import COST_KEYS as HOST_LOOP_COSTS
-from hostlink.validation.twin_common import UVM_CONTEXT_KEYS
 from hostlink.validation.twin_micro import LINE_B
 from hostlink.validation.twins import (MicroTwin, RunData, build_micro, load_run, micro_group,
                                        primary_metric, run_loads_in_flight)
@@ -441,7 +437,7 @@ def _guess_requester(prob, system, base):
             rtt.append(n * size / bw)                     # B / (B/ns) = ns
     if len(load) >= 2:
         x, y = np.asarray(load), np.asarray(rtt) - system.link.rtt_ns
-        out["options.link.rtt_at_full_link_ns"] = max(0.0, float(np.dot(x, y) / np.dot(x, x)))
+        out["link.rtt_at_full_link_ns"] = max(0.0, float(np.dot(x, y) / np.dot(x, x)))
     return out
 
 
@@ -537,10 +533,10 @@ def _guess_random_load(prob, system, base):
         return {}
     most, fewest = max(w for w, _, _ in pts), min(w for w, _, _ in pts)
     sms = system.gpu.sm_count
-    out = {"options.micro.random_load_ns":
+    out = {"gpu.random_load_ns":
            float(np.median([min(w, sms) * b / bw for w, b, bw in pts if w == most]))}
     if fewest <= sms:
-        out["options.micro.random_chain_ns"] = float(
+        out["gpu.random_chain_ns"] = float(
             np.median([w * b / bw for w, b, bw in pts if w == fewest]))
     return out
 
@@ -574,8 +570,8 @@ def _guess_cv_lines(prob, system, base):
         gap, hold = np.polyfit(x, y, 1)
     else:
         gap, hold = 0.0, float(np.mean(y))
-    return {"options.micro.cv_line_ns": float(max(0.0, hold)),
-            "options.micro.cv_line_gap_ns": float(max(0.0, gap))}
+    return {"gpu.cv_line_ns": float(max(0.0, hold)),
+            "gpu.cv_line_gap_ns": float(max(0.0, gap))}
 
 
 def _guess_translation(prob, system, base):
@@ -754,7 +750,7 @@ STEPS: tuple[Step, ...] = (
          guess=_guess_copy_setup),
     Step("requester_limit", (Param("link.cpl_buffer_B", 256, 1 << 24, integer=True,
                                    zero_neutral=True),
-                             Param("options.link.rtt_at_full_link_ns", 0.0, 1e4, log=False,
+                             Param("link.rtt_at_full_link_ns", 0.0, 1e4, log=False,
                                    sens_step=50.0, zero_neutral=True)),
          ("micro/zc_warps",),
          explain="bandwidth against warps in flight: Little's law on the plateau gives the "
@@ -794,9 +790,9 @@ STEPS: tuple[Step, ...] = (
          explain="random 128 B lines over managed memory left on the host (SetAccessedBy), "
                  "beyond the TLB's reach: the walks in flight that keep the bandwidth where "
                  "it levels (the reach and walk latency are pinned memory's)"),
-    Step("random_kernel", (Param("options.micro.random_load_ns", 0.0, 1e4, log=False,
+    Step("random_kernel", (Param("gpu.random_load_ns", 0.0, 1e4, log=False,
                                  sens_step=1.0),
-                           Param("options.micro.random_chain_ns", 0.0, 1e5, log=False,
+                           Param("gpu.random_chain_ns", 0.0, 1e5, log=False,
                                  sens_step=10.0)),
          ("micro/zc_read/random", "micro/zc_warps/random"), select=_in_device_memory,
          requires_case=_in_device_memory,
@@ -806,9 +802,9 @@ STEPS: tuple[Step, ...] = (
                  "own time per warp load (two 64-bit hashes and a 64-bit modulo pick each "
                  "line) on an SM at full occupancy and in one warp's dependent chain, which "
                  "bound the random pattern wherever its loads hit"),
-    Step("cv_lines", (Param("options.micro.cv_line_ns", 0.0, 1e5, log=False,
+    Step("cv_lines", (Param("gpu.cv_line_ns", 0.0, 1e5, log=False,
                             sens_step=20.0),
-                      Param("options.micro.cv_line_gap_ns", 0.0, 1e3, log=False,
+                      Param("gpu.cv_line_gap_ns", 0.0, 1e3, log=False,
                             sens_step=0.2)),
          ("micro/zc_warps/random",), select=_is_hot_cv_point, requires_case=_is_hot_cv_point,
          requires_case_doc="ld.cv reads of few host lines against warps (a hot_lines run)",
@@ -818,27 +814,27 @@ STEPS: tuple[Step, ...] = (
                  "time, held for a fixed time (at least the round trip) plus a time per line "
                  "read at once"),
     Step("uvm_batches", (Param("uvm.batch_base_us", 0.0, 1e4, log=False, sens_step=10.0),
-                         Param("options.uvm.block_us", 0.0, 1e4, log=False, sens_step=1.0),
-                         Param("options.uvm.copy_page_us", 0.0, 1e3, log=False, sens_step=0.05),
-                         Param("options.uvm.move_page_us", 0.0, 1e3, log=False, sens_step=0.05),
-                         Param("options.uvm.first_fault_us", 0.0, 1e5, log=False, sens_step=20.0)),
+                         Param("uvm.block_us", 0.0, 1e4, log=False, sens_step=1.0),
+                         Param("uvm.copy_page_us", 0.0, 1e3, log=False, sens_step=0.05),
+                         Param("uvm.move_page_us", 0.0, 1e3, log=False, sens_step=0.05),
+                         Param("uvm.first_fault_us", 0.0, 1e5, log=False, sens_step=20.0)),
          UVM_TOUCH_GROUPS, guess=_guess_uvm_costs,
          requires=(("micro/uvm_touch/none/sparse", "micro/uvm_touch/none/sparse/returned"),),
          explain="UVM first touch, dense and sparse, without advice and with ReadMostly: the "
                  "service time is linear in the per-batch, per-block, per-copied-page and "
                  "per-moved-page costs and a run's one-off first-fault cost"),
-    Step("uvm_first_launch", (Param("options.uvm.launches_first_fault_us", 0.0, 1e5, log=False,
+    Step("uvm_first_launch", (Param("uvm.launches_first_fault_us", 0.0, 1e5, log=False,
                                     sens_step=20.0),),
-         UVM_LAUNCH_GROUPS, guess=_guess_added_us("options.uvm.launches_first_fault_us"),
+         UVM_LAUNCH_GROUPS, guess=_guess_added_us("uvm.launches_first_fault_us"),
          explain="UVM first touch split over launches that follow one another at once, after "
                  "the buffer's pages went to the GPU and back to the host, as a traversal's "
                  "launches find them: the first launch pays the run's one-off cost of waking "
                  "the driver's fault servicing, which differs from a single launch's (the "
                  "uvm_batches value): traversals pay this one"),
-    Step("uvm_prefetch", (Param("options.prefetch.call_us", 0.0, 1e5, log=False, sens_step=20.0),),
+    Step("uvm_prefetch", (Param("uvm.prefetch_call_us", 0.0, 1e5, log=False, sens_step=20.0),),
          UVM_PREFETCH_GROUPS, select=_is_small_prefetch,
          select_doc=f"of at most {PREFETCH_CALL_MAX_B >> 20} MiB",
-         guess=_guess_added_us("options.prefetch.call_us"),
+         guess=_guess_added_us("uvm.prefetch_call_us"),
          explain=f"prefetched first touch of at most {PREFETCH_CALL_MAX_B >> 20} MiB: "
                  "cudaMemPrefetchAsync's fixed cost per call, which larger prefetches hide"),
     Step("host_loop", tuple(Param(k, 0.0, 1e4, log=False, sens_step=0.2) for k in HOST_LOOP_KEYS),
@@ -887,8 +883,6 @@ class Calibration:
     fits: list[FitRecord] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
     groups_present: list[str] = field(default_factory=list)
-    base_options: dict = field(default_factory=dict)
-    options: dict = field(default_factory=dict)       # model options after the fits
     base_chain: list[dict] = field(default_factory=list)   # the base calibrations, oldest first
     pooled: list[str] = field(default_factory=list)   # runs whose points are pooled with its own
 
@@ -952,25 +946,7 @@ class Calibration:
                 "calibration_groups": self.calibration_groups,
                 "held_out_groups": self.held_out_groups,
                 "chain": self.chain,
-                "model_options": self.options, "base_model_options": self.base_options,
-                "model_options_provenance": self.option_provenance(),
                 "fits": [f.to_dict() for f in self.fits], "skipped": self.skipped}
-
-    def option_provenance(self) -> dict[str, str]:
-        """Where each model option's value comes from (options are not config keys, so
-        their provenance lives here rather than in the calibrated TOML)."""
-        out = {}
-        for group, vals in self.options.items():
-            for name in vals:
-                key = f"{OPTION_PREFIX}{group}.{name}"
-                out[key] = f"from the base calibration ({self.base_options.get(group, {}).get(name)})"
-                for f in self.fits:
-                    if key in f.keys:
-                        out[key] = (f"measured: {self.measured_on}, {', '.join(f.groups)}, fit "
-                                    f"residual {f.mape_pct:.2f}% MAPE over {f.n} points "
-                                    f"(calibrate step {f.name})" if f.identifiable.get(key)
-                                    else f"not calibrated: {f.note.split(';')[0]}")
-        return out
 
     def write(self, toml_path: str | Path, json_path: str | Path | None = None) -> tuple[Path, Path]:
         from hostlink.model.config import write_resolved
@@ -995,49 +971,25 @@ def _clean(v):
     return v
 
 
-OPTION_PREFIX = "options."
-#: Model options a step may fit (keywords of the model beyond the system config) and
-#: their values when a calibration does not set them (the model's defaults).
-OPTION_DEFAULTS = {"options.uvm.block_us": 0.0, "options.uvm.move_page_us": 0.0,
-                   "options.uvm.copy_page_us": 0.0, "options.uvm.first_fault_us": 0.0,
-                   "options.uvm.launches_first_fault_us": None,
-                   "options.uvm.fault_us": 0.0,
-                   "options.uvm.move_run_us": 0.0, "options.link.rtt_at_full_link_ns": 0.0,
-                   "options.prefetch.call_us": 0.0, "options.micro.random_load_ns": 0.0,
-                   "options.micro.random_chain_ns": 0.0, "options.micro.cv_line_ns": 0.0,
-                   "options.micro.cv_line_gap_ns": 0.0}
-
-
-def _get(system, key: str, options: dict | None = None):
-    if key.startswith(OPTION_PREFIX):
-        group, _, name = key[len(OPTION_PREFIX):].partition(".")
-        value = ((options or {}).get(group) or {}).get(name, OPTION_DEFAULTS[key])
-        if value is None:                   # a context key: the model key it stands in for
-            return _get(system, f"{OPTION_PREFIX}{group}.{UVM_CONTEXT_KEYS[name]}", options)
-        return float(value)
+def _get(system, key: str):
+    """A system key's value; a UVM cost of one context that is unset (None) takes the
+    cost it stands in for (:func:`hostlink.model.uvm.model.first_fault_cost_us`)."""
     section, _, name = key.partition(".")
-    part = getattr(system, section)
-    return getattr(part, name)
+    value = getattr(getattr(system, section), name)
+    if value is None and key == "uvm.launches_first_fault_us":
+        return system.uvm.first_fault_us
+    return value
 
 
-def apply_overrides(system, options: dict | None, overrides: dict) -> tuple[object, dict]:
-    """``system`` and ``options`` with dotted overrides applied: config keys to the
-    system, ``options.<group>.<name>`` keys to the options."""
+def apply_overrides(system, overrides: dict):
+    """``system`` with dotted overrides applied."""
     from hostlink.model.config import system_with
 
-    opts = {g: dict(v) for g, v in (options or {}).items()}
-    conf = {}
-    for key, value in overrides.items():
-        if key.startswith(OPTION_PREFIX):
-            group, _, name = key[len(OPTION_PREFIX):].partition(".")
-            opts.setdefault(group, {})[name] = float(value)
-        else:
-            conf[key] = value
-    return (system_with(system, conf) if conf else system), opts
+    return system_with(system, overrides) if overrides else system
 
 
-def _base_value(system, p: Param, options: dict | None = None) -> float:
-    v = _get(system, p.key, options)
+def _base_value(system, p: Param) -> float:
+    v = _get(system, p.key)
     if v is None:                     # derived from the spec: start from its derived value
         if p.key == "host.serve_GBps":       # no limit: the DRAM's own rate
             from hostlink.model import dram as dram_model
@@ -1057,9 +1009,8 @@ class _Problem:
     index of the run case ``i`` comes from (0: the run calibrated)."""
 
     def __init__(self, runs: list[RunData], step: Step, system, fidelity: str,
-                 max_requests: int, options: dict | None = None):
+                 max_requests: int):
         self.step = step
-        self.options = options or {}
         self.fidelity = step.fidelity or fidelity
         self.cases: list[str] = []
         self.sources: list[int] = []
@@ -1114,9 +1065,8 @@ class _Problem:
         key = tuple(sorted(overrides.items()))
         if key in self._memo:
             return self._memo[key]
-        sysc, opts = apply_overrides(system, self.options,
-                                     _with_partners(self.step, system, overrides))
-        out = np.array([t.predict(sysc, self.fidelity, opts)[m]
+        sysc = apply_overrides(system, _with_partners(self.step, system, overrides))
+        out = np.array([t.predict(sysc, self.fidelity)[m]
                         for t, m in zip(self.twins, self.metrics)])
         self.evaluations += 1
         self._memo[key] = out
@@ -1169,30 +1119,29 @@ def _u_bounds(p: Param, b: float) -> tuple[float, float]:
 
 
 def fit_step(run: RunData | list[RunData], step: Step, system, *, fidelity: str = "des",
-             max_requests: int = DEFAULT_MAX_REQUESTS, options: dict | None = None
-             ) -> tuple[FitRecord | None, object, str | None, dict]:
-    """Fit one step; returns (record or None, updated system, reason when skipped,
-    updated model options). ``run`` may be a list: the run calibrated first, then
+             max_requests: int = DEFAULT_MAX_REQUESTS
+             ) -> tuple[FitRecord | None, object, str | None]:
+    """Fit one step; returns (record or None, updated system, reason when skipped).
+    ``run`` may be a list: the run calibrated first, then
     the runs whose points are pooled with its own."""
     from scipy.optimize import least_squares
 
     runs = list(run) if isinstance(run, (list, tuple)) else [run]
-    options = {g: dict(v) for g, v in (options or {}).items()}
     step = _bounded_by_partners(step, system)
-    prob = _Problem(runs, step, system, fidelity, max_requests, options)
+    prob = _Problem(runs, step, system, fidelity, max_requests)
     if not prob.cases:
         which = f" {step.select_doc}" if step.select_doc else ""
-        return None, system, f"no measured cases of {', '.join(step.groups)}{which}", options
+        return None, system, f"no measured cases of {', '.join(step.groups)}{which}"
     have = {micro_group(p) for p in prob.params}
     missing = [" or ".join(need) if isinstance(need, tuple) else need for need in step.requires
                if not ({need} if isinstance(need, str) else set(need)) & have]
     if missing:
         return None, system, (f"no measured cases of {', '.join(missing)}, which the step needs "
-                              "to separate its keys: kept the base values"), options
+                              "to separate its keys: kept the base values")
     if step.requires_case is not None and not any(step.requires_case(p) for p in prob.params):
         return None, system, (f"no {step.requires_case_doc}, which the step is fitted on: kept "
-                              "the base values, and these cases are held out"), options
-    base = {p.key: _base_value(system, p, options) for p in step.params}
+                              "the base values, and these cases are held out")
+    base = {p.key: _base_value(system, p) for p in step.params}
     for p in step.params:
         if p.log and base[p.key] <= 0:
             base[p.key] = p.lo
@@ -1278,7 +1227,7 @@ def fit_step(run: RunData | list[RunData], step: Step, system, *, fidelity: str 
         # value may fit much worse: keep the fitted value then (the data bound the key)
         restored = dict(values)
         for k in kept:
-            orig = _get(system, k, options)
+            orig = _get(system, k)
             restored[k] = base[k] if orig is None else orig
         if mape_of(restored) > mape_of(values) + 1.0:
             at_bound = [k for k in kept if values[k] != base[k]]
@@ -1286,13 +1235,12 @@ def fit_step(run: RunData | list[RunData], step: Step, system, *, fidelity: str 
             for k in at_bound:
                 identifiable[k] = True
     for k in kept:
-        orig = _get(system, k, options)
+        orig = _get(system, k)
         orig = base[k] if orig is None else orig
         values[k] = int(round(orig)) if any(p.integer for p in step.params if p.key == k) \
             else float(orig)
     fitted = {k: v for k, v in values.items() if k not in kept}
-    new_system, new_options = apply_overrides(system, options,
-                                              _with_partners(step, system, fitted))
+    new_system = apply_overrides(system, _with_partners(step, system, fitted))
     pred = prob.predict(system, {**fitted}) if fitted else prob.predict(system, {})
     err = (pred / prob.measured_arr - 1.0) * 100.0
     best_mape = float(np.average(np.abs(err), weights=weight))
@@ -1301,9 +1249,9 @@ def fit_step(run: RunData | list[RunData], step: Step, system, *, fidelity: str 
     if rejected:                      # keep every key of the step at its base value
         kept = [p.key for p in step.params]
         at_bound = []
-        values = {p.key: _get(system, p.key, options) for p in step.params}
+        values = {p.key: _get(system, p.key) for p in step.params}
         fitted = {}
-        new_system, new_options = system, options
+        new_system = system
         err = (prob.predict(system, {}) / prob.measured_arr - 1.0) * 100.0
     note = ""
     if rejected:
@@ -1328,7 +1276,7 @@ def fit_step(run: RunData | list[RunData], step: Step, system, *, fidelity: str 
             pooled.setdefault(str(runs[i].path), {})[c] = float(e)
     rec = FitRecord(
         name=step.name, keys=[p.key for p in step.params], groups=list(step.groups),
-        base={p.key: _get(system, p.key, options) for p in step.params}, values=values,
+        base={p.key: _get(system, p.key) for p in step.params}, values=values,
         identifiable=identifiable, n=len(prob.cases),
         mape_pct=float(np.average(np.abs(err), weights=weight)),
         base_mape_pct=float(np.average(np.abs((np.exp(r_base) - 1.0) * 100.0), weights=weight)),
@@ -1337,14 +1285,13 @@ def fit_step(run: RunData | list[RunData], step: Step, system, *, fidelity: str 
         evaluations=prob.evaluations, note=note,
         method=f"{step.explain}; {prob.fidelity} twins, soft-L1 least squares on "
                "log(predicted/measured) after " + ("a closed-form start" if step.guess else f"a {step.scan}-point scan"))
-    return rec, new_system, None, new_options
+    return rec, new_system, None
 
 
 def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
               steps: tuple[Step, ...] = STEPS, only: list[str] | None = None,
               skip: list[str] | None = None,
               max_requests: int = DEFAULT_MAX_REQUESTS, progress: bool = False,
-              base_options: dict | None = None,
               pool: list[str | Path] | None = None) -> Calibration:
     """Fit ``base_system`` (a SystemConfig, preset name or file) to a run's microbenchmarks.
 
@@ -1352,14 +1299,11 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
     points of that step are held out). ``pool``: other runs whose points each step
     fits together with the run's own (each predicted by its own run's twin).
 
-    ``base_options``: model options to start from (``{"uvm": {...}}``); by default
-    those of the calibration record beside a calibrated TOML given as ``base_system``
-    (``calibration.json``, key ``model_options``), else none."""
+    Every value a step fits is a field of the system, so the calibrated TOML is a
+    complete system (:meth:`Calibration.write`)."""
     from hostlink.model.config import load_any_system
 
     base_chain = [] if hasattr(base_system, "link") else chain_beside(base_system)
-    if base_options is None and not hasattr(base_system, "link"):
-        base_options = options_beside(base_system)
     if not hasattr(base_system, "link"):
         base_system = load_any_system(str(base_system))
     if fidelity not in ("des", "analytic"):
@@ -1377,9 +1321,8 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
         raise CalibrationError(f"unknown calibration step(s) {', '.join(bad)} "
                                f"(known: {', '.join(s.name for s in steps)})")
     system = base_system
-    options = {g: dict(v) for g, v in (base_options or {}).items()}
     cal = Calibration(system=system, base_system=base_system, results_dir=str(results_dir),
-                      fidelity=fidelity, groups_present=groups, base_options=options,
+                      fidelity=fidelity, groups_present=groups,
                       base_chain=base_chain, pooled=[str(r.path) for r in pooled_runs])
     for step in steps:
         if (only and step.name not in only) or (skip and step.name in skip):
@@ -1387,16 +1330,14 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
         if progress:
             import sys
             sys.stderr.write(f"calibrate: {step.name} ...\n")
-        rec, system, reason, options = fit_step([run, *pooled_runs], step, system,
-                                                fidelity=fidelity, max_requests=max_requests,
-                                                options=options)
+        rec, system, reason = fit_step([run, *pooled_runs], step, system,
+                                       fidelity=fidelity, max_requests=max_requests)
         if rec is None:
             cal.skipped.append({"name": step.name, "keys": [p.key for p in step.params],
                                 "reason": reason})
         else:
             cal.fits.append(rec)
     cal.system = _with_provenance(system, base_system, cal)
-    cal.options = options
     return cal
 
 
@@ -1463,24 +1404,10 @@ def groups_fitted_on(calibration: dict, results_dir) -> list[str]:
     return used
 
 
-def options_beside(system_spec) -> dict:
-    """Model options of the calibration record (calibration.json) beside a system TOML."""
-    path = Path(str(system_spec))
-    rec = path.with_name("calibration.json")
-    if path.suffix != ".toml" or not rec.is_file():
-        return {}
-    try:
-        return dict(json.loads(rec.read_text()).get("model_options") or {})
-    except json.JSONDecodeError as exc:
-        raise CalibrationError(f"{rec}: not valid JSON ({exc.msg})") from None
-
-
 def _with_provenance(system, base, cal: Calibration):
     prov = dict(base.provenance)
     for f in cal.fits:
         for key in f.keys:
-            if key.startswith(OPTION_PREFIX):
-                continue                  # options are not config keys: see model_options
             if f.identifiable.get(key):
                 prov[key] = (f"measured: {cal.measured_on}, {', '.join(f.groups)}, fit residual "
                              f"{f.mape_pct:.2f}% MAPE over {f.n} points (calibrate step {f.name})")

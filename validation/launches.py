@@ -11,7 +11,7 @@ kernel time (``hostlink.validation.twin_traversal.predict_traversal``'s
 
 ``hostlink validate launches RESULTS_DIR CASE --system CALIBRATED.toml``
 predicts the case for one of its sources (the first by default) as a report does
-(the system's calibration record supplies the model options) and prints one row
+and prints one row
 per launch: the measured median, least and most over that source's repetitions,
 the predicted time and the error, and in the UVM modes the megabytes the model
 migrates to the GPU in that launch; ``--csv`` writes the table, ``--plot`` draws it.
@@ -63,7 +63,7 @@ def measured_launches(results_dir: str | Path, case: str, source: int | None) ->
     return np.array([reps[r] for r in sorted(reps)])
 
 
-def compare_launches(results_dir: str | Path, case: str, system, options: dict | None = None,
+def compare_launches(results_dir: str | Path, case: str, system,
                      source_index: int = 0, graph_dir: str | Path | None = None,
                      fidelity: str = "des") -> pd.DataFrame:
     """One row per launch of ``case``'s ``source_index``-th source: measured median,
@@ -89,7 +89,7 @@ def compare_launches(results_dir: str | Path, case: str, system, options: dict |
     measured = measured_launches(results_dir, case, source)
     timing: dict = {}
     predict_traversal(case, params, system, GraphSource(run, graph_dir), fidelity=fidelity,
-                      options=options, timing=timing, max_sources=1)
+                      timing=timing, max_sources=1)
     predicted = np.asarray(timing["launch_ms"][0], dtype=float)
     h2d = timing.get("launch_h2d_B")
     h2d = np.asarray(h2d[0], dtype=float) if h2d else None
@@ -139,12 +139,9 @@ def plot_launches(table: pd.DataFrame, path: str | Path) -> None:
 
 def _cmd_launches(args) -> int:
     from hostlink.model.config import load_any_system
-    from hostlink.validation.report import load_calibration
 
     system = load_any_system(args.system)
-    record = load_calibration(args.calibration, args.system) or {}
     table = compare_launches(args.results_dir, args.case, system,
-                             options=record.get("model_options"),
                              source_index=args.source_index, graph_dir=args.graph_dir)
     a = table.attrs
     src = "" if a["source"] is None else f", source {a['source']}"
@@ -168,8 +165,6 @@ def register_validate_commands(sub) -> None:
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="a measured run (hostlink validate run --out)")
     p.add_argument("case", metavar="CASE", help="a traversal case, e.g. bfs/kron24/merged_aligned/uvm/8B")
     p.add_argument("--system", required=True, help="system: calibrated TOML, preset name or file")
-    p.add_argument("--calibration", default=None,
-                   help="calibration record (default calibration.json beside --system)")
     p.add_argument("--source-index", type=int, default=0,
                    help="which of the case's sources (default 0, the first)")
     p.add_argument("--graph-dir", default=None,

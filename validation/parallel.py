@@ -201,7 +201,7 @@ def predict_parallel(run, system, cases, *, jobs: int, on_case: OnCase, **kwargs
     """Predict ``cases`` of ``run`` in ``jobs`` worker processes.
 
     ``kwargs`` are :func:`hostlink.validation.twins.predict_run`'s (fidelity,
-    graph_dir, only, options, max_sources, max_requests, ...; not skip_cases,
+    graph_dir, only, max_sources, max_requests, ...; not skip_cases,
     on_case, timings or progress). ``on_case(case, rows, failure, timing)`` is
     called in this process as each case arrives (``timing``: the traversal twin's
     wall-clock record, or None). Raises :class:`WorkerError` when a worker raises

@@ -28,8 +28,8 @@ A full report predicts hundreds of twins (tens of minutes on a small machine),
 so predictions are kept as each case finishes (:class:`PredictionStore`:
 ``OUT/predictions.parquet`` with the tidy rows, ``OUT/predictions.json`` with what
 they were made with): a report interrupted by an exception, Ctrl-C or a kill
-resumes where it stopped when started again with the same system values, model
-options, fidelity, request and source limits and twin version
+resumes where it stopped when started again with the same system values,
+fidelity, request and source limits and twin version
 (:data:`TWIN_VERSION`); anything else starts afresh and keeps the old
 predictions as ``predictions.stale.*``. A stored case is reused only while the
 source code its twin runs on is unchanged (:func:`kind_code_hash`: the model,
@@ -264,9 +264,9 @@ EFFECTS = {
     "micro/zc_read/random": (
         "translation misses beyond the TLB reach (large regions); without a hot_lines "
         "calibration in the chain, the kernel's own instructions (each load's block is a "
-        "64-bit hash and modulo of its index, gpu_kernels/micro/zc_common.cuh: options."
-        "micro.random_load_ns and random_chain_ns, fitted on random lines in device "
-        "memory) and how long an ld.cv read holds its line (options.micro.cv_line_ns and "
+        "64-bit hash and modulo of its index, gpu_kernels/micro/zc_common.cuh: gpu."
+        "random_load_ns and random_chain_ns, fitted on random lines in device "
+        "memory) and how long an ld.cv read holds its line (gpu.cv_line_ns and "
         "cv_line_gap_ns, fitted on ld.cv over 4-64 KiB against warps); with the default "
         "cache operator, L1 misses beyond the compulsory ones of the empty L1s (which the "
         "twin adds: 132 x 64 KiB over 64 KiB, validation/results/h200/l1_probe), or L1 "
@@ -342,7 +342,7 @@ EFFECTS = {
     "micro/uvm_touch/prefetch": (
         "the GPU's prefetch moving faster than the model's transfer curve, or a fixed cost "
         "per call below the fitted one",
-        "cudaMemPrefetchAsync's fixed cost per call (options.prefetch.call_us), which a run "
+        "cudaMemPrefetchAsync's fixed cost per call (uvm.prefetch_call_us), which a run "
         "without prefetches of at most 16 MiB cannot fit and keeps at its base value "
         "(about 0.1 ms on an H100, validation/results/h100/uvm_sizes)"),
     "micro/uvm_touch": (
@@ -398,7 +398,7 @@ EFFECTS = {
         "launches follow at once and pay about 20 us more per faulting launch than the "
         "same faults within one launch. A first touch split over back-to-back launches "
         "in the run's own session gives the traversal's one-off cost (calibrate step "
-        "uvm_first_launch, options.uvm.launches_first_fault_us, which traversals pay and a "
+        "uvm_first_launch, uvm.launches_first_fault_us, which traversals pay and a "
         "single launch does not: an H100's traversals from 31-41% to 21.7-21.9%, "
         "validation/results/h100/uvm_session); one fitted on another lease carries the "
         "machines' difference (the same traversals ran 1.0-1.5x apart on H100 leases), and "
@@ -554,12 +554,6 @@ def markdown(annotated: pd.DataFrame, stats: list[GroupStats], *, title: str, sy
         if len(chain) > 1:
             lines.append("- calibration chain, each link fitted on its own run from the one before: "
                          + " -> ".join(f"`{link.get('results_dir', '')}`" for link in chain))
-        opts = calibration.get("model_options") or {}
-        if opts:
-            flat = ", ".join(f"`{g}.{k}` = {_fmt(v, 4)}" for g, d in sorted(opts.items())
-                             for k, v in sorted(d.items()))
-            lines.append(f"- model options beyond the system config (from the calibration "
-                         f"record): {flat}")
     else:
         lines.append("- no calibration record: every microbenchmark group counts as held out")
     for note in notes or []:
@@ -852,40 +846,42 @@ def kind_code_hash(kind: str) -> str:
     return code_hash(PREDICTION_CODE[kind], PREDICTION_DATA.get(kind, ()))
 
 
-#: Model option groups that only UVM twins read (:func:`case_options`).
-UVM_OPTION_GROUPS = ("uvm", "prefetch")
-
-
-def case_options(params: dict, options: dict | None) -> dict:
-    """The model options a case's twin reads: every group for the traversals in managed
-    memory that migrates (``uvm``, ``uvm_readmostly``) and the UVM first-touch
-    microbenchmarks, the others without :data:`UVM_OPTION_GROUPS` (their twins pass
-    ``options.uvm`` to no model: :func:`hostlink.validation.twin_common.run_model`
-    gives it to the UVM modes only, and ``options.prefetch`` is read by the
-    first-touch twin alone)."""
+def case_options(params: dict, uvm: dict | None) -> dict:
+    """The part of the system's ``uvm`` section a case's twin reads: all of it for the
+    traversals in managed memory that migrates (``uvm``, ``uvm_readmostly``) and the UVM
+    first-touch microbenchmarks, none for the others (their predictions read no UVM
+    cost: :mod:`hostlink.model.stream_memo` keys engine runs the same way)."""
     from hostlink.validation.twin_common import UVM_MODES
-    opts = dict(options or {})
     kind = params.get("kind")
     if ((kind == "traversal" and params.get("memory_mode") in UVM_MODES)
             or (kind == "micro" and params.get("benchmark") == "uvm_touch")):
-        return opts
-    return {g: v for g, v in opts.items() if g not in UVM_OPTION_GROUPS}
+        return {"uvm": dict(uvm or {})}
+    return {}
 
 
-def case_options_hash(params: dict, options: dict | None) -> str:
+def case_options_hash(params: dict, uvm: dict | None) -> str:
     """SHA-256 of :func:`case_options`."""
-    return _sha256(_plain(case_options(params, options)))
+    return _sha256(_plain(case_options(params, uvm)))
 
 
-def prediction_key(system, *, options: dict | None, fidelity: str, max_requests: int | None,
+def uvm_section(system) -> dict:
+    """The system's ``uvm`` section as plain values."""
+    from hostlink.model.config import system_to_dict
+    return dict(system_to_dict(system).get("uvm") or {})
+
+
+def prediction_key(system, *, fidelity: str, max_requests: int | None,
                    max_sources: int | None) -> dict:
     """What stored predictions were made with; predictions are reused only under an equal
-    key, ``model_options`` aside: each stored case records the hash of the options its
-    twin reads (:func:`case_options_hash`), and a case is predicted again when those
-    changed, so a change of the UVM options leaves the other cases' predictions in place."""
+    key, the system's ``uvm`` section aside: each stored case records the hash of the
+    part of it its twin reads (:func:`case_options_hash`), and a case is predicted again
+    when that changed, so a new UVM cost leaves the other cases' predictions in place."""
+    from dataclasses import replace
+
+    from hostlink.model.config.schema import UvmConfig
     return _plain({
-        "system_sha256": system_hash(system),
-        "model_options": dict(options or {}),
+        "system_sha256": system_hash(replace(system, uvm=UvmConfig())),
+        "uvm": uvm_section(system),
         "fidelity": fidelity,
         "max_requests": int(_twins.DEFAULT_MAX_REQUESTS if max_requests is None else max_requests),
         "max_sources": None if max_sources is None else max(1, int(max_sources)),
@@ -912,9 +908,8 @@ class PredictionStore:
     ``OUT/predictions.parquet`` holds the tidy predicted rows (results_io columns)
     and ``OUT/predictions.json`` the key they were made with (:func:`prediction_key`)
     and, per finished case, the hash of its inputs (:func:`case_inputs_hash`), of
-    the code of its kind (:func:`kind_code_hash`) and of the model options its twin
-    reads (:func:`case_options_hash`; an entry written without it takes the stored
-    key's options), its row count, its failure message or null, and its run time
+    the code of its kind (:func:`kind_code_hash`) and of the part of the system's
+    ``uvm`` section its twin reads (:func:`case_options_hash`), its row count, its failure message or null, and its run time
     (traversal twins).
     Both are written to a temporary file and moved into place (the Parquet file
     first: the JSON never names a case the Parquet file lacks). A case counts as
@@ -931,7 +926,7 @@ class PredictionStore:
         self.json = self.out / PREDICTIONS_JSON
         self.flush_every_cases = FLUSH_EVERY_CASES if flush_every_cases is None else flush_every_cases
         self.flush_every_s = FLUSH_EVERY_S if flush_every_s is None else flush_every_s
-        self.options = dict(self.key.get("model_options") or {})
+        self.uvm = dict(self.key.get("uvm") or {})
         self.cases: dict[str, dict] = {}
         self._code: dict[str, str] = {}
         self._frames: list[pd.DataFrame] = []
@@ -947,8 +942,9 @@ class PredictionStore:
         return self._code[kind]
 
     def options_for(self, run, case: str) -> str:
-        """The hash of the model options ``case``'s twin reads (:func:`case_options_hash`)."""
-        return case_options_hash(run.cases.get(case) or {}, self.options)
+        """The hash of the part of the ``uvm`` section ``case``'s twin reads
+        (:func:`case_options_hash`)."""
+        return case_options_hash(run.cases.get(case) or {}, self.uvm)
 
     # -- reading
 
@@ -974,11 +970,11 @@ class PredictionStore:
             return set()
         old = meta.get("key") if isinstance(meta.get("key"), dict) else {}
         diff = sorted(k for k in set(old) | set(self.key)
-                      if k != "model_options" and old.get(k) != self.key.get(k))
+                      if k != "uvm" and old.get(k) != self.key.get(k))
         if diff:
             self._retire(f"made with another {', '.join(diff)}")
             return set()
-        old_options = old.get("model_options") if isinstance(old.get("model_options"), dict) else {}
+        old_uvm = old.get("uvm") if isinstance(old.get("uvm"), dict) else {}
         entries = meta.get("cases") if isinstance(meta.get("cases"), dict) else {}
         table = None
         if self.parquet.is_file():
@@ -998,7 +994,7 @@ class PredictionStore:
             elif entry.get("code") != self.code_for(run, case):
                 kind = str(run.cases[case].get("kind", ""))
                 recoded[kind] = recoded.get(kind, 0) + 1
-            elif (entry.get("options") or case_options_hash(run.cases[case], old_options)) \
+            elif (entry.get("options") or case_options_hash(run.cases[case], old_uvm)) \
                     != self.options_for(run, case):
                 reoptioned += 1
             else:
@@ -1010,9 +1006,9 @@ class PredictionStore:
             self.messages.append(f"{n} stored {kind} case(s) made with other code of the model "
                                  f"or the {kind} twins are predicted again")
         if reoptioned:
-            self.messages.append(f"{reoptioned} stored case(s) made with other model_options "
+            self.messages.append(f"{reoptioned} stored case(s) made with other UVM costs "
                                  "that their twins read are predicted again")
-        if changed or recoded or reoptioned or old_options != self.options:
+        if changed or recoded or reoptioned or old_uvm != self.uvm:
             self._pending += 1                      # the next write leaves them out
         self.cases = keep
         if table is not None and len(table):
@@ -1034,7 +1030,7 @@ class PredictionStore:
             timing: dict | None = None, code: str | None = None,
             options: str | None = None) -> None:
         """Keep a finished case (its rows, failure or None, inputs hash, run time, the
-        code hash of its kind, :meth:`code_for`, and of the options its twin reads,
+        code hash of its kind, :meth:`code_for`, and of the UVM costs its twin reads,
         :meth:`options_for`)."""
         self.cases[case] = {"inputs": inputs, "code": code, "options": options,
                             "rows": int(len(rows)), "failure": failure,
@@ -1243,8 +1239,7 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
                  fresh: bool = False, jobs: int = 1, from_summary: bool = False) -> dict:
     """Predict every case of a run, write summary.csv, report.md and plots/; return the stats.
 
-    The model options of the calibration record (``model_options``) are used; ``notes``
-    are added to the report's header after the command that makes the report
+    ``notes`` are added to the report's header after the command that makes the report
     (:func:`report_command`). ``max_sources`` samples the
     traversal cases: each is predicted for its first sources only and compared with
     the measurements of those sources (the header says so).
@@ -1357,9 +1352,8 @@ def _predict_cases(run, system, out: Path, wanted: list[str], measured: pd.DataF
 
     n_jobs = resolve_jobs(jobs)
     kw = {} if max_requests is None else {"max_requests": max_requests}
-    options = dict((calibration or {}).get("model_options") or {})
     out.mkdir(parents=True, exist_ok=True)
-    store = PredictionStore(out, prediction_key(system, options=options, fidelity=fidelity,
+    store = PredictionStore(out, prediction_key(system, fidelity=fidelity,
                                                 max_requests=max_requests,
                                                 max_sources=max_sources))
     done = store.open(run, fresh=fresh)
@@ -1382,13 +1376,13 @@ def _predict_cases(run, system, out: Path, wanted: list[str], measured: pd.DataF
     try:
         if n_jobs == 1:
             predict_run(run, system, fidelity=fidelity, graph_dir=graph_dir, only=only,
-                        progress=False, options=options, timings=new_timings,
+                        progress=False, timings=new_timings,
                         max_sources=max_sources, skip_cases=done, on_case=on_case, **kw)
         else:
             from hostlink.validation.parallel import predict_parallel
             predict_parallel(run, system, [c for c in wanted if c not in done], jobs=n_jobs,
                              on_case=on_case, fidelity=fidelity, graph_dir=graph_dir, only=only,
-                             options=options, max_sources=max_sources, **kw)
+                             max_sources=max_sources, **kw)
     finally:
         bar.close()
         store.flush(force=True)

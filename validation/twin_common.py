@@ -6,9 +6,7 @@ for microbenchmarks, :mod:`hostlink.validation.twin_traversal` for traversal
 kernels). This module holds what both kinds use: the case names' parameters and
 groups, a measured run directory (:class:`RunData`, :func:`load_run`), and
 :func:`run_model`, which predicts a request stream in the memory mode's model
-(zero-copy through the link model, at the discrete-event or analytic fidelity,
-with the loaded round trip settled by :func:`loaded_prediction`; UVM through the
-fault model; device memory through the GPU's memory model).
+(:func:`hostlink.model.predict.predict`, the same door every command uses).
 
 It makes no modelling assumption of its own: those of the twins are in their
 modules' docstrings, those of the model in :mod:`hostlink.model`'s.
@@ -202,67 +200,20 @@ class ModelRun:
     launch_h2d_B: np.ndarray | None = None
 
 
-#: ``options.uvm`` keys that are not keywords of the UVM model: each stands in for the
-#: model's key in one context of a run, and falls back to it where absent. A run's
-#: one-off fault cost (the wake-up of the driver's fault servicing) grows with the
-#: host's idle time before the first faulting launch (validation/results/*/uvm_launches),
-#: so a single launch after the CPU filled and advised the buffer pays another one than
-#: a run whose faults come in launches back to back after its pages went to the GPU and
-#: back (a traversal, first touch split over launches): ``launches_first_fault_us``.
-UVM_CONTEXT_KEYS = {"launches_first_fault_us": "first_fault_us"}
-
-
-def uvm_options_in_context(options: dict | None, *, launches: bool) -> dict:
-    """``options`` with the UVM keys of one context resolved (:data:`UVM_CONTEXT_KEYS`):
-    for a run of back-to-back launches (``launches``), ``launches_first_fault_us``
-    replaces ``first_fault_us`` where set; either way no context key is left, so the
-    ``uvm`` group holds keywords of the UVM model only. A copy; ``options`` is kept."""
-    out = {g: dict(v) if isinstance(v, dict) else v for g, v in (options or {}).items()}
-    uvm = out.get("uvm")
-    if not isinstance(uvm, dict):
-        return out
-    for key, model_key in UVM_CONTEXT_KEYS.items():
-        if key in uvm:
-            value = uvm.pop(key)
-            if launches and value is not None:
-                uvm[model_key] = value
-    return out
-
-
-LOADED_RTT_PASSES = 4          # at most: the fixed point settles in two or three
-LOADED_RTT_TOL = 2e-3          # relative change of the predicted time that ends the passes
-
-
-def run_model(stream: RequestStream, system, mode: str, fidelity: str,
-              options: dict | None = None, *, launches_context: bool = False,
-              host_loop: str | None = None, vertices: int = 0) -> ModelRun:
-    """Predict one request stream with :func:`hostlink.model.predict.predict`.
-
-    ``options``: model options beyond the system config: ``{"uvm": {...}}``
-    (keywords of :func:`hostlink.model.uvm.simulate_uvm`, used in the UVM modes, and
-    the context keys of :data:`UVM_CONTEXT_KEYS`, resolved for a run of back-to-back
-    launches where ``launches_context``, else for a single launch after the host's
-    set-up: :func:`uvm_options_in_context`) and
-    ``{"link": {"rtt_at_full_link_ns": d}}``, a round trip that grows with the link's
-    load (zero-copy mode; see :func:`loaded_prediction`). ``{"prefetch": {"call_us": c}}``
-    is read by the prefetch first-touch twin only (:func:`_predict_uvm_touch`),
-    ``{"micro": {"random_load_ns": t, "random_chain_ns": c}}`` by the random-pattern
-    read twins only
-    (:func:`random_pattern_floor_ns`).
+def run_model(stream: RequestStream, system, mode: str, fidelity: str, *,
+              back_to_back: bool = False, host_loop: str | None = None,
+              vertices: int = 0) -> ModelRun:
+    """Predict one request stream with :func:`hostlink.model.predict.predict`, the door
+    every command uses: the system carries every cost (the loaded round trip, the UVM
+    driver's costs and one-off cost of ``back_to_back`` launches, the host loop's).
 
     ``host_loop`` (with ``vertices``): the program's loop around its launches; the
     run's time is then its launches' plus that loop's
-    (:func:`hostlink.model.host_loop.loop_gap_ns`), else the prediction's own."""
+    (:mod:`hostlink.model.host_loop`), else the prediction's own."""
     from hostlink.model.predict import predict
 
-    options = uvm_options_in_context(options, launches=launches_context)
-    uvm_options = dict(options.get("uvm") or {})
-    full_ns = float(((options or {}).get("link") or {}).get("rtt_at_full_link_ns", 0.0) or 0.0)
-    if mode == "zerocopy" and full_ns > 0:
-        pred = loaded_prediction(stream, system, fidelity, full_ns)
-    else:
-        pred = predict(stream, system, mode=mode, fidelity=fidelity,
-                       uvm_options=uvm_options if mode in ("uvm", "uvm_readmostly") else None)
+    pred = predict(stream, system, mode=mode, fidelity=fidelity, back_to_back=back_to_back,
+                   host_loop=host_loop, vertices=vertices)
     kernel = getattr(pred, "kernel_time_s", None)
     per_launch = getattr(pred, "per_launch_kernel_s", None)
     if per_launch is not None:
@@ -278,54 +229,6 @@ def run_model(stream: RequestStream, system, mode: str, fidelity: str,
         for row in uvm["per_launch"]:
             if 0 <= int(row["launch"]) < len(launch_h2d_B):
                 launch_h2d_B[int(row["launch"])] += float(row["h2d_B"])
-    time_ns = float(pred.time_s) * 1e9
-    if host_loop is not None:
-        from hostlink.model.host_loop import loop_gap_ns
-        time_ns = float(np.sum(kernel_ns)) + loop_gap_ns(system, host_loop, vertices, len(kernel_ns))
-    return ModelRun(time_ns=time_ns, kernel_ns=kernel_ns,
+    return ModelRun(time_ns=float(pred.time_s) * 1e9, kernel_ns=kernel_ns,
                     host_bytes_B=float(getattr(pred, "host_bytes_B", 0.0) or 0.0),
                     launch_h2d_B=launch_h2d_B)
-
-
-def link_utilisation(pred, system) -> float:
-    """Share of the run's kernel time the downstream link spends on its completions."""
-    from hostlink.model.des.inputs import link_rate_Bpns
-
-    kernel_ns = float(np.sum(pred.per_launch_kernel_s)) * 1e9
-    if kernel_ns <= 0:
-        return 0.0
-    return min(1.0, float(pred.wire_B_down) / (kernel_ns * link_rate_Bpns(system)))
-
-
-def loaded_prediction(stream: RequestStream, system, fidelity: str, full_ns: float):
-    """Zero-copy prediction with a round trip that grows with the link's load.
-
-    On the H200 the round trip of a 128 B read grows with the load long before the
-    link saturates (1.22 us up to 16 warps with one read each, 1.32 us at 132 warps
-    and 25% of the link, 1.41 us at 264 and 47%, 1.54 us at 528 and 85%): about
-    ``full_ns`` x the downstream link's utilisation, which the engines' fixed
-    ``link.rtt_ns`` does not give (their queueing adds only the link's own
-    serialisation). Mean-field approximation, pending a per-read mechanism in the
-    engines: the run is predicted with ``rtt_ns = link.rtt_ns + full_ns * U``, U the
-    utilisation of the previous pass (:func:`link_utilisation`), from U of the
-    unloaded pass until the time moves by less than ``LOADED_RTT_TOL``. One U stands
-    for every launch of a run, so short launches on a quiet link get the round trip
-    of the busy ones."""
-    from hostlink.model.config import system_with
-    from hostlink.model.predict import predict
-
-    rtt0 = float(system.link.rtt_ns)
-    pred = predict(stream, system, mode="zerocopy", fidelity=fidelity)
-    for _ in range(LOADED_RTT_PASSES):
-        u = link_utilisation(pred, system)
-        if u <= 0:
-            break
-        nxt = predict(stream, system_with(system, {"link.rtt_ns": rtt0 + full_ns * u}),
-                      mode="zerocopy", fidelity=fidelity)
-        done = abs(nxt.time_s - pred.time_s) <= LOADED_RTT_TOL * pred.time_s
-        pred = nxt
-        if done:
-            break
-    return pred
-
-

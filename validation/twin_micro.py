@@ -21,7 +21,7 @@ except where ptxas pairs wide loads, unrolls a loop further or waits for a
 load before calling a routine (the random pattern's modulo); strided ``ld.cv``
 loads of host memory overlap one per line (:func:`cv_lines_in_flight`). The random
 pattern's run takes at least the SMs' and each warp's time for its hashes
-(``options.micro.random_load_ns``, ``random_chain_ns``) and, with ``ld.cv`` on host
+(``gpu.random_load_ns``, ``random_chain_ns``) and, with ``ld.cv`` on host
 memory, one round trip per line of the region for each read of it
 (:func:`random_pattern_floor_ns`).
 ``ptr_chase``: one thread, one dependent 8 B load per step (a 32 B request),
@@ -95,9 +95,9 @@ Assumptions of these twins (not of the model):
   most ``max_uvm_B`` (1 GiB by default: buffers up to 1 GiB whole) and scaled by
   size, all but the run's one-off first fault; a sparse prefix keeps whole
   strides, at least one line. First touch split over launches pays the one-off
-  cost of back-to-back launches (``options.uvm.launches_first_fault_us`` where
-  set, as a traversal: :func:`hostlink.validation.twin_common.uvm_options_in_context`),
-  a single launch ``options.uvm.first_fault_us``.
+  cost of back-to-back launches (``uvm.launches_first_fault_us`` where set, as a
+  traversal: :func:`hostlink.model.uvm.model.first_fault_cost_us`), a single
+  launch ``uvm.first_fault_us``.
 - warps = 0 ("as many as fit") takes the grid the program reported
   (``warps_launched``) where the measured results hold it, else every
   resident warp slot of the GPU (``sm_count * max_warps_per_sm``).
@@ -124,7 +124,7 @@ from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, LaunchInfo, Reques
 from hostlink.validation import l1_losses
 from hostlink.validation.sass import WAIT_MODEL
 from hostlink.validation.twin_common import (PREDICT_MODE, SECTOR_B, UVM_MODES, TwinError,
-                                             run_model, uvm_options_in_context)
+                                             run_model)
 
 MICRO_BASE = 0x7F00_0000_0000          # 2 MiB aligned
 LINE_B = 128
@@ -295,11 +295,10 @@ class MicroTwin:
             system = system_with(system, {"gpu.loads_in_flight_per_warp": int(self.loads_in_flight)})
         return managed_host_view(system) if self.managed_on_host else system
 
-    def predict(self, system, fidelity: str = "des", options: dict | None = None) -> dict[str, float]:
-        """Predicted metrics (same names and units as the program's); ``options``: see
-        :func:`run_model`."""
+    def predict(self, system, fidelity: str = "des") -> dict[str, float]:
+        """Predicted metrics (same names and units as the program's)."""
         fn = _PREDICTORS[self.benchmark]
-        return fn(self, self.system_for(system), fidelity, options)
+        return fn(self, self.system_for(system), fidelity)
 
 
 def read_kernel_symbol(bytes_per_lane: int, cache: str, unroll: int, pattern: str) -> str:
@@ -677,8 +676,7 @@ def without_launch(system):
     return system_with(system, {"gpu.launch_ns": 0.0, "gpu.cta_dispatch_ns": 0.0})
 
 
-def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None,
-                            traffic_GBps: float | None = None,
+def random_pattern_floor_ns(twin: MicroTwin, system, traffic_GBps: float | None = None,
                             host_GBps: float | None = None) -> float:
     """Least time of a zc_read/zc_warps random-pattern run beyond its memory traffic, ns
     (0 for the other patterns).
@@ -687,9 +685,9 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
       (gpu_kernels/micro/zc_common.cuh), two 64-bit hashes and a 64-bit modulo, about
       130 SASS instructions per warp load (validation/results/h200/sass), so loads the
       caches serve run at the SMs' issue rate, not the L1's: every SM spends
-      ``options.micro.random_load_ns`` per warp load, and a warp, whose instructions
+      ``gpu.random_load_ns`` per warp load, and a warp, whose instructions
       depend on one another (the modulo is a called routine), at least
-      ``options.micro.random_chain_ns`` per load. Both are fitted on random lines in
+      ``gpu.random_chain_ns`` per load. Both are fitted on random lines in
       device memory (640-660 GB/s at full occupancy on an H100 and an H200 from 4 KiB
       to 16 MiB regions; 65-71 GB/s with one warp per SM over 4 KiB,
       validation/results/*/hot_lines); 0, the default, leaves a bound out. The bound
@@ -703,8 +701,8 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
       on both GPUs).
     - With ``cache = cv`` on host memory reads of one line do not overlap either: a line
       has one read at a time, and a read holds its line for
-      ``options.micro.cv_line_ns`` (at least the round trip) plus
-      ``options.micro.cv_line_gap_ns`` for every line read at once, so
+      ``gpu.cv_line_ns`` (at least the round trip) plus
+      ``gpu.cv_line_gap_ns`` for every line read at once, so
       ``region_B / 128`` lines bound the bandwidth. The lines read at once are at most
       the lines, the warps, and the reads the memory model's bandwidth for the run
       (``traffic_GBps``, when given) keeps in flight over one round trip.
@@ -712,7 +710,7 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
       lines) 2.5 GB/s on both GPUs, whatever the warps; 16 KiB 9.4-9.5; 64 KiB 23-24
       on the H200, 27 on the H100: a line is held about 1.65 us with 32 lines and
       2.4-2.7 us with 512, where one round trip is 1.19-1.21 us; 256 KiB (2048 lines)
-      reaches the link. Both options are fitted on those points (calibrate step
+      reaches the link. Both are fitted on those points (calibrate step
       ``cv_lines``); 0, the default, holds a line one round trip.
     - With the default cache operator on host memory every SM's L1 starts empty, so
       each SM first fetches the lines of the region it reads
@@ -727,9 +725,8 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
     p = twin.params
     if twin.benchmark not in ("zc_read", "zc_warps") or p.get("pattern") != "random":
         return 0.0
-    micro = (options or {}).get("micro") or {}
-    load_ns = float(micro.get("random_load_ns", 0.0) or 0.0)
-    chain_ns = float(micro.get("random_chain_ns", 0.0) or 0.0)
+    gpu = system.gpu
+    load_ns, chain_ns = float(gpu.random_load_ns), float(gpu.random_chain_ns)
     blk = 32 * int(p.get("bytes_per_lane", 4))
     warps = int(twin.extra.get("warps", 0) or 0) or system.gpu.sm_count
     loads = twin.full_bytes_B / blk
@@ -738,8 +735,8 @@ def random_pattern_floor_ns(twin: MicroTwin, system, options: dict | None = None
     if p.get("cache") == "cv" and twin.mode == "zerocopy":
         region = random_region_B(p)
         lines = max(1, region // LINE_B)
-        hold_ns = max(round_trip_ns, float(micro.get("cv_line_ns", 0.0) or 0.0))
-        gap_ns = float(micro.get("cv_line_gap_ns", 0.0) or 0.0)
+        hold_ns = max(round_trip_ns, float(gpu.cv_line_ns))
+        gap_ns = float(gpu.cv_line_gap_ns)
         at_once = min(lines, warps)
         if traffic_GBps is not None and traffic_GBps > 0:
             at_once = min(at_once, traffic_GBps * round_trip_ns / LINE_B)
@@ -817,16 +814,15 @@ def cold_fill_ns(twin: MicroTwin, system, host_GBps: float | None) -> float:
     return float(max(link_ns, latency_ns))
 
 
-def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str,
-                           options: dict | None = None) -> dict[str, float]:
-    run = run_model(twin.stream, without_launch(system), twin.mode, fidelity, options)
+def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
+    run = run_model(twin.stream, without_launch(system), twin.mode, fidelity)
     kernel_ns = float(np.sum(run.kernel_ns))
     if kernel_ns <= 0:
         raise TwinError(f"case '{twin.case}': the model predicted no time")
     bw = twin.twin_bytes_B / kernel_ns                      # B/ns = GB/s
     host_GBps = run.host_bytes_B / kernel_ns if run.host_bytes_B > 0 else None
     body_ns = max(twin.full_bytes_B / bw,
-                  random_pattern_floor_ns(twin, system, options, bw, host_GBps))
+                  random_pattern_floor_ns(twin, system, bw, host_GBps))
     time_ns = system.launch_overhead_us * 1e3 + body_ns
     return {"time_ms": time_ns * 1e-6, "bw_GBps": twin.full_bytes_B / time_ns}
 
@@ -991,8 +987,7 @@ def atomic_step_ns(gpu, lanes: int) -> float:
     return float(gpu.atomic_spread_ns) * float(np.log2(lanes))
 
 
-def _predict_ptr_chase(twin: MicroTwin, system, fidelity: str,
-                       options: dict | None = None) -> dict[str, float]:
+def _predict_ptr_chase(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
     if "levels" in twin.extra:          # device memory: one dependent step at a time
         from hostlink.model.device_memory import dependent_chain_ns
         levels = np.asarray(twin.extra["levels"], dtype=float)
@@ -1017,7 +1012,7 @@ def _predict_ptr_chase(twin: MicroTwin, system, fidelity: str,
                         f"for {twin.steps} loads")
     miss_ns = 0.0
     if timed_requests:
-        run = run_model(twin.stream, without_launch(system), twin.mode, fidelity, options)
+        run = run_model(twin.stream, without_launch(system), twin.mode, fidelity)
         if len(run.kernel_ns) < 2:
             raise TwinError(f"case '{twin.case}': the model returned no per-launch times")
         miss_ns = float(run.kernel_ns[1])
@@ -1031,8 +1026,7 @@ def build_memcpy(case: str, params: dict, system) -> MicroTwin:
                      size_B=size)
 
 
-def _predict_memcpy(twin: MicroTwin, system, fidelity: str,
-                    options: dict | None = None) -> dict[str, float]:
+def _predict_memcpy(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
     from hostlink.model.analytic import SizeHistogram, predict_system
 
     from hostlink.model.config import system_with
@@ -1122,26 +1116,24 @@ def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None
                      loads_in_flight=1, size_B=size, extra={"warps": warps, "advice": advice})
 
 
-def _predict_uvm_touch(twin: MicroTwin, system, fidelity: str,
-                       options: dict | None = None) -> dict[str, float]:
+def _predict_uvm_touch(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
     # first touch split over launches is a traversal's context for the one-off cost
     split = int(twin.params.get("launches", 1)) > 1
-    options = uvm_options_in_context(options, launches=split)
-    run = run_model(twin.stream, system, twin.mode, fidelity, options)
+    run = run_model(twin.stream, system, twin.mode, fidelity, back_to_back=split)
     body_ns = run.time_ns - system.launch_overhead_us * 1e3
     if twin.scale != 1.0:
         # a prefix stands for the buffer: its per-line time scales, the run's one-off
-        # first fault (options.uvm.first_fault_us, with the first batch) does not
+        # first fault (with the first batch: hostlink.model.uvm.first_fault_cost_us) does not
         once_ns = 0.0
         if twin.mode in UVM_MODES and len(twin.stream):
-            once_ns = float((options.get("uvm") or {}).get("first_fault_us", 0.0) or 0.0) * 1e3
+            from hostlink.model.uvm.model import first_fault_cost_us
+            once_ns = first_fault_cost_us(system.uvm, split) * 1e3
         body_ns = once_ns + (body_ns - once_ns) * twin.scale
     out: dict[str, float] = {}
     prefetch_ns = 0.0
     if twin.extra.get("advice") == "prefetch":
         from hostlink.model.uvm import prefetch_time_s
-        call_us = float(((options or {}).get("prefetch") or {}).get("call_us", 0.0) or 0.0)
-        prefetch_ns = prefetch_time_s(twin.size_B, system, call_us=call_us) * 1e9
+        prefetch_ns = prefetch_time_s(twin.size_B, system) * 1e9
         out["prefetch_ms"] = prefetch_ns * 1e-6
     time_ns = system.launch_overhead_us * 1e3 + body_ns + prefetch_ns
     out["time_ms"] = time_ns * 1e-6
@@ -1184,13 +1176,12 @@ def build_launch(case: str, params: dict, system, *,
                      extra={"ctas": ctas})
 
 
-def _predict_launch(twin: MicroTwin, system, fidelity: str,
-                    options: dict | None = None) -> dict[str, float]:
+def _predict_launch(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
     """``launch_ns + max(work, ctas x cta_dispatch_ns)`` (:func:`hostlink.model.predict.launch_floor`),
     the work the label loads' device time scaled from the simulated CTAs."""
     work_ns = 0.0
     if twin.stream is not None:
-        run = run_model(twin.stream, without_launch(system), "device", fidelity, options)
+        run = run_model(twin.stream, without_launch(system), "device", fidelity)
         work_ns = float(np.sum(run.kernel_ns)) * twin.scale
     ctas = int(twin.extra["ctas"])
     gpu = system.gpu
@@ -1218,8 +1209,7 @@ def build_host_loop(case: str, params: dict, system) -> MicroTwin:
                             "walk_us": float(params.get("walk_us", 0))})
 
 
-def _predict_host_loop(twin: MicroTwin, system, fidelity: str,
-                       options: dict | None = None) -> dict[str, float]:
+def _predict_host_loop(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
     """The loop's time outside the walks (:func:`hostlink.model.host_loop.loop_gap_ns`)
     per iteration; the walks themselves as their events time them (``walk_us`` plus
     an empty launch's ``gpu.launch_ns``)."""

@@ -20,9 +20,8 @@ Assumptions of these twins (not of the model):
   inactive vertices are left to the launch's CTA dispatch.
 - a traversal's launches follow one another at once, after its managed pages went
   back to the host (the harness's residency reset): in the UVM modes it pays the
-  one-off fault cost of that context (``options.uvm.launches_first_fault_us``
-  where set, else ``first_fault_us``:
-  :func:`hostlink.validation.twin_common.uvm_options_in_context`).
+  one-off fault cost of that context (``uvm.launches_first_fault_us`` where set,
+  else ``uvm.first_fault_us``: :func:`hostlink.model.uvm.model.first_fault_cost_us`).
 - SSSP and CC launches run in waves of the GPU's resident warps
   (:mod:`hostlink.traces.emulator.algorithms`), an approximation of how far
   updates spread within a launch.
@@ -213,7 +212,7 @@ def requests_ahead(variant: str, load_ahead: int, id_bytes: int, weighted: bool 
 
 
 def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
-                      fidelity: str = "des", options: dict | None = None,
+                      fidelity: str = "des",
                       timing: dict | None = None,
                       max_sources: int | None = None,
                       max_device_edges: int = DEFAULT_MAX_DEVICE_EDGES) -> list[tuple[str, float, int]]:
@@ -319,7 +318,7 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
         if len(stream) == 0:
             raise TwinError(f"case '{case}': the emulated run issues no requests")
         # a traversal's launches follow one another after its pages went back to the host
-        run = run_model(stream, system, mode, fidelity, options, launches_context=True,
+        run = run_model(stream, system, mode, fidelity, back_to_back=True,
                         host_loop=kernel, vertices=csr.num_vertices)
         if timing is not None:
             timing["emulate_s"] = timing.get("emulate_s", 0.0) + (t1 - t0)

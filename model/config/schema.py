@@ -49,6 +49,10 @@ class LinkConfig:
     dllp_overhead: float | None = param(None, doc="fraction of link time spent on DLLPs; "
                                         "None = derived from the spec's ACK/UpdateFC cadence",
                                         ge=0, lt=1, optional=True)
+    rtt_at_full_link_ns: float = param(0.0, doc="growth of a read's round trip with the "
+                                       "downstream link's load: the round trip is rtt_ns plus "
+                                       "this times the link's utilisation (0: it does not grow)",
+                                       ge=0, le=1e5, provenance="assumption")
 
     def __post_init__(self) -> None:
         _check_link(self)
@@ -177,6 +181,19 @@ class GpuConfig:
                                 "at most one atomic line per atomic_sm_ns, whatever warp "
                                 "sends it (0: unlimited)", ge=0, le=1e4,
                                 provenance="assumption")
+    random_load_ns: float = param(0.0, doc="issue time of a warp load whose lanes read random "
+                                  "lines (a hash of the index per lane): the read kernel's own "
+                                  "cost per load, beside the memory it waits for (0: free)",
+                                  ge=0, le=1e4, provenance="assumption")
+    random_chain_ns: float = param(0.0, doc="a warp's time per dependent load of such random "
+                                   "lines: its chain's floor (0: none)", ge=0, le=1e5,
+                                   provenance="assumption")
+    cv_line_ns: float = param(0.0, doc="time an ld.cv (cache-volatile) read of a host line "
+                              "holds that line: a read of the same line waits for it (0: not "
+                              "modelled)", ge=0, le=1e5, provenance="assumption")
+    cv_line_gap_ns: float = param(0.0, doc="what each further line read at once adds to such "
+                                  "a read's hold (0: nothing)", ge=0, le=1e3,
+                                  provenance="assumption")
     caches_host_reads: bool = param(True, doc="zero-copy loads allocate in L1/L2, so a thread "
                                     "walking a list sends a new 32 B request only when it "
                                     "crosses a 32 B boundary (EMOGI §3.3); false: every load "
@@ -210,6 +227,34 @@ class UvmConfig:
     thrash_window_us: float = param(500.0, doc="thrashing detection window", gt=0)
     gpu_memory_available_GiB: float | None = param(None, doc="device memory UVM may fill; "
                                                    "None = the GPU's capacity", gt=0, optional=True)
+    block_us: float = param(0.0, doc="driver time per VA block a fault batch services",
+                            ge=0, le=1e4, provenance="assumption")
+    copy_page_us: float = param(0.0, doc="driver time per page a batch copies to the GPU "
+                                "(migrated or read-duplicated)", ge=0, le=1e3,
+                                provenance="assumption")
+    move_page_us: float = param(0.0, doc="driver time per page a batch moves off the host "
+                                "(a read-duplicated page does not pay it)", ge=0, le=1e3,
+                                provenance="assumption")
+    move_run_us: float = param(0.0, doc="driver time per contiguous run of pages a batch "
+                               "moves off the host", ge=0, le=1e4, provenance="assumption")
+    fault_us: float = param(0.0, doc="driver time per distinct page a batch fetches a fault "
+                            "for", ge=0, le=1e3, provenance="assumption")
+    raised_fault_us: float = param(0.0, doc="driver time per fault the warps raise on a page "
+                                   "no queued fault is pending for", ge=0, le=1e3,
+                                   provenance="assumption")
+    first_fault_us: float = param(0.0, doc="one-off cost of a run's first fault batch when a "
+                                  "single launch follows the host's set-up of the buffer (the "
+                                  "driver's fault servicing waking up)", ge=0, le=1e5,
+                                  provenance="assumption")
+    launches_first_fault_us: float | None = param(None, doc="the same one-off cost in a run "
+                                                  "of back-to-back launches whose pages went "
+                                                  "to the GPU and back (a traversal, first "
+                                                  "touch split over launches); None: "
+                                                  "first_fault_us", ge=0, le=1e5,
+                                                  optional=True, provenance="assumption")
+    prefetch_call_us: float = param(0.0, doc="fixed cost of one cudaMemPrefetchAsync call "
+                                    "beyond its transfer", ge=0, le=1e5,
+                                    provenance="assumption")
 
 
 @dataclass(frozen=True)

@@ -81,15 +81,16 @@ fitted ``a = 12`` to a 16 GB/s (PCIe 3.0 x16) link; a is scaled by the link's
 raw rate over PCIe 3.0 x16's 15.75 GB/s (``scale_to_link=True``; an
 assumption) so that faster links migrate faster while the per-batch cost
 stays. ``block_us``, ``copy_page_us``, ``move_page_us``, ``move_run_us``,
-``fault_us`` and ``first_fault_us`` are keyword options (default 0, the model
-before they were added); ``hostlink validate calibrate`` fits ``block_us``,
+``fault_us`` and ``first_fault_us`` are fields of the system's ``uvm`` section
+(default 0, the model before they were added; keywords of :func:`simulate_uvm`
+override them); ``hostlink validate calibrate`` fits ``block_us``,
 ``copy_page_us``, ``move_page_us`` and ``first_fault_us`` with
 ``batch_base_us`` from dense and sparse first touch without advice and with ReadMostly (its docstring says why
 these four). Costs per contiguous run or per fault fitted on first touch do
 not carry over to BFS, whose batches span many more neighbour lists: fitted
 on an H100's first touch, run costs left kron21 BFS 40% too fast and fault
 costs 40-80% too slow, page costs within 4-25% (validation/results/h100).
-``raised_fault_us`` (default 0, fitted by no calibration step) is charged
+``raised_fault_us`` (``uvm.raised_fault_us``, default 0, fitted by no calibration step) is charged
 for every fault the warps raise on a page that no queued fault is pending for
 (``UvmResult.faults_raised``: warps that miss on a page whose fault is queued
 wait on it, as the GPU's TLBs coalesce misses in flight), with the next
@@ -268,12 +269,13 @@ def curve_peak_GBps(system: SystemConfig, scale_to_link: bool = True) -> float:
 
 
 def prefetch_time_s(size_B: float, system: SystemConfig, *, scale_to_link: bool = True,
-                    call_us: float = 0.0) -> float:
+                    call_us: float | None = None) -> float:
     """Time of ``cudaMemPrefetchAsync`` moving ``size_B`` bytes of host-resident managed
     memory (2 MB aligned) to the GPU: one transfer per VA block at the transfer curve,
-    plus ``call_us`` once per call (the driver's fixed work per prefetch: about 0.1 ms
-    on an H100, where prefetching 256 KiB takes 0.1 ms and 512 MiB 11 ms,
-    validation/results/h100/uvm_sizes; default 0, the model before it was added)."""
+    plus ``call_us`` once per call (the driver's fixed work per prefetch; None: the
+    system's ``uvm.prefetch_call_us``)."""
+    if call_us is None:
+        call_us = system.uvm.prefetch_call_us
     if size_B < 0:
         raise ConfigError(f"prefetch_time_s: size_B must be >= 0, not {size_B}")
     if call_us < 0:
@@ -452,15 +454,23 @@ def _fault_accesses(stream: RequestStream, host: RequestStream, fault_order: str
                     compute)
 
 
+def first_fault_cost_us(uvm, back_to_back: bool) -> float:
+    """A run's one-off cost of its first fault batch: ``uvm.launches_first_fault_us``
+    for a run of back-to-back launches where set, else ``uvm.first_fault_us``."""
+    if back_to_back and uvm.launches_first_fault_us is not None:
+        return float(uvm.launches_first_fault_us)
+    return float(uvm.first_fault_us)
+
+
 def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bool = False,
                  accessed_by: bool = False, capacity_B: float | None = None,
                  service: str = "curve", duplicates: str = "derived", lru: str = "populate",
                  scale_to_link: bool = True, resident_warps: int | None = None,
-                 seed: int | None = None, block_us: float = 0.0,
-                 move_page_us: float = 0.0, move_run_us: float = 0.0,
-                 fault_us: float = 0.0, first_fault_us: float = 0.0,
-                 copy_page_us: float = 0.0, raised_fault_us: float = 0.0,
-                 fault_order: str = "sm_interleaved") -> UvmResult:
+                 seed: int | None = None, block_us: float | None = None,
+                 move_page_us: float | None = None, move_run_us: float | None = None,
+                 fault_us: float | None = None, first_fault_us: float | None = None,
+                 copy_page_us: float | None = None, raised_fault_us: float | None = None,
+                 fault_order: str = "sm_interleaved", back_to_back: bool = False) -> UvmResult:
     """Simulate a request stream on managed memory (see the module docstring).
 
     Keyword options: ``service`` ("curve" | "linear") picks the batch service
@@ -476,9 +486,21 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
     per contiguous run of pages it moves off the host, ``fault_us`` per distinct
     page a batch fetches a fault for, ``raised_fault_us`` per fault the warps
     raise on a page no queued fault is pending for, and ``first_fault_us`` once,
-    with the first batch (see the module docstring; the costs default to 0).
+    with the first batch (see the module docstring). The driver costs given as None
+    take the system's (``uvm.block_us`` and so on); ``first_fault_us`` takes
+    ``uvm.launches_first_fault_us`` where ``back_to_back`` (a run of launches one
+    after another whose pages went to the GPU and back) and that is set, else
+    ``uvm.first_fault_us``.
     """
     uvm, gpu = system.uvm, system.gpu
+    block_us = uvm.block_us if block_us is None else block_us
+    move_page_us = uvm.move_page_us if move_page_us is None else move_page_us
+    move_run_us = uvm.move_run_us if move_run_us is None else move_run_us
+    fault_us = uvm.fault_us if fault_us is None else fault_us
+    copy_page_us = uvm.copy_page_us if copy_page_us is None else copy_page_us
+    raised_fault_us = uvm.raised_fault_us if raised_fault_us is None else raised_fault_us
+    if first_fault_us is None:
+        first_fault_us = first_fault_cost_us(uvm, back_to_back)
     for name, value in (("block_us", block_us), ("move_page_us", move_page_us),
                         ("move_run_us", move_run_us), ("fault_us", fault_us),
                         ("first_fault_us", first_fault_us), ("copy_page_us", copy_page_us),

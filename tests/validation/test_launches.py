@@ -12,7 +12,6 @@ from hostlink.model.cli.main import main
 from hostlink.model.config import load_any_system
 from hostlink.model.errors import HostlinkError
 from hostlink.validation import launches
-from hostlink.validation.report import load_calibration
 
 RESULTS = Path(__file__).resolve().parents[2] / "validation" / "results"
 RUN = RESULTS / "h200" / "traversal14_la1"
@@ -52,8 +51,7 @@ def test_a_committed_runs_launches_against_its_twin():
     from hostlink.validation.twin_common import load_run
     from hostlink.validation.twin_traversal import GraphSource, predict_traversal
     system = load_any_system(str(CAL))
-    options = load_calibration(None, CAL)["model_options"]
-    table = launches.compare_launches(RUN, CASE, system, options=options)
+    table = launches.compare_launches(RUN, CASE, system)
     run = load_run(RUN)
     source = int(run.cases[CASE]["sources"][0])
     measured = launches.measured_launches(RUN, CASE, source)
@@ -63,7 +61,7 @@ def test_a_committed_runs_launches_against_its_twin():
     assert (table["measured_ms"] <= table["measured_max_ms"]).all()
     np.testing.assert_allclose(table["error_pct"],
                                100 * (table["predicted_ms"] / table["measured_ms"] - 1))
-    rows = predict_traversal(CASE, run.cases[CASE], system, GraphSource(run), options=options,
+    rows = predict_traversal(CASE, run.cases[CASE], system, GraphSource(run),
                              max_sources=1)
     kernel_ms = next(v for m, v, _ in rows if m == "kernel_time_ms")
     assert table["predicted_ms"].sum() == pytest.approx(kernel_ms, rel=1e-9)

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from hostlink.model.config import load_any_system
-from hostlink.validation.report import load_calibration
 from hostlink.validation.twin_micro import build_micro, run_loads_in_flight
 from hostlink.validation.twins import load_run
 
@@ -22,10 +21,10 @@ ROOT = Path(__file__).resolve().parents[2]
 REACH = {gpu: ROOT / f"validation/results/{gpu}/accessedby_reach" for gpu in ("h100", "h200")}
 
 
-def _predict(run, case, system, options):
+def _predict(run, case, system):
     twin = build_micro(case, run.cases[case], system, hints=lambda m: run.hint(case, m),
                        loads_in_flight=run_loads_in_flight(run.path))
-    return twin.predict(system, "des", options)["bw_GBps"]
+    return twin.predict(system, "des")["bw_GBps"]
 
 
 @pytest.mark.slow
@@ -35,7 +34,6 @@ def test_committed_fit_reproduces_the_managed_reads_and_pinned_ones_stay_slow(gp
 
     run = load_run(REACH[gpu])
     system = load_any_system(str(REACH[gpu] / "calibrated.toml"))
-    options = load_calibration(None, REACH[gpu] / "calibrated.toml").get("model_options")
     assert system.translation.managed_walkers > 4 * system.translation.walkers
     as_pinned = replace(system, translation=replace(system.translation,
                                                     managed_walkers=system.translation.walkers))
@@ -46,8 +44,8 @@ def test_committed_fit_reproduces_the_managed_reads_and_pinned_ones_stay_slow(gp
                         if c.startswith("micro/zc_read/pattern=random,")
                         and f"region_B={region}," in c and f"memory_mode={mode}," in c)
             measured = float(m[(m.case == case) & (m.metric == "bw_GBps")].value.median())
-            bw = _predict(run, case, system, options)
+            bw = _predict(run, case, system)
             assert bw == pytest.approx(measured, rel=0.10), case
             if mode == "uvm_accessedby":
                 # walked as pinned memory is, the managed reads would be 3-9x too slow
-                assert _predict(run, case, as_pinned, options) < 0.4 * measured
+                assert _predict(run, case, as_pinned) < 0.4 * measured

@@ -28,8 +28,8 @@ def _prefetch_run(tmp_path, call_us: float, sizes):
             naming = dict(size_B=size, pattern=pattern, advice="prefetch", host_state="returned")
             cases[micro_case_name("uvm_touch", naming)] = dict(kind="micro", benchmark="uvm_touch",
                                                                **naming, warps=2048)
-    write_results(synthesize(cases, load_system("h100-pcie5"), fidelity="analytic", noise_pct=0.2,
-                             seed=3, options={"prefetch": {"call_us": call_us}}), tmp_path)
+    write_results(synthesize(cases, load_system("h100-pcie5", {"uvm.prefetch_call_us": call_us}),
+                             fidelity="analytic", noise_pct=0.2, seed=3), tmp_path)
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
 
 
@@ -37,10 +37,11 @@ def test_calibration_recovers_the_call_cost_from_small_prefetches(tmp_path):
     _prefetch_run(tmp_path, 100.0, (256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20))
     cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["uvm_prefetch"])
     (fit,) = cal.fits
-    assert fit.values["options.prefetch.call_us"] == pytest.approx(100.0, rel=0.05)
+    assert fit.values["uvm.prefetch_call_us"] == pytest.approx(100.0, rel=0.05)
     assert fit.mape_pct < 1.0 < fit.base_mape_pct
     assert "micro/uvm_touch/prefetch/seq/returned" in cal.calibration_groups
-    assert cal.to_dict()["model_options"]["prefetch"]["call_us"] == pytest.approx(100.0, rel=0.05)
+    assert cal.system.uvm.prefetch_call_us == pytest.approx(100.0, rel=0.05)
+    assert cal.system.provenance["uvm.prefetch_call_us"].startswith("measured: ")
 
 
 def test_large_prefetches_alone_keep_the_base_value(tmp_path):

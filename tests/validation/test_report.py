@@ -282,34 +282,28 @@ def test_report_without_calibration_record_and_bad_inputs(tmp_path, capsys, data
                  "--quiet"]) == 2
 
 
-def _uvm_run(tmp_path, options):
-    from hostlink.model.config import load_system
+def _uvm_run(tmp_path, system):
     from hostlink.validation.results_io import write_results
     from hostlink.validation.twins import synthesize
     cases = {f"micro/uvm_touch/size_B={8 << 20},pattern={p},advice=none":
              dict(kind="micro", benchmark="uvm_touch", size_B=8 << 20, pattern=p, advice="none",
                   warps=1024) for p in ("seq", "random")}
-    write_results(synthesize(cases, load_system("h100-pcie5"), fidelity="analytic",
-                             options=options, reps=1), tmp_path)
+    write_results(synthesize(cases, system, fidelity="analytic", reps=1), tmp_path)
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
 
 
-def test_report_uses_the_calibration_records_model_options(tmp_path):
-    # measurements made with per-block and per-page costs: predicted with them they agree,
-    # without them the model is too fast
-    opts = {"uvm": {"block_us": 30.0, "move_page_us": 0.5}}
-    _uvm_run(tmp_path, opts)
-    rec = tmp_path / "with.json"
-    rec.write_text(json.dumps({"calibration_groups": [], "model_options": opts}))
-    res = report.build_report(tmp_path, "h100-pcie5", fidelity="analytic", out_dir=tmp_path / "a",
-                              calibration_path=rec)
+def test_report_uses_the_systems_uvm_costs(tmp_path):
+    # measurements made with per-block and per-page costs: predicted with a system that
+    # carries them they agree, without them the model is too fast
+    from hostlink.model.config import load_system, write_resolved
+    costly = load_system("h100-pcie5", {"uvm.block_us": 30.0, "uvm.move_page_us": 0.5})
+    _uvm_run(tmp_path, costly)
+    toml = tmp_path / "costly.toml"
+    write_resolved(costly, toml)
+    res = report.build_report(tmp_path, toml, fidelity="analytic", out_dir=tmp_path / "a")
     s = res["summary"]
     assert report.mape(s[s["metric"] == "time_ms"]["error_pct"]) < 1e-6
-    assert "`uvm.block_us` = 30" in (tmp_path / "a" / "report.md").read_text()
-    bare = tmp_path / "without.json"
-    bare.write_text(json.dumps({"calibration_groups": []}))
-    res = report.build_report(tmp_path, "h100-pcie5", fidelity="analytic", out_dir=tmp_path / "b",
-                              calibration_path=bare)
+    res = report.build_report(tmp_path, "h100-pcie5", fidelity="analytic", out_dir=tmp_path / "b")
     s = res["summary"]
     assert (s[s["metric"] == "time_ms"]["error_pct"] < -10).all()
 

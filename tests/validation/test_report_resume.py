@@ -164,68 +164,54 @@ def test_other_settings_start_afresh_and_keep_the_old_file(tmp_path, monkeypatch
     assert any(key_name in m for m in res["store_messages"])
 
 
-def _record(tmp_path, name: str, options: dict) -> Path:
-    rec = tmp_path / f"{name}.json"
-    rec.write_text(json.dumps({"calibration_groups": [], "model_options": options}))
-    return rec
+def _system(tmp_path, name: str, overrides: dict) -> Path:
+    """A system TOML: the h100-pcie5 preset with ``overrides``."""
+    from hostlink.model.config import load_system, write_resolved
+    path = tmp_path / f"{name}.toml"
+    write_resolved(load_system("h100-pcie5", overrides), path)
+    return path
 
 
-def test_options_a_twin_reads_decide_what_is_predicted_again(tmp_path, monkeypatch, run_dir):
-    """The store is kept across a change of the model options; a case is predicted again
-    only when the options its twin reads changed: none of this run's cases reads
-    options.uvm or options.prefetch, every one reads options.link."""
+def _build_on(run_dir, out, system: Path):
+    return report.build_report(run_dir, system, out_dir=out, fidelity="analytic",
+                               max_requests=MAXREQ)
+
+
+def test_the_uvm_costs_a_twin_reads_decide_what_is_predicted_again(tmp_path, monkeypatch,
+                                                                    run_dir):
+    """The store is kept across a change of the system's UVM costs; a case is predicted
+    again only when the part of the system its twin reads changed: none of this run's
+    cases reads the uvm section, every one reads the link."""
     out = tmp_path / "out"
-    link = {"link": {"rtt_at_full_link_ns": 100.0}}
-    _build(run_dir, out, calibration_path=_record(tmp_path, "a", link))
+    link = {"link.rtt_at_full_link_ns": 100.0}
+    _build_on(run_dir, out, _system(tmp_path, "a", link))
     counter = Counting()
     monkeypatch.setattr(twins, "build_micro", counter)
-    res = _build(run_dir, out, calibration_path=_record(
-        tmp_path, "b", {**link, "uvm": {"first_fault_us": 50.0}, "prefetch": {"call_us": 9.0}}))
+    res = _build_on(run_dir, out, _system(
+        tmp_path, "b", {**link, "uvm.first_fault_us": 50.0, "uvm.prefetch_call_us": 9.0}))
     assert counter.calls == 0 and res["resumed"] == N_CASES
-    assert _stored(out)["key"]["model_options"]["uvm"] == {"first_fault_us": 50.0}
-    res = _build(run_dir, out, calibration_path=_record(
-        tmp_path, "c", {"link": {"rtt_at_full_link_ns": 200.0}}))
+    assert _stored(out)["key"]["uvm"]["first_fault_us"] == 50.0
+    res = _build_on(run_dir, out, _system(tmp_path, "c", {"link.rtt_at_full_link_ns": 200.0}))
     assert counter.calls == N_MICRO and res["resumed"] == 0
-    assert not (out / report.STALE_JSON).exists()
-    assert any(f"{N_CASES} stored case(s) made with other model_options" in m
-               for m in res["store_messages"])
+    assert (out / report.STALE_JSON).exists()
     fresh = tmp_path / "fresh"
-    _build(run_dir, fresh, calibration_path=_record(tmp_path, "c", {"link": {"rtt_at_full_link_ns": 200.0}}))
-    pd.testing.assert_frame_equal(pd.read_csv(out / "summary.csv"), pd.read_csv(fresh / "summary.csv"))
+    _build_on(run_dir, fresh, _system(tmp_path, "c", {"link.rtt_at_full_link_ns": 200.0}))
+    pd.testing.assert_frame_equal(pd.read_csv(out / "summary.csv"),
+                                  pd.read_csv(fresh / "summary.csv"))
 
 
-def test_entries_stored_without_their_options_take_the_keys(tmp_path, monkeypatch, run_dir):
-    """A store written before cases recorded their options: each entry's options are the
-    stored key's, so a change of options.uvm alone keeps them and one of options.link
-    does not."""
-    out = tmp_path / "out"
-    link = {"link": {"rtt_at_full_link_ns": 100.0}}
-    _build(run_dir, out, calibration_path=_record(tmp_path, "a", link))
-    meta = _stored(out)
-    for entry in meta["cases"].values():
-        del entry["options"]
-    (out / report.PREDICTIONS_JSON).write_text(json.dumps(meta))
-    counter = Counting()
-    monkeypatch.setattr(twins, "build_micro", counter)
-    res = _build(run_dir, out, calibration_path=_record(
-        tmp_path, "b", {**link, "uvm": {"first_fault_us": 50.0}}))
-    assert counter.calls == 0 and res["resumed"] == N_CASES
-    assert all(e["options"] for e in _stored(out)["cases"].values())
-
-
-def test_case_options_keep_the_uvm_groups_for_the_uvm_twins_only():
-    opts = {"uvm": {"first_fault_us": 1.0}, "prefetch": {"call_us": 2.0},
-            "link": {"rtt_at_full_link_ns": 3.0}, "micro": {"cv_line_ns": 4.0}}
-    rest = {"link": opts["link"], "micro": opts["micro"]}
+def test_case_options_keep_the_uvm_section_for_the_uvm_twins_only():
+    uvm = {"first_fault_us": 1.0, "prefetch_call_us": 2.0}
     for mode in ("uvm", "uvm_readmostly"):
-        assert report.case_options({"kind": "traversal", "memory_mode": mode}, opts) == opts
+        assert report.case_options({"kind": "traversal", "memory_mode": mode}, uvm) == {"uvm": uvm}
     for mode in ("zerocopy", "registered", "uvm_accessedby", "device"):
-        assert report.case_options({"kind": "traversal", "memory_mode": mode}, opts) == rest
-    assert report.case_options({"kind": "micro", "benchmark": "uvm_touch"}, opts) == opts
-    assert report.case_options({"kind": "micro", "benchmark": "zc_read"}, opts) == rest
-    assert report.case_options({"kind": "micro", "benchmark": "zc_read"}, None) == {}
-    assert report.case_options_hash({"kind": "micro", "benchmark": "zc_read"}, opts) \
-        == report.case_options_hash({"kind": "micro", "benchmark": "zc_read"}, rest)
+        assert report.case_options({"kind": "traversal", "memory_mode": mode}, uvm) == {}
+    assert report.case_options({"kind": "micro", "benchmark": "uvm_touch"}, uvm) == {"uvm": uvm}
+    assert report.case_options({"kind": "micro", "benchmark": "zc_read"}, uvm) == {}
+    assert report.case_options_hash({"kind": "micro", "benchmark": "zc_read"}, uvm) \
+        == report.case_options_hash({"kind": "micro", "benchmark": "zc_read"}, None)
+    assert report.case_options_hash({"kind": "micro", "benchmark": "uvm_touch"}, uvm) \
+        != report.case_options_hash({"kind": "micro", "benchmark": "uvm_touch"}, None)
 
 
 @pytest.mark.parametrize("kind", ["micro", "traversal"])

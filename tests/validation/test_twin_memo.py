@@ -1,14 +1,15 @@
 """A traversal twin's memory modes share the engine's runs of their stream
 (hostlink.model.stream_memo): pinned, registered and AccessedBy replay the same
-loaded round-trip passes, so the second replays none."""
+loaded round-trip passes, so the second prediction replays none."""
 from __future__ import annotations
 
 import numpy as np
 
 import hostlink.model.predict as predict_module
+from hostlink.model import loaded_rtt
 from hostlink.model.config import load_system
+from hostlink.model.predict import predict
 from hostlink.model.workload import SPACE_HOST, RequestStream
-from hostlink.validation.twin_common import LOADED_RTT_PASSES, loaded_prediction
 
 
 def _stream(n_warps=2000, per_warp=24, seed=3):
@@ -23,16 +24,18 @@ def _stream(n_warps=2000, per_warp=24, seed=3):
 
 
 def test_every_pass_of_a_loaded_round_trip_is_kept(monkeypatch):
-    assert predict_module.DES_RUNS_KEPT >= LOADED_RTT_PASSES + 2   # the passes and a device run
+    assert predict_module.DES_RUNS_KEPT >= loaded_rtt.PASSES + 2   # the passes and a device run
     calls = []
     real = predict_module._run_des
     monkeypatch.setattr(predict_module, "_run_des", lambda *a: calls.append(1) or real(*a))
-    system = load_system("h100-pcie5", {"translation.enabled": False})
+    system = load_system("h100-pcie5", {"translation.enabled": False,
+                                        "link.rtt_at_full_link_ns": 800.0})
     s = _stream()
-    first = loaded_prediction(s, system, "des", 800.0)
+    first = predict(s, system, fidelity="des")
     runs = len(calls)
     assert runs >= 2                       # the link is loaded: the round trip moved
-    again = loaded_prediction(s, system, "des", 800.0)
+    assert first.extra["loaded_rtt_ns"]["loaded"] > first.extra["loaded_rtt_ns"]["unloaded"]
+    again = predict(s, system, fidelity="des")
     assert len(calls) == runs
     assert again.time_s == first.time_s
     assert np.array_equal(again.per_launch_kernel_s, first.per_launch_kernel_s)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from hostlink.model.config import load_system, system_with
+from hostlink.model.loaded_rtt import link_utilisation
 from hostlink.validation import twins
 from hostlink.validation.manifest import micro_case_name
 
@@ -324,12 +325,12 @@ def test_a_chase_with_revisits_reported_times_fresh_nodes(h100):
 def test_a_loaded_round_trip_slows_the_middle_of_the_warp_sweep(h100):
     # rtt = link.rtt_ns + d x (downstream link utilisation), settled over a few passes:
     # one warp barely loads the link; a saturated link stays saturated
-    opts = {"link": {"rtt_at_full_link_ns": 500.0}}
+    loaded_h100 = system_with(h100, {"link.rtt_at_full_link_ns": 500.0})
     p = zc(benchmark="zc_warps", unroll=1, total_B=256 << 20, max_per_warp_B=1 << 20)
     bw = {}
     for w in (1, 264, 4224):
         t = twins.build_zc("w", dict(p, warps=w), h100)
-        bw[w] = (t.predict(h100, "des")["bw_GBps"], t.predict(h100, "des", opts)["bw_GBps"])
+        bw[w] = (t.predict(h100, "des")["bw_GBps"], t.predict(loaded_h100, "des")["bw_GBps"])
     assert bw[1][1] == pytest.approx(bw[1][0], rel=0.01)
     assert bw[4224][1] == pytest.approx(bw[4224][0], rel=0.01)
     # 264 warps run the link at u = bw / (link bound); the round trip becomes rtt + 500 u
@@ -343,7 +344,7 @@ def test_link_utilisation_of_a_saturated_stream_is_one(h100):
     from hostlink.model.predict import predict
     t = twins.build_zc("c", zc(warps=0, total_B=64 << 20), h100)
     pred = predict(t.stream, t.system_for(h100), mode="zerocopy", fidelity="des")
-    assert twins.link_utilisation(pred, h100) == pytest.approx(1.0, abs=0.03)
+    assert link_utilisation(pred, h100) == pytest.approx(1.0, abs=0.03)
 
 
 def test_cache_operators_pick_the_levels(h100):
@@ -483,9 +484,8 @@ def test_uvm_touch_prefix_keeps_a_line_and_scales_all_but_the_first_fault(h100):
     assert len(t4.stream) == 2 and t4.scale == 2.0
     # the run's one-off first fault is paid once, not once per prefix
     ff_us = 500.0
-    opts = {"uvm": {"first_fault_us": ff_us}}
-    base = t4.predict(h100, "analytic", {})["time_ms"]
-    with_ff = t4.predict(h100, "analytic", opts)["time_ms"]
+    base = t4.predict(system_with(h100, {"uvm.first_fault_us": 0.0}), "analytic")["time_ms"]
+    with_ff = t4.predict(system_with(h100, {"uvm.first_fault_us": ff_us}), "analytic")["time_ms"]
     assert with_ff - base == pytest.approx(ff_us * 1e-3, rel=1e-6)
     # whole buffers (scale 1) are unchanged by the rule
     small = dict(one, size_B=64 << 20, stride_B=2 << 20)
@@ -498,13 +498,13 @@ def test_random_pattern_floor_the_kernels_own_time_and_one_read_per_line(h100):
     # and ld.cv reads of one host line do not overlap
     base = dict(kind="micro", benchmark="zc_warps", pattern="random", bytes_per_lane=4,
                 memory_mode="zerocopy", unroll=1, total_B=1 << 30, max_per_warp_B=1 << 30)
-    opts = {"micro": {"random_load_ns": 26.0, "random_chain_ns": 280.0}}
+    opts = {"gpu.random_load_ns": 26.0, "gpu.random_chain_ns": 280.0}
     sms = h100.gpu.sm_count
 
     def bw(params, options=None):
         # enough loads per warp that the first misses of the 32 hot lines are a small part
         t = twins.build_micro("c", params, h100, max_requests=1 << 17)
-        return t.predict(h100, "analytic", options)["bw_GBps"]
+        return t.predict(system_with(h100, options or {}), "analytic")["bw_GBps"]
 
     hot = dict(base, region_B=4096, cache="default")
     full, one = dict(hot, warps=64 * sms), dict(hot, warps=sms)
@@ -527,21 +527,21 @@ def test_random_pattern_floor_the_kernels_own_time_and_one_read_per_line(h100):
 
 
 def test_ld_cv_lines_held_longer_the_more_lines_are_read_at_once(h100):
-    # ld.cv: a line's read holds it options.micro.cv_line_ns (at least a round trip)
+    # ld.cv: a line's read holds it gpu.cv_line_ns (at least a round trip)
     # plus cv_line_gap_ns per line read at once; a warp's loads one after another (the
     # random pattern keeps one in flight)
     base = dict(kind="micro", benchmark="zc_warps", pattern="random", bytes_per_lane=4,
                 memory_mode="zerocopy", unroll=1, cache="cv", total_B=1 << 30,
                 max_per_warp_B=1 << 30)
     hold, gap, chain = 1600.0, 2.4, 280.0
-    opts = {"micro": {"cv_line_ns": hold, "cv_line_gap_ns": gap, "random_chain_ns": chain}}
+    opts = {"gpu.cv_line_ns": hold, "gpu.cv_line_gap_ns": gap, "gpu.random_chain_ns": chain}
     sms = h100.gpu.sm_count
     round_trip = h100.link.rtt_ns + h100.gpu.host_path_ns
 
     def bw(region_B, warps, options=opts):
         t = twins.build_micro("c", dict(base, region_B=region_B, warps=warps), h100,
                               max_requests=1 << 17)
-        return t.predict(h100, "analytic", options)["bw_GBps"]
+        return t.predict(system_with(h100, options), "analytic")["bw_GBps"]
 
     full = 64 * sms
     assert bw(4096, full) == pytest.approx(32 * 128 / (hold + 32 * gap), rel=0.02)
@@ -555,11 +555,11 @@ def test_ld_cv_lines_held_longer_the_more_lines_are_read_at_once(h100):
     assert bw(256 << 10, full) == pytest.approx(link, rel=0.02)
     at_once = link * round_trip / 128
     assert at_once < 2048
-    wide_gap = {"micro": {"cv_line_ns": hold, "cv_line_gap_ns": 50.0}}
+    wide_gap = {"gpu.cv_line_ns": hold, "gpu.cv_line_gap_ns": 50.0}
     assert bw(256 << 10, full, wide_gap) == pytest.approx(
         2048 * 128 / (hold + 50.0 * at_once), rel=0.02)
     # a hold below the round trip is the round trip
-    short = {"micro": {"cv_line_ns": 10.0}}
+    short = {"gpu.cv_line_ns": 10.0}
     assert bw(4096, full, short) == pytest.approx(32 * 128 / round_trip, rel=0.02)
 
 
@@ -628,12 +628,10 @@ def test_cold_l1_fill_against_the_measured_hot_lines():
     import pandas as pd
 
     from hostlink.model.config import load_any_system
-    from hostlink.validation.report import load_calibration
 
     root = Path(__file__).resolve().parents[2] / "validation" / "results" / "h200"
     cal = root / "first_run" / "calibrated.toml"
     system = load_any_system(str(cal))
-    options = load_calibration(None, cal)["model_options"]
     res = pd.read_parquet(root / "hot_lines" / "results.parquet")
     for region_B, unroll in ((4096, 1), (4096, 4), (65536, 1), (65536, 4)):
         params = dict(kind="micro", benchmark="zc_warps", pattern="random", region_B=region_B,
@@ -644,7 +642,7 @@ def test_cold_l1_fill_against_the_measured_hot_lines():
         rows = res[(res["case"] == name) & (res["metric"] == "bw_GBps")]
         assert len(rows) == 3, name
         measured = float(rows["value"].median())
-        got = twins.build_micro(name, params, system).predict(system, "des", options)
+        got = twins.build_micro(name, params, system).predict(system, "des")
         assert got["bw_GBps"] == pytest.approx(measured, rel=0.10), name
 
 
@@ -697,11 +695,9 @@ def test_paired_wide_loads_against_the_measured_tag_window():
     import pandas as pd
 
     from hostlink.model.config import load_any_system
-    from hostlink.validation.report import load_calibration
 
     run = Path(__file__).resolve().parents[2] / "validation" / "results" / "h100" / "tag_window"
     system = load_any_system(str(run / "calibrated.toml"))
-    options = load_calibration(None, run / "calibrated.toml")["model_options"]
     res = pd.read_parquet(run / "results.parquet")
     for warps in (1, 4):
         got, measured = {}, {}
@@ -714,7 +710,7 @@ def test_paired_wide_loads_against_the_measured_tag_window():
             measured[unroll] = float(rows["value"].median())
             params = dict(kind="micro", benchmark="zc_warps", **naming, total_B=256 << 20)
             got[unroll] = twins.build_micro(name, params, system).predict(
-                system, "des", options)["bw_GBps"]
+                system, "des")["bw_GBps"]
             assert got[unroll] == pytest.approx(measured[unroll], rel=0.25), name
         assert got[1] / got[4] == pytest.approx(measured[1] / measured[4], rel=0.15)
 
@@ -758,9 +754,8 @@ def _calibrated(run: str):
     from pathlib import Path
 
     from hostlink.model.config import load_any_system
-    from hostlink.validation.report import load_calibration
     path = Path(__file__).resolve().parents[2] / "validation" / "results" / run / "calibrated.toml"
-    return load_any_system(str(path)), load_calibration(None, path)["model_options"]
+    return load_any_system(str(path))
 
 
 @pytest.mark.parametrize("bpl", [4, 16])
@@ -769,7 +764,7 @@ def test_one_warps_ld_cv_loads_of_distinct_lines_overlap(bpl):
     the default operator does (validation/results/h200/cv_overlap, an H200): the twin
     keeps the SASS's loads in flight for both, each point within 15% (its own
     calibration), and unroll 8 over unroll 1 within 15% of the measured ratio."""
-    system, options = _calibrated("h200/cv_overlap")
+    system = _calibrated("h200/cv_overlap")
     got, measured = {}, {}
     for unroll in (1, 8):
         naming = dict(pattern="coalesced", offset_B=0, bytes_per_lane=bpl, memory_mode="zerocopy",
@@ -777,7 +772,7 @@ def test_one_warps_ld_cv_loads_of_distinct_lines_overlap(bpl):
         measured[unroll] = _one_warp_measured("h200/cv_overlap", naming)
         params = dict(kind="micro", benchmark="zc_warps", **naming, total_B=64 << 20,
                       max_per_warp_B=256 << 10)
-        got[unroll] = twins.build_micro("c", params, system).predict(system, "des", options)["bw_GBps"]
+        got[unroll] = twins.build_micro("c", params, system).predict(system, "des")["bw_GBps"]
         assert got[unroll] == pytest.approx(measured[unroll], rel=0.15), naming
     assert got[8] / got[1] == pytest.approx(measured[8] / measured[1], rel=0.15)
     assert measured[8] / measured[1] > 4
@@ -798,7 +793,7 @@ def test_one_warps_strided_ld_cv_loads_read_at_the_measured_rate():
     ``follows``): charged gpu.host_request_gap_ns each, as the default operator's are
     (validation/results/h100/request_cost), the twin gave 1742 ns a round against
     1193-1347 measured."""
-    system, options = _calibrated("h100/warp_rounds")
+    system = _calibrated("h100/warp_rounds")
     for bpl in (4, 8):
         for unroll in (1, 8):
             naming = dict(pattern="strided", chunk_B=4096, bytes_per_lane=bpl,
@@ -807,7 +802,7 @@ def test_one_warps_strided_ld_cv_loads_read_at_the_measured_rate():
                           max_per_warp_B=256 << 10)
             twin = twins.build_micro("c", params, system)
             assert twin.extra["group"] == 1
-            got = twin.predict(system, "des", options)["bw_GBps"]
+            got = twin.predict(system, "des")["bw_GBps"]
             assert got == pytest.approx(_one_warp_measured("h100/warp_rounds", naming), rel=0.15)
 
 
@@ -818,14 +813,14 @@ def test_the_random_pattern_pays_a_round_trip_per_load_that_misses(cache):
     operator (0.090 GB/s measured at unroll 1 and 8 on the H200, cv_overlap); the
     twin within 10%, where without the serial bound the default operator's came
     out faster than ld.cv's."""
-    system, options = _calibrated("h200/cv_overlap")
+    system = _calibrated("h200/cv_overlap")
     for unroll in (1, 8):
         naming = dict(pattern="random", region_B=64 << 20, bytes_per_lane=4,
                       memory_mode="zerocopy", warps=1, unroll=unroll, cache=cache)
         params = dict(kind="micro", benchmark="zc_warps", **naming, total_B=64 << 20,
                       max_per_warp_B=256 << 10)
         twin = twins.build_micro("c", params, system)
-        got = twin.predict(system, "des", options)["bw_GBps"]
+        got = twin.predict(system, "des")["bw_GBps"]
         assert got == pytest.approx(_one_warp_measured("h200/cv_overlap", naming), rel=0.10)
 
 

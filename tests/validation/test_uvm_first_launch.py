@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hostlink.model.config import load_system
+from hostlink.model.config import load_any_system, load_system, system_with
 from hostlink.model.errors import HostlinkError
 from hostlink.validation import twins
 from hostlink.validation.calibrate import CalibrationError, calibrate, groups_fitted_on
@@ -18,6 +18,11 @@ from hostlink.validation.twins import synthesize
 
 MiB = 1 << 20
 RESULTS = Path(__file__).resolve().parents[2] / "validation" / "results"
+
+
+def _on(system, uvm: dict):
+    """``system`` with the UVM costs ``uvm`` (keys of its uvm section)."""
+    return system_with(system, {f"uvm.{k}": v for k, v in uvm.items()})
 
 
 def _point(launches: int, **kw) -> dict:
@@ -54,42 +59,39 @@ def test_the_twin_reads_each_part_in_its_own_launch():
     assert np.array_equal(split.stream.launch, np.arange(16))
     assert np.all(np.diff(split.stream.addr.astype(np.int64)) == 2 * MiB)
     # the run's one-off cost lands on the first launch alone
-    base = split.predict(system, "des", {"uvm": {"first_fault_us": 0.0}})
-    more = split.predict(system, "des", {"uvm": {"first_fault_us": 150.0}})
+    base = split.predict(_on(system, {"first_fault_us": 0.0}), "des")
+    more = split.predict(_on(system, {"first_fault_us": 150.0}), "des")
     assert more["first_launch_ms"] - base["first_launch_ms"] == pytest.approx(0.150)
     assert more["later_launch_ms"] == pytest.approx(base["later_launch_ms"])
-    assert "first_launch_ms" not in one.predict(system, "des", {})
+    assert "first_launch_ms" not in one.predict(system, "des")
     with pytest.raises(twins.TwinError, match="seq and sparse"):
         twins.build_micro("r", _point(4, pattern="random"), system)
 
 
-def test_a_context_key_stands_in_for_the_models_key_in_its_context_alone():
-    from hostlink.validation.twin_common import uvm_options_in_context
-    both = {"uvm": {"first_fault_us": 300.0, "launches_first_fault_us": 100.0, "block_us": 2.0},
-            "link": {"rtt_at_full_link_ns": 400.0}}
-    assert uvm_options_in_context(both, launches=True) == {
-        "uvm": {"first_fault_us": 100.0, "block_us": 2.0}, "link": {"rtt_at_full_link_ns": 400.0}}
-    assert uvm_options_in_context(both, launches=False) == {
-        "uvm": {"first_fault_us": 300.0, "block_us": 2.0}, "link": {"rtt_at_full_link_ns": 400.0}}
-    assert both["uvm"]["launches_first_fault_us"] == 100.0          # a copy
-    # without the context key (a record made before it) both contexts pay the model's
-    old = {"uvm": {"first_fault_us": 300.0}}
-    assert uvm_options_in_context(old, launches=True) == old
-    assert uvm_options_in_context(None, launches=True) == {}
+def test_the_launches_cost_stands_in_for_the_single_launch_cost_in_its_context_alone():
+    from hostlink.model.uvm.model import first_fault_cost_us
+    both = _on(load_system("h100-pcie5"), {"first_fault_us": 300.0,
+                                           "launches_first_fault_us": 100.0})
+    assert first_fault_cost_us(both.uvm, True) == 100.0
+    assert first_fault_cost_us(both.uvm, False) == 300.0
+    # without the launches' own cost both contexts pay the single launch's
+    old = _on(load_system("h100-pcie5"), {"first_fault_us": 300.0})
+    assert old.uvm.launches_first_fault_us is None
+    assert first_fault_cost_us(old.uvm, True) == first_fault_cost_us(old.uvm, False) == 300.0
 
 
 def test_split_touch_pays_the_launches_cost_and_a_single_launch_the_models():
     system = load_system("h100-pcie5")
     one = twins.build_micro("one", _point(1), system)
     split = twins.build_micro("split", _point(16), system)
-    both = {"uvm": {"first_fault_us": 300.0, "launches_first_fault_us": 100.0}}
+    both = _on(system, {"first_fault_us": 300.0, "launches_first_fault_us": 100.0})
 
     def with_one_cost(twin, first_fault_us: float) -> dict:
-        return twin.predict(system, "des", {"uvm": {"first_fault_us": first_fault_us}})
+        return twin.predict(_on(system, {"first_fault_us": first_fault_us}), "des")
 
-    assert split.predict(system, "des", both)["first_launch_ms"] == pytest.approx(
+    assert split.predict(both, "des")["first_launch_ms"] == pytest.approx(
         with_one_cost(split, 100.0)["first_launch_ms"])
-    assert one.predict(system, "des", both)["time_ms"] == pytest.approx(
+    assert one.predict(both, "des")["time_ms"] == pytest.approx(
         with_one_cost(one, 300.0)["time_ms"])
     assert (with_one_cost(split, 300.0)["first_launch_ms"]
             - with_one_cost(split, 100.0)["first_launch_ms"]) == pytest.approx(0.2)
@@ -104,8 +106,8 @@ def test_a_traversal_pays_the_launches_cost():
     system = load_system("h200-pcie5")
 
     def kernel_ms(uvm: dict) -> float:
-        rows = predict_traversal(case, run.cases[case], system, GraphSource(run),
-                                 options={"uvm": uvm}, max_sources=1)
+        rows = predict_traversal(case, run.cases[case], _on(system, uvm), GraphSource(run),
+                                 max_sources=1)
         return next(v for m, v, _ in rows if m == "kernel_time_ms")
 
     low = kernel_ms({"first_fault_us": 100.0})
@@ -120,24 +122,24 @@ def test_the_step_fits_the_first_launchs_one_off_cost(tmp_path):
                                            if k not in ("kind", "benchmark", "warps")}): p
              for p in (_point(16), _point(8), _point(16, advice="readmostly"),
                        _point(16, size_B=4 * MiB, pattern="seq"))}
-    write_results(synthesize(cases, truth, fidelity="analytic", noise_pct=0.3, seed=5,
-                             options={"uvm": {"first_fault_us": 120.0}}), tmp_path)
+    write_results(synthesize(cases, _on(truth, {"first_fault_us": 120.0}), fidelity="analytic",
+                             noise_pct=0.3, seed=5), tmp_path)
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
     cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"])
     (fit,) = cal.fits
-    assert fit.values["options.uvm.launches_first_fault_us"] == pytest.approx(120.0, rel=0.05)
+    assert fit.values["uvm.launches_first_fault_us"] == pytest.approx(120.0, rel=0.05)
     assert fit.mape_pct < 1.0 < fit.base_mape_pct
     assert "micro/uvm_touch/none/sparse/returned/launches" in cal.calibration_groups
     # the context's own key: a single launch keeps the base's one-off cost
-    assert cal.options["uvm"]["launches_first_fault_us"] == pytest.approx(120.0, rel=0.05)
-    assert "first_fault_us" not in cal.options["uvm"]
+    assert cal.system.uvm.launches_first_fault_us == pytest.approx(120.0, rel=0.05)
+    assert cal.system.uvm.first_fault_us == load_system("h100-pcie5").uvm.first_fault_us
 
 
 def test_a_run_without_split_touch_keeps_the_base_value(tmp_path):
     cases = {micro_case_name("uvm_touch", {k: v for k, v in _point(1).items()
                                            if k not in ("kind", "benchmark", "warps")}): _point(1)}
-    write_results(synthesize(cases, load_system("h100-pcie5"), fidelity="analytic", seed=5,
-                             options={"uvm": {"first_fault_us": 120.0}}), tmp_path)
+    write_results(synthesize(cases, _on(load_system("h100-pcie5"), {"first_fault_us": 120.0}),
+                             fidelity="analytic", seed=5), tmp_path)
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
     cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"])
     assert not cal.fits
@@ -149,8 +151,9 @@ def _split_run(path, points, first_fault_us: float):
                                            if k not in ("kind", "benchmark", "warps")}): p
              for p in points}
     path.mkdir()
-    write_results(synthesize(cases, load_system("h100-pcie5"), fidelity="analytic", seed=5,
-                             options={"uvm": {"first_fault_us": first_fault_us}}), path)
+    write_results(synthesize(cases, _on(load_system("h100-pcie5"),
+                                        {"first_fault_us": first_fault_us}),
+                             fidelity="analytic", seed=5), path)
     (path / "metadata.json").write_text(json.dumps({"cases": cases}))
     return path
 
@@ -165,7 +168,7 @@ def test_pooled_runs_fit_one_cost_and_keep_their_own_residuals(tmp_path):
     cal = calibrate(a, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
                     pool=[str(b)])
     (fit,) = cal.fits
-    assert fit.values["options.uvm.launches_first_fault_us"] == pytest.approx(120.0, rel=0.01)
+    assert fit.values["uvm.launches_first_fault_us"] == pytest.approx(120.0, rel=0.01)
     assert fit.n == 6 and len(fit.residuals_pct) == 4
     assert set(fit.pooled_residuals_pct) == {str(b)}
     assert len(fit.pooled_residuals_pct[str(b)]) == 2
@@ -174,7 +177,7 @@ def test_pooled_runs_fit_one_cost_and_keep_their_own_residuals(tmp_path):
     assert pooled["results_dir"] == str(b) and pooled["pooled_into"] == str(a)
     assert own["results_dir"] == str(a)
     assert set(sum(pooled["fitted_cases"].values(), [])) == set(fit.pooled_residuals_pct[str(b)])
-    assert f"pooled with {b}" in cal.option_provenance()["options.uvm.launches_first_fault_us"]
+    assert f"pooled with {b}" in cal.system.provenance["uvm.launches_first_fault_us"]
     # a report of the pooled run counts those groups as fitted
     record = json.loads(json.dumps(cal.to_dict()))
     assert set(groups_fitted_on(record, b)) == set(pooled["calibration_groups"])
@@ -186,9 +189,9 @@ def test_each_pooled_run_weighs_the_same(tmp_path):
     many = _split_run(tmp_path / "many", FOUR, 120.0)
     one = _split_run(tmp_path / "one", FOUR[:1], 130.0)
     here = calibrate(many, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
-                     pool=[str(one)]).fits[0].values["options.uvm.launches_first_fault_us"]
+                     pool=[str(one)]).fits[0].values["uvm.launches_first_fault_us"]
     there = calibrate(one, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
-                      pool=[str(many)]).fits[0].values["options.uvm.launches_first_fault_us"]
+                      pool=[str(many)]).fits[0].values["uvm.launches_first_fault_us"]
     assert here == pytest.approx(there, abs=0.5)
     assert 124.0 < here < 126.0
 
@@ -223,8 +226,8 @@ def test_the_cli_pools_runs_and_reports_each_runs_residual(tmp_path, capsys):
     assert f"{a}: 4 points" in text and f"{b}: 2 points" in text
     record = json.loads((out.parent / "calibration.json").read_text())
     assert record["pooled"] == [str(b)]
-    assert record["model_options"]["uvm"]["launches_first_fault_us"] == pytest.approx(120.0,
-                                                                                      rel=0.01)
+    assert load_any_system(str(out)).uvm.launches_first_fault_us == pytest.approx(120.0,
+                                                                                  rel=0.01)
     assert main(["validate", "calibrate", str(a), "--system", "h100-pcie5", "--steps",
                  "uvm_first_launch", "--pool", f"{b},{b}"]) == 2
     assert "pooled twice" in capsys.readouterr().err
@@ -246,17 +249,18 @@ def test_the_committed_pooled_fit_is_the_fit_of_the_committed_runs(gpu):
     cal = calibrate(here / "uvm_launches", str(here / "first_run" / "calibrated.toml"),
                     only=["uvm_first_launch"], pool=[str(here / r) for r in POOLS[gpu]])
     (fit,) = cal.fits
-    value = fit.values["options.uvm.launches_first_fault_us"]
-    uvm = record["model_options"]["uvm"]
-    assert value == pytest.approx(uvm["launches_first_fault_us"], rel=1e-6)
+    value = fit.values["uvm.launches_first_fault_us"]
+    uvm = load_any_system(str(here / "uvm_launches" / "calibrated.toml")).uvm
+    assert value == pytest.approx(uvm.launches_first_fault_us, rel=1e-6)
     # a single launch keeps the chain's cost
-    chain = json.loads((here / "first_run" / "calibration.json").read_text())
-    assert uvm["first_fault_us"] == chain["model_options"]["uvm"]["first_fault_us"]
+    chain = load_any_system(str(here / "first_run" / "calibrated.toml")).uvm
+    assert uvm.first_fault_us == chain.first_fault_us
     assert [Path(p).name for p in record["pooled"]] == POOLS[gpu]
     # each pooled lease's fit in its own session (on its own per-page costs; a record
     # made before the context key holds it as first_fault_us)
     own = []
     for r in POOLS[gpu]:
-        u = json.loads((here / r / "calibration.json").read_text())["model_options"]["uvm"]
-        own.append(u.get("launches_first_fault_us", u["first_fault_us"]))
+        u = load_any_system(str(here / r / "calibrated.toml")).uvm
+        own.append(u.first_fault_us if u.launches_first_fault_us is None
+                   else u.launches_first_fault_us)
     assert min(own) < value < max(own)

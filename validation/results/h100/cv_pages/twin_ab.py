@@ -1,7 +1,7 @@
 """Measured against predicted for this folder's zc_warps points (plain.jsonl): each
 strided point with the warps spread as the program spreads them by default, predicted
-by the micro twin with validation/results/h100/warp_rounds' calibration and model
-options (the DES). One JSON line per point on stdout, then the table the README shows.
+by the micro twin with validation/results/h100/warp_rounds' calibrated system (the
+DES). One JSON line per point on stdout, then the table the README shows.
 
 Usage: python3 validation/results/h100/cv_pages/twin_ab.py (from the repository root)
 """
@@ -12,14 +12,12 @@ from pathlib import Path
 
 from hostlink.model.config import load_any_system
 from hostlink.validation import twins
-from hostlink.validation.report import load_calibration
 from hostlink.validation.twin_micro import warps_per_block
 
 HERE = Path(__file__).resolve().parent
 CAL = HERE.parent / "warp_rounds" / "calibrated.toml"
 
 system = load_any_system(str(CAL))
-options = load_calibration(None, CAL)["model_options"]
 points = defaultdict(list)
 for line in (HERE / "plain.jsonl").read_text().splitlines():
     rec = json.loads(line)
@@ -34,7 +32,7 @@ for (cache, chunk, warps), bw in sorted(points.items()):
     params = dict(kind="micro", benchmark="zc_warps", pattern="strided", chunk_B=chunk,
                   bytes_per_lane=4, memory_mode="zerocopy", warps=warps, unroll=1, cache=cache,
                   total_B=16 << 20, max_per_warp_B=256 << 10)
-    got = twins.build_micro("p", params, system).predict(system, "des", options)["bw_GBps"]
+    got = twins.build_micro("p", params, system).predict(system, "des")["bw_GBps"]
     meas = statistics.median(bw)
     row = {"cache": cache, "chunk_B": chunk, "warps": warps, "measured_GBps": round(meas, 4),
            "predicted_GBps": round(got, 4), "error_pct": round(100 * (got / meas - 1), 1)}

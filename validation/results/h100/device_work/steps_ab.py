@@ -1,6 +1,6 @@
 """A/B of the traversal twin with and without the walk's dependent device steps: the
 first source of each BFS case on the given graphs of a first_run folder, predicted as the
-twins do (the folder's calibrated system and model options, the kernel's load-ahead, the
+twins do (the folder's calibrated system, the kernel's load-ahead, the
 DES) from the edge list alone and with the steps; kernel_time_ms against the median of
 that source's measured repetitions. One JSON line per case on stdout.
 
@@ -14,7 +14,6 @@ import sys
 import numpy as np
 
 from hostlink.model.config import load_any_system, system_with
-from hostlink.validation.report import load_calibration
 from hostlink.validation.twins import load_run
 from hostlink.validation.twin_traversal import GraphSource, requests_ahead
 from hostlink.validation.twin_common import run_model, PREDICT_MODE
@@ -26,7 +25,6 @@ from hostlink.traces.coalescer import coalesce
 rd = sys.argv[1]; variants = sys.argv[2].split(','); graphs_ = sys.argv[3].split(',')
 run = load_run(rd)
 system = load_any_system(f"{rd}/calibrated.toml")
-opts = (load_calibration(None, f"{rd}/calibrated.toml") or {}).get("model_options") or {}
 cache = host_read_cache(system.gpu)
 resident = system.gpu.sm_count * system.gpu.max_warps_per_sm
 gs = GraphSource(run)
@@ -54,7 +52,7 @@ for graph in graphs_:
             for mode in sorted({k[1] for k in keys}):
                 if (v, mode, idb, src) not in meas: continue
                 m = float(np.median([x[0] for x in meas[(v, mode, idb, src)]]))
-                a = run_model(host, sysv, PREDICT_MODE[mode], 'des', opts).kernel_ns.sum() * 1e-6
-                b = run_model(skel, sysv, PREDICT_MODE[mode], 'des', opts).kernel_ns.sum() * 1e-6
+                a = run_model(host, sysv, PREDICT_MODE[mode], 'des').kernel_ns.sum() * 1e-6
+                b = run_model(skel, sysv, PREDICT_MODE[mode], 'des').kernel_ns.sum() * 1e-6
                 print(json.dumps({"graph": graph, "variant": v, "id_bytes": idb, "mode": mode, "source": src,
                                   "measured_ms": m, "edge_list_ms": a, "steps_ms": b}), flush=True)

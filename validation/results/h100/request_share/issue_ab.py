@@ -1,6 +1,6 @@
 """A/B of the traversal twins without and with the SM's issue stage: the first source of
 each matching traversal case of a run folder, predicted as its report does (the folder's
-calibrated system and model options, the kernel's load-ahead, the DES), once as
+calibrated system, the kernel's load-ahead, the DES), once as
 calibrated (no issue stage: the committed calibrations predate it) and once with the
 GPU preset's issue costs (gpu.request_gap_ns, gpu.host_request_gap_ns,
 gpu.sm_request_ns); kernel_time_ms against the median of that source's measured
@@ -17,7 +17,6 @@ import time
 import numpy as np
 
 from hostlink.model.config import load_any_system, load_system, system_with
-from hostlink.validation.report import load_calibration
 from hostlink.validation.twin_traversal import GraphSource, predict_traversal
 from hostlink.validation.twins import load_run
 
@@ -27,7 +26,6 @@ rd, pattern = sys.argv[1], re.compile(sys.argv[2])
 preset = load_system(sys.argv[3] if len(sys.argv) > 3 else "h100-pcie5")
 run = load_run(rd)
 system = load_any_system(f"{rd}/calibrated.toml")
-opts = (load_calibration(None, f"{rd}/calibrated.toml") or {}).get("model_options") or {}
 costs = {k: float(getattr(preset.gpu, k.split(".")[1])) for k in KEYS}
 staged = system_with(system, costs)
 graphs = GraphSource(run)
@@ -43,8 +41,8 @@ for case, params in sorted(run.cases.items()):
     if m.empty:
         continue
     t0 = time.time()
-    before = predict_traversal(case, params, system, graphs, options=opts, max_sources=1)
-    after = predict_traversal(case, params, staged, graphs, options=opts, max_sources=1)
+    before = predict_traversal(case, params, system, graphs, max_sources=1)
+    after = predict_traversal(case, params, staged, graphs, max_sources=1)
     value = lambda rows: next(v for k, v, _ in rows if k == "kernel_time_ms")
     meas = float(np.median(m.value.values))
     b, a = value(before), value(after)

@@ -19,7 +19,6 @@ Usage: python3 levels_ab.py RUN_DIR CASE_REGEX
 import dataclasses, json, re, sys, time
 import numpy as np
 from hostlink.model.config import load_any_system, load_system, system_with
-from hostlink.validation.report import load_calibration
 from hostlink.validation.twin_traversal import GraphSource, predict_traversal
 from hostlink.validation.twins import load_run
 import hostlink.model.des.inputs as inp
@@ -70,7 +69,6 @@ system = load_any_system(f"{rd_}/calibrated.toml")
 preset = load_system("h100-pcie5")
 KEYS = ("gpu.request_gap_ns", "gpu.host_request_gap_ns", "gpu.sm_request_ns")
 staged = system_with(system, {k: float(getattr(preset.gpu, k.split(".")[1])) for k in KEYS})
-opts = (load_calibration(None, f"{rd_}/calibrated.toml") or {}).get("model_options") or {}
 graphs = GraphSource(run)
 measured = run.measured
 for case, params in sorted(run.cases.items()):
@@ -83,9 +81,9 @@ for case, params in sorted(run.cases.items()):
     t0 = time.time()
     val = lambda rows: next(v for k, v, _ in rows if k == "kernel_time_ms")
     MODE["on"] = False
-    a = val(predict_traversal(case, params, staged, graphs, options=opts, max_sources=1))
+    a = val(predict_traversal(case, params, staged, graphs, max_sources=1))
     MODE["on"] = True
-    b = val(predict_traversal(case, params, staged, graphs, options=opts, max_sources=1))
+    b = val(predict_traversal(case, params, staged, graphs, max_sources=1))
     meas = float(np.median(m.value.values))
     print(json.dumps({"case": case, "measured_ms": round(meas, 4), "stage_ms": round(a, 4),
                       "levels_ms": round(b, 4), "err_stage": round(100 * (a / meas - 1), 1),

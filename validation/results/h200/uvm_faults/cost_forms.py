@@ -42,7 +42,7 @@ from scipy.optimize import least_squares, nnls
 
 KEYS = ["batch_base_us", "block_us", "copy_page_us", "move_page_us", "fault_us",
         "first_fault_us", "raised_fault_us", "move_block_us"]
-MODEL_KEYS = KEYS[:-1]      # what the model's options hold (move_block_us: form M alone)
+MODEL_KEYS = KEYS[:-1]      # keys of the system's uvm section (move_block_us: form M alone)
 FORMS = {
     "A": ["batch_base_us", "block_us", "copy_page_us", "move_page_us", "first_fault_us"],
     "B": ["batch_base_us", "block_us", "copy_page_us", "move_page_us", "fault_us", "first_fault_us"],
@@ -56,12 +56,12 @@ def collect(rd: Path) -> dict:
     import hostlink.model.uvm as uvm_pkg
     from hostlink.model.config import load_any_system, system_with
     from hostlink.validation import twins
-    from hostlink.validation.report import load_calibration
     from hostlink.validation.twin_common import load_run
 
     cal = rd / "calibrated.toml"
     system = load_any_system(str(cal))
-    options = load_calibration(None, cal)["model_options"]
+    options = {"uvm": {k: float(getattr(system.uvm, k)) for k in MODEL_KEYS
+                       if k != "batch_base_us"}}
     run = load_run(rd)
     rec: list[dict] = []
     orig = uvm_pkg.simulate_uvm
@@ -90,23 +90,18 @@ def collect(rd: Path) -> dict:
 
     uvm_pkg.simulate_uvm = recording
     try:
-        twins.predict_run(run, system, only="/uvm/,/uvm_readmostly/", options=options,
-                          on_case=on_case)
+        twins.predict_run(run, system, only="/uvm/,/uvm_readmostly/", on_case=on_case)
     finally:
         uvm_pkg.simulate_uvm = orig
     for case, p in run.cases.items():
         if p.get("benchmark") != "uvm_touch" or p.get("advice") not in ("none", "readmostly"):
             continue
         twin = twins.build_micro(case, p, system, hints=lambda m, c=case: run.hint(c, m))
-        base = twin.predict(system, "des", options)
+        base = twin.predict(system, "des")
         cols = {}
         for k in MODEL_KEYS:
-            if k == "batch_base_us":
-                s2, o2 = system_with(system, {"uvm.batch_base_us": system.uvm.batch_base_us + 1}), options
-            else:
-                s2, o2 = system, json.loads(json.dumps(options))
-                o2.setdefault("uvm", {})[k] = float(o2["uvm"].get(k, 0.0)) + 1.0
-            d = twin.predict(s2, "des", o2)
+            s2 = system_with(system, {f"uvm.{k}": getattr(system.uvm, k) + 1.0})
+            d = twin.predict(s2, "des")
             cols[k] = {m: d[m] - base[m] for m in base}
         meas = run.measured[run.measured.case == case]
         out["micro"][case] = dict(launches=int(p.get("launches", 1)), base=base, cols=cols,

@@ -94,7 +94,6 @@ def kernel_time_ab() -> pd.DataFrame:
 
     folder = ROOT / "validation" / "results" / "h200" / "first_run"
     system = resolve_system(str(folder / "calibrated.toml"))
-    options = json.loads((folder / "calibration.json").read_text()).get("model_options") or {}
     run = load_run(folder)
     cases = set(run.measured["case"].unique())
     keep = {c for c in cases if c.split("/")[0] in ("sssp", "cc") and "/zerocopy/" in c
@@ -113,7 +112,7 @@ def kernel_time_ab() -> pd.DataFrame:
                 def patched(csr, value, first_active, kernel, weighted, wave, serial=1):
                     return relax(csr, value, first_active, kernel, "waves_packed", by_wave[wave])
                 alg._relax_waves = patched
-            pred, failures = predict_run(run, system, options=options, skip_cases=cases - keep)
+            pred, failures = predict_run(run, system, skip_cases=cases - keep)
             if failures:
                 raise SystemExit(f"twins failed: {failures}")
             ms = pred[pred.metric == "kernel_time_ms"].groupby("case").value.median()
