@@ -1,8 +1,8 @@
 """``hostlink trace convert SRC DST --to gem5`` and ``trace stats`` of a gem5 packet trace.
 
-- ``convert ... --to gem5``: SRC (an Accel-Sim folder, a trace store or a
-  gem5 packet trace) is coalesced into requests and its host requests written
-  to the file DST (gzipped when DST ends in ``.gz``) by
+- ``convert ... --to gem5``: SRC (an Accel-Sim folder or a trace store,
+  coalesced into requests; or a gem5 packet trace, read as its requests) has
+  its host requests written to the file DST (gzipped when DST ends in ``.gz``) by
   :func:`hostlink.traces.gem5_trace.write_gem5`. With ``--system`` the ticks
   are the discrete-event model's on that system
   (:func:`hostlink.traces.gem5_timing.des_ticks_ps`) and the requests pass

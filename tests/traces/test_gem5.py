@@ -188,6 +188,21 @@ def test_des_timed_file_is_in_tick_order_within_the_run(tmp_path, capsys, bfs_st
     assert again.requests == pred.requests
 
 
+def test_a_gem5_trace_is_timed_again_on_another_system(tmp_path, capsys, bfs_store):
+    first, again = tmp_path / "a.trc", tmp_path / "b.trc.gz"
+    assert _run(capsys, "trace", "convert", bfs_store, first, "--to", "gem5")[0] == 0
+    rc, _, _ = _run(capsys, "trace", "convert", first, again, "--to", "gem5",
+                    "--system", "h100-pcie5", "--set", "link.gen=4")
+    assert rc == 0
+    a, b = read_packets(first), read_packets(again)
+    assert b.meta["layout"] == a.meta["layout"]           # the same physical layout
+    assert sorted(zip(b.addr.tolist(), b.size.tolist())) == sorted(zip(a.addr.tolist(),
+                                                                       a.size.tolist()))
+    assert b.tick[-1] > a.tick[-1]                        # DES times, not 1 ns apart
+    src = read_gem5(first)
+    assert read_gem5(again).size_histogram() == src.size_histogram()
+
+
 # --------------------------------------------------------------------------- other traces
 
 def test_a_foreign_trace_predicts_on_any_generation(tmp_path, capsys):
