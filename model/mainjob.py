@@ -8,7 +8,10 @@ and UVM bandwidth on PCIe 3/4/5/6 x16. The sweep behind it is
 
 Writes into ``out``: ``results/`` (the sweep's Parquet dataset with resolved
 configs), ``summary.csv`` (one row per variant, mode and generation),
-``requests_by_size.csv``, ``bw_vs_gen.png``, ``zerocopy_vs_uvm.png`` and
+``requests_by_size.csv``, ``bw_vs_gen.png``, ``zerocopy_vs_uvm.png``,
+``gem5/merged_aligned_zerocopy_pcieN.trc.gz`` (the merged_aligned zero-copy
+run's host requests as a gem5 packet trace, ticked by the discrete-event
+model at the preset's own PCIe generation N: :func:`write_gem5_run`) and
 ``report.md``; prints the same table.
 """
 from __future__ import annotations
@@ -23,6 +26,7 @@ from hostlink.model.config.loader import REPO_CONFIGS
 MAIN_SWEEP = REPO_CONFIGS / "sweeps" / "main.toml"
 VARIANT_ORDER = ("naive", "merged", "merged_aligned", "chunked", "balanced")
 MODE_ORDER = ("zerocopy", "uvm")
+GEM5_VARIANT = "merged_aligned"
 
 
 @dataclass
@@ -86,8 +90,42 @@ def run_main_job(out: str | Path = "out/main", *, jobs: int | None = None,
                out / "bw_vs_gen.png")
     plots.save(plots.plot_zerocopy_vs_uvm(wide, title="Zero-copy against UVM"),
                out / "zerocopy_vs_uvm.png")
-    _write_report(out, spec, summary, requests)
+    gem5 = write_gem5_run(out, spec)
+    _write_report(out, spec, summary, requests, gem5)
     return MainJobResult(out, summary, requests, report.summary())
+
+
+def write_gem5_run(out: Path, spec, variant: str = GEM5_VARIANT) -> Path | None:
+    """The sweep's zero-copy run of ``variant`` at the preset's own link generation
+    (else the sweep's last such point) as a gem5 packet trace under ``out/gem5``:
+    its host requests, ticked by the discrete-event model on that point's system,
+    at physical addresses laid out from the emulator's regions. None where the
+    sweep has no such point."""
+    from hostlink.model.predict import resolve_system
+    from hostlink.model.sweep.evaluate import EMULATOR_MEMORY, build_stream, load_graph
+    from hostlink.model.sweep.runner import resolve_points
+    from hostlink.traces.emulator import address_map
+    from hostlink.traces.gem5_timing import des_ticks_ps
+    from hostlink.traces.gem5_trace import write_gem5
+    points = [rp for rp in resolve_points(spec) if rp.workload.get("kind") == "graph"
+              and rp.workload.get("variant") == variant and rp.workload.get("mode") == "zerocopy"]
+    if not points:
+        return None
+    gen = resolve_system(spec.system).link.gen
+    rp = next((p for p in points if p.system.link.gen == gen), points[-1])
+    system, w = rp.system, rp.workload
+    stream = build_stream(w, system.gpu)
+    csr = load_graph(w)
+    regions = address_map(csr.num_vertices, csr.num_edges, w["kernel"], id_bytes=w["id_bytes"],
+                          memory=EMULATOR_MEMORY[w["mode"]]).regions
+    path = out / "gem5" / f"{variant}_zerocopy_pcie{system.link.gen}.trc.gz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_gem5(stream, path, ticks_ps=des_ticks_ps(stream, system), regions=list(regions),
+               obj_id=f"hostlink {w['kernel']} {variant} zerocopy on {system.name} "
+                      f"PCIe {system.link.gen}",
+               timing=f"discrete-event model on {system.name} PCIe {system.link.gen}: each "
+                      "request when it reaches the root complex")
+    return path
 
 
 def _markdown(df: pd.DataFrame, floatfmt: str = ".2f") -> str:
@@ -99,7 +137,8 @@ def _markdown(df: pd.DataFrame, floatfmt: str = ".2f") -> str:
     return "\n".join(lines)
 
 
-def _write_report(out: Path, spec, summary: pd.DataFrame, requests: pd.DataFrame) -> None:
+def _write_report(out: Path, spec, summary: pd.DataFrame, requests: pd.DataFrame,
+                  gem5: Path | None = None) -> None:
     from hostlink.model.sweep.workloads import normalise_workload
     w = normalise_workload(spec.workload, spec.name, spec.fidelity)
     bw = bandwidth_table(summary).reset_index()
@@ -131,5 +170,12 @@ timed by the discrete-event model, UVM by the UVM model (first touch).
 
 Files: `summary.csv` (every point), `requests_by_size.csv`, `results/` (the
 sweep's tidy Parquet rows and resolved configs).
+"""
+    if gem5 is not None:
+        rel = gem5.relative_to(out).as_posix()
+        text += f"""
+gem5 packet trace of the {GEM5_VARIANT} zero-copy run: [`{rel}`]({rel}) (its host
+requests as the root complex sees them, ticked by the discrete-event model; replay it
+with a gem5 `TrafficGen` in TRACE state: README, "gem5").
 """
     (out / "report.md").write_text(text)

@@ -4,7 +4,8 @@
 
 - ``source``: a :class:`~hostlink.model.workload.RequestStream`, a
   :class:`~hostlink.traces.schema.WarpTrace`, or the path of a trace (an
-  Accel-Sim folder or a trace store): traces are coalesced by
+  Accel-Sim folder, a trace store, or a gem5 packet trace, read as its
+  requests by :func:`hostlink.traces.gem5_trace.read_gem5`): traces are coalesced by
   :func:`hostlink.traces.coalescer.coalesce` (device sectors included;
   unless ``coalesce_options`` names ``cache`` or ``cache_host``, through the
   caches :func:`hostlink.traces.cache.host_read_cache` gives for the
@@ -116,6 +117,9 @@ def as_stream(source, coalesce_options: dict | None = None,
     if isinstance(source, WarpTrace):
         return coalesce(source, **opts)
     if isinstance(source, (str, Path)):
+        from hostlink.traces.gem5_trace import read_gem5, reads_as_gem5
+        if reads_as_gem5(source):  # requests already: nothing to coalesce
+            return read_gem5(source)
         from hostlink.traces.store import open_trace
         return coalesce(open_trace(Path(source), **(trace_options or {})), **opts)
     raise HostlinkError(f"cannot predict from a {type(source).__name__}: give a RequestStream, "

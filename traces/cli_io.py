@@ -5,7 +5,9 @@
   operation and space, sectors, host read requests by size, useful and
   requested bytes (:mod:`hostlink.traces.stats`).
 - ``hostlink trace convert SRC DST``: Accel-Sim folder to store, or store to
-  Accel-Sim folder (``--to`` picks; default: the other format).
+  Accel-Sim folder (``--to`` picks; default: the other format); ``--to gem5``
+  writes the host requests as a gem5 packet trace (:mod:`hostlink.traces.gem5_cli`).
+  ``stats`` also reads a gem5 packet trace (its requests alone).
 
 Both take ``--regions FILE`` (a regions TOML, see hostlink.traces.store) and
 ``--memcpy-location {device,host}`` (where an Accel-Sim trace's MemcpyHtoD
@@ -44,6 +46,10 @@ def _open(args, path):
 
 
 def _cmd_stats(args) -> int:
+    from hostlink.traces.gem5_trace import reads_as_gem5
+    if reads_as_gem5(args.dir):
+        from hostlink.traces.gem5_cli import stats_of_gem5
+        return stats_of_gem5(args)
     from hostlink.traces.cache import CacheConfig
     from hostlink.traces.stats import format_stats, trace_stats
     from hostlink.traces.store import trace_format
@@ -71,6 +77,11 @@ def _cmd_convert(args) -> int:
     from hostlink.model.errors import TraceError
     from hostlink.traces.accelsim import KERNELSLIST, write_accelsim
     from hostlink.traces.store import trace_format, write_store
+    if args.to == "gem5":
+        from hostlink.traces.gem5_cli import convert_to_gem5
+        return convert_to_gem5(args)
+    if args.system or args.overrides:
+        raise ConfigError("--system and --set apply to --to gem5 alone")
     trace = _open(args, args.src)
     to = args.to or ("accelsim" if trace_format(args.src) == "store" else "store")
     if to == "store":
@@ -90,7 +101,8 @@ def _cmd_convert(args) -> int:
 def register_trace_commands(sub) -> None:
     p = sub.add_parser("stats", help="instructions, sectors and PCIe requests of a trace",
                        description="Summarise a trace (Accel-Sim folder or trace store).")
-    p.add_argument("dir", metavar="DIR", help="Accel-Sim trace folder or trace store folder")
+    p.add_argument("dir", metavar="DIR",
+                   help="Accel-Sim trace folder, trace store folder or gem5 packet trace")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     _add_source_args(p)
     p.add_argument("--l1-size", metavar="SIZE", help="L1 per SM, e.g. '128 KiB' (default: none)")
@@ -102,12 +114,15 @@ def register_trace_commands(sub) -> None:
                    help="let host-memory loads hit in the caches (default: they bypass them)")
     p.set_defaults(func=_cmd_stats)
 
-    p = sub.add_parser("convert", help="convert between an Accel-Sim folder and a trace store",
-                       description="Convert a trace between Accel-Sim text and the binary store.")
-    p.add_argument("src", metavar="SRC", help="Accel-Sim trace folder or trace store")
-    p.add_argument("dst", metavar="DST", help="output folder")
-    p.add_argument("--to", choices=("store", "accelsim"),
-                   help="output format (default: the other one)")
+    p = sub.add_parser("convert", help="convert between an Accel-Sim folder and a trace store, "
+                                       "or write a gem5 packet trace",
+                       description="Convert a trace between Accel-Sim text and the binary store, "
+                                   "or write its host requests as a gem5 packet trace.")
+    p.add_argument("src", metavar="SRC",
+                   help="Accel-Sim trace folder or trace store (or, --to gem5, a gem5 trace)")
+    p.add_argument("dst", metavar="DST", help="output folder (--to gem5: output file)")
+    p.add_argument("--to", choices=("store", "accelsim", "gem5"),
+                   help="output format (default: the other of store and accelsim)")
     _add_source_args(p)
     p.add_argument("--chunk-insts", type=int, default=1 << 16,
                    help="rows per store chunk (default 65536)")
@@ -115,4 +130,6 @@ def register_trace_commands(sub) -> None:
                    help="store chunk compression (default zstd)")
     p.add_argument("--xz", action="store_true", help="write kernel-N.traceg.xz files")
     p.add_argument("--overwrite", action="store_true", help="replace a trace already at DST")
+    from hostlink.traces.gem5_cli import add_convert_args
+    add_convert_args(p)
     p.set_defaults(func=_cmd_convert)

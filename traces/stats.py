@@ -13,12 +13,15 @@ coalescer (:mod:`hostlink.traces.coalescer`, device sectors included):
   ``host_writes_by_size_B`` the same for stores;
 - ``useful_B``/``requested_B``: bytes lanes asked for and bytes requested,
   over host reads, and per kind in ``bytes``.
+
+:func:`request_stats` gives the request keys alone for a request stream (a
+gem5 packet trace read back: :mod:`hostlink.traces.gem5_trace`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST
+from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, RequestStream
 from hostlink.traces.cache import CacheConfig
 from hostlink.traces.coalescer import iter_coalesced, popcount32
 from hostlink.traces.schema import (OP_ATOMIC, OP_LOAD, OP_NAMES, OP_STORE, SPACE_GLOBAL,
@@ -102,6 +105,30 @@ def trace_stats(trace: WarpTrace, *, regions: list[Region] | None = None,
     }
 
 
+def request_stats(stream: RequestStream) -> dict:
+    """The request part of :func:`trace_stats` (launches, host request counts by size,
+    host bytes) for a stream that holds requests alone, as a gem5 packet trace does."""
+    kinds = {}
+    for name, write in (("host_read", False), ("host_write", True)):
+        sel = (stream.space == SPACE_HOST) & (stream.is_write == write)
+        kinds[name] = {"requests": int(sel.sum()),
+                       "useful_B": int(stream.useful_B[sel].sum(dtype=np.int64)),
+                       "requested_B": int(stream.size_B[sel].sum(dtype=np.int64))}
+    hr = kinds["host_read"]
+    return {
+        "launches": max(len(stream.launches),
+                        int(stream.launch.max()) + 1 if len(stream) else 0),
+        "requests_by_size_B": {str(k): v for k, v in stream.size_histogram(SPACE_HOST).items()},
+        "host_writes_by_size_B": {str(k): v for k, v in
+                                  stream.size_histogram(SPACE_HOST, writes=True).items()},
+        "host_read_requests": hr["requests"],
+        "useful_B": hr["useful_B"],
+        "requested_B": hr["requested_B"],
+        "efficiency": hr["useful_B"] / hr["requested_B"] if hr["requested_B"] else None,
+        "bytes": kinds,
+    }
+
+
 def format_stats(stats: dict) -> str:
     """A readable table of :func:`trace_stats`' result."""
     out = []
@@ -110,15 +137,16 @@ def format_stats(stats: dict) -> str:
     def row(label, value):
         out.append(f"  {label:<{w}} {value:>14}")
 
-    out.append("Warp instructions")
-    row("total", f"{stats['warp_insts']:,}")
-    for op, spaces in stats["warp_insts_by_op_space"].items():
-        for space, n in spaces.items():
-            row(f"{op} / {space}", f"{n:,}")
-    out.append("Memory (global and local)")
-    row("lane accesses", f"{stats['lane_accesses']:,}")
-    for k in ("host", "device", "total"):
-        row(f"32 B sectors, {k}", f"{stats['sectors'][k]:,}")
+    if "warp_insts" in stats:  # request_stats' dicts hold requests alone
+        out.append("Warp instructions")
+        row("total", f"{stats['warp_insts']:,}")
+        for op, spaces in stats["warp_insts_by_op_space"].items():
+            for space, n in spaces.items():
+                row(f"{op} / {space}", f"{n:,}")
+        out.append("Memory (global and local)")
+        row("lane accesses", f"{stats['lane_accesses']:,}")
+        for k in ("host", "device", "total"):
+            row(f"32 B sectors, {k}", f"{stats['sectors'][k]:,}")
     out.append("Host-memory read requests")
     if stats["requests_by_size_B"]:
         for size, n in stats["requests_by_size_B"].items():

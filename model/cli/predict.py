@@ -3,7 +3,8 @@
 ``hostlink predict --system NAME_OR_TOML --trace DIR --mode MODE [--fidelity
 {analytic,des}] [--set KEY=VALUE ...] [--json] [--out DIR]``
 
-The trace (an Accel-Sim folder or a trace store) is coalesced into requests
+The trace (an Accel-Sim folder or a trace store; a gem5 packet trace is taken
+as the requests it holds) is coalesced into requests
 (device sectors included unless ``--host-only``; the GPU's L1 and L2 filter
 them as the system's GPU does by default: host reads too where
 ``gpu.caches_host_reads``; ``--no-caches`` turns them off, ``--caches`` and
@@ -30,7 +31,8 @@ def register(subparsers) -> None:
     p.add_argument("--system", required=True, metavar="NAME_OR_TOML",
                    help="system preset name, system preset file or resolved system file")
     p.add_argument("--trace", required=True, metavar="DIR",
-                   help="trace folder: Accel-Sim (kernelslist.g) or a trace store")
+                   help="trace folder: Accel-Sim (kernelslist.g) or a trace store; "
+                        "or a gem5 packet trace file")
     p.add_argument("--mode", choices=MODES, default="zerocopy",
                    help="where the host arrays live and how they move (default zerocopy)")
     p.add_argument("--fidelity", choices=FIDELITIES, default="analytic",
