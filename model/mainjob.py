@@ -82,10 +82,8 @@ def run_main_job(out: str | Path = "out/main", *, jobs: int | None = None,
     summary.to_csv(out / "summary.csv", index=False)
     requests = request_mix(wide)
     requests.to_csv(out / "requests_by_size.csv")
-    plots.save(plots.plot_bw_vs(wide, "link.gen", title="BFS bandwidth by PCIe generation"),
-               out / "bw_vs_gen.png")
-    plots.save(plots.plot_zerocopy_vs_uvm(wide, title="Zero-copy against UVM"),
-               out / "zerocopy_vs_uvm.png")
+    plots.save(plots.plot_bw_vs(wide, "link.gen"), out / "bw_vs_gen.png")
+    plots.save(plots.plot_zerocopy_vs_uvm(wide), out / "zerocopy_vs_uvm.png")
     _write_report(out, spec, summary, requests)
     return MainJobResult(out, summary, requests, report.summary())
 
