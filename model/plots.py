@@ -37,8 +37,8 @@ from hostlink.model.errors import HostlinkError
 KIND_AXES = {"bw-vs-size": "size_B", "bw-vs-gen": "link.gen", "bw-vs-tags": "link.tags",
              "bw-vs-rtt": "link.rtt_ns"}
 AXIS_LABELS = {"size_B": "request size (B)", "link.gen": "PCIe generation",
-               "link.tags": "outstanding read tags", "link.rtt_ns": "read round trip (ns)",
-               "link.lanes": "lanes"}
+               "link.tags": "outstanding read tags (count)", "link.rtt_ns": "read round trip (ns)",
+               "link.lanes": "lanes (count)"}
 METRIC_LABELS = {"bw_GBps": "bandwidth (GB/s)", "time_s": "time (s)"}
 # Columns that describe a run rather than a parameter of it.
 _NOT_PARAMS = {"run_id", "experiment", "case", "model_kind", "rep", "config_json",
@@ -411,6 +411,7 @@ def case_keys(case: str) -> tuple[str, str]:
 
 
 UNIT_NAMES = {"1": "count"}
+REF_GREY = "#696969"      # the +-10 % and +-25 % bands: darker than tab10's grey
 
 
 def _mode_sort(mode: str):
@@ -472,9 +473,9 @@ def plot_predicted_vs_measured(source: str | Path | pd.DataFrame, *,
             st = style.series_style(i)
             look[wm] = {"color": st["color"], "marker": st["marker"]}
     units = list(dict.fromkeys(df["unit"]))
-    ncols = min(3, len(units))
+    ncols = min(2, len(units))
     nrows = -(-len(units) // ncols)
-    fig = _new_figure(4.0 * ncols + 2.2, 3.8 * nrows + 0.9)
+    fig = _new_figure(3.4 * ncols + 2.3, 3.3 * nrows + 0.9)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax, unit in zip(axes.flat, units):
         d = df[df["unit"] == unit]
@@ -489,9 +490,9 @@ def plot_predicted_vs_measured(source: str | Path | pd.DataFrame, *,
         line = np.array([lo, hi])
         ax.plot(line, line, color="black", linewidth=1, label="y = x")
         for frac, ls in ((0.10, ":"), (0.25, "--")):
-            ax.plot(line, line * (1 + frac), color="grey", linestyle=ls, linewidth=0.8,
+            ax.plot(line, line * (1 + frac), color=REF_GREY, linestyle=ls, linewidth=0.8,
                     label=f"±{frac:.0%}")
-            ax.plot(line, line * (1 - frac), color="grey", linestyle=ls, linewidth=0.8,
+            ax.plot(line, line * (1 - frac), color=REF_GREY, linestyle=ls, linewidth=0.8,
                     label=f"_±{frac:.0%} below")
         if hi / lo > 20:
             ax.set_xscale("log")
@@ -509,15 +510,14 @@ def plot_predicted_vs_measured(source: str | Path | pd.DataFrame, *,
         ax.tick_params(labelsize="small")
     for ax in list(axes.flat)[len(units):]:
         fig.delaxes(ax)
-    grey = "#7f7f7f"
     ref = [Line2D([], [], color="black", linewidth=1),
-           Line2D([], [], color=grey, linestyle=":", linewidth=0.8),
-           Line2D([], [], color=grey, linestyle="--", linewidth=0.8)]
+           Line2D([], [], color=REF_GREY, linestyle=":", linewidth=0.8),
+           Line2D([], [], color=REF_GREY, linestyle="--", linewidth=0.8)]
     ref_labels = ["y = x", "±10%", "±25%"]
     if two_keys:
         hw = [Line2D([], [], linestyle="none", marker="s", color=style.COLOURS[i])
               for i in range(len(works))]
-        hm = [Line2D([], [], linestyle="none", marker=style.MARKERS[i], color=grey)
+        hm = [Line2D([], [], linestyle="none", marker=style.MARKERS[i], color="black")
               for i in range(len(modes))]
         header = Line2D([], [], linestyle="none")      # the second key's heading
         style.figure_legend(fig, hw + [header] + hm + ref,

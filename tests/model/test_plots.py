@@ -38,7 +38,7 @@ def test_bw_vs_rtt_draws_one_line_per_tag_count(rtt_results):
     fig = plots.plot_kind(rtt_results, "bw-vs-rtt")
     lines = _lines(fig)
     assert len(lines) == 6 and "256" in lines
-    assert fig.axes[0].get_legend().get_title().get_text() == "outstanding read tags"
+    assert fig.axes[0].get_legend().get_title().get_text() == "outstanding read tags (count)"
     wide = load_results(rtt_results, wide=True)
     sub = wide[wide["link.tags"] == 256].sort_values("link.rtt_ns")
     x, y = lines["256"]
