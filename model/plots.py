@@ -23,6 +23,7 @@ Figures:
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -505,7 +506,8 @@ def plot_predicted_vs_measured(source: str | Path | pd.DataFrame, *,
         ax.set_ylabel(f"predicted ({uname})", fontsize="small")
         err = (d["predicted"] - d["measured"]).abs() / d["measured"] * 100
         metrics = ", ".join(dict.fromkeys(d["metric"].astype(str)))
-        ax.set_title(f"{metrics}: {len(d)} points, MAPE {err.mean():.1f} %", fontsize="small")
+        ax.set_title(textwrap.fill(metrics, 44) + f"\n{len(d)} points, MAPE {err.mean():.1f} %",
+                     fontsize="small")
         ax.grid(True, which="both", alpha=0.25)
         ax.tick_params(labelsize="small")
     for ax in list(axes.flat)[len(units):]:

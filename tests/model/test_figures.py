@@ -5,6 +5,7 @@ explains every series; no two series of a panel alike in colour and style; a siz
 text that read at report scale (limits below, from hostlink.model.plot_style)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import struct
 from pathlib import Path
@@ -27,7 +28,8 @@ from hostlink.validation.report import (GroupStats, figure_error_by_group,
 from hostlink.validation.report import plots as report_plots
 
 matplotlib.use("Agg")
-SWEEPS = Path(__file__).resolve().parents[2] / "sim_configs" / "sweeps"
+ROOT = Path(__file__).resolve().parents[2]
+SWEEPS = ROOT / "sim_configs" / "sweeps"
 # A figure is printed at a 6.5 in text width (US Letter, 1 in margins): a 10 in figure
 # keeps matplotlib's 10 pt text at 6.5 pt. The old zerocopy_vs_uvm.png was 2400 x 504 px
 # (aspect 4.8); a panel wider than 2.5 times its height crowds its ticks.
@@ -178,6 +180,17 @@ def _annotated() -> pd.DataFrame:
     return ann
 
 
+def _write_cost_figure():
+    """The write_cost probe's figure from its committed records (an H100's)."""
+    spec = importlib.util.spec_from_file_location(
+        "write_cost_summary", ROOT / "validation" / "device" / "write_cost_summary.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    folder = ROOT / "validation" / "results" / "h100" / "write_cost"
+    rows = [r for name in mod.FILES for r in mod.read_points(folder / name)[1]]
+    return mod.figure(rows, mod.device_name(folder / "plain.jsonl"))
+
+
 def _launches() -> pd.DataFrame:
     t = pd.DataFrame({"launch": [0, 1, 2], "measured_ms": [0.5, 3.0, 1.0],
                       "measured_min_ms": [0.45, 2.8, 0.9], "measured_max_ms": [0.6, 3.3, 1.2],
@@ -217,6 +230,8 @@ FIGURES = {
         "h100-cal", "run tiny", "MAPE"),
     "launches": (lambda r: figure_launches(_launches(), system="h100-cal"),
                  "h100-cal", "bfs/kron20/merged/uvm/4B", "kernel time"),
+    "write_cost lines_per_s.png": (lambda r: _write_cost_figure(),
+                                   "NVIDIA H100 80GB HBM3", "zc_warps", "lines per second"),
 }
 
 
