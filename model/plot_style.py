@@ -1,8 +1,9 @@
 """The shared look of hostlink's figures: size, resolution, series styles, legends, titles.
 
 Every figure the project draws (sweep plots, the main job's figures, the
-validation report's and the per-launch plot) takes its canvas, its series
-styles, its legend placement and its title from here, so they read alike.
+validation report's, the per-launch plot and the write-cost probe's) takes its
+canvas, its series styles, its legend placement and its title from here, so
+they read alike.
 
 Assumptions:
 - A figure is read at a report's text width. US Letter is 8.5 in wide; with

@@ -411,7 +411,7 @@ def case_keys(case: str) -> tuple[str, str]:
     return parts[0], ""
 
 
-UNIT_NAMES = {"1": "count"}
+UNIT_NAMES = {"1": "count", "": "unit not recorded"}
 REF_GREY = "#696969"      # the +-10 % and +-25 % bands: darker than tab10's grey
 
 
@@ -455,7 +455,7 @@ def plot_predicted_vs_measured(source: str | Path | pd.DataFrame, *,
     if df.empty:
         raise PlotError(f"{source if not isinstance(source, pd.DataFrame) else 'summary'}: "
                         "no rows with positive measured and predicted values")
-    df = df.assign(unit=df["unit"].astype(str) if "unit" in df.columns else "",
+    df = df.assign(unit=df["unit"].fillna("").astype(str) if "unit" in df.columns else "",
                    _work=[case_keys(c)[0] for c in df["case"]],
                    _mode=[case_keys(c)[1] for c in df["case"]])
     works = sorted(df["_work"].unique(), key=lambda w: (w.startswith("micro/"), w))
@@ -486,8 +486,10 @@ def plot_predicted_vs_measured(source: str | Path | pd.DataFrame, *,
                 name = " ".join(p for p in wm if p)
                 ax.plot(g["measured"], g["predicted"], linestyle="none", markersize=4,
                         alpha=0.8, label=name, **look[wm])
-        lo = float(min(d["measured"].min(), d["predicted"].min())) / 1.5
-        hi = float(max(d["measured"].max(), d["predicted"].max())) * 1.5
+        lo = float(min(d["measured"].min(), d["predicted"].min()))
+        hi = float(max(d["measured"].max(), d["predicted"].max()))
+        log = hi / lo > 20
+        lo, hi = lo / 1.5, hi * 1.5
         line = np.array([lo, hi])
         ax.plot(line, line, color="black", linewidth=1, label="y = x")
         for frac, ls in ((0.10, ":"), (0.25, "--")):
@@ -495,7 +497,7 @@ def plot_predicted_vs_measured(source: str | Path | pd.DataFrame, *,
                     label=f"±{frac:.0%}")
             ax.plot(line, line * (1 - frac), color=REF_GREY, linestyle=ls, linewidth=0.8,
                     label=f"_±{frac:.0%} below")
-        if hi / lo > 20:
+        if log:
             ax.set_xscale("log")
             ax.set_yscale("log")
         ax.set_xlim(lo, hi)

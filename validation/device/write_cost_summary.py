@@ -84,9 +84,8 @@ def device_name(path: Path) -> str | None:
     return None
 
 
-OP_STYLES = {"load": {"color": "#1f77b4", "marker": "o", "linestyle": "-"},
-             "store": {"color": "#ff7f0e", "marker": "s", "linestyle": "--"},
-             "red": {"color": "#2ca02c", "marker": "^", "linestyle": "-."}}
+OPS = ("load", "store", "red")
+OP_LINES = {"load": "-", "store": "--", "red": "-."}
 
 
 def figure(rows: list[dict], device: str | None = None):
@@ -94,6 +93,8 @@ def figure(rows: list[dict], device: str | None = None):
     region at full occupancy; an op keeps its colour, marker and line in every panel."""
     from hostlink.model import plot_style as style
 
+    op_styles = {op: {**style.series_style(i), "linestyle": OP_LINES[op]}
+                 for i, op in enumerate(OPS)}
     plain = [r for r in rows if r["file"] == "plain.jsonl" and r["pattern"] == "scatter"]
     knobs = sorted({r["knob_B"] for r in plain})
     n = len(knobs) + 1
@@ -104,10 +105,10 @@ def figure(rows: list[dict], device: str | None = None):
     for ax in axes[n:]:
         fig.delaxes(ax)
     for ax, knob in zip(axes, knobs):
-        for op in ("load", "store", "red"):
+        for op in OPS:
             pts = sorted((r["warps_per_sm"], r["glines_per_s"]) for r in plain
                          if r["knob_B"] == knob and r["op"] == op)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=op, **OP_STYLES[op])
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=op, **op_styles[op])
         ax.set_xscale("log", base=2)
         ax.set_title(f"scatter over {knob / 2**20:g} MiB" if knob >= 2**20
                      else f"scatter over {knob / 2**10:g} KiB", fontsize="small")
@@ -116,7 +117,7 @@ def figure(rows: list[dict], device: str | None = None):
     reg = [r for r in rows if r["file"] == "regions.jsonl"]
     for op in ("load", "red"):
         pts = sorted((r["knob_B"], r["glines_per_s"]) for r in reg if r["op"] == op)
-        ax.plot([p[0] / 2**20 for p in pts], [p[1] for p in pts], label=op, **OP_STYLES[op])
+        ax.plot([p[0] / 2**20 for p in pts], [p[1] for p in pts], label=op, **op_styles[op])
     ax.axvline(50, color="grey", lw=0.8, label="_L2")
     ax.text(50, ax.get_ylim()[1] * 0.95, " L2 (50 MiB)", fontsize="small", va="top")
     ax.set_xscale("log", base=2)
