@@ -73,6 +73,14 @@ def bandwidth_table(summary: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
+def main_figures(wide: pd.DataFrame) -> dict:
+    """The main job's figures by file name: bandwidth against PCIe generation (a line per
+    variant and mode) and zero-copy against UVM (a panel per generation)."""
+    from hostlink.model import plots
+    return {"bw_vs_gen.png": plots.plot_bw_vs(wide, "link.gen"),
+            "zerocopy_vs_uvm.png": plots.plot_zerocopy_vs_uvm(wide)}
+
+
 def run_main_job(out: str | Path = "out/main", *, jobs: int | None = None,
                  progress: bool = True, sweep_file: str | Path = MAIN_SWEEP) -> MainJobResult:
     from hostlink.model import plots
@@ -86,10 +94,8 @@ def run_main_job(out: str | Path = "out/main", *, jobs: int | None = None,
     summary.to_csv(out / "summary.csv", index=False)
     requests = request_mix(wide)
     requests.to_csv(out / "requests_by_size.csv")
-    plots.save(plots.plot_bw_vs(wide, "link.gen", title="BFS bandwidth by PCIe generation"),
-               out / "bw_vs_gen.png")
-    plots.save(plots.plot_zerocopy_vs_uvm(wide, title="Zero-copy against UVM"),
-               out / "zerocopy_vs_uvm.png")
+    for name, fig in main_figures(wide).items():
+        plots.save(fig, out / name)
     gem5 = write_gem5_run(out, spec)
     _write_report(out, spec, summary, requests, gem5)
     return MainJobResult(out, summary, requests, report.summary())

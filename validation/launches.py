@@ -112,29 +112,39 @@ def compare_launches(results_dir: str | Path, case: str, system,
     return table
 
 
-def plot_launches(table: pd.DataFrame, path: str | Path) -> None:
+def figure_launches(table: pd.DataFrame, *, system: str | None = None):
     """Measured (median, bars from least to most) and predicted time per launch."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from hostlink.model import plot_style as style
 
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.45 * len(table) + 2), 3.6))
+    fig = style.new_figure()
+    ax = fig.add_subplot()
     x = table["launch"].to_numpy()
     med = table["measured_ms"].to_numpy()
     err = np.vstack([med - table["measured_min_ms"].to_numpy(),
                      table["measured_max_ms"].to_numpy() - med])
-    ax.bar(x - 0.2, med, width=0.4, yerr=err, capsize=2, label="measured (median, range)")
-    ax.bar(x + 0.2, table["predicted_ms"].to_numpy(), width=0.4, label="predicted")
-    ax.set_xlabel("launch")
+    ax.bar(x - 0.2, med, width=0.4, yerr=err, capsize=2, color=style.COLOURS[0],
+           label="measured (median, least to most)")
+    ax.bar(x + 0.2, table["predicted_ms"].to_numpy(), width=0.4, color=style.COLOURS[1],
+           label="predicted")
+    if len(x) <= 24:
+        ax.set_xticks(x)
+    ax.set_xlabel("launch (index)")
     ax.set_ylabel("kernel time (ms)")
     ax.set_yscale("log")
     src = table.attrs.get("source")
-    ax.set_title(table.attrs.get("case", "") + ("" if src is None else f", source {src}"),
-                 fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    case = table.attrs.get("case", "") + ("" if src is None else f", source {src}")
+    ax.set_title(style.title("kernel time per launch (ms)", system=system or "not recorded",
+                             workload=case), fontsize="medium")
+    ax.grid(True, axis="y", alpha=0.3)
+    style.legend_outside(ax)
+    return fig
+
+
+def plot_launches(table: pd.DataFrame, path: str | Path, *, system: str | None = None) -> None:
+    """Draw :func:`figure_launches` into ``path``."""
+    from hostlink.model import plot_style as style
+
+    style.save(figure_launches(table, system=system), path)
 
 
 def _cmd_launches(args) -> int:
@@ -155,7 +165,7 @@ def _cmd_launches(args) -> int:
     if args.csv:
         table.to_csv(args.csv, index=False)
     if args.plot:
-        plot_launches(table, args.plot)
+        plot_launches(table, args.plot, system=getattr(system, "name", str(args.system)))
     return 0
 
 

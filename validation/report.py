@@ -21,8 +21,8 @@ For a measured run and a (calibrated) system, every case's twin is predicted
 - where a group misses its target, the report names the effect the model
   lacks, from the error's sign and from the case parameter it follows most
   closely (rank correlation), with the candidate effects of that group;
-- plots (matplotlib, Agg): predicted against measured with y = x, error by
-  group, MAPE per group with its target.
+- plots (matplotlib, Agg): predicted against measured with y = x (a panel per
+  unit), error by group, MAPE per group with its target.
 
 A full report predicts hundreds of twins (tens of minutes on a small machine),
 so predictions are kept as each case finishes (:class:`PredictionStore`:
@@ -624,86 +624,85 @@ def markdown(annotated: pd.DataFrame, stats: list[GroupStats], *, title: str, sy
     return "\n".join(lines)
 
 
-def plots(annotated: pd.DataFrame, stats: list[GroupStats], out_dir: Path) -> list[Path]:
-    """The three figures of the report, as PNG files in ``out_dir``."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def figure_error_by_group(prim: pd.DataFrame, *, system: str | None = None,
+                          workload: str | None = None):
+    """Each case's error in its primary metric, a row per group, with the group's median."""
+    from hostlink.model import plot_style as style
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    prim = annotated[annotated["primary"]]
     groups = sorted(prim["group"].unique())
-    cmap = plt.get_cmap("tab20")
-    colour = {g: cmap(i % 20) for i, g in enumerate(groups)}
-    paths = []
-
-    metrics = sorted(prim["metric"].unique())
-    fig, axes = plt.subplots(1, max(1, len(metrics)), figsize=(5.2 * max(1, len(metrics)), 4.8),
-                             squeeze=False)
-    for ax, metric in zip(axes[0], metrics):
-        d = prim[prim["metric"] == metric]
-        for g, dg in d.groupby("group"):
-            ax.scatter(dg["measured"], dg["predicted"], s=18, color=colour[g], label=g)
-        lo = float(np.nanmin(np.r_[d["measured"], d["predicted"]]))
-        hi = float(np.nanmax(np.r_[d["measured"], d["predicted"]]))
-        if lo > 0 and hi / lo > 20:
-            from matplotlib.ticker import NullFormatter
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.xaxis.set_minor_formatter(NullFormatter())
-            ax.yaxis.set_minor_formatter(NullFormatter())
-        pad = (hi - lo) * 0.05 if hi > lo else abs(hi) * 0.05 + 1e-9
-        ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k--", lw=1, label="y = x")
-        unit = d["unit"].iloc[0]
-        ax.set_xlabel(f"measured {metric} ({unit})")
-        ax.set_ylabel(f"predicted {metric} ({unit})")
-        ax.legend(fontsize=6, loc="best")
-        ax.grid(True, alpha=0.3)
-    fig.suptitle("Predicted against measured")
-    fig.tight_layout()
-    p = out_dir / "predicted_vs_measured.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
-
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(groups) + 1.5))
+    fig = style.new_figure(style.FIG_W_IN, max(3.5, 0.3 * len(groups) + 1.8))
+    ax = fig.add_subplot()
     for i, g in enumerate(groups):
         e = prim[prim["group"] == g]["error_pct"].to_numpy()
         jitter = (np.arange(len(e)) % 7 - 3) * 0.05
-        ax.scatter(e, i + jitter, s=12, color=colour[g])
+        ax.plot(e, i + jitter, linestyle="none", marker="o", markersize=3, alpha=0.7,
+                color=style.COLOURS[0], label="case" if i == 0 else "_case")
         if len(e):
-            ax.plot([np.median(e)] * 2, [i - 0.3, i + 0.3], color="k", lw=1.5)
-    ax.axvline(0, color="k", lw=0.8)
+            ax.plot([np.median(e)] * 2, [i - 0.3, i + 0.3], color="black", lw=1.5,
+                    label="median of the group" if i == 0 else "_median")
+    ax.axvline(0, color="black", lw=0.8, label="_zero")
     ax.set_yticks(range(len(groups)))
-    ax.set_yticklabels(groups, fontsize=8)
+    ax.set_yticklabels(groups, fontsize="small")
+    ax.invert_yaxis()                      # the first group on top, as in the tables
     ax.set_xlabel("error (%) = 100 (predicted - measured) / measured")
-    ax.set_title("Error by group (bar: median)")
+    ax.set_ylabel("case group")
+    ax.set_title(style.title("error of each case's primary metric (%)", system=system,
+                             workload=workload, detail="by group"), fontsize="medium")
     ax.grid(True, axis="x", alpha=0.3)
-    fig.tight_layout()
-    p = out_dir / "error_by_group.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
+    style.legend_outside(ax)
+    return fig
 
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(stats) + 1.5))
-    names = [s.group for s in stats]
-    vals = [s.mape_pct for s in stats]
-    cols = ["tab:gray" if s.passed is None else "tab:green" if s.passed else "tab:red" for s in stats]
-    ax.barh(range(len(stats)), vals, color=cols)
+
+MAPE_STATUS = (("meets its target", "#2ca02c"), ("misses its target", "#d62728"),
+               ("calibration or no target", "#7f7f7f"))
+
+
+def figure_mape_by_group(stats: list[GroupStats], *, system: str | None = None,
+                         workload: str | None = None):
+    """Each group's MAPE as a bar coloured by its verdict, with its target as a tick."""
+    from hostlink.model import plot_style as style
+
+    fig = style.new_figure(style.FIG_W_IN, max(3.5, 0.3 * len(stats) + 1.8))
+    ax = fig.add_subplot()
+    status = [2 if s.passed is None else 0 if s.passed else 1 for s in stats]
+    for k, (label, colour) in enumerate(MAPE_STATUS):
+        rows = [i for i, st in enumerate(status) if st == k]
+        if rows:
+            ax.barh(rows, [stats[i].mape_pct for i in rows], color=colour, label=label)
+    first = True
     for i, s in enumerate(stats):
         if s.target_pct:
-            ax.plot([s.target_pct] * 2, [i - 0.4, i + 0.4], color="k", lw=1.5)
+            ax.plot([s.target_pct] * 2, [i - 0.4, i + 0.4], color="black", lw=1.5,
+                    label="target" if first else "_target")
+            first = False
     ax.set_yticks(range(len(stats)))
-    ax.set_yticklabels(names, fontsize=8)
-    ax.set_xlabel("MAPE (%)  (black tick: target; grey: calibration or no target)")
-    ax.set_title("MAPE per group")
+    ax.set_yticklabels([s.group for s in stats], fontsize="small")
+    ax.invert_yaxis()
+    ax.set_xlabel("MAPE (%)")
+    ax.set_ylabel("case group")
+    ax.set_title(style.title("MAPE of the primary metric (%)", system=system,
+                             workload=workload, detail="by group"), fontsize="medium")
     ax.grid(True, axis="x", alpha=0.3)
-    fig.tight_layout()
-    p = out_dir / "mape_by_group.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
-    return paths
+    style.legend_outside(ax)
+    return fig
+
+
+def plots(annotated: pd.DataFrame, stats: list[GroupStats], out_dir: Path, *,
+          system: str | None = None, workload: str | None = None) -> list[Path]:
+    """The three figures of the report, as PNG files in ``out_dir``: predicted against
+    measured (primary metrics; a panel per unit), error by group, MAPE per group."""
+    from hostlink.model import plot_style as style
+    from hostlink.model.plots import plot_predicted_vs_measured
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    prim = annotated[annotated["primary"]]
+    figures = {
+        "predicted_vs_measured.png": plot_predicted_vs_measured(
+            prim, system=system, workload=workload),
+        "error_by_group.png": figure_error_by_group(prim, system=system, workload=workload),
+        "mape_by_group.png": figure_mape_by_group(stats, system=system, workload=workload),
+    }
+    return [style.save(fig, out_dir / name) for name, fig in figures.items()]
 
 
 def write_summary(summary: pd.DataFrame, path: Path) -> Path:
@@ -1329,7 +1328,8 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     unpredicted = sorted(set(measured["case"]) - set(summary["case"])
                          - {c for c in measured["case"].unique() if c.startswith("trace/")})
     unpredicted = [f"{c}: {failures[c]}" if c in failures else c for c in unpredicted]
-    plots(ann, stats, out / "plots")
+    plots(ann, stats, out / "plots", system=getattr(system, "name", str(system_spec)),
+          workload=f"validation run {run.experiment}")
     md = markdown(ann, stats, title=f"Validation report: {run.experiment}",
                   system_name=getattr(system, "name", str(system_spec)), fidelity=fidelity,
                   calibration=calibration, results_dir=str(results_dir), unpredicted=unpredicted,

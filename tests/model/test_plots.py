@@ -37,10 +37,11 @@ def _lines(fig):
 def test_bw_vs_rtt_draws_one_line_per_tag_count(rtt_results):
     fig = plots.plot_kind(rtt_results, "bw-vs-rtt")
     lines = _lines(fig)
-    assert len(lines) == 6 and "link.tags=256" in lines
+    assert len(lines) == 6 and "256" in lines
+    assert fig.axes[0].get_legend().get_title().get_text() == "outstanding read tags (count)"
     wide = load_results(rtt_results, wide=True)
     sub = wide[wide["link.tags"] == 256].sort_values("link.rtt_ns")
-    x, y = lines["link.tags=256"]
+    x, y = lines["256"]
     assert np.array_equal(np.asarray(x, float), sub["link.rtt_ns"].to_numpy(float))
     assert np.array_equal(np.asarray(y, float), sub["bw_GBps"].to_numpy(float))
     assert fig.axes[0].get_xlabel() == "read round trip (ns)"
@@ -55,11 +56,13 @@ def test_bw_vs_tags_uses_a_log2_axis(rtt_results):
 def test_bw_vs_size_and_gen(size_results):
     by_size = _lines(plots.plot_kind(size_results, "bw-vs-size"))
     # the tags zipped with the generation do not add lines of their own
-    assert sorted(by_size) == ["link.gen=3", "link.gen=4", "link.gen=5", "link.gen=6"]
-    assert list(by_size["link.gen=4"][0]) == [32, 64, 96, 128]
-    by_gen = _lines(plots.plot_kind(size_results, "bw-vs-gen"))
+    assert sorted(by_size) == ["3", "4", "5", "6"]
+    assert list(by_size["4"][0]) == [32, 64, 96, 128]
+    fig = plots.plot_kind(size_results, "bw-vs-gen")
+    by_gen = _lines(fig)
     # the mean size of the mix stands for the JSON list of sizes
-    assert list(by_gen) == ["size_B=32", "size_B=64", "size_B=96", "size_B=128"]
+    assert list(by_gen) == ["32", "64", "96", "128"]
+    assert fig.axes[0].get_legend().get_title().get_text() == "request size (B)"
 
 
 def test_a_parameter_that_was_not_swept_is_a_clear_error(rtt_results):
@@ -90,17 +93,23 @@ def test_predicted_vs_measured_from_a_summary(tmp_path):
     summary = tmp_path / "summary.csv"
     pd.DataFrame({
         "case": ["micro/zerocopy/128B", "micro/zerocopy/32B", "bfs/kron20/merged/zerocopy/4B",
-                 "bfs/kron20/naive/uvm/4B"],
-        "metric": ["bw_GBps"] * 4, "unit": ["GB/s"] * 4,
-        "measured": [50.0, 20.0, 10.0, 4.0], "predicted": [55.0, 18.0, 10.0, 5.0],
-        "error_pct": [10.0, -10.0, 0.0, 25.0]}).to_csv(summary, index=False)
+                 "bfs/kron20/naive/uvm/4B", "bfs/kron20/naive/uvm/4B"],
+        "metric": ["bw_GBps"] * 4 + ["time_ms"], "unit": ["GB/s"] * 4 + ["ms"],
+        "measured": [50.0, 20.0, 10.0, 4.0, 3.0], "predicted": [55.0, 18.0, 10.0, 5.0, 3.3],
+        "error_pct": [10.0, -10.0, 0.0, 25.0, 10.0]}).to_csv(summary, index=False)
+    (tmp_path / "metadata.json").write_text(json.dumps(
+        {"experiment": "tiny", "device": {"name": "NVIDIA H100 80GB HBM3"}}))
     fig = plots.plot_predicted_vs_measured(summary)
-    (ax,) = fig.axes
-    offsets = np.concatenate([c.get_offsets() for c in ax.collections])
-    assert sorted(map(tuple, offsets)) == [(4.0, 5.0), (10.0, 10.0), (20.0, 18.0), (50.0, 55.0)]
-    assert "MAPE 11.2 %" in ax.get_title()      # (10 + 10 + 0 + 25) / 4
-    groups = {c.get_label() for c in ax.collections}
-    assert groups == {"micro/zerocopy", "bfs zerocopy", "bfs uvm"}
+    bw, ms = fig.axes                   # a panel per unit: GB/s and ms never share axes
+    assert bw.get_xlabel() == "measured (GB/s)" and ms.get_ylabel() == "predicted (ms)"
+    points = {ln.get_label(): list(zip(ln.get_xdata(), ln.get_ydata())) for ln in bw.lines
+              if ln.get_linestyle() == "None"}
+    assert points == {"micro/zerocopy": [(50.0, 55.0), (20.0, 18.0)],
+                      "bfs zerocopy": [(10.0, 10.0)], "bfs uvm": [(4.0, 5.0)]}
+    assert "MAPE 11.2 %" in bw.get_title()      # (10 + 10 + 0 + 25) / 4
+    assert "MAPE 10.0 %" in ms.get_title()
+    # the run's GPU and experiment come from the metadata.json beside the summary
+    assert "NVIDIA H100 80GB HBM3" in fig.get_suptitle() and "tiny" in fig.get_suptitle()
 
 
 def test_predicted_vs_measured_rejects_other_tables(tmp_path):
@@ -152,6 +161,6 @@ def test_two_experiments_in_one_folder_get_their_own_lines(tmp_path):
                      .replace("[32, 64, 128, 256, 512, 768]", "[48, 96]"))
     run_sweep(other, out, jobs=1)
     both = _lines(plots.plot_kind(out, "bw-vs-rtt"))
-    assert len(both) == 8 and "experiment=other, link.tags=48" in both
+    assert len(both) == 8 and "other, 48" in both
     one = _lines(plots.plot_kind(out, "bw-vs-rtt", experiment="other"))
-    assert sorted(one) == ["link.tags=48", "link.tags=96"]
+    assert sorted(one) == ["48", "96"]

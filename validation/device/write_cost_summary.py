@@ -2,7 +2,8 @@
 loaded, stored or reduced, against the warps on each SM and the level that holds it.
 
 Usage: python3 write_cost_summary.py FOLDER  (writes FOLDER/points.csv and
-FOLDER/lines_per_s.png)
+FOLDER/lines_per_s.png; the figure takes its style from hostlink.model.plot_style, so
+hostlink must be installed)
 
 Reads ``plain.jsonl``, ``spread.jsonl`` and ``regions.jsonl`` (zc_warps records). A
 point's lines are its instructions (useful bytes over 128 B: 32 lanes x 4 B) times the
@@ -71,41 +72,74 @@ def read_points(path: Path) -> tuple[int, list[dict]]:
     return sm_count, rows
 
 
-def plot(rows: list[dict], out: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def device_name(path: Path) -> str | None:
+    """The GPU's name from the device record of a zc_warps output file."""
+    for line in path.read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(r, dict) and r.get("type") == "device":
+            return r.get("name")
+    return None
+
+
+OPS = ("load", "store", "red")
+OP_LINES = {"load": "-", "store": "--", "red": "-."}
+
+
+def figure(rows: list[dict], device: str | None = None):
+    """Lines per second against warps per SM (a panel per scatter region) and against the
+    region at full occupancy; an op keeps its colour, marker and line in every panel."""
+    from hostlink.model import plot_style as style
+
+    op_styles = {op: {**style.series_style(i), "linestyle": OP_LINES[op]}
+                 for i, op in enumerate(OPS)}
     plain = [r for r in rows if r["file"] == "plain.jsonl" and r["pattern"] == "scatter"]
     knobs = sorted({r["knob_B"] for r in plain})
-    fig, axes = plt.subplots(1, len(knobs) + 1, figsize=(4.2 * (len(knobs) + 1), 3.8))
-    style = {"load": "o-", "store": "s--", "red": "^-."}
+    n = len(knobs) + 1
+    ncols = min(2, n)
+    nrows = -(-n // ncols)
+    fig = style.new_figure(style.FIG_W_IN, 2.8 * nrows + 1.0)
+    axes = list(fig.subplots(nrows, ncols, squeeze=False).flat)
+    for ax in axes[n:]:
+        fig.delaxes(ax)
     for ax, knob in zip(axes, knobs):
-        for op in ("load", "store", "red"):
+        for op in OPS:
             pts = sorted((r["warps_per_sm"], r["glines_per_s"]) for r in plain
                          if r["knob_B"] == knob and r["op"] == op)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], style[op], label=op)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=op, **op_styles[op])
         ax.set_xscale("log", base=2)
         ax.set_title(f"scatter over {knob / 2**20:g} MiB" if knob >= 2**20
-                     else f"scatter over {knob / 2**10:g} KiB")
-        ax.set_xlabel("warps per SM")
-        ax.set_ylabel("lines per second (G), all SMs")
-        ax.grid(alpha=0.3)
-        ax.legend()
-    ax = axes[-1]
+                     else f"scatter over {knob / 2**10:g} KiB", fontsize="small")
+        ax.set_xlabel("warps per SM (count)", fontsize="small")
+    ax = axes[n - 1]
     reg = [r for r in rows if r["file"] == "regions.jsonl"]
     for op in ("load", "red"):
         pts = sorted((r["knob_B"], r["glines_per_s"]) for r in reg if r["op"] == op)
-        ax.plot([p[0] / 2**20 for p in pts], [p[1] for p in pts], style[op], label=op)
-    ax.axvline(50, color="grey", lw=0.8)
-    ax.text(50, ax.get_ylim()[1] * 0.95, " L2 (50 MiB)", fontsize=8, va="top")
+        ax.plot([p[0] / 2**20 for p in pts], [p[1] for p in pts], label=op, **op_styles[op])
+    ax.axvline(50, color="grey", lw=0.8, label="_L2")
+    ax.text(50, ax.get_ylim()[1] * 0.95, " L2 (50 MiB)", fontsize="small", va="top")
     ax.set_xscale("log", base=2)
-    ax.set_title("scatter at full occupancy, by region")
-    ax.set_xlabel("region (MiB)")
-    ax.set_ylabel("lines per second (G), all SMs")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    ax.set_title("scatter at full occupancy, by region", fontsize="small")
+    ax.set_xlabel("region (MiB)", fontsize="small")
+    for ax in axes[:n]:
+        ax.set_ylabel("lines per second (G/s), all SMs", fontsize="small")
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    style.figure_legend(fig, handles, labels, title="operation")
+    fig.suptitle(style.title("lines per second (G/s) of scattered device-memory accesses",
+                             system=device or "not recorded",
+                             workload="zc_warps scatter, loads, stores and reductions"),
+                 fontsize="medium")
+    return fig
+
+
+def plot(rows: list[dict], out: Path, device: str | None = None) -> None:
+    """Draw :func:`figure` into ``out``."""
+    from hostlink.model import plot_style as style
+
+    style.save(figure(rows, device), out)
 
 
 def main(folder: str) -> None:
@@ -121,7 +155,8 @@ def main(folder: str) -> None:
         w.writeheader()
         for r in rows:
             w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
-    plot(rows, d / "lines_per_s.png")
+    device = next((device_name(d / name) for name in FILES if (d / name).exists()), None)
+    plot(rows, d / "lines_per_s.png", device)
     print(f"wrote {d / 'points.csv'} ({len(rows)} points) and {d / 'lines_per_s.png'}")
 
 
