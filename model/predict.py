@@ -224,8 +224,8 @@ def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: f
         atomic = ~inst_host & stream.atomic[order][starts]
         extra = np.full(len(starts), float(atomic_extra_ns))
         if atomic_spread_ns is not None and atomic.any():
-            from hostlink.model.des.inputs import ISSUE_LINE_B
-            line = stream.addr[order] // np.uint64(ISSUE_LINE_B)
+            from hostlink.model.geometry import LINE_B
+            line = stream.addr[order] // np.uint64(LINE_B)
             lead = new.copy()
             lead[1:] |= line[1:] != line[:-1]
             width = 1 if stream.lines is None else stream.lines[order].astype(np.int64)

@@ -124,10 +124,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from hostlink.model.geometry import LINE_B, SECTOR_B
 from hostlink.model.errors import ConfigError
 
-LINE_B = 128
-SECTOR_B = 32
 SECTORS_PER_LINE = LINE_B // SECTOR_B
 DEFAULT_L1_WAYS = 4    # assumption
 DEFAULT_L2_WAYS = 16   # assumption

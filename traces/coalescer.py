@@ -78,6 +78,7 @@ from typing import Iterable, Iterator
 import numpy as np
 from numba import njit
 
+from hostlink.model.geometry import SECTOR_B
 from hostlink.model.errors import TraceError
 from hostlink.model.workload import (REQUEST_DTYPES, SPACE_DEVICE, SPACE_HOST, LaunchInfo,
                                      RequestStream)
@@ -88,8 +89,6 @@ from hostlink.traces.schema import (LOCATION_HOST, OP_ATOMIC, OP_LOAD, OP_STORE,
                                     SPACE_LOCAL, WARP_SIZE, InstTable, KernelLaunch, Region,
                                     WarpTrace)
 
-SECTOR_B = 32
-LINE_B = 128
 SECTOR_SHIFT = 5
 # Output buffer bound per kernel call (requests); rows are batched to stay below it.
 _BATCH_PIECES = 1 << 20

@@ -228,8 +228,8 @@ from typing import Callable
 import numpy as np
 
 from hostlink.model.errors import HostlinkError
+from hostlink.model.geometry import LINE_B
 from hostlink.model.host_loop import COST_KEYS as HOST_LOOP_COSTS
-from hostlink.validation.twin_micro import LINE_B
 from hostlink.validation.twins import (MicroTwin, RunData, build_micro, load_run, micro_group,
                                        primary_metric, run_loads_in_flight)
 

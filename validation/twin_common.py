@@ -23,7 +23,6 @@ import pandas as pd
 from hostlink.model.errors import HostlinkError
 from hostlink.model.workload import RequestStream
 
-SECTOR_B = 32
 DEFAULT_MAX_DEVICE_EDGES = 1 << 24     # graphs up to this many edges carry their device arrays
 WEIGHT_B = 4                           # an edge weight: uint32 (gpu_kernels/traversal/walk.cuh)
 

@@ -120,14 +120,14 @@ from typing import Callable
 
 import numpy as np
 
+from hostlink.model.geometry import LINE_B, SECTOR_B
 from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, LaunchInfo, RequestStream
 from hostlink.validation import l1_losses
 from hostlink.validation.sass import WAIT_MODEL
-from hostlink.validation.twin_common import (PREDICT_MODE, SECTOR_B, UVM_MODES, TwinError,
+from hostlink.validation.twin_common import (PREDICT_MODE, UVM_MODES, TwinError,
                                              run_model)
 
 MICRO_BASE = 0x7F00_0000_0000          # 2 MiB aligned
-LINE_B = 128
 COPY_ENGINE_REQUEST_B = 256            # REFERENCE.md (NVIDIA/nccl-tests #149)
 PERM_MULTIPLIER = 2654435761           # gpu_kernels/micro/uvm_touch.cu
 DEFAULT_MAX_REQUESTS = 1 << 20

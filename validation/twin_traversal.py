@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from hostlink.model.errors import HostlinkError
-from hostlink.validation.twin_common import (DEFAULT_MAX_DEVICE_EDGES, PREDICT_MODE, SECTOR_B,
+from hostlink.model.geometry import SECTOR_B
+from hostlink.validation.twin_common import (DEFAULT_MAX_DEVICE_EDGES, PREDICT_MODE,
                                              WEIGHT_B, RunData, TwinError, run_model)
 
 

@@ -34,11 +34,11 @@ import pandas as pd
 
 from hostlink.model.errors import HostlinkError
 from hostlink.validation.twin_common import (  # noqa: F401  (the twins' names, re-exported)
-    DEFAULT_MAX_DEVICE_EDGES, PREDICT_MODE, PRIMARY_METRIC, SECTOR_B, TRAVERSAL_PRIMARY,
+    DEFAULT_MAX_DEVICE_EDGES, PREDICT_MODE, PRIMARY_METRIC, TRAVERSAL_PRIMARY,
     UVM_MODES, WEIGHT_B, ZEROCOPY_MODES, ModelRun, RunData, TwinError, case_group, load_run,
     micro_group, params_from_name, primary_metric, run_model)
 from hostlink.validation.twin_micro import (  # noqa: F401
-    COPY_ENGINE_REQUEST_B, DEFAULT_MAX_REQUESTS, DEFAULT_MAX_UVM_B, LINE_B, MICRO_BASE,
+    COPY_ENGINE_REQUEST_B, DEFAULT_MAX_REQUESTS, DEFAULT_MAX_UVM_B, MICRO_BASE,
     MIN_LOADS_PER_WARP, PERM_MULTIPLIER, MicroTwin, build_launch, build_memcpy, build_micro,
     build_ptr_chase, build_uvm_touch, build_zc, cold_fill_ns, device_chase_levels,
     host_cache_for, mix64, random_pattern_floor_ns, read_kernel_in_flight, read_kernel_symbol,

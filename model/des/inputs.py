@@ -34,6 +34,8 @@ into service times:
 from __future__ import annotations
 
 import numpy as np
+
+from hostlink.model.geometry import LINE_B
 from numba import njit
 
 from hostlink.model import dram as dram_model
@@ -100,10 +102,6 @@ def line_indices(row: np.ndarray, inst_ptr: np.ndarray, leads: np.ndarray,
     return out.astype(np.int32)
 
 
-#: the unit the issue stage costs: one 128 B line of an instruction
-ISSUE_LINE_B = 128
-
-
 def line_leads(stream: RequestStream, row: np.ndarray, inst_ptr: np.ndarray) -> np.ndarray:
     """Per request (``row`` order): True where it opens a line, i.e. is its
     instruction's first request or lies in another 128 B line or memory space
@@ -113,7 +111,7 @@ def line_leads(stream: RequestStream, row: np.ndarray, inst_ptr: np.ndarray) -> 
     leads = np.ones(n, dtype=np.bool_)
     if n < 2:
         return leads
-    line = stream.addr[row] // np.uint64(ISSUE_LINE_B)
+    line = stream.addr[row] // np.uint64(LINE_B)
     space = stream.space[row]
     leads[1:] = (line[1:] != line[:-1]) | (space[1:] != space[:-1])
     del line, space
@@ -138,7 +136,7 @@ def _in_program_order(la, wa, ia) -> bool:
     return True
 
 
-def _order(stream: RequestStream) -> np.ndarray | None:
+def program_permutation(stream: RequestStream) -> np.ndarray | None:
     """Permutation into (launch, warp, inst) order, or None when already in it."""
     if len(stream) < 2 or _in_program_order(stream.launch, stream.warp, stream.inst):
         return None
@@ -147,7 +145,7 @@ def _order(stream: RequestStream) -> np.ndarray | None:
 
 def program_order(stream: RequestStream) -> np.ndarray:
     """Row indices in (launch, warp, inst) order (stable)."""
-    order = _order(stream)
+    order = program_permutation(stream)
     return np.arange(len(stream), dtype=np.int64) if order is None else order
 
 

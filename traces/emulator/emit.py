@@ -38,6 +38,7 @@ from typing import Iterator
 import numpy as np
 from numba import njit
 
+from hostlink.model.geometry import LINE_B
 from hostlink.traces.emulator.algorithms import INF_U32, AlgorithmRun
 from hostlink.traces.emulator.layout import AddressMap
 from hostlink.traces.emulator.program import (LANES_ALL, LANES_ATTEMPT, LANES_FLAGGED,
@@ -50,7 +51,6 @@ VARIANTS = ("naive", "merged", "merged_aligned", "chunked", "balanced")
 THREADS_PER_CTA = 256
 WARPS_PER_CTA = THREADS_PER_CTA // WARP_SIZE
 CHUNK_VERTICES = 8
-LINE_B = 128
 _LANES = np.arange(WARP_SIZE, dtype=np.int64)
 
 

@@ -25,12 +25,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from hostlink.model.geometry import LINE_B, SECTOR_B
 from hostlink.model.workload import REQUEST_DTYPES, SPACE_HOST, LaunchInfo, RequestStream
 from hostlink.traces.emulator.emit import CHUNK_VERTICES, WARP_SIZE, LaunchPlan
 from hostlink.traces.schema import LOCATION_HOST
 
-SECTOR_B = 32
-SECTORS_PER_LINE = 4
+SECTORS_PER_LINE = LINE_B // SECTOR_B
 DEFAULT_BATCH = 1 << 22
 
 

@@ -145,12 +145,12 @@ def _walk_waits(la, wa, ia, dev, order, out) -> None:
 def walk_waits(stream: RequestStream) -> np.ndarray:
     """Per request, whether its instruction waits for every earlier instruction of its
     warp (see the module notes); the stream in (launch, warp, inst) order or not."""
-    from hostlink.model.des.inputs import _order
+    from hostlink.model.des.inputs import program_permutation
 
     n = len(stream)
     out = np.zeros(n, dtype=bool)
     if n == 0:
         return out
     _walk_waits(stream.launch, stream.warp, stream.inst, stream.space == SPACE_DEVICE,
-                _order(stream), out)
+                program_permutation(stream), out)
     return out

@@ -46,9 +46,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hostlink.model.des.inputs import ISSUE_LINE_B
 from hostlink.model.workload import REQUEST_DTYPES, SPACE_DEVICE, RequestStream
-from hostlink.traces.coalescer import REDUCTION_PREFIX, SECTOR_B
+from hostlink.model.geometry import LINE_B, SECTOR_B
+from hostlink.traces.coalescer import REDUCTION_PREFIX
 from hostlink.traces.emulator.emit import CHUNK_VERTICES, plan_launch
 from hostlink.traces.emulator.program import full_program, program
 from hostlink.traces.schema import OP_ATOMIC, OP_LOAD, WARP_SIZE
@@ -163,8 +163,8 @@ def trip_lines(csr, plan, variant: str, base: int, width_B: int) -> np.ndarray:
                 a = plan.a.astype(np.int64)[unit_of[owner]]
                 trip = first_trip[owner] + (idx - a) // WARP_SIZE
             # lines counted from the array's first (< 2^34 for any array of < 2^41 B)
-            line = ((np.uint64(base % ISSUE_LINE_B) + csr.dst[idx].astype(np.uint64)
-                     * np.uint64(width_B)) // np.uint64(ISSUE_LINE_B))
+            line = ((np.uint64(base % LINE_B) + csr.dst[idx].astype(np.uint64)
+                     * np.uint64(width_B)) // np.uint64(LINE_B))
             t0 = int(trip.min())
             span = int(trip.max()) - t0 + 1
             counts[t0:t0 + span] += _distinct_per_group(trip - t0, line, span)

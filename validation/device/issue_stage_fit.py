@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from statistics import median
 
-from hostlink.traces.coalescer import LINE_B, SECTOR_B
+from hostlink.model.geometry import LINE_B, SECTOR_B
 
 LINES = 32                  # lines of a strided load: one per lane
 

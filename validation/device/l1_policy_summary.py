@@ -19,7 +19,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-SECTOR_B = 32
+SECTOR_B = 32         # hostlink.model.geometry.SECTOR_B: this script runs without hostlink
 SMS = 132
 
 
