@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OUT    ?= out/main
 
-.PHONY: run test bench kernels reports reports-h200 reports-h100 clean help
+.PHONY: run test bench kernels reports reports-h200 reports-h100 presets clean help
 
 help:
 	@echo "make run     install, then run the main job (writes $(OUT)/)"
@@ -54,6 +54,19 @@ H200     := validation/results/h200
 H100     := validation/results/h100
 
 reports: reports-h200 reports-h100
+
+# The presets of the two validated GPUs are the calibrations their first_run reports
+# are made with (run after make reports; tests/model/test_presets.py checks them)
+FREEZE = $(BIN)/hostlink config freeze
+presets: $(STAMP)
+	$(FREEZE) $(H200)/atomic_warps/calibrated.toml --name h200-pcie5 --base h200-pcie5 \
+	  --keep translation.managed_walkers --out sim_configs/system/h200-pcie5.toml \
+	  --description "NVIDIA H200 SXM5 141 GB HBM3e (132 SMs, 700 W), PCIe 5.0 x16 to a virtualised Intel Xeon host; host DRAM taken as DDR5-4800 x8 (not measured)" \
+	  --header "The lent H200 as calibrated for validation/results/h200/first_run's report (make presets:\nvalidation/results/h200/atomic_warps/calibrated.toml, managed_walkers from accessedby_reach).\nKeys without provenance here are their part presets' (which mark their assumptions)."
+	$(FREEZE) $(H100)/uvm_launches/calibrated.toml --name h100-pcie5 --base h100-pcie5 \
+	  --out sim_configs/system/h100-pcie5.toml \
+	  --description "NVIDIA H100 SXM5 80 GB HBM3 (132 SMs, 700 W), PCIe 5.0 x16 to a virtualised Intel Xeon host; host DRAM taken as DDR5-4800 x8 (not measured)" \
+	  --header "The lent H100 as calibrated for validation/results/h100/first_run's report (make presets:\nvalidation/results/h100/uvm_launches/calibrated.toml).\nKeys without provenance here are their part presets' (which mark their assumptions)."
 
 # The H200 chain starts from base_system.toml: h200-pcie5 with the GPU-internal
 # part of a host read measured on the H100 (the H200's own tag-window run came

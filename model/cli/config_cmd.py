@@ -17,6 +17,18 @@ def register(subparsers) -> None:
     show.add_argument("--json", action="store_true", help="print JSON")
     show.add_argument("--out", help="also write the resolved system as TOML here")
     show.set_defaults(func=_show)
+    fz = sub.add_parser("freeze", help="write a calibrated system as a system preset: its "
+                                       "parts by name, what differs as overrides")
+    fz.add_argument("calibrated", help="calibrated system file (validate calibrate --out)")
+    fz.add_argument("--name", required=True, help="the preset's name")
+    fz.add_argument("--base", required=True,
+                    help="system preset whose part presets the new one names")
+    fz.add_argument("--description", required=True, help="which machine this is")
+    fz.add_argument("--keep", action="append", default=[], metavar="SECTION.KEY",
+                    help="take this key's value and provenance from --base (repeatable)")
+    fz.add_argument("--header", default="", help="comment lines for the file's top")
+    fz.add_argument("--out", required=True, help="where to write the preset")
+    fz.set_defaults(func=_freeze)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
@@ -52,4 +64,13 @@ def _show(args) -> int:
             source = system.provenance.get(dotted) or system.provenance.get(key, "")
             flag = "  (assumption)" if kind == "assumption" and not source.startswith(("seed", "measured", "datasheet")) else ""
             print(f"  {key} = {value!r}{flag}" + (f"  # {source}" if source else ""))
+    return 0
+
+
+def _freeze(args) -> int:
+    from hostlink.model.config.freeze import write_preset
+    out = write_preset(args.calibrated, args.out, name=args.name, description=args.description,
+                       base=args.base, header=args.header.replace("\\n", "\n"),
+                       keep=tuple(args.keep))
+    print(f"wrote {out}")
     return 0
