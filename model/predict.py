@@ -2,7 +2,9 @@
 
 ``predict(source, system, mode="zerocopy", fidelity="analytic") -> Prediction``
 
-- ``source``: a :class:`~hostlink.model.workload.RequestStream`, a
+- ``source``: a :class:`~hostlink.model.workload.TraversalWorkload` (a traversal
+  program's run: its stream, loads in flight per warp and host loop), a
+  :class:`~hostlink.model.workload.RequestStream`, a
   :class:`~hostlink.traces.schema.WarpTrace`, or the path of a trace (an
   Accel-Sim folder, a trace store, or a gem5 packet trace, read as its
   requests by :func:`hostlink.traces.gem5_trace.read_gem5`): traces are coalesced by
@@ -69,7 +71,7 @@ from hostlink.model.config import SystemConfig, load_any_system, system_with
 from hostlink.model.errors import ConfigError, HostlinkError
 from hostlink.model.result import Prediction
 from hostlink.model.workload import (OPTIONAL_COLUMNS, REQUEST_DTYPES, SPACE_DEVICE, SPACE_HOST,
-                                     RequestStream)
+                                     RequestStream, TraversalWorkload)
 
 MODES = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")
 FIDELITIES = ("analytic", "des")
@@ -483,6 +485,32 @@ def launch_floor(kernel_ns: np.ndarray, stream: RequestStream,
     return np.maximum(kernel_ns, dispatch_ns) + (gpu.launch_ns if n else 0.0), bound
 
 
+def launch_bounds(part: dict, work_bound: str, kernel_ns: np.ndarray, gaps_ns: np.ndarray,
+                  stream: RequestStream, system: SystemConfig, host_loop: bool) -> list[str]:
+    """What bound each launch: the time between launches where it exceeds the kernel's
+    (``host_loop`` or ``launch_overhead``), the CTA dispatch where it exceeds the work,
+    else the term that set the kernel's time (analytic: the link's bound, device memory
+    or the latency chain, per launch; DES and UVM: the run's bound)."""
+    n = len(kernel_ns)
+    dispatch_ns = launch_ctas(stream, n) * system.gpu.cta_dispatch_ns
+    terms = (part.get("extra") or {}).get("kernel_terms_ns")
+    names = None
+    if terms:
+        stacked = np.array([terms["link"], terms["device"], terms["latency"]], dtype=float)
+        if stacked.shape[1] == n:
+            link_name = ((part.get("extra") or {}).get("analytic") or {}).get("bound", "link")
+            names = np.array([link_name, "device", "latency"])[stacked.argmax(axis=0)]
+    out = []
+    for k in range(n):
+        if gaps_ns[k] > kernel_ns[k]:
+            out.append("host_loop" if host_loop else "launch_overhead")
+        elif dispatch_ns[k] > 0 and dispatch_ns[k] >= kernel_ns[k] - system.gpu.launch_ns:
+            out.append("cta_dispatch")
+        else:
+            out.append(str(names[k]) if names is not None else str(work_bound))
+    return out
+
+
 # ------------------------------------------------------------------ entry point
 
 def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", *,
@@ -501,6 +529,9 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
     if fidelity not in FIDELITIES:
         raise ConfigError(f"fidelity must be one of {', '.join(FIDELITIES)}, not '{fidelity}'")
     system = resolve_system(system, overrides)
+    if isinstance(source, TraversalWorkload):
+        source, system, host_loop, vertices, back_to_back = _traversal_run(
+            source, system, host_loop, vertices, back_to_back)
     if mode == "uvm_accessedby":
         from hostlink.model.translation import managed_host_view
         system = managed_host_view(system)
@@ -520,6 +551,18 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
         pred.extra["loaded_rtt_ns"] = {"unloaded": unloaded_ns, "loaded": system.link.rtt_ns}
         return pred
     return _predict_stream(stream, system, common, host_loop=host_loop, vertices=vertices, **args)
+
+
+def _traversal_run(work: TraversalWorkload, system: SystemConfig, host_loop, vertices,
+                   back_to_back):
+    """A traversal program's run: its stream on ``system`` with the warps' loads in
+    flight the program keeps, its host loop between launches (unless the caller names
+    another) and its launches back to back."""
+    if work.loads_in_flight != system.gpu.loads_in_flight_per_warp:
+        system = system_with(system, {"gpu.loads_in_flight_per_warp": int(work.loads_in_flight)})
+    if host_loop is None:
+        host_loop, vertices = work.kernel, work.vertices
+    return work.stream, system, host_loop, vertices, True if back_to_back is None else back_to_back
 
 
 def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *, mode: str,
@@ -551,6 +594,7 @@ def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *
     kernel_ns = np.asarray(part["kernel_ns"], dtype=np.float64)
     if len(kernel_ns) < n:
         kernel_ns = np.pad(kernel_ns, (0, n - len(kernel_ns)))
+    work_bound = part["bound"]
     kernel_ns, floor_bound = launch_floor(kernel_ns, stream, system)
     if floor_bound:
         part["bound"] = "cta_dispatch"
@@ -563,10 +607,12 @@ def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *
     total_s = float(per_launch_ns.sum()) * 1e-9
     bound = part["bound"]
     if n and gaps.sum() > kernel_ns.sum():
-        bound = "launch_overhead"
+        bound = "host_loop" if host_loop is not None else "launch_overhead"
     uniq = common["unique_useful_B"]
     extra = dict(part.get("extra", {}))
-    extra.update({"unique_useful_B": uniq, "launches": n, "overhead_s": float(gaps.sum()) * 1e-9})
+    extra.update({"unique_useful_B": uniq, "launches": n, "overhead_s": float(gaps.sum()) * 1e-9,
+                  "launch_bounds": launch_bounds(part, work_bound, kernel_ns, gaps, stream,
+                                                 system, host_loop is not None)})
     return Prediction(
         mode=mode, fidelity=fidelity, system=system.name, time_s=total_s,
         bw_GBps=common["useful_B"] / total_s * 1e-9 if total_s > 0 else 0.0,

@@ -190,3 +190,21 @@ class RequestStream:
         sel = (self.space == space) & (self.is_write == writes)
         sizes, counts = np.unique(self.size_B[sel], return_counts=True)
         return {int(s): int(c) for s, c in zip(sizes, counts)}
+
+
+@dataclass(frozen=True)
+class TraversalWorkload:
+    """One run of a graph traversal program: its request stream and what the GPU
+    program adds around it (built by :func:`hostlink.traces.traversal.traversal_workload`).
+
+    :func:`hostlink.model.predict.predict` times it with ``loads_in_flight`` as the
+    GPU's loads in flight per warp, the program's host loop (``kernel``, over
+    ``vertices``) between launches, and the UVM one-off cost of launches back to back."""
+    stream: RequestStream
+    kernel: str                  # bfs | sssp | cc | pagerank: the program and its host loop
+    variant: str
+    loads_in_flight: int         # host requests a warp keeps in flight
+    vertices: int                # the graph's, which size the host loop's copies
+    edges_read: int = 0          # neighbour-list elements the active vertices read
+    iterations: int = 0          # launches of the walk (levels, rounds)
+    bytes_read_B: int = 0        # edges_read x element bytes (ids, and SSSP's weights)

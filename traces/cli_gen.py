@@ -187,6 +187,10 @@ def _trace_gen(args) -> int:
                   iterations=args.iterations,
                   chunk_rows=args.chunk_rows or DEFAULT_CHUNK_ROWS)
     written = write_trace(emu.trace(), Path(args.out), args.format, overwrite=args.overwrite)
+    from hostlink.traces.workload_record import write_workload_record
+    written.append(str(write_workload_record(
+        Path(args.out), kernel=args.kernel, variant=args.variant, id_bytes=args.id_bytes,
+        source=source, vertices=csr.num_vertices, load_ahead=1)))
     requests = emu.requests()
     summary = {
         "kernel": args.kernel, "variant": args.variant, "graph": csr.name,

@@ -23,8 +23,6 @@ import pandas as pd
 from hostlink.model.errors import HostlinkError
 from hostlink.model.workload import RequestStream
 
-DEFAULT_MAX_DEVICE_EDGES = 1 << 24     # graphs up to this many edges carry their device arrays
-WEIGHT_B = 4                           # an edge weight: uint32 (gpu_kernels/traversal/walk.cuh)
 
 #: The metric each benchmark is judged by (the others are reported too).
 PRIMARY_METRIC = {"memcpy": "bw_GBps", "zc_read": "bw_GBps", "zc_warps": "bw_GBps",

@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 
 from hostlink.model.errors import HostlinkError
-from hostlink.model.geometry import SECTOR_B
-from hostlink.validation.twin_common import (DEFAULT_MAX_DEVICE_EDGES, PREDICT_MODE,
-                                             WEIGHT_B, RunData, TwinError, run_model)
+from hostlink.traces.traversal import (  # noqa: F401  (requests_ahead: the twins' name)
+    DEFAULT_MAX_DEVICE_EDGES, requests_ahead, traversal_workload)
+from hostlink.validation.twin_common import PREDICT_MODE, RunData, TwinError, run_model
 
 
 # ----------------------------------------------------------------------------
@@ -185,33 +185,6 @@ class GraphSource:
                    and p.get("kernel") == "sssp" for p in self.run.cases.values())
 
 
-#: Edge loads the balanced walk keeps in flight, by load-ahead (the programs are built
-#: with 1 and 4): the SASS of walk<..., kBalanced, ...> on sm_90 waits for the first of
-#: its four windows' loads before it issues the fourth, for every kernel and id width
-#: (validation/results/h200/sass, ``hostlink validate sass``).
-BALANCED_LOADS_IN_FLIGHT = {1: 1, 4: 3}
-
-
-def requests_ahead(variant: str, load_ahead: int, id_bytes: int, weighted: bool = False) -> int:
-    """Host requests a warp of a traversal kernel keeps in flight at load-ahead
-    ``load_ahead`` (gpu_kernels/traversal/walk.cuh): the merged variants issue
-    ``load_ahead`` warp-wide trips, each of one line or more (and as many loads of
-    the weights where the kernel is ``weighted``), before the first use; the balanced
-    variant one window fewer at load-ahead 4 (:data:`BALANCED_LOADS_IN_FLIGHT`);
-    in the naive kernel a thread's ``load_ahead`` trips are consecutive elements of
-    its own list, which share one 32 B sector while ``load_ahead x id_bytes <= 32``:
-    the later loads wait on the first one's sector (an L1 hit in the twin's
-    stream), so only ``ceil(load_ahead x id_bytes / 32)`` requests are in flight
-    (and ``ceil(load_ahead x WEIGHT_B / 32)`` of the weights)."""
-    if variant == "naive":
-        n = max(1, min(load_ahead, -(-load_ahead * id_bytes // SECTOR_B)))
-        return n + (max(1, min(load_ahead, -(-load_ahead * WEIGHT_B // SECTOR_B)))
-                    if weighted else 0)
-    if variant == "balanced":
-        load_ahead = BALANCED_LOADS_IN_FLIGHT.get(load_ahead, load_ahead)
-    return max(1, load_ahead) * (2 if weighted else 1)
-
-
 def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
                       fidelity: str = "des",
                       timing: dict | None = None,
@@ -248,9 +221,6 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     the steps, 7.84 with them, 8.61 measured)."""
     import time
 
-    from hostlink.model.config import system_with
-    from hostlink.traces.emulator import emulate
-
     kernel, variant = params["kernel"], params["variant"]
     mode_name = params["memory_mode"]
     if mode_name not in PREDICT_MODE:
@@ -270,71 +240,39 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     kw = {}
     if kernel == "pagerank":
         kw["iterations"] = int(params.get("iterations", 10))
-    elem_B = id_bytes + (4 if kernel == "sssp" else 0)
-    from hostlink.traces.cache import CacheConfig, host_read_cache
-    from hostlink.traces.coalescer import coalesce
-    from hostlink.traces.emulator.issue_order import issue_order, walk_waits
-    from hostlink.traces.emulator.program import program
-    from hostlink.traces.emulator.visits import with_visit_skeleton
-    host_cache = host_read_cache(system.gpu)
-    cache = host_cache if host_cache is not None else CacheConfig.from_gpu(system.gpu, l2=False)
     load_ahead = int(params.get("load_ahead", 1) or 1)
-    ahead = requests_ahead(variant, load_ahead, id_bytes, weighted=kernel == "sssp")
-    if ahead != system.gpu.loads_in_flight_per_warp:
-        system = system_with(system, {"gpu.loads_in_flight_per_warp": ahead})
-    if mode_name == "uvm_accessedby":       # managed memory on the host: its own page walks
-        from hostlink.model.translation import managed_host_view
-        system = managed_host_view(system)
-    # SSSP and CC launches run in waves of the resident warps (later waves see the
-    # earlier waves' updates: :mod:`hostlink.traces.emulator.algorithms`)
-    resident = system.gpu.sm_count * system.gpu.max_warps_per_sm
-    # the device arrays' accesses (labels, offsets, atomics) are about 14x the edge
-    # list's requests: kept for graphs whose twin fits in memory
-    with_device = csr.num_edges <= max_device_edges
+    # the edge list lives in host memory in every mode the model reads through the
+    # link; uvm_accessedby is its own mode of the model (managed memory on the host)
+    mode = "uvm_accessedby" if mode_name == "uvm_accessedby" else mode
     rows: list[tuple[str, float, int]] = []
     for si, source in enumerate(sources):
-        # the emulator lays the edge list out in host memory and the other arrays in
-        # device memory; in device mode the predictor serves the edge list's requests
-        # from device memory too
         def make(source=source):
-            em = emulate(csr, kernel, variant, source=source, id_bytes=id_bytes,
-                         memory="zerocopy", include_device=with_device, resident_warps=resident,
-                         **kw)
-            edges = int(sum(int((csr.offsets[a + 1] - csr.offsets[a]).sum()) for a in em.active))
-            trace = em.trace()
-            if with_device:      # the kernel's order at its load-ahead, and its dependences
-                trace = issue_order(trace, program(kernel, id_bytes, True), load_ahead)
-            stream = coalesce(trace, cache=cache, cache_host=host_cache is not None,
-                              include_device=with_device)
-            if with_device:
-                stream = stream.with_waits(walk_waits(stream))
-            else:                # the walk's dependent device steps, one request each
-                stream = with_visit_skeleton(stream, em, load_ahead)
-            return stream, edges, len(em.active)
+            return traversal_workload(csr, kernel, variant, system.gpu, source=source,
+                                      id_bytes=id_bytes, load_ahead=load_ahead,
+                                      max_device_edges=max_device_edges, **kw)
         config = (params["graph"], kernel, variant, id_bytes, kw.get("iterations"),
-                  host_cache is not None, with_device, resident, load_ahead)
+                  load_ahead, max_device_edges, system.gpu)
         t0 = time.perf_counter()
-        stream, edges, iterations = graphs.emulated(config, source, make)
+        work = graphs.emulated(config, source, make)
         t1 = time.perf_counter()
-        if len(stream) == 0:
+        if len(work.stream) == 0:
             raise TwinError(f"case '{case}': the emulated run issues no requests")
         # a traversal's launches follow one another after its pages went back to the host
-        run = run_model(stream, system, mode, fidelity, back_to_back=True,
-                        host_loop=kernel, vertices=csr.num_vertices)
+        run = run_model(work, system, mode, fidelity, back_to_back=True)
         if timing is not None:
             timing["emulate_s"] = timing.get("emulate_s", 0.0) + (t1 - t0)
             timing["model_s"] = timing.get("model_s", 0.0) + (time.perf_counter() - t1)
             timing["sources"] = timing.get("sources", 0) + 1
-            timing["requests"] = timing.get("requests", 0) + len(stream)
+            timing["requests"] = timing.get("requests", 0) + len(work.stream)
             timing.setdefault("launch_ms", []).append((run.kernel_ns * 1e-6).tolist())
             if run.launch_h2d_B is not None:
                 timing.setdefault("launch_h2d_B", []).append(run.launch_h2d_B.tolist())
         kernel_ns = float(np.sum(run.kernel_ns))
         values = {"time_ms": run.time_ns * 1e-6, "kernel_time_ms": kernel_ns * 1e-6,
-                  "iterations": float(iterations), "edges_read": float(edges),
-                  "loop_gap_us": (run.time_ns - kernel_ns) * 1e-3 / max(1, iterations),
-                  "bytes_read_B": float(edges * elem_B),
-                  "bw_GBps": edges * elem_B / kernel_ns if kernel_ns > 0 else math.nan}
+                  "iterations": float(work.iterations), "edges_read": float(work.edges_read),
+                  "loop_gap_us": (run.time_ns - kernel_ns) * 1e-3 / max(1, work.iterations),
+                  "bytes_read_B": float(work.bytes_read_B),
+                  "bw_GBps": work.bytes_read_B / kernel_ns if kernel_ns > 0 else math.nan}
         for r in range(reps):
             for metric, value in values.items():
                 rows.append((metric, float(value), si * reps + r))

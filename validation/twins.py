@@ -34,8 +34,7 @@ import pandas as pd
 
 from hostlink.model.errors import HostlinkError
 from hostlink.validation.twin_common import (  # noqa: F401  (the twins' names, re-exported)
-    DEFAULT_MAX_DEVICE_EDGES, PREDICT_MODE, PRIMARY_METRIC, TRAVERSAL_PRIMARY,
-    UVM_MODES, WEIGHT_B, ZEROCOPY_MODES, ModelRun, RunData, TwinError, case_group, load_run,
+    PREDICT_MODE, PRIMARY_METRIC, TRAVERSAL_PRIMARY, UVM_MODES, ZEROCOPY_MODES, ModelRun, RunData, TwinError, case_group, load_run,
     micro_group, params_from_name, primary_metric, run_model)
 from hostlink.validation.twin_micro import (  # noqa: F401
     COPY_ENGINE_REQUEST_B, DEFAULT_MAX_REQUESTS, DEFAULT_MAX_UVM_B, MICRO_BASE,

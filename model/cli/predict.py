@@ -30,9 +30,26 @@ def register(subparsers) -> None:
                     "request sizes, outstanding reads and read amplification on a system.")
     p.add_argument("--system", required=True, metavar="NAME_OR_TOML",
                    help="system preset name, system preset file or resolved system file")
-    p.add_argument("--trace", required=True, metavar="DIR",
-                   help="trace folder: Accel-Sim (kernelslist.g) or a trace store; "
-                        "or a gem5 packet trace file")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--trace", metavar="DIR",
+                     help="trace folder: Accel-Sim (kernelslist.g) or a trace store; "
+                          "or a gem5 packet trace file")
+    src.add_argument("--graph", metavar="GRAPH",
+                     help="a graph (binary CSR prefix, .mtx/.el/.wel/SNAP file): predict a "
+                          "traversal program's whole run on it (--kernel, --variant), as the "
+                          "validation twins do; no trace is written")
+    p.add_argument("--kernel", choices=("bfs", "sssp", "cc", "pagerank"), default="bfs",
+                   help="with --graph: the traversal program (default bfs)")
+    p.add_argument("--variant", default="merged_aligned",
+                   help="with --graph: naive, merged, merged_aligned (default), chunked, balanced")
+    p.add_argument("--source", type=int, default=None,
+                   help="with --graph: BFS/SSSP source (default the lowest id with an edge)")
+    p.add_argument("--id-bytes", type=int, choices=(4, 8), default=8,
+                   help="with --graph: neighbour id width (default 8)")
+    p.add_argument("--load-ahead", type=int, choices=(1, 4), default=1,
+                   help="with --graph: the program's load-ahead (default 1)")
+    p.add_argument("--iterations", type=int, default=10,
+                   help="with --graph: PageRank's iterations (default 10)")
     p.add_argument("--mode", choices=MODES, default="zerocopy",
                    help="where the host arrays live and how they move (default zerocopy)")
     p.add_argument("--fidelity", choices=FIDELITIES, default="analytic",
@@ -92,7 +109,14 @@ def _predict(args) -> int:
     if args.regions:
         from hostlink.traces.store import load_regions
         trace_options["regions"] = load_regions(args.regions)
-    pred = predict(args.trace, system, mode=args.mode, fidelity=args.fidelity,
+    if args.graph:
+        source = _graph_workload(args, system)
+    else:
+        from hostlink.traces.workload_record import read_workload_record, traced_workload
+        record = read_workload_record(Path(args.trace))
+        source = (args.trace if record is None else
+                  traced_workload(args.trace, record, system, options, trace_options))
+    pred = predict(source, system, mode=args.mode, fidelity=args.fidelity,
                    coalesce_options=options, trace_options=trace_options)
     data = pred.to_dict()
     if args.out:
@@ -100,7 +124,7 @@ def _predict(args) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "prediction.json").write_text(pred.to_json() + "\n", encoding="utf-8")
         import pandas as pd
-        case = f"{Path(args.trace).name}:{args.mode}"
+        case = f"{Path(args.trace or args.graph).name}:{args.mode}"
         pd.DataFrame(pred.to_rows(run_id=f"predict-{system.name}", experiment="predict",
                                   case=case)).to_csv(out / "rows.csv", index=False)
         write_resolved(system, out / "system.toml")
@@ -115,6 +139,39 @@ def _predict(args) -> int:
     for key in ("outstanding_mean", "outstanding_peak", "read_amplification"):
         value = data[key]
         print(f"  {key}: {'n/a' if value is None else f'{value:.4g}'}")
+    _print_launches(pred)
     if args.out:
         print(f"  wrote {Path(args.out) / 'prediction.json'}, rows.csv, system.toml")
     return 0
+
+
+def _graph_workload(args, system):
+    """The traversal program's run on ``--graph`` (hostlink.traces.traversal)."""
+    from hostlink.traces.cli_gen import VARIANT_CHOICES, _default_source
+    from hostlink.traces.graphs import read_graph
+    from hostlink.traces.traversal import traversal_workload
+    from hostlink.model.errors import HostlinkError
+    if args.variant not in VARIANT_CHOICES:
+        raise HostlinkError(f"--variant {args.variant}: not one of {', '.join(VARIANT_CHOICES)}")
+    csr = read_graph(args.graph, id_bytes=args.id_bytes)
+    source = _default_source(csr) if args.source is None else args.source
+    if not 0 <= source < csr.num_vertices:
+        raise HostlinkError(f"--source {source}: the graph has {csr.num_vertices} vertices")
+    return traversal_workload(csr, args.kernel, args.variant, system.gpu, source=source,
+                              id_bytes=args.id_bytes, load_ahead=args.load_ahead,
+                              iterations=args.iterations)
+
+
+def _print_launches(pred) -> None:
+    """What bound each launch: a line per run of launches with the same bound."""
+    bounds = pred.extra.get("launch_bounds") or []
+    if len(bounds) < 2:
+        return
+    runs, start = [], 0
+    for i in range(1, len(bounds) + 1):
+        if i == len(bounds) or bounds[i] != bounds[start]:
+            runs.append((start, i - 1, bounds[start]))
+            start = i
+    shown = ", ".join(f"{a}" + (f"-{b}" if b > a else "") + f": {name}" for a, b, name in runs[:12])
+    more = f", ... ({len(runs) - 12} more runs)" if len(runs) > 12 else ""
+    print(f"  bound per launch: {shown}{more}")

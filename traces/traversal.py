@@ -1,0 +1,99 @@
+"""A traversal kernel's run on a graph as the GPU programs issue it: the workload to predict.
+
+:func:`traversal_workload` emulates one run of a kernel (BFS, SSSP, CC,
+PageRank) in one variant from one source (:mod:`hostlink.traces.emulator`),
+coalesces its memory trace through the GPU's caches
+(:func:`hostlink.traces.cache.host_read_cache`) and returns a
+:class:`~hostlink.model.workload.TraversalWorkload`: the request stream, the
+host requests a warp keeps in flight at the kernel's load-ahead
+(:func:`requests_ahead`), the program's host loop between launches
+(:mod:`hostlink.model.host_loop`) and the counts a report needs. Every command
+that predicts a traversal from a graph builds it here (``hostlink predict
+--graph``, the validation twins), so they predict the same run.
+
+Assumptions:
+- graphs of at most ``max_device_edges`` edges carry the kernel's device-array
+  accesses (vertex labels, offsets, atomics: :mod:`hostlink.traces.emulator.program`),
+  put in the kernel's issue order at its load-ahead with what each instruction
+  waits for (:mod:`hostlink.traces.emulator.issue_order`); larger graphs keep
+  the edge list's requests and one device request per dependent step of the
+  walk (:func:`hostlink.traces.emulator.visits.with_visit_skeleton`): the
+  accesses themselves would need about 14 times the requests.
+- device and migrated managed memory are cached alike, so one stream serves
+  every memory mode.
+- SSSP and CC launches run in waves of the GPU's resident warps
+  (:mod:`hostlink.traces.emulator.algorithms`).
+"""
+from __future__ import annotations
+
+from hostlink.model.geometry import SECTOR_B
+from hostlink.model.workload import TraversalWorkload
+
+#: Graphs up to this many edges carry their device-array accesses (the scale-14
+#: graphs at degree 16, not the scale-21 and -24 ones).
+DEFAULT_MAX_DEVICE_EDGES = 1 << 24
+#: An edge weight: uint32 (gpu_kernels/traversal/walk.cuh).
+WEIGHT_B = 4
+#: Edge loads the balanced walk keeps in flight, by load-ahead (the programs are built
+#: with 1 and 4): the SASS of walk<..., kBalanced, ...> on sm_90 waits for the first of
+#: its four windows' loads before it issues the fourth, for every kernel and id width
+#: (validation/results/h200/sass, ``hostlink validate sass``).
+BALANCED_LOADS_IN_FLIGHT = {1: 1, 4: 3}
+
+
+def requests_ahead(variant: str, load_ahead: int, id_bytes: int, weighted: bool = False) -> int:
+    """Host requests a warp of a traversal kernel keeps in flight at load-ahead
+    ``load_ahead`` (gpu_kernels/traversal/walk.cuh): the merged variants issue
+    ``load_ahead`` warp-wide trips, each of one line or more (and as many loads of
+    the weights where the kernel is ``weighted``), before the first use; the balanced
+    variant one window fewer at load-ahead 4 (:data:`BALANCED_LOADS_IN_FLIGHT`);
+    in the naive kernel a thread's ``load_ahead`` trips are consecutive elements of
+    its own list, which share one 32 B sector while ``load_ahead x id_bytes <= 32``:
+    the later loads wait on the first one's sector (an L1 hit in the stream), so
+    only ``ceil(load_ahead x id_bytes / 32)`` requests are in flight (and
+    ``ceil(load_ahead x WEIGHT_B / 32)`` of the weights)."""
+    if variant == "naive":
+        n = max(1, min(load_ahead, -(-load_ahead * id_bytes // SECTOR_B)))
+        return n + (max(1, min(load_ahead, -(-load_ahead * WEIGHT_B // SECTOR_B)))
+                    if weighted else 0)
+    if variant == "balanced":
+        load_ahead = BALANCED_LOADS_IN_FLIGHT.get(load_ahead, load_ahead)
+    return max(1, load_ahead) * (2 if weighted else 1)
+
+
+def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
+                       id_bytes: int = 8, load_ahead: int = 1, iterations: int = 10,
+                       max_device_edges: int = DEFAULT_MAX_DEVICE_EDGES) -> TraversalWorkload:
+    """One run of ``kernel`` (``variant``) on ``csr`` from ``source`` on a GPU ``gpu``
+    (its caches and resident warps), as a :class:`TraversalWorkload` (see the module
+    docstring). ``iterations``: PageRank's."""
+    from hostlink.traces.cache import CacheConfig, host_read_cache
+    from hostlink.traces.coalescer import coalesce
+    from hostlink.traces.emulator import emulate
+    from hostlink.traces.emulator.issue_order import issue_order, walk_waits
+    from hostlink.traces.emulator.program import program
+    from hostlink.traces.emulator.visits import with_visit_skeleton
+
+    host_cache = host_read_cache(gpu)
+    cache = host_cache if host_cache is not None else CacheConfig.from_gpu(gpu, l2=False)
+    resident = gpu.sm_count * gpu.max_warps_per_sm
+    with_device = csr.num_edges <= max_device_edges
+    kw = {"iterations": int(iterations)} if kernel == "pagerank" else {}
+    em = emulate(csr, kernel, variant, source=source, id_bytes=id_bytes, memory="zerocopy",
+                 include_device=with_device, resident_warps=resident, **kw)
+    edges = int(sum(int((csr.offsets[a + 1] - csr.offsets[a]).sum()) for a in em.active))
+    trace = em.trace()
+    if with_device:      # the kernel's order at its load-ahead, and its dependences
+        trace = issue_order(trace, program(kernel, id_bytes, True), load_ahead)
+    stream = coalesce(trace, cache=cache, cache_host=host_cache is not None,
+                      include_device=with_device)
+    if with_device:
+        stream = stream.with_waits(walk_waits(stream))
+    else:                # the walk's dependent device steps, one request each
+        stream = with_visit_skeleton(stream, em, load_ahead)
+    elem_B = id_bytes + (WEIGHT_B if kernel == "sssp" else 0)
+    return TraversalWorkload(
+        stream=stream, kernel=kernel, variant=variant,
+        loads_in_flight=requests_ahead(variant, load_ahead, id_bytes, weighted=kernel == "sssp"),
+        vertices=csr.num_vertices, edges_read=edges, iterations=len(em.active),
+        bytes_read_B=edges * elem_B)

@@ -1,0 +1,64 @@
+"""The traversal run a trace folder holds, recorded beside it as ``workload.toml``.
+
+``hostlink trace gen`` writes the program, variant, id width, source, load-ahead
+and the graph's vertex count next to the trace, so that ``hostlink predict
+--trace`` can time the trace as that program's whole run: its warps' loads in
+flight (:func:`hostlink.traces.traversal.requests_ahead`), its host loop between
+launches (:mod:`hostlink.model.host_loop`) and its launches back to back.
+A trace folder without the file is a plain trace.
+"""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import tomli_w
+
+from hostlink.model.errors import TraceError
+
+RECORD = "workload.toml"
+KEYS = {"kernel": str, "variant": str, "id_bytes": int, "source": int, "vertices": int,
+        "load_ahead": int}
+
+
+def write_workload_record(folder: Path, **values) -> Path:
+    """Write ``folder/workload.toml`` with the keys of :data:`KEYS`."""
+    missing = sorted(set(KEYS) - set(values))
+    if missing:
+        raise TraceError(f"workload record: missing {', '.join(missing)}")
+    path = Path(folder) / RECORD
+    path.write_text(tomli_w.dumps({"workload": {k: KEYS[k](values[k]) for k in KEYS}}))
+    return path
+
+
+def read_workload_record(folder: Path) -> dict | None:
+    """The record of a trace folder, or None where it has none."""
+    path = Path(folder) / RECORD
+    if not Path(folder).is_dir() or not path.is_file():
+        return None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8")).get("workload")
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise TraceError(f"{path}: not a workload record ({exc})") from None
+    if not isinstance(data, dict):
+        raise TraceError(f"{path}: missing section [workload]")
+    out = {}
+    for key, kind in KEYS.items():
+        if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
+            raise TraceError(f"{path}: 'workload.{key}' must be a {kind.__name__}")
+        out[key] = data[key]
+    return out
+
+
+def traced_workload(trace, record: dict, system, coalesce_options=None, trace_options=None):
+    """The trace folder ``trace`` as the traversal run ``record`` names (a
+    :class:`~hostlink.model.workload.TraversalWorkload`), coalesced for ``system``'s GPU."""
+    from hostlink.model.predict import as_stream
+    from hostlink.model.workload import TraversalWorkload
+    from hostlink.traces.traversal import requests_ahead
+    stream = as_stream(trace, coalesce_options, trace_options, gpu=system.gpu)
+    return TraversalWorkload(
+        stream=stream, kernel=record["kernel"], variant=record["variant"],
+        loads_in_flight=requests_ahead(record["variant"], record["load_ahead"],
+                                       record["id_bytes"], weighted=record["kernel"] == "sssp"),
+        vertices=record["vertices"])
