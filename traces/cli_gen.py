@@ -115,7 +115,15 @@ def _graph_convert(args) -> int:
 
 
 # ------------------------------------------------------------------- traces
+def _chunk_rows(text: str) -> int:
+    """``--chunk-rows``: at least the emulator's least chunk (imported only when given)."""
+    from hostlink.model.cli.argtypes import int_at_least
+    from hostlink.traces.emulator.core import MIN_CHUNK_ROWS
+    return int_at_least(MIN_CHUNK_ROWS)(text)
+
+
 def register_trace_commands(sub) -> None:
+    from hostlink.model.cli.argtypes import int_at_least
     gen = sub.add_parser("gen", help="emulate a traversal kernel and write its memory trace")
     gen.add_argument("--kernel", required=True, choices=KERNEL_CHOICES)
     gen.add_argument("--variant", required=True, choices=VARIANT_CHOICES)
@@ -127,13 +135,13 @@ def register_trace_commands(sub) -> None:
                      help="neighbour id width the kernel reads (default 4)")
     gen.add_argument("--memory", default="zerocopy",
                      help="memory mode of the edge list: zerocopy (default), uvm, device, ...")
-    gen.add_argument("--iterations", type=int, default=10, help="PageRank iterations (default 10)")
+    gen.add_argument("--iterations", type=int_at_least(1), default=10, help="PageRank iterations (default 10)")
     gen.add_argument("--include-device", action="store_true",
                      help="also trace the device-array accesses (offsets, labels, ...)")
     gen.add_argument("--format", choices=("store", "accelsim"), default="store",
                      help="binary store (default) or Accel-Sim traceg folder")
-    gen.add_argument("--chunk-rows", type=int, default=None,
-                     help="warp instructions per chunk (bounds memory)")
+    gen.add_argument("--chunk-rows", type=_chunk_rows, default=None,
+                     help="warp instructions per chunk, at least 64 (bounds memory)")
     gen.add_argument("--out", required=True, metavar="DIR")
     gen.add_argument("--overwrite", action="store_true", help="replace an existing store at DIR")
     gen.add_argument("--json", action="store_true", help="print a JSON summary")

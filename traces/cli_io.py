@@ -88,6 +88,7 @@ def _cmd_convert(args) -> int:
 
 
 def register_trace_commands(sub) -> None:
+    from hostlink.model.cli.argtypes import int_at_least
     p = sub.add_parser("stats", help="instructions, sectors and PCIe requests of a trace",
                        description="Summarise a trace (Accel-Sim folder or trace store).")
     p.add_argument("dir", metavar="DIR", help="Accel-Sim trace folder or trace store folder")
@@ -95,9 +96,9 @@ def register_trace_commands(sub) -> None:
     _add_source_args(p)
     p.add_argument("--l1-size", metavar="SIZE", help="L1 per SM, e.g. '128 KiB' (default: none)")
     p.add_argument("--l2-size", metavar="SIZE", help="L2 size, e.g. '6 MiB' (default: none)")
-    p.add_argument("--l1-ways", type=int, help="L1 associativity (default 4, an assumption)")
-    p.add_argument("--l2-ways", type=int, help="L2 associativity (default 16, an assumption)")
-    p.add_argument("--sm-count", type=int, default=1, help="SMs, for the per-SM L1 (default 1)")
+    p.add_argument("--l1-ways", type=int_at_least(1), help="L1 associativity (default 4, an assumption)")
+    p.add_argument("--l2-ways", type=int_at_least(1), help="L2 associativity (default 16, an assumption)")
+    p.add_argument("--sm-count", type=int_at_least(1), default=1, help="SMs, for the per-SM L1 (default 1)")
     p.add_argument("--cache-host", action="store_true",
                    help="let host-memory loads hit in the caches (default: they bypass them)")
     p.set_defaults(func=_cmd_stats)
@@ -109,7 +110,7 @@ def register_trace_commands(sub) -> None:
     p.add_argument("--to", choices=("store", "accelsim"),
                    help="output format (default: the other one)")
     _add_source_args(p)
-    p.add_argument("--chunk-insts", type=int, default=1 << 16,
+    p.add_argument("--chunk-insts", type=int_at_least(1), default=1 << 16,
                    help="rows per store chunk (default 65536)")
     p.add_argument("--compression", choices=("zstd", "lz4", "none"), default="zstd",
                    help="store chunk compression (default zstd)")
