@@ -1345,7 +1345,8 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
               skip: list[str] | None = None,
               max_requests: int = DEFAULT_MAX_REQUESTS, progress: bool = False,
               base_options: dict | None = None,
-              pool: list[str | Path] | None = None) -> Calibration:
+              pool: list[str | Path] | None = None,
+              overrides: list[str] | dict | None = None) -> Calibration:
     """Fit ``base_system`` (a SystemConfig, preset name or file) to a run's microbenchmarks.
 
     ``only``: the steps to run (default all); ``skip``: steps not to run (a run whose
@@ -1354,14 +1355,17 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
 
     ``base_options``: model options to start from (``{"uvm": {...}}``); by default
     those of the calibration record beside a calibrated TOML given as ``base_system``
-    (``calibration.json``, key ``model_options``), else none."""
-    from hostlink.model.config import load_any_system
+    (``calibration.json``, key ``model_options``), else none. ``overrides``
+    (``["link.rtt_ns=1.2us", ...]`` or a dict) change the base system's keys."""
+    from hostlink.model.config import load_any_system, system_with
 
     base_chain = [] if hasattr(base_system, "link") else chain_beside(base_system)
     if base_options is None and not hasattr(base_system, "link"):
         base_options = options_beside(base_system)
     if not hasattr(base_system, "link"):
-        base_system = load_any_system(str(base_system))
+        base_system = load_any_system(str(base_system), overrides or None)
+    elif overrides:
+        base_system = system_with(base_system, overrides)
     if fidelity not in ("des", "analytic"):
         raise CalibrationError(f"fidelity must be 'des' or 'analytic', not '{fidelity}'")
     run = load_run(results_dir)
