@@ -1,5 +1,33 @@
-"""``hostlink run``: the main job (what ``make run`` runs)."""
+"""``hostlink run``: the main job (what ``make run`` runs).
+
+``--sweep FILE`` runs another sweep through the main job's report, which needs
+that sweep's shape: graph traversals (its rows carry run times, request
+counts and a kernel variant) in zero-copy and at least one UVM mode (the
+report sets the two side by side). The shape is checked on the sweep's points
+before anything is computed; a sweep of another shape is refused with one line
+that names ``hostlink sweep``, which runs any sweep.
+"""
 from __future__ import annotations
+
+MAIN_MODES = ("zerocopy",)                        # one of these ...
+UVM_MODES = ("uvm", "uvm_readmostly", "uvm_accessedby")   # ... and one of these
+
+
+def check_main_shape(spec) -> None:
+    """Raise a ConfigError unless every point of ``spec`` fits the main job's report."""
+    from hostlink.model.errors import ConfigError
+    kinds, modes = set(), set()
+    for point in spec.points():
+        kinds.add(point.workload.get("kind"))
+        modes.add(point.workload.get("mode", "zerocopy"))
+    hint = f"(run it with: hostlink sweep {spec.path} --out DIR)"
+    if kinds != {"graph"}:
+        raise ConfigError(f"{spec.path}: hostlink run reports graph traversals "
+                          f"(workload.kind = \"graph\"), this sweep runs "
+                          f"{', '.join(sorted(map(str, kinds)))} {hint}")
+    if not modes & set(MAIN_MODES) or not modes & set(UVM_MODES):
+        raise ConfigError(f"{spec.path}: hostlink run sets zero-copy beside UVM and needs both "
+                          f"among workload.mode, this sweep has {', '.join(sorted(modes))} {hint}")
 
 
 def register(subparsers) -> None:
@@ -17,6 +45,8 @@ def _run(args) -> int:
     from rich.table import Table
 
     from hostlink.model.mainjob import MAIN_SWEEP, bandwidth_table, run_main_job
+    from hostlink.model.sweep import load_sweep
+    check_main_shape(load_sweep(args.sweep or MAIN_SWEEP))
     result = run_main_job(args.out, jobs=args.jobs, progress=not args.quiet,
                           sweep_file=args.sweep or MAIN_SWEEP)
     console = Console()
