@@ -116,8 +116,11 @@ def as_stream(source, coalesce_options: dict | None = None,
     if isinstance(source, WarpTrace):
         return coalesce(source, **opts)
     if isinstance(source, (str, Path)):
+        from hostlink.traces.folder_regions import with_folder_regions
         from hostlink.traces.store import open_trace
-        return coalesce(open_trace(Path(source), **(trace_options or {})), **opts)
+        topts = dict(trace_options or {})
+        topts["regions"] = with_folder_regions(source, topts.get("regions"))  # its regions.toml
+        return coalesce(open_trace(Path(source), **topts), **opts)
     raise HostlinkError(f"cannot predict from a {type(source).__name__}: give a RequestStream, "
                         "a WarpTrace or a trace folder")
 

@@ -23,9 +23,10 @@ import sys
 import time
 from pathlib import Path
 
+from hostlink.traces.folder_regions import REGIONS_FILE
+
 KERNEL_CHOICES = ("bfs", "sssp", "cc", "pagerank")
 VARIANT_CHOICES = ("naive", "merged", "merged_aligned", "chunked", "balanced")
-REGIONS_FILE = "regions.toml"
 
 
 # ------------------------------------------------------------------- graphs

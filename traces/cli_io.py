@@ -38,9 +38,11 @@ def _add_source_args(p) -> None:
 
 
 def _open(args, path):
+    from hostlink.traces.folder_regions import with_folder_regions
     from hostlink.traces.store import load_regions, open_trace
     regions = load_regions(args.regions) if args.regions else None
-    return open_trace(path, regions=regions, memcpy_location=args.memcpy_location)
+    return open_trace(path, regions=with_folder_regions(path, regions),
+                      memcpy_location=args.memcpy_location)
 
 
 def _cmd_stats(args) -> int:

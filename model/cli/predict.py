@@ -92,6 +92,11 @@ def _predict(args) -> int:
         trace_options["regions"] = load_regions(args.regions)
     pred = predict(args.trace, system, mode=args.mode, fidelity=args.fidelity,
                    coalesce_options=options, trace_options=trace_options)
+    if args.mode != "device" and pred.requested_B == 0:
+        from hostlink.model.cli.notes import trace_reads_no_host, warn
+        why = trace_reads_no_host(args.trace, trace_options.get("regions"), args.memcpy_location)
+        warn(f"{args.trace}: " + (why or "no access of the trace falls in its host regions; "
+                                  "nothing is read from the host") + ", so the link moves 0 B")
     data = pred.to_dict()
     if args.out:
         out = Path(args.out)

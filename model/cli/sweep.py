@@ -9,6 +9,8 @@ folder stays the record.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 PLOT_KINDS = ("bw-vs-size", "bw-vs-gen", "bw-vs-tags", "bw-vs-rtt", "zerocopy-vs-uvm",
               "predicted-vs-measured")
 
@@ -73,6 +75,7 @@ def _sweep(args) -> int:
         if len(resolved) > 5:
             print(f"  ... {len(resolved) - 5} more")
         return 0
+    _warn_traces_without_host(spec)
     report = run_sweep(spec, args.out, jobs=args.jobs, dask=args.dask,
                        batch_size=args.batch_size,
                        progress=not args.quiet and sys.stderr.isatty())
@@ -81,6 +84,25 @@ def _sweep(args) -> int:
         rows = export_csv(args.out, args.csv, experiment=spec.name)
         print(f"wrote {rows} rows to {args.csv}")
     return 0
+
+
+def _warn_traces_without_host(spec) -> None:
+    """A warning for each trace workload of ``spec`` that reads nothing from the host."""
+    from hostlink.model.cli.notes import trace_reads_no_host, warn
+    from hostlink.traces.store import load_regions
+    seen = set()
+    for point in spec.points():
+        w = point.workload
+        key = (w.get("path"), w.get("regions"), w.get("memcpy_location", "host"))
+        if w.get("kind") != "trace" or w.get("mode") == "device" or key in seen:
+            continue
+        seen.add(key)
+        path, regions, location = key
+        if path is None or not Path(path).exists():
+            continue          # the sweep's own check names it
+        why = trace_reads_no_host(path, load_regions(regions) if regions else None, location)
+        if why:
+            warn(f"{spec.path}: trace {path}: {why}; its points predict 0 GB/s")
 
 
 def export_csv(results, csv, *, experiment: str | None = None, long: bool = False) -> int:
