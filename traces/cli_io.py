@@ -3,7 +3,10 @@
 - ``hostlink trace stats DIR [--json]``: DIR is an Accel-Sim trace folder or a
   trace store (told apart by what they hold); prints instructions by
   operation and space, sectors, host read requests by size, useful and
-  requested bytes (:mod:`hostlink.traces.stats`).
+  requested bytes (:mod:`hostlink.traces.stats`), and what the requests were
+  counted after (``counted``): before any cache by default, or with
+  ``--system NAME`` through that GPU's L1 as ``hostlink predict`` counts
+  them by default, so the two agree.
 - ``hostlink trace convert SRC DST``: Accel-Sim folder to store, or store to
   Accel-Sim folder (``--to`` picks; default: the other format).
 
@@ -30,6 +33,10 @@ def _size(text: str) -> int:
     return int(value)
 
 
+COUNTED_RAW = ("before any cache; hostlink predict filters them through the GPU's L1 by "
+               "default: --system NAME counts as it does")
+
+
 def _add_source_args(p) -> None:
     p.add_argument("--regions", metavar="FILE",
                    help="regions TOML naming host and device address ranges")
@@ -53,14 +60,32 @@ def _cmd_stats(args) -> int:
     cache = None
     l1 = _size(args.l1_size) if args.l1_size else 0
     l2 = _size(args.l2_size) if args.l2_size else 0
-    if l1 or l2:
+    counted = COUNTED_RAW
+    if args.system:
+        if l1 or l2 or args.cache_host:
+            raise ConfigError("--system counts through that GPU's caches: give it or "
+                              "--l1-size/--l2-size/--cache-host, not both")
+        from hostlink.model.config import load_any_system
+        from hostlink.traces.cache import host_read_cache
+        system = load_any_system(args.system)
+        cache = host_read_cache(system.gpu)   # what hostlink predict applies by default
+        args.cache_host = cache is not None
+        counted = (f"after the L1 of {system.gpu.name} ({system.name}), as hostlink predict "
+                   "counts them" if cache is not None else
+                   f"no cache ({system.gpu.name} does not cache host reads), as hostlink "
+                   "predict counts them")
+    elif l1 or l2:
         cache = CacheConfig(l1_size_B=l1, l2_size_B=l2, sm_count=args.sm_count,
                             **({"l1_ways": args.l1_ways} if args.l1_ways else {}),
                             **({"l2_ways": args.l2_ways} if args.l2_ways else {}))
     elif args.cache_host:
         raise ConfigError("--cache-host needs a cache: give --l1-size and/or --l2-size")
+    if cache is not None and not args.system:
+        counted = (f"after the caches given (L1 {l1} B per SM, L2 {l2} B"
+                   f"{', host reads cached' if args.cache_host else ', host reads bypass them'})")
     stats = trace_stats(trace, cache=cache, cache_host=args.cache_host)
-    stats = {"source": str(args.dir), "format": trace_format(args.dir), **stats}
+    stats = {"source": str(args.dir), "format": trace_format(args.dir), "counted": counted,
+             **stats}
     if args.json:
         sys.stdout.write(json.dumps(stats, indent=2) + "\n")
     else:
@@ -96,6 +121,9 @@ def register_trace_commands(sub) -> None:
     p.add_argument("dir", metavar="DIR", help="Accel-Sim trace folder or trace store folder")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     _add_source_args(p)
+    p.add_argument("--system", metavar="NAME_OR_TOML",
+                   help="count host reads as hostlink predict does on this system (through "
+                        "its GPU's L1); default: before any cache")
     p.add_argument("--l1-size", metavar="SIZE", help="L1 per SM, e.g. '128 KiB' (default: none)")
     p.add_argument("--l2-size", metavar="SIZE", help="L2 size, e.g. '6 MiB' (default: none)")
     p.add_argument("--l1-ways", type=int_at_least(1), help="L1 associativity (default 4, an assumption)")

@@ -66,6 +66,19 @@ def _cache_config(system, args):
     return CacheConfig.from_gpu(system.gpu)
 
 
+def _counted(system, args) -> str:
+    """What the host read requests were counted after (trace stats counts before any cache)."""
+    if args.no_caches:
+        return "no caches (as trace stats counts by default)"
+    if args.caches:
+        return "after the L1 and L2" + (", host reads cached" if args.cache_host else "")
+    from hostlink.traces.cache import host_read_cache
+    if host_read_cache(system.gpu) is None:
+        return "no caches (the GPU does not cache host reads)"
+    return (f"after the L1 of {system.gpu.name} (trace stats --system {system.name} counts "
+            "the same; --no-caches: before it)")
+
+
 def _predict(args) -> int:
     import json
     from pathlib import Path
@@ -114,7 +127,7 @@ def _predict(args) -> int:
           f"{pred.launches} launch(es), bound: {pred.bound}")
     print(f"  bandwidth: {pred.bw_GBps:.3f} GB/s useful, {pred.link_bw_GBps:.3f} GB/s over the link")
     sizes = ", ".join(f"{k} B: {v}" for k, v in sorted(pred.requests_by_size_B.items())) or "none"
-    print(f"  host read requests: {pred.requests} ({sizes})")
+    print(f"  host read requests: {pred.requests} ({sizes}), {_counted(system, args)}")
     for key in ("outstanding_mean", "outstanding_peak", "read_amplification"):
         value = data[key]
         print(f"  {key}: {'n/a' if value is None else f'{value:.4g}'}")
