@@ -49,7 +49,8 @@ mode's launch then takes at least its CTAs' dispatch and the launch's own time
 requests are served by device memory (the analytic bound is bandwidth and
 latency as above; the DES runs the stream with every request on the device path).
 
-Assumptions: compute between memory instructions is free; launches run one
+Assumptions: compute between memory instructions is free beyond the issue of every warp
+instruction (:mod:`hostlink.model.compute`, the bound ``compute``); launches run one
 after another; the analytic critical path ignores queueing.
 
 A stream's own counts and its engine runs are kept with the stream
@@ -523,6 +524,10 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
     kernel_ns = np.asarray(part["kernel_ns"], dtype=np.float64)
     if len(kernel_ns) < n:
         kernel_ns = np.pad(kernel_ns, (0, n - len(kernel_ns)))
+    from hostlink.model.compute import BOUND as ISSUE_BOUND, apply_issue_floor
+    kernel_ns, issue = apply_issue_floor(kernel_ns, stream, system.gpu)
+    if issue["binds"]:  # compute (instruction issue), not memory, sets the time
+        part["bound"] = ISSUE_BOUND
     kernel_ns, floor_bound = launch_floor(kernel_ns, stream, system)
     if floor_bound:
         part["bound"] = "cta_dispatch"
@@ -538,7 +543,8 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
         bound = "launch_overhead"
     uniq = common["unique_useful_B"]
     extra = dict(part.get("extra", {}))
-    extra.update({"unique_useful_B": uniq, "launches": n, "overhead_s": float(gaps.sum()) * 1e-9})
+    extra.update({"unique_useful_B": uniq, "launches": n, "overhead_s": float(gaps.sum()) * 1e-9,
+                  "issue": issue})
     return Prediction(
         mode=mode, fidelity=fidelity, system=system.name, time_s=total_s,
         bw_GBps=common["useful_B"] / total_s * 1e-9 if total_s > 0 else 0.0,

@@ -128,6 +128,10 @@ def _predict(args) -> int:
     print(f"  bandwidth: {pred.bw_GBps:.3f} GB/s useful, {pred.link_bw_GBps:.3f} GB/s over the link")
     sizes = ", ".join(f"{k} B: {v}" for k, v in sorted(pred.requests_by_size_B.items())) or "none"
     print(f"  host read requests: {pred.requests} ({sizes}), {_counted(system, args)}")
+    issue = pred.extra.get("issue") or {}
+    if issue.get("launches"):
+        print(f"  compute: instruction issue, not memory, sets {issue['launches']} of "
+              f"{pred.launches} launch(es) (issue floor {issue['floor_s'] * 1e6:.4g} us in all)")
     for key in ("outstanding_mean", "outstanding_peak", "read_amplification"):
         value = data[key]
         print(f"  {key}: {'n/a' if value is None else f'{value:.4g}'}")
