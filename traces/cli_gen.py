@@ -73,11 +73,14 @@ def _print(obj: dict, as_json: bool) -> None:
 def _graph_gen(args) -> int:
     from hostlink.traces.graphs import DEFAULT_SEED, generate, write_bel
     seed = DEFAULT_SEED if args.seed is None else args.seed
+    from hostlink.model.cli.progress import step
     t0 = time.perf_counter()
-    csr = generate(args.kind, args.scale, args.degree, seed, weighted=not args.no_weights,
-                   name=Path(args.out).name)
+    with step(f"generating {args.kind} graph, scale {args.scale}"):
+        csr = generate(args.kind, args.scale, args.degree, seed, weighted=not args.no_weights,
+                       name=Path(args.out).name)
     gen_s = time.perf_counter() - t0
-    paths = write_bel(csr, args.out)
+    with step(f"writing {args.out}"):
+        paths = write_bel(csr, args.out)
     stats = csr.degree_stats()
     stats.update(seed=seed, generate_s=round(gen_s, 3),
                  files=[str(p) for p in paths.values()])
@@ -186,17 +189,24 @@ def write_trace(trace, out: Path, fmt: str, *, overwrite: bool = False) -> list[
 
 
 def _trace_gen(args) -> int:
+    from hostlink.model.cli.progress import note_first_compile, step
     from hostlink.traces.emulator import DEFAULT_CHUNK_ROWS, emulate
     from hostlink.traces.graphs import read_graph
     t0 = time.perf_counter()
-    csr = read_graph(args.graph, id_bytes=args.id_bytes)
+    note_first_compile()
+    with step(f"reading graph {args.graph}"):
+        csr = read_graph(args.graph, id_bytes=args.id_bytes)
     source = _default_source(csr) if args.source is None else args.source
-    emu = emulate(csr, args.kernel, args.variant, source=source, id_bytes=args.id_bytes,
-                  memory=args.memory, include_device=args.include_device,
-                  iterations=args.iterations,
-                  chunk_rows=args.chunk_rows or DEFAULT_CHUNK_ROWS)
-    written = write_trace(emu.trace(), Path(args.out), args.format, overwrite=args.overwrite)
-    requests = emu.requests()
+    with step(f"emulating {args.kernel} ({args.variant}) on {csr.num_vertices:,} vertices"):
+        emu = emulate(csr, args.kernel, args.variant, source=source, id_bytes=args.id_bytes,
+                      memory=args.memory, include_device=args.include_device,
+                      iterations=args.iterations,
+                      chunk_rows=args.chunk_rows or DEFAULT_CHUNK_ROWS)
+    with step(f"writing the trace to {args.out}"):
+        written = write_trace(emu.trace(), Path(args.out), args.format,
+                              overwrite=args.overwrite)
+    with step("counting host requests"):
+        requests = emu.requests()
     summary = {
         "kernel": args.kernel, "variant": args.variant, "graph": csr.name,
         "vertices": csr.num_vertices, "edges": csr.num_edges, "source": source,

@@ -83,7 +83,10 @@ def _cmd_stats(args) -> int:
     if cache is not None and not args.system:
         counted = (f"after the caches given (L1 {l1} B per SM, L2 {l2} B"
                    f"{', host reads cached' if args.cache_host else ', host reads bypass them'})")
-    stats = trace_stats(trace, cache=cache, cache_host=args.cache_host)
+    from hostlink.model.cli.progress import note_first_compile, step
+    note_first_compile()
+    with step(f"reading and coalescing {args.dir}"):
+        stats = trace_stats(trace, cache=cache, cache_host=args.cache_host)
     stats = {"source": str(args.dir), "format": trace_format(args.dir), "counted": counted,
              **stats}
     if args.json:

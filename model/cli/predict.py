@@ -103,8 +103,11 @@ def _predict(args) -> int:
     if args.regions:
         from hostlink.traces.store import load_regions
         trace_options["regions"] = load_regions(args.regions)
-    pred = predict(args.trace, system, mode=args.mode, fidelity=args.fidelity,
-                   coalesce_options=options, trace_options=trace_options)
+    from hostlink.model.cli.progress import note_first_compile, step
+    note_first_compile()
+    with step(f"coalescing {args.trace} and predicting ({args.fidelity})"):
+        pred = predict(args.trace, system, mode=args.mode, fidelity=args.fidelity,
+                       coalesce_options=options, trace_options=trace_options)
     if args.mode != "device" and pred.requested_B == 0:
         from hostlink.model.cli.notes import trace_reads_no_host, warn
         why = trace_reads_no_host(args.trace, trace_options.get("regions"), args.memcpy_location)

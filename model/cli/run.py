@@ -46,8 +46,10 @@ def _run(args) -> int:
 
     from hostlink.model.mainjob import MAIN_SWEEP, bandwidth_table, run_main_job
     from hostlink.model.sweep import load_sweep
+    from hostlink.model.cli.progress import enabled, note_first_compile
     check_main_shape(load_sweep(args.sweep or MAIN_SWEEP))
-    result = run_main_job(args.out, jobs=args.jobs, progress=not args.quiet,
+    note_first_compile(quiet=args.quiet)
+    result = run_main_job(args.out, jobs=args.jobs, progress=enabled(args.quiet),
                           sweep_file=args.sweep or MAIN_SWEEP)
     console = Console()
     bw = bandwidth_table(result.summary)

@@ -76,6 +76,8 @@ def _sweep(args) -> int:
             print(f"  ... {len(resolved) - 5} more")
         return 0
     _warn_traces_without_host(spec)
+    from hostlink.model.cli.progress import note_first_compile
+    note_first_compile(quiet=args.quiet)
     report = run_sweep(spec, args.out, jobs=args.jobs, dask=args.dask,
                        batch_size=args.batch_size,
                        progress=not args.quiet and sys.stderr.isatty())
