@@ -115,8 +115,7 @@ def _params(args) -> tuple[dict, dict]:
     given = {k: getattr(args, k) for k in _LINK_FLAGS if getattr(args, k) is not None}
     if args.system:
         from hostlink.model.analytic import system_params
-        from hostlink.model.config import load_any_system
-        from hostlink.model.config import system_with
+        from hostlink.model.config import load_any_system, system_with
         overrides = {_LINK_FLAGS[k][0]: v for k, v in given.items()}
         if args.ecrc:
             overrides["link.ecrc"] = True

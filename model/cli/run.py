@@ -2,20 +2,19 @@
 
 ``--sweep FILE`` runs another sweep through the main job's report, which needs
 that sweep's shape: graph traversals (its rows carry run times, request
-counts and a kernel variant) in zero-copy and at least one UVM mode (the
-report sets the two side by side). The shape is checked on the sweep's points
+counts and a kernel variant) in the report's two memory modes, zerocopy and
+uvm (it sets the two side by side). The shape is checked on the sweep's points
 before anything is computed; a sweep of another shape is refused with one line
 that names ``hostlink sweep``, which runs any sweep.
 """
 from __future__ import annotations
 
-MAIN_MODES = ("zerocopy",)                        # one of these ...
-UVM_MODES = ("uvm", "uvm_readmostly", "uvm_accessedby")   # ... and one of these
-
 
 def check_main_shape(spec) -> None:
-    """Raise a ConfigError unless every point of ``spec`` fits the main job's report."""
+    """Raise a ConfigError unless every point of ``spec`` fits the main job's report:
+    graph traversals in exactly the report's memory modes (zero-copy and UVM)."""
     from hostlink.model.errors import ConfigError
+    from hostlink.model.mainjob import MODE_ORDER
     kinds, modes = set(), set()
     for point in spec.points():
         kinds.add(point.workload.get("kind"))
@@ -25,9 +24,10 @@ def check_main_shape(spec) -> None:
         raise ConfigError(f"{spec.path}: hostlink run reports graph traversals "
                           f"(workload.kind = \"graph\"), this sweep runs "
                           f"{', '.join(sorted(map(str, kinds)))} {hint}")
-    if not modes & set(MAIN_MODES) or not modes & set(UVM_MODES):
-        raise ConfigError(f"{spec.path}: hostlink run sets zero-copy beside UVM and needs both "
-                          f"among workload.mode, this sweep has {', '.join(sorted(modes))} {hint}")
+    if modes != set(MODE_ORDER):
+        raise ConfigError(f"{spec.path}: hostlink run sets {' beside '.join(MODE_ORDER)} and "
+                          f"needs workload.mode to take these, this sweep has "
+                          f"{', '.join(sorted(modes))} {hint}")
 
 
 def register(subparsers) -> None:

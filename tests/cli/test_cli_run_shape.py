@@ -34,14 +34,16 @@ def test_a_sizes_sweep_is_refused_before_anything_runs(tmp_path, capsys, repo):
 
 
 @pytest.mark.parametrize("modes, ok", [('"zerocopy"', False), ('"uvm"', False),
-                                       ('"zerocopy", "uvm_readmostly"', True)])
+                                       ('"zerocopy", "uvm_readmostly"', False),
+                                       ('"zerocopy", "uvm", "device"', False),
+                                       ('"uvm", "zerocopy"', True)])
 def test_the_report_needs_zero_copy_beside_uvm(tmp_path, modes, ok):
     path = tmp_path / "s.toml"
     path.write_text(GRAPH_SWEEP.format(modes=modes), encoding="utf-8")
     if ok:
         check_main_shape(load_sweep(path))
     else:
-        with pytest.raises(ConfigError, match="zero-copy beside UVM"):
+        with pytest.raises(ConfigError, match="zerocopy beside uvm"):
             check_main_shape(load_sweep(path))
 
 
