@@ -71,9 +71,9 @@ def _print(obj: dict, as_json: bool) -> None:
 
 
 def _graph_gen(args) -> int:
+    from hostlink.model.cli.progress import step
     from hostlink.traces.graphs import DEFAULT_SEED, generate, write_bel
     seed = DEFAULT_SEED if args.seed is None else args.seed
-    from hostlink.model.cli.progress import step
     t0 = time.perf_counter()
     with step(f"generating {args.kind} graph, scale {args.scale}"):
         csr = generate(args.kind, args.scale, args.degree, seed, weighted=not args.no_weights,
@@ -139,7 +139,8 @@ def register_trace_commands(sub) -> None:
                      help="neighbour id width the kernel reads (default 4)")
     gen.add_argument("--memory", default="zerocopy",
                      help="memory mode of the edge list: zerocopy (default), uvm, device, ...")
-    gen.add_argument("--iterations", type=int_at_least(1), default=10, help="PageRank iterations (default 10)")
+    gen.add_argument("--iterations", type=int_at_least(1), default=10,
+                     help="PageRank iterations (default 10)")
     gen.add_argument("--include-device", action="store_true",
                      help="also trace the device-array accesses (offsets, labels, ...)")
     gen.add_argument("--format", choices=("store", "accelsim"), default="store",

@@ -61,6 +61,7 @@ def _cmd_stats(args) -> int:
     l1 = _size(args.l1_size) if args.l1_size else 0
     l2 = _size(args.l2_size) if args.l2_size else 0
     counted = COUNTED_RAW
+    cache_host = args.cache_host
     if args.system:
         if l1 or l2 or args.cache_host:
             raise ConfigError("--system counts through that GPU's caches: give it or "
@@ -69,7 +70,7 @@ def _cmd_stats(args) -> int:
         from hostlink.traces.cache import host_read_cache
         system = load_any_system(args.system)
         cache = host_read_cache(system.gpu)   # what hostlink predict applies by default
-        args.cache_host = cache is not None
+        cache_host = cache is not None
         counted = (f"after the L1 of {system.gpu.name} ({system.name}), as hostlink predict "
                    "counts them" if cache is not None else
                    f"no cache ({system.gpu.name} does not cache host reads), as hostlink "
@@ -82,11 +83,11 @@ def _cmd_stats(args) -> int:
         raise ConfigError("--cache-host needs a cache: give --l1-size and/or --l2-size")
     if cache is not None and not args.system:
         counted = (f"after the caches given (L1 {l1} B per SM, L2 {l2} B"
-                   f"{', host reads cached' if args.cache_host else ', host reads bypass them'})")
+                   f"{', host reads cached' if cache_host else ', host reads bypass them'})")
     from hostlink.model.cli.progress import note_first_compile, step
     note_first_compile()
     with step(f"reading and coalescing {args.dir}"):
-        stats = trace_stats(trace, cache=cache, cache_host=args.cache_host)
+        stats = trace_stats(trace, cache=cache, cache_host=cache_host)
     stats = {"source": str(args.dir), "format": trace_format(args.dir), "counted": counted,
              **stats}
     if args.json:
@@ -129,9 +130,12 @@ def register_trace_commands(sub) -> None:
                         "its GPU's L1); default: before any cache")
     p.add_argument("--l1-size", metavar="SIZE", help="L1 per SM, e.g. '128 KiB' (default: none)")
     p.add_argument("--l2-size", metavar="SIZE", help="L2 size, e.g. '6 MiB' (default: none)")
-    p.add_argument("--l1-ways", type=int_at_least(1), help="L1 associativity (default 4, an assumption)")
-    p.add_argument("--l2-ways", type=int_at_least(1), help="L2 associativity (default 16, an assumption)")
-    p.add_argument("--sm-count", type=int_at_least(1), default=1, help="SMs, for the per-SM L1 (default 1)")
+    p.add_argument("--l1-ways", type=int_at_least(1),
+                   help="L1 associativity (default 4, an assumption)")
+    p.add_argument("--l2-ways", type=int_at_least(1),
+                   help="L2 associativity (default 16, an assumption)")
+    p.add_argument("--sm-count", type=int_at_least(1), default=1,
+                   help="SMs, for the per-SM L1 (default 1)")
     p.add_argument("--cache-host", action="store_true",
                    help="let host-memory loads hit in the caches (default: they bypass them)")
     p.set_defaults(func=_cmd_stats)

@@ -110,7 +110,6 @@ def _warn_traces_without_host(spec) -> None:
 def export_csv(results, csv, *, experiment: str | None = None, long: bool = False) -> int:
     """Write a results folder's rows to ``csv`` (a path, or '-' for stdout); the row count."""
     import sys
-    from pathlib import Path
 
     from hostlink.model.errors import HostlinkError
     from hostlink.model.sweep import load_results
