@@ -68,13 +68,15 @@ def _cmd_stats(args) -> int:
                               "--l1-size/--l2-size/--cache-host, not both")
         from hostlink.model.config import load_any_system
         from hostlink.traces.cache import host_read_cache
-        system = load_any_system(args.system)
+        system = load_any_system(args.system, args.overrides)
         cache = host_read_cache(system.gpu)   # what hostlink predict applies by default
         cache_host = cache is not None
         counted = (f"after the L1 of {system.gpu.name} ({system.name}), as hostlink predict "
                    "counts them" if cache is not None else
                    f"no cache ({system.gpu.name} does not cache host reads), as hostlink "
                    "predict counts them")
+    elif args.overrides:
+        raise ConfigError("--set overrides a system's keys: give --system NAME too")
     elif l1 or l2:
         cache = CacheConfig(l1_size_B=l1, l2_size_B=l2, sm_count=args.sm_count,
                             **({"l1_ways": args.l1_ways} if args.l1_ways else {}),
@@ -128,6 +130,9 @@ def register_trace_commands(sub) -> None:
     p.add_argument("--system", metavar="NAME_OR_TOML",
                    help="count host reads as hostlink predict does on this system (through "
                         "its GPU's L1); default: before any cache")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="with --system, override a system key, e.g. --set gpu.l1_B=65536 "
+                        "(repeatable)")
     p.add_argument("--l1-size", metavar="SIZE", help="L1 per SM, e.g. '128 KiB' (default: none)")
     p.add_argument("--l2-size", metavar="SIZE", help="L2 size, e.g. '6 MiB' (default: none)")
     p.add_argument("--l1-ways", type=int_at_least(1),

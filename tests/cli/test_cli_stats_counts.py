@@ -44,3 +44,13 @@ def test_both_print_what_they_count(capsys):
     line = [ln for ln in capsys.readouterr().out.splitlines() if "host read requests" in ln][0]
     assert "after the L1 of" in line and "trace stats --system h200-pcie5" in line
     assert main(["trace", "stats", str(BFS), "--system", "h200-pcie5", "--l1-size", "1KiB"]) == 2
+
+
+def test_stats_take_set_with_a_system(capsys):
+    full = _json(capsys, ["trace", "stats", str(BFS), *SOURCE, "--system", "h200-pcie5"])
+    # host reads cached nowhere: the L1 filters none of them
+    bare = _json(capsys, ["trace", "stats", str(BFS), *SOURCE, "--system", "h200-pcie5",
+                          "--set", "gpu.caches_host_reads=false"])
+    raw = _json(capsys, ["trace", "stats", str(BFS), *SOURCE])
+    assert bare["host_read_requests"] == raw["host_read_requests"] > full["host_read_requests"]
+    assert main(["trace", "stats", str(BFS), "--set", "gpu.l1_B=1024"]) == 2
