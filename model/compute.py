@@ -43,9 +43,12 @@ class IssueCounter:
     # Specifications per Compute Capability": maximum number of threads per block)
     _CTA_SHIFT, _LAUNCH_SHIFT = 6, 38
 
+    COMPACT_KEYS = 1 << 20        # per-chunk counts kept before they are merged
+
     def __init__(self) -> None:
         self._keys: list[np.ndarray] = []
         self._counts: list[np.ndarray] = []
+        self._pending = 0
 
     def add(self, launch: np.ndarray, cta: np.ndarray, warp: np.ndarray) -> None:
         """Count one chunk's instructions (one row each) by launch, CTA and warp in the CTA."""
@@ -56,6 +59,16 @@ class IssueCounter:
         uniq, counts = np.unique(key, return_counts=True)
         self._keys.append(uniq)
         self._counts.append(counts)
+        self._pending += len(uniq)
+        if self._pending > self.COMPACT_KEYS:   # memory bounded by the distinct warps
+            self._compact()
+
+    def _compact(self) -> None:
+        keys, inverse = np.unique(np.concatenate(self._keys), return_inverse=True)
+        counts = np.bincount(inverse.reshape(-1), weights=np.concatenate(self._counts),
+                             minlength=len(keys)).astype(np.int64)
+        self._keys, self._counts = [keys], [counts]
+        self._pending = len(keys)
 
     def per_launch(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """(warp instructions, those of the longest warp) for launches 0..n-1."""
@@ -63,9 +76,8 @@ class IssueCounter:
         longest = np.zeros(n, dtype=np.int64)
         if not self._keys:
             return total, longest
-        keys, inverse = np.unique(np.concatenate(self._keys), return_inverse=True)
-        per_warp = np.bincount(inverse.reshape(-1), weights=np.concatenate(self._counts),
-                               minlength=len(keys)).astype(np.int64)
+        self._compact()
+        keys, per_warp = self._keys[0], self._counts[0]
         launch = keys >> self._LAUNCH_SHIFT
         inside = launch < n
         np.add.at(total, launch[inside], per_warp[inside])

@@ -36,6 +36,21 @@ def test_counter_sums_a_warp_split_over_chunks():
     assert longest.tolist() == [3, 1]      # launch 0, CTA 0, warp 0: one row then two
 
 
+def test_counter_compacts_without_changing_counts(monkeypatch):
+    monkeypatch.setattr(IssueCounter, "COMPACT_KEYS", 3)
+    rng = np.random.default_rng(5)
+    launch, cta, warp = (rng.integers(0, k, 2000) for k in (3, 7, 4))
+    c = IssueCounter()
+    for start in range(0, 2000, 100):
+        c.add(launch[start:start + 100], cta[start:start + 100], warp[start:start + 100])
+    total, longest = c.per_launch(3)
+    assert total.tolist() == np.bincount(launch, minlength=3).tolist()
+    for k in range(3):
+        sel = launch == k
+        pairs = cta[sel] * 4 + warp[sel]
+        assert longest[k] == np.bincount(pairs).max()
+
+
 def _traceg_insts(folder) -> list[int]:
     """Each warp's instruction count as the traceg files state it (their 'insts = N' lines)."""
     counts = []
