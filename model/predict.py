@@ -52,7 +52,8 @@ mode's launch then takes at least its CTAs' dispatch and the launch's own time
 requests are served by device memory (the analytic bound is bandwidth and
 latency as above; the DES runs the stream with every request on the device path).
 
-Assumptions: compute between memory instructions is free; launches run one
+Assumptions: compute between memory instructions is free beyond the issue of every warp
+instruction (:mod:`hostlink.model.compute`, the bound ``compute``); launches run one
 after another; the analytic critical path ignores queueing.
 
 A stream's own counts and its engine runs are kept with the stream
@@ -122,8 +123,11 @@ def as_stream(source, coalesce_options: dict | None = None,
         from hostlink.traces.gem5_trace import read_gem5, reads_as_gem5
         if reads_as_gem5(source):  # requests already: nothing to coalesce
             return read_gem5(source)
+        from hostlink.traces.folder_regions import with_folder_regions
         from hostlink.traces.store import open_trace
-        return coalesce(open_trace(Path(source), **(trace_options or {})), **opts)
+        topts = dict(trace_options or {})
+        topts["regions"] = with_folder_regions(source, topts.get("regions"))  # its regions.toml
+        return coalesce(open_trace(Path(source), **topts), **opts)
     raise HostlinkError(f"cannot predict from a {type(source).__name__}: give a RequestStream, "
                         "a WarpTrace or a trace folder")
 
@@ -486,11 +490,14 @@ def launch_floor(kernel_ns: np.ndarray, stream: RequestStream,
 
 
 def launch_bounds(part: dict, work_bound: str, kernel_ns: np.ndarray, gaps_ns: np.ndarray,
-                  stream: RequestStream, system: SystemConfig, host_loop: bool) -> list[str]:
+                  stream: RequestStream, system: SystemConfig, host_loop: bool,
+                  issue_ns: np.ndarray | None = None) -> list[str]:
     """What bound each launch: the time between launches where it exceeds the kernel's
     (``host_loop`` or ``launch_overhead``), the CTA dispatch where it exceeds the work,
     else the term that set the kernel's time (analytic: the link's bound, device memory
-    or the latency chain, per launch; DES and UVM: the run's bound)."""
+    or the latency chain, per launch; DES and UVM: the run's bound); ``issue_ns``: the
+    launches' instruction issue floors (:mod:`hostlink.model.compute`), ``compute`` where
+    one sets its launch."""
     n = len(kernel_ns)
     dispatch_ns = launch_ctas(stream, n) * system.gpu.cta_dispatch_ns
     terms = (part.get("extra") or {}).get("kernel_terms_ns")
@@ -506,6 +513,9 @@ def launch_bounds(part: dict, work_bound: str, kernel_ns: np.ndarray, gaps_ns: n
             out.append("host_loop" if host_loop else "launch_overhead")
         elif dispatch_ns[k] > 0 and dispatch_ns[k] >= kernel_ns[k] - system.gpu.launch_ns:
             out.append("cta_dispatch")
+        elif issue_ns is not None and issue_ns[k] > 0 and \
+                issue_ns[k] >= kernel_ns[k] - system.gpu.launch_ns:
+            out.append("compute")
         else:
             out.append(str(names[k]) if names is not None else str(work_bound))
     return out
@@ -595,6 +605,12 @@ def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *
     if len(kernel_ns) < n:
         kernel_ns = np.pad(kernel_ns, (0, n - len(kernel_ns)))
     work_bound = part["bound"]
+    from hostlink.model.compute import BOUND as ISSUE_BOUND
+    from hostlink.model.compute import apply_issue_floor, stream_issue_floor_ns
+    issue_ns = stream_issue_floor_ns(stream, system.gpu, len(kernel_ns))
+    kernel_ns, issue = apply_issue_floor(kernel_ns, stream, system.gpu)
+    if issue["binds"]:  # compute (instruction issue), not memory, sets the time
+        part["bound"] = ISSUE_BOUND
     kernel_ns, floor_bound = launch_floor(kernel_ns, stream, system)
     if floor_bound:
         part["bound"] = "cta_dispatch"
@@ -611,8 +627,9 @@ def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *
     uniq = common["unique_useful_B"]
     extra = dict(part.get("extra", {}))
     extra.update({"unique_useful_B": uniq, "launches": n, "overhead_s": float(gaps.sum()) * 1e-9,
+                  "issue": issue,
                   "launch_bounds": launch_bounds(part, work_bound, kernel_ns, gaps, stream,
-                                                 system, host_loop is not None)})
+                                                 system, host_loop is not None, issue_ns)})
     return Prediction(
         mode=mode, fidelity=fidelity, system=system.name, time_s=total_s,
         bw_GBps=common["useful_B"] / total_s * 1e-9 if total_s > 0 else 0.0,

@@ -38,11 +38,19 @@ OPTIONAL_COLUMNS = ("waits", "lines", "follows", "atomic")
 
 @dataclass(frozen=True)
 class LaunchInfo:
-    """One kernel launch: its name, grid and the warps per CTA."""
+    """One kernel launch: its name, grid and the warps per CTA.
+
+    ``warp_insts`` and ``longest_warp_insts``: the warp instructions of every
+    kind the launch issues, and those of its longest warp, where the trace
+    gives them (0: unknown); :mod:`hostlink.model.compute` bounds the launch's
+    time by their issue. Not compared: two records of one launch are equal
+    whether or not they carry the counts."""
     name: str
     ctas: int
     warps_per_cta: int
     threads_per_cta: int
+    warp_insts: int = field(default=0, compare=False)
+    longest_warp_insts: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,10 @@ import sys
 import time
 from pathlib import Path
 
+from hostlink.traces.folder_regions import REGIONS_FILE
+
 KERNEL_CHOICES = ("bfs", "sssp", "cc", "pagerank")
 VARIANT_CHOICES = ("naive", "merged", "merged_aligned", "chunked", "balanced")
-REGIONS_FILE = "regions.toml"
 
 
 # ------------------------------------------------------------------- graphs
@@ -70,13 +71,16 @@ def _print(obj: dict, as_json: bool) -> None:
 
 
 def _graph_gen(args) -> int:
+    from hostlink.model.cli.progress import step
     from hostlink.traces.graphs import DEFAULT_SEED, generate, write_bel
     seed = DEFAULT_SEED if args.seed is None else args.seed
     t0 = time.perf_counter()
-    csr = generate(args.kind, args.scale, args.degree, seed, weighted=not args.no_weights,
-                   name=Path(args.out).name)
+    with step(f"generating {args.kind} graph, scale {args.scale}"):
+        csr = generate(args.kind, args.scale, args.degree, seed, weighted=not args.no_weights,
+                       name=Path(args.out).name)
     gen_s = time.perf_counter() - t0
-    paths = write_bel(csr, args.out)
+    with step(f"writing {args.out}"):
+        paths = write_bel(csr, args.out)
     stats = csr.degree_stats()
     stats.update(seed=seed, generate_s=round(gen_s, 3),
                  files=[str(p) for p in paths.values()])
@@ -115,7 +119,15 @@ def _graph_convert(args) -> int:
 
 
 # ------------------------------------------------------------------- traces
+def _chunk_rows(text: str) -> int:
+    """``--chunk-rows``: at least the emulator's least chunk (imported only when given)."""
+    from hostlink.model.cli.argtypes import int_at_least
+    from hostlink.traces.emulator.core import MIN_CHUNK_ROWS
+    return int_at_least(MIN_CHUNK_ROWS)(text)
+
+
 def register_trace_commands(sub) -> None:
+    from hostlink.model.cli.argtypes import int_at_least
     gen = sub.add_parser("gen", help="emulate a traversal kernel and write its memory trace")
     gen.add_argument("--kernel", required=True, choices=KERNEL_CHOICES)
     gen.add_argument("--variant", required=True, choices=VARIANT_CHOICES)
@@ -127,13 +139,14 @@ def register_trace_commands(sub) -> None:
                      help="neighbour id width the kernel reads (default 4)")
     gen.add_argument("--memory", default="zerocopy",
                      help="memory mode of the edge list: zerocopy (default), uvm, device, ...")
-    gen.add_argument("--iterations", type=int, default=10, help="PageRank iterations (default 10)")
+    gen.add_argument("--iterations", type=int_at_least(1), default=10,
+                     help="PageRank iterations (default 10)")
     gen.add_argument("--include-device", action="store_true",
                      help="also trace the device-array accesses (offsets, labels, ...)")
     gen.add_argument("--format", choices=("store", "accelsim"), default="store",
                      help="binary store (default) or Accel-Sim traceg folder")
-    gen.add_argument("--chunk-rows", type=int, default=None,
-                     help="warp instructions per chunk (bounds memory)")
+    gen.add_argument("--chunk-rows", type=_chunk_rows, default=None,
+                     help="warp instructions per chunk, at least 64 (bounds memory)")
     gen.add_argument("--out", required=True, metavar="DIR")
     gen.add_argument("--overwrite", action="store_true", help="replace an existing store at DIR")
     gen.add_argument("--json", action="store_true", help="print a JSON summary")
@@ -177,21 +190,28 @@ def write_trace(trace, out: Path, fmt: str, *, overwrite: bool = False) -> list[
 
 
 def _trace_gen(args) -> int:
+    from hostlink.model.cli.progress import note_first_compile, step
     from hostlink.traces.emulator import DEFAULT_CHUNK_ROWS, emulate
     from hostlink.traces.graphs import read_graph
     t0 = time.perf_counter()
-    csr = read_graph(args.graph, id_bytes=args.id_bytes)
+    note_first_compile()
+    with step(f"reading graph {args.graph}"):
+        csr = read_graph(args.graph, id_bytes=args.id_bytes)
     source = _default_source(csr) if args.source is None else args.source
-    emu = emulate(csr, args.kernel, args.variant, source=source, id_bytes=args.id_bytes,
-                  memory=args.memory, include_device=args.include_device,
-                  iterations=args.iterations,
-                  chunk_rows=args.chunk_rows or DEFAULT_CHUNK_ROWS)
-    written = write_trace(emu.trace(), Path(args.out), args.format, overwrite=args.overwrite)
+    with step(f"emulating {args.kernel} ({args.variant}) on {csr.num_vertices:,} vertices"):
+        emu = emulate(csr, args.kernel, args.variant, source=source, id_bytes=args.id_bytes,
+                      memory=args.memory, include_device=args.include_device,
+                      iterations=args.iterations,
+                      chunk_rows=args.chunk_rows or DEFAULT_CHUNK_ROWS)
+    with step(f"writing the trace to {args.out}"):
+        written = write_trace(emu.trace(), Path(args.out), args.format,
+                              overwrite=args.overwrite)
     from hostlink.traces.workload_record import write_workload_record
     written.append(str(write_workload_record(
         Path(args.out), kernel=args.kernel, variant=args.variant, id_bytes=args.id_bytes,
         source=source, vertices=csr.num_vertices, load_ahead=1)))
-    requests = emu.requests()
+    with step("counting host requests"):
+        requests = emu.requests()
     summary = {
         "kernel": args.kernel, "variant": args.variant, "graph": csr.name,
         "vertices": csr.num_vertices, "edges": csr.num_edges, "source": source,

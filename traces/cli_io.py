@@ -3,7 +3,10 @@
 - ``hostlink trace stats DIR [--json]``: DIR is an Accel-Sim trace folder or a
   trace store (told apart by what they hold); prints instructions by
   operation and space, sectors, host read requests by size, useful and
-  requested bytes (:mod:`hostlink.traces.stats`).
+  requested bytes (:mod:`hostlink.traces.stats`), and what the requests were
+  counted after (``counted``): before any cache by default, or with
+  ``--system NAME`` through that GPU's L1 as ``hostlink predict`` counts
+  them by default, so the two agree.
 - ``hostlink trace convert SRC DST``: Accel-Sim folder to store, or store to
   Accel-Sim folder (``--to`` picks; default: the other format); ``--to gem5``
   writes the host requests as a gem5 packet trace (:mod:`hostlink.traces.gem5_cli`).
@@ -32,6 +35,10 @@ def _size(text: str) -> int:
     return int(value)
 
 
+COUNTED_RAW = ("before any cache; hostlink predict filters them through the GPU's L1 by "
+               "default: --system NAME counts as it does")
+
+
 def _add_source_args(p) -> None:
     p.add_argument("--regions", metavar="FILE",
                    help="regions TOML naming host and device address ranges")
@@ -40,9 +47,11 @@ def _add_source_args(p) -> None:
 
 
 def _open(args, path):
+    from hostlink.traces.folder_regions import with_folder_regions
     from hostlink.traces.store import load_regions, open_trace
     regions = load_regions(args.regions) if args.regions else None
-    return open_trace(path, regions=regions, memcpy_location=args.memcpy_location)
+    return open_trace(path, regions=with_folder_regions(path, regions),
+                      memcpy_location=args.memcpy_location)
 
 
 def _cmd_stats(args) -> int:
@@ -57,14 +66,38 @@ def _cmd_stats(args) -> int:
     cache = None
     l1 = _size(args.l1_size) if args.l1_size else 0
     l2 = _size(args.l2_size) if args.l2_size else 0
-    if l1 or l2:
+    counted = COUNTED_RAW
+    cache_host = args.cache_host
+    if args.system:
+        if l1 or l2 or args.cache_host:
+            raise ConfigError("--system counts through that GPU's caches: give it or "
+                              "--l1-size/--l2-size/--cache-host, not both")
+        from hostlink.model.config import load_any_system
+        from hostlink.traces.cache import host_read_cache
+        system = load_any_system(args.system, args.overrides)
+        cache = host_read_cache(system.gpu)   # what hostlink predict applies by default
+        cache_host = cache is not None
+        counted = (f"after the L1 of {system.gpu.name} ({system.name}), as hostlink predict "
+                   "counts them" if cache is not None else
+                   f"no cache ({system.gpu.name} does not cache host reads), as hostlink "
+                   "predict counts them")
+    elif args.overrides:
+        raise ConfigError("--set overrides a system's keys: give --system NAME too")
+    elif l1 or l2:
         cache = CacheConfig(l1_size_B=l1, l2_size_B=l2, sm_count=args.sm_count,
                             **({"l1_ways": args.l1_ways} if args.l1_ways else {}),
                             **({"l2_ways": args.l2_ways} if args.l2_ways else {}))
     elif args.cache_host:
         raise ConfigError("--cache-host needs a cache: give --l1-size and/or --l2-size")
-    stats = trace_stats(trace, cache=cache, cache_host=args.cache_host)
-    stats = {"source": str(args.dir), "format": trace_format(args.dir), **stats}
+    if cache is not None and not args.system:
+        counted = (f"after the caches given (L1 {l1} B per SM, L2 {l2} B"
+                   f"{', host reads cached' if cache_host else ', host reads bypass them'})")
+    from hostlink.model.cli.progress import note_first_compile, step
+    note_first_compile()
+    with step(f"reading and coalescing {args.dir}"):
+        stats = trace_stats(trace, cache=cache, cache_host=cache_host)
+    stats = {"source": str(args.dir), "format": trace_format(args.dir), "counted": counted,
+             **stats}
     if args.json:
         sys.stdout.write(json.dumps(stats, indent=2) + "\n")
     else:
@@ -99,17 +132,27 @@ def _cmd_convert(args) -> int:
 
 
 def register_trace_commands(sub) -> None:
+    from hostlink.model.cli.argtypes import int_at_least
     p = sub.add_parser("stats", help="instructions, sectors and PCIe requests of a trace",
                        description="Summarise a trace (Accel-Sim folder or trace store).")
     p.add_argument("dir", metavar="DIR",
                    help="Accel-Sim trace folder, trace store folder or gem5 packet trace")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     _add_source_args(p)
+    p.add_argument("--system", metavar="NAME_OR_TOML",
+                   help="count host reads as hostlink predict does on this system (through "
+                        "its GPU's L1); default: before any cache")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="with --system, override a system key, e.g. --set gpu.l1_B=65536 "
+                        "(repeatable)")
     p.add_argument("--l1-size", metavar="SIZE", help="L1 per SM, e.g. '128 KiB' (default: none)")
     p.add_argument("--l2-size", metavar="SIZE", help="L2 size, e.g. '6 MiB' (default: none)")
-    p.add_argument("--l1-ways", type=int, help="L1 associativity (default 4, an assumption)")
-    p.add_argument("--l2-ways", type=int, help="L2 associativity (default 16, an assumption)")
-    p.add_argument("--sm-count", type=int, default=1, help="SMs, for the per-SM L1 (default 1)")
+    p.add_argument("--l1-ways", type=int_at_least(1),
+                   help="L1 associativity (default 4, an assumption)")
+    p.add_argument("--l2-ways", type=int_at_least(1),
+                   help="L2 associativity (default 16, an assumption)")
+    p.add_argument("--sm-count", type=int_at_least(1), default=1,
+                   help="SMs, for the per-SM L1 (default 1)")
     p.add_argument("--cache-host", action="store_true",
                    help="let host-memory loads hit in the caches (default: they bypass them)")
     p.set_defaults(func=_cmd_stats)
@@ -124,7 +167,7 @@ def register_trace_commands(sub) -> None:
     p.add_argument("--to", choices=("store", "accelsim", "gem5"),
                    help="output format (default: the other of store and accelsim)")
     _add_source_args(p)
-    p.add_argument("--chunk-insts", type=int, default=1 << 16,
+    p.add_argument("--chunk-insts", type=int_at_least(1), default=1 << 16,
                    help="rows per store chunk (default 65536)")
     p.add_argument("--compression", choices=("zstd", "lz4", "none"), default="zstd",
                    help="store chunk compression (default zstd)")

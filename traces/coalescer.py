@@ -72,12 +72,13 @@ H200's L1s and L2; :mod:`hostlink.traces.cache`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator
 
 import numpy as np
 from numba import njit
 
+from hostlink.model.compute import IssueCounter
 from hostlink.model.geometry import SECTOR_B
 from hostlink.model.errors import TraceError
 from hostlink.model.workload import (REQUEST_DTYPES, SPACE_DEVICE, SPACE_HOST, LaunchInfo,
@@ -450,6 +451,13 @@ def _launch_infos(launches: list[KernelLaunch]) -> tuple[LaunchInfo, ...]:
                             threads_per_cta=l.threads_per_cta) for l in launches)
 
 
+def _with_issue_counts(infos: tuple[LaunchInfo, ...], issued) -> tuple[LaunchInfo, ...]:
+    """The launch records with their warp instructions (an IssueCounter's counts)."""
+    total, longest = issued.per_launch(len(infos))
+    return tuple(replace(info, warp_insts=int(t), longest_warp_insts=int(m))
+                 for info, t, m in zip(infos, total, longest))
+
+
 REDUCTION_PREFIX = "RED"    # SASS reductions: atomics whose result no thread waits for
 
 
@@ -643,13 +651,15 @@ def coalesce(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
     chunks, regions, launches = _resolve(trace_or_chunks, regions, launches)
     parts = []
     late_index, late_B = [], []
+    issued = IssueCounter()            # every warp instruction, for the issue floor
     for c in iter_coalesced(chunks, regions, launches=launches, cache=cache,
                             cache_host=cache_host, include_device=include_device, posted=posted):
         parts.append(c.requests)
+        issued.add(c.insts.launch, c.insts.cta, c.insts.warp)
         if len(c.late_index):
             late_index.append(c.late_index)
             late_B.append(c.late_useful_B)
-    infos = _launch_infos(launches)
+    infos = _with_issue_counts(_launch_infos(launches), issued)
     if not parts:
         return RequestStream(**{k: np.zeros(0, v) for k, v in REQUEST_DTYPES.items()},
                              launches=infos)

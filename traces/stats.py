@@ -148,6 +148,8 @@ def format_stats(stats: dict) -> str:
         for k in ("host", "device", "total"):
             row(f"32 B sectors, {k}", f"{stats['sectors'][k]:,}")
     out.append("Host-memory read requests")
+    if stats.get("counted"):
+        out.append(f"  ({stats['counted']})")
     if stats["requests_by_size_B"]:
         for size, n in stats["requests_by_size_B"].items():
             row(f"{size} B", f"{n:,}")

@@ -1292,7 +1292,8 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
               steps: tuple[Step, ...] = STEPS, only: list[str] | None = None,
               skip: list[str] | None = None,
               max_requests: int = DEFAULT_MAX_REQUESTS, progress: bool = False,
-              pool: list[str | Path] | None = None) -> Calibration:
+              pool: list[str | Path] | None = None,
+              overrides: list[str] | dict | None = None) -> Calibration:
     """Fit ``base_system`` (a SystemConfig, preset name or file) to a run's microbenchmarks.
 
     ``only``: the steps to run (default all); ``skip``: steps not to run (a run whose
@@ -1300,12 +1301,15 @@ def calibrate(results_dir: str | Path, base_system, *, fidelity: str = "des",
     fits together with the run's own (each predicted by its own run's twin).
 
     Every value a step fits is a field of the system, so the calibrated TOML is a
-    complete system (:meth:`Calibration.write`)."""
-    from hostlink.model.config import load_any_system
+    complete system (:meth:`Calibration.write`). ``overrides``
+    (``["link.rtt_ns=1.2us", ...]`` or a dict) change the base system's keys."""
+    from hostlink.model.config import load_any_system, system_with
 
     base_chain = [] if hasattr(base_system, "link") else chain_beside(base_system)
     if not hasattr(base_system, "link"):
-        base_system = load_any_system(str(base_system))
+        base_system = load_any_system(str(base_system), overrides or None)
+    elif overrides:
+        base_system = system_with(base_system, overrides)
     if fidelity not in ("des", "analytic"):
         raise CalibrationError(f"fidelity must be 'des' or 'analytic', not '{fidelity}'")
     run = load_run(results_dir)

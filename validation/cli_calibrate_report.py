@@ -18,7 +18,8 @@ def _cmd_calibrate(args) -> int:
     skip = [s for s in args.skip_steps.split(",") if s] if args.skip_steps else None
     pool = [d for d in args.pool.split(",") if d] if args.pool else None
     cal = calibrate(args.results_dir, args.system, fidelity=args.fidelity, only=only, skip=skip,
-                    max_requests=args.max_requests, progress=not args.quiet, pool=pool)
+                    max_requests=args.max_requests, progress=not args.quiet, pool=pool,
+                    overrides=args.overrides)
     out = Path(args.out) if args.out else Path(args.results_dir) / "calibrated.toml"
     toml_path, json_path = cal.write(out, args.diagnostics)
     print(format_summary(cal))
@@ -40,7 +41,7 @@ def _cmd_report(args) -> int:
                        calibration_path=args.calibration, graph_dir=args.graph_dir, only=args.only,
                        max_requests=args.max_requests, max_sources=args.max_sources,
                        fresh=args.fresh, progress=not args.quiet, jobs=args.jobs,
-                       from_summary=args.from_summary)
+                       from_summary=args.from_summary, overrides=args.overrides)
     if args.from_summary:
         print(f"  rendered again from {Path(res['out']) / 'summary.csv'}; nothing predicted")
     elif res["resumed"]:
@@ -64,6 +65,8 @@ def register_calibrate(sub) -> None:
                                          "parameters to microbenchmarks")
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="a measured run (hostlink validate run --out)")
     p.add_argument("--system", required=True, help="base system: preset name or TOML file")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a key of --system, e.g. --set link.rtt_ns='1.2 us' (repeatable)")
     p.add_argument("--out", default=None,
                    help="calibrated system TOML (default RESULTS_DIR/calibrated.toml)")
     p.add_argument("--diagnostics", default=None,
@@ -86,6 +89,8 @@ def register_report(sub) -> None:
     p = sub.add_parser("report", help="predict every case and compare with the measurements")
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="a measured run (hostlink validate run --out)")
     p.add_argument("--system", required=True, help="system: calibrated TOML, preset name or file")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a key of --system, e.g. --set link.rtt_ns='1.2 us' (repeatable)")
     p.add_argument("--fidelity", choices=("des", "analytic"), default="des", help="default des")
     p.add_argument("--out", default=None, help="output directory (default RESULTS_DIR)")
     p.add_argument("--calibration", default=None,

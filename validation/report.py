@@ -1196,9 +1196,12 @@ DEFAULT_FIDELITY = "des"
 
 def report_command(results_dir, system_spec, *, fidelity: str = DEFAULT_FIDELITY,
                    out_dir=None, calibration_path=None, graph_dir=None, only: str | None = None,
-                   max_requests: int | None = None, max_sources: int | None = None) -> str:
+                   max_requests: int | None = None, max_sources: int | None = None,
+                   overrides: list[str] | None = None) -> str:
     """The ``hostlink validate report`` command line that makes this report."""
     args = ["hostlink", "validate", "report", str(results_dir), "--system", str(system_spec)]
+    for item in overrides or ():
+        args += ["--set", str(item)]
     if fidelity != DEFAULT_FIDELITY:
         args += ["--fidelity", fidelity]
     for flag, value in (("--calibration", calibration_path), ("--graph-dir", graph_dir),
@@ -1235,7 +1238,8 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
                  graph_dir: str | Path | None = None, only: str | None = None,
                  max_requests: int | None = None, progress: bool = False,
                  notes: list[str] | None = None, max_sources: int | None = None,
-                 fresh: bool = False, jobs: int = 1, from_summary: bool = False) -> dict:
+                 fresh: bool = False, jobs: int = 1, from_summary: bool = False,
+                 overrides: list[str] | None = None) -> dict:
     """Predict every case of a run, write summary.csv, report.md and plots/; return the stats.
 
     ``notes`` are added to the report's header after the command that makes the report
@@ -1263,7 +1267,7 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     from hostlink.validation.twins import load_run, sampled_measurements, selected
 
     run = load_run(results_dir)
-    system = load_any_system(str(system_spec))
+    system = load_any_system(str(system_spec), overrides or None)
     calibration = load_calibration(calibration_path, system_spec)
     fitted = groups_fitted_on(calibration, results_dir) if calibration else []
     cal_groups = set(fitted)
@@ -1273,7 +1277,8 @@ def build_report(results_dir: str | Path, system_spec: str | Path, *, fidelity: 
     wanted = [c for c in run.measured["case"].unique() if selected(c, only)]
     command = report_command(results_dir, system_spec, fidelity=fidelity, out_dir=out_dir,
                              calibration_path=calibration_path, graph_dir=graph_dir, only=only,
-                             max_requests=max_requests, max_sources=max_sources)
+                             max_requests=max_requests, max_sources=max_sources,
+                             overrides=overrides)
     notes = ["made with `" + command + "`"] + list(notes or [])
     measured = sampled_measurements(run, max_sources)
     measured = measured[[selected(c, only) for c in measured["case"]]]

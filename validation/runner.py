@@ -1,6 +1,8 @@
 """``hostlink validate run``: measure a manifest's cases on a CUDA host.
 
 Steps, all under the output directory ``OUT``:
+0. check that the host has a CUDA GPU (``nvidia-smi -L`` lists one), before
+   anything is built or written; a host without one stops with one line;
 1. build gpu_kernels (``make -C gpu_kernels``; log in ``build.log``);
 2. record the environment (``environment.json``; a resumed run adds its own
    session to ``metadata.json``) and, where ``cuobjdump`` is on the PATH, the
@@ -73,6 +75,27 @@ EXIT_CHECK_FAILED = 4
 
 class RunError(HostlinkError):
     """The harness cannot go on (build failed, output directory in use by another manifest, ...)."""
+
+
+def gpu_listing(timeout_s: float = 20.0) -> str | None:
+    """What ``nvidia-smi -L`` lists (one line per GPU), or None where it is missing,
+    fails or lists nothing: the NVIDIA driver's own view of the CUDA devices."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        res = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
+                             timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    listing = res.stdout.strip()
+    return listing if res.returncode == 0 and listing.startswith("GPU") else None
+
+
+def require_gpu() -> None:
+    """A RunError unless this host has a CUDA GPU."""
+    if gpu_listing() is None:
+        raise RunError("no CUDA GPU on this host (nvidia-smi -L lists none): validate run "
+                       "measures on a GPU; --dry-run prints its jobs without one")
 
 
 @dataclass
@@ -407,6 +430,8 @@ def run(manifest_path: str | Path, out_dir: str | Path, *, build: bool = True, a
     output, for tests); with it nothing is built.
     """
     m = load_manifest(manifest_path)
+    if not dry_run and bin_dir is None:
+        require_gpu()
     out = Path(out_dir)
     raw_dir, log_dir = out / "raw", out / "logs"
     for d in (out, raw_dir, log_dir):

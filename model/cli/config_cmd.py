@@ -1,4 +1,11 @@
-"""``hostlink config``: list presets, show a resolved system and its assumptions."""
+"""``hostlink config``: list presets, show a resolved system and its assumptions.
+
+``config show`` marks each value with where it came from: a preset's
+provenance, ``set by the user (--set)`` for an override, or ``set in FILE``
+for a key that the user's own system file (one outside the preset folders)
+sets without a provenance of its own. Only a value that neither the user set
+nor a source backs is flagged ``(assumption)``.
+"""
 from __future__ import annotations
 
 import json
@@ -43,6 +50,32 @@ def _list(args) -> int:
     return 0
 
 
+USER_OVERRIDE = "user override"   # the provenance the config loader gives a --set key
+
+
+def user_file_keys(spec: str) -> tuple[str, set[str]]:
+    """The user's system file named by ``spec`` and the dotted keys it sets with no
+    provenance of its own; ("", empty) for a preset, a preset file or a resolved system."""
+    import tomllib
+    from pathlib import Path
+
+    from hostlink.model.config import config_path
+    from hostlink.model.config.schema import SECTIONS
+    path = Path(spec)
+    if path.suffix != ".toml" or not path.is_file():
+        return "", set()
+    real = path.resolve()
+    if any(real.is_relative_to(root.resolve()) for root in config_path()):
+        return "", set()
+    data = tomllib.loads(path.read_bytes().decode("utf-8"))  # the loader read it already
+    if "resolved_system" in data:
+        return "", set()
+    given = data.get("provenance", {})
+    keys = {f"{section}.{key}" for section in SECTIONS
+            if isinstance(data.get(section), dict) for key in data[section]}
+    return str(path), keys - set(given)
+
+
 def _show(args) -> int:
     from hostlink.model.config import load_any_system, system_to_dict, write_resolved
     from hostlink.model.config.fields import field_docs
@@ -55,6 +88,7 @@ def _show(args) -> int:
         print(json.dumps(data, indent=2, sort_keys=True))
         return 0
     print(f"{system.name}: {system.description}")
+    user_file, user_keys = user_file_keys(args.system)
     for section, cls in SECTIONS.items():
         docs = field_docs(cls)
         print(f"[{section}]")
@@ -62,7 +96,12 @@ def _show(args) -> int:
             dotted = f"{section}.{key}"
             kind = docs[key].get("provenance", "")
             source = system.provenance.get(dotted) or system.provenance.get(key, "")
-            flag = "  (assumption)" if kind == "assumption" and not source.startswith(("seed", "measured", "datasheet")) else ""
+            if source == USER_OVERRIDE:
+                source = "set by the user (--set)"
+            elif dotted in user_keys:
+                source = f"set in {user_file}"
+            backed = source.startswith(("seed", "measured", "datasheet", "set "))
+            flag = "  (assumption)" if kind == "assumption" and not backed else ""
             print(f"  {key} = {value!r}{flag}" + (f"  # {source}" if source else ""))
     return 0
 

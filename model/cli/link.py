@@ -4,7 +4,12 @@ Without ``--system`` every link parameter comes from the flags (gen, lanes,
 request bytes, tags and RTT are required; the others have the config schema's
 defaults), and the DRAM and requester bounds apply only when their flags are
 given. With ``--system NAME`` the preset supplies everything and the flags
-override it (through the config loader, so its checks apply).
+override it (through the config loader, so its checks apply); ``--set
+KEY=VALUE`` overrides any other key of the system, as in ``hostlink predict``.
+
+A request asks for at most 4096 B: the largest Max_Read_Request_Size and the
+most a read request's 10-bit Length field (in DW) can name (PCI Express Base
+Specification 6.0, §2.2.2 and §7.5.3.4).
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ _LINK_FLAGS = {
 _DEFAULTS = {"mps_B": 256, "mrrs_B": 512, "rcb_B": 64, "cpl_buffer_B": 0, "cpl_buffer_hdrs": 0,
              "requester_limit": 0, "dram_burst_B": 64}
 _REQUIRED = ("gen", "lanes", "request_B", "tags", "rtt_ns")
+MAX_REQUEST_B = 4096   # PCIe Base Spec 6.0 §7.5.3.4: Max_Read_Request_Size of at most 4096 B
 
 JSON_KEYS = ("bw_GBps", "bound", "bw_link_GBps", "bw_link_down_GBps", "bw_link_up_GBps",
              "bw_tags_GBps", "bw_credits_GBps", "bw_requester_GBps", "bw_dram_GBps",
@@ -95,6 +101,9 @@ def register(subparsers) -> None:
                         "system)")
     p.add_argument("--dram-burst-bytes", dest="dram_burst_B", type=int, metavar="B",
                    help="bytes per DRAM burst (default 64)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="with --system, override a system key, e.g. --set link.rtt_ns='1.2 us' "
+                        "(repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -106,17 +115,22 @@ def _params(args) -> tuple[dict, dict]:
     given = {k: getattr(args, k) for k in _LINK_FLAGS if getattr(args, k) is not None}
     if args.system:
         from hostlink.model.analytic import system_params
-        from hostlink.model.config import load_any_system
+        from hostlink.model.config import load_any_system, system_with
         overrides = {_LINK_FLAGS[k][0]: v for k, v in given.items()}
         if args.ecrc:
             overrides["link.ecrc"] = True
         if args.addr32:
             overrides["link.addr_64bit"] = False
-        system = load_any_system(args.system, overrides)
+        # --set first, the dedicated flags on top of it
+        system = load_any_system(args.system, args.overrides)
+        if overrides:
+            system = system_with(system, overrides)
         params = system_params(system)
         request_B = args.request_B if args.request_B is not None else system.gpu.max_request_B
         described = {"system": system.name}
     else:
+        if args.overrides:
+            raise ConfigError("link: --set overrides a system's keys: give --system NAME too")
         missing = [f"--{k.replace('_B', '-bytes').replace('_ns', '-ns').replace('_', '-')}"
                    for k in _REQUIRED if getattr(args, k) is None]
         if missing:
@@ -135,8 +149,9 @@ def _params(args) -> tuple[dict, dict]:
     if args.dram_GBps is not None:
         params["dram_GBps"] = args.dram_GBps
     params["cpl_split"] = args.cpl_split
-    if request_B < 1:
-        raise ConfigError(f"link.request_B: {request_B} must be >= 1")
+    if not 1 <= request_B <= MAX_REQUEST_B:
+        raise ConfigError(f"link.request_B: {request_B} B is outside 1..{MAX_REQUEST_B} B, "
+                          "what one PCIe read request may ask for")
     if not 0 <= args.offset_B < 4096:
         raise ConfigError(f"link.offset_B: {args.offset_B} must be in 0..4095")
     described.update({k: v for k, v in params.items() if v is not None})
@@ -196,5 +211,8 @@ def _print_table(r: dict, described: dict) -> None:
     console.print(f"raw link {r['raw_GBps']:.2f} GB/s, after DLLP/SKP "
                   f"{r['tlp_capacity_GBps']:.2f} GB/s; wire efficiency (completions) "
                   f"{r['wire_efficiency']:.1%}; DRAM burst efficiency {r['dram_efficiency']:.1%}")
-    console.print(f"outstanding reads: {r['outstanding_limit']:g} allowed, "
-                  f"{r['outstanding_to_saturate']:.1f} saturate the link")
+    # whole reads: a read of several MRRS-sized TLPs needs all its tags at once
+    allowed = int(math.floor(r["outstanding_limit"] + 1e-9))
+    needed = int(math.ceil(r["outstanding_to_saturate"] - 1e-9))
+    console.print(f"outstanding reads: {allowed} allowed, {needed} saturate the link "
+                  f"(Little's law: {r['outstanding_to_saturate']:.1f} on average)")

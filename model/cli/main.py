@@ -31,9 +31,19 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's ``version``)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("hostlink")
+    except PackageNotFoundError:  # run from a tree that was never installed
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="hostlink",
                      description="Predict and measure GPU zero-copy and UVM bandwidth over PCIe.")
+    parser.add_argument("--version", action="version", version=f"hostlink {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         try:

@@ -85,6 +85,19 @@ def _cache_config(system, args):
     return CacheConfig.from_gpu(system.gpu)
 
 
+def _counted(system, args) -> str:
+    """What the host read requests were counted after (trace stats counts before any cache)."""
+    if args.no_caches:
+        return "no caches (as trace stats counts by default)"
+    if args.caches:
+        return "after the L1 and L2" + (", host reads cached" if args.cache_host else "")
+    from hostlink.traces.cache import host_read_cache
+    if host_read_cache(system.gpu) is None:
+        return "no caches (the GPU does not cache host reads)"
+    return (f"after the L1 of {system.gpu.name} (trace stats --system {system.name} counts "
+            "the same; --no-caches: before it)")
+
+
 def _predict(args) -> int:
     import json
     from pathlib import Path
@@ -116,8 +129,17 @@ def _predict(args) -> int:
         record = read_workload_record(Path(args.trace))
         source = (args.trace if record is None else
                   traced_workload(args.trace, record, system, options, trace_options))
-    pred = predict(source, system, mode=args.mode, fidelity=args.fidelity,
-                   coalesce_options=options, trace_options=trace_options)
+    from hostlink.model.cli.progress import note_first_compile, step
+    note_first_compile()
+    what = args.trace or args.graph
+    with step(f"preparing {what} and predicting ({args.fidelity})"):
+        pred = predict(source, system, mode=args.mode, fidelity=args.fidelity,
+                       coalesce_options=options, trace_options=trace_options)
+    if args.mode != "device" and pred.requested_B == 0 and args.trace:
+        from hostlink.model.cli.notes import trace_reads_no_host, warn
+        why = trace_reads_no_host(args.trace, trace_options.get("regions"), args.memcpy_location)
+        warn(f"{args.trace}: " + (why or "no access of the trace falls in its host regions; "
+                                  "nothing is read from the host") + ", so the link moves 0 B")
     data = pred.to_dict()
     if args.out:
         out = Path(args.out)
@@ -135,7 +157,11 @@ def _predict(args) -> int:
           f"{pred.launches} launch(es), bound: {pred.bound}")
     print(f"  bandwidth: {pred.bw_GBps:.3f} GB/s useful, {pred.link_bw_GBps:.3f} GB/s over the link")
     sizes = ", ".join(f"{k} B: {v}" for k, v in sorted(pred.requests_by_size_B.items())) or "none"
-    print(f"  host read requests: {pred.requests} ({sizes})")
+    print(f"  host read requests: {pred.requests} ({sizes}), {_counted(system, args)}")
+    issue = pred.extra.get("issue") or {}
+    if issue.get("launches"):
+        print(f"  compute: instruction issue, not memory, sets {issue['launches']} of "
+              f"{pred.launches} launch(es) (issue floor {issue['floor_s'] * 1e6:.4g} us in all)")
     for key in ("outstanding_mean", "outstanding_peak", "read_amplification"):
         value = data[key]
         print(f"  {key}: {'n/a' if value is None else f'{value:.4g}'}")

@@ -1,5 +1,33 @@
-"""``hostlink run``: the main job (what ``make run`` runs)."""
+"""``hostlink run``: the main job (what ``make run`` runs).
+
+``--sweep FILE`` runs another sweep through the main job's report, which needs
+that sweep's shape: graph traversals (its rows carry run times, request
+counts and a kernel variant) in the report's two memory modes, zerocopy and
+uvm (it sets the two side by side). The shape is checked on the sweep's points
+before anything is computed; a sweep of another shape is refused with one line
+that names ``hostlink sweep``, which runs any sweep.
+"""
 from __future__ import annotations
+
+
+def check_main_shape(spec) -> None:
+    """Raise a ConfigError unless every point of ``spec`` fits the main job's report:
+    graph traversals in exactly the report's memory modes (zero-copy and UVM)."""
+    from hostlink.model.errors import ConfigError
+    from hostlink.model.mainjob import MODE_ORDER
+    kinds, modes = set(), set()
+    for point in spec.points():
+        kinds.add(point.workload.get("kind"))
+        modes.add(point.workload.get("mode", "zerocopy"))
+    hint = f"(run it with: hostlink sweep {spec.path} --out DIR)"
+    if kinds != {"graph"}:
+        raise ConfigError(f"{spec.path}: hostlink run reports graph traversals "
+                          f"(workload.kind = \"graph\"), this sweep runs "
+                          f"{', '.join(sorted(map(str, kinds)))} {hint}")
+    if modes != set(MODE_ORDER):
+        raise ConfigError(f"{spec.path}: hostlink run sets {' beside '.join(MODE_ORDER)} and "
+                          f"needs workload.mode to take these, this sweep has "
+                          f"{', '.join(sorted(modes))} {hint}")
 
 
 def register(subparsers) -> None:
@@ -17,7 +45,11 @@ def _run(args) -> int:
     from rich.table import Table
 
     from hostlink.model.mainjob import MAIN_SWEEP, bandwidth_table, run_main_job
-    result = run_main_job(args.out, jobs=args.jobs, progress=not args.quiet,
+    from hostlink.model.sweep import load_sweep
+    from hostlink.model.cli.progress import enabled, note_first_compile
+    check_main_shape(load_sweep(args.sweep or MAIN_SWEEP))
+    note_first_compile(quiet=args.quiet)
+    result = run_main_job(args.out, jobs=args.jobs, progress=enabled(args.quiet),
                           sweep_file=args.sweep or MAIN_SWEEP)
     console = Console()
     bw = bandwidth_table(result.summary)

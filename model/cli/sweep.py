@@ -1,5 +1,15 @@
-"""``hostlink sweep`` (run a design-space sweep) and ``hostlink plot`` (draw its figures)."""
+"""``hostlink sweep`` (run a design-space sweep), ``hostlink export`` (its results as
+CSV) and ``hostlink plot`` (draw its figures).
+
+``sweep ... --csv FILE`` and ``export RESULTS --csv FILE`` write the results
+one row per point and a column per metric and parameter (the wide form of
+:func:`hostlink.model.sweep.load_results`); ``export --long`` writes the tidy
+rows (one per metric). CSV is for tools outside Python; the Parquet results
+folder stays the record.
+"""
 from __future__ import annotations
+
+from pathlib import Path
 
 PLOT_KINDS = ("bw-vs-size", "bw-vs-gen", "bw-vs-tags", "bw-vs-rtt", "zerocopy-vs-uvm",
               "predicted-vs-measured")
@@ -21,7 +31,18 @@ def register(subparsers) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="check every point and print the plan; run nothing")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--csv", metavar="FILE", default=None,
+                   help="also write this sweep's results as CSV, a row per point")
     p.set_defaults(func=_sweep)
+
+    e = subparsers.add_parser(
+        "export", help="write sweep results as CSV (a row per point, a column per metric)")
+    e.add_argument("results", metavar="RESULTS", help="sweep results folder (hostlink sweep --out)")
+    e.add_argument("--csv", metavar="FILE", required=True, help="CSV file to write ('-': stdout)")
+    e.add_argument("--experiment", default=None, help="only this sweep's points")
+    e.add_argument("--long", action="store_true",
+                   help="one row per metric (tidy form) instead of one per point")
+    e.set_defaults(func=_export)
 
     q = subparsers.add_parser(
         "plot", help="draw a common figure from sweep results or a validation summary.csv")
@@ -54,10 +75,64 @@ def _sweep(args) -> int:
         if len(resolved) > 5:
             print(f"  ... {len(resolved) - 5} more")
         return 0
+    _warn_traces_without_host(spec)
+    from hostlink.model.cli.progress import note_first_compile
+    note_first_compile(quiet=args.quiet)
     report = run_sweep(spec, args.out, jobs=args.jobs, dask=args.dask,
                        batch_size=args.batch_size,
                        progress=not args.quiet and sys.stderr.isatty())
     print(report.summary())
+    if args.csv:
+        rows = export_csv(args.out, args.csv, experiment=spec.name)
+        print(f"wrote {rows} rows to {args.csv}")
+    return 0
+
+
+def _warn_traces_without_host(spec) -> None:
+    """A warning for each trace workload of ``spec`` that reads nothing from the host."""
+    from hostlink.model.cli.notes import trace_reads_no_host, warn
+    from hostlink.traces.store import load_regions
+    seen = set()
+    for point in spec.points():
+        w = point.workload
+        key = (w.get("path"), w.get("regions"), w.get("memcpy_location", "host"))
+        if w.get("kind") != "trace" or w.get("mode") == "device" or key in seen:
+            continue
+        seen.add(key)
+        path, regions, location = key
+        if path is None or not Path(path).exists():
+            continue          # the sweep's own check names it
+        why = trace_reads_no_host(path, load_regions(regions) if regions else None, location)
+        if why:
+            warn(f"{spec.path}: trace {path}: {why}; its points predict 0 GB/s")
+
+
+def export_csv(results, csv, *, experiment: str | None = None, long: bool = False) -> int:
+    """Write a results folder's rows to ``csv`` (a path, or '-' for stdout); the row count."""
+    import sys
+
+    from hostlink.model.errors import HostlinkError
+    from hostlink.model.sweep import load_results
+    if not Path(results).is_dir():
+        raise HostlinkError(f"{results}: no such results folder")
+    table = load_results(results, experiment=experiment, wide=not long)
+    if csv == "-":
+        table.to_csv(sys.stdout, index=False)
+    else:
+        try:
+            table.to_csv(csv, index=False)
+        except OSError as exc:
+            raise HostlinkError(f"{csv}: cannot write: {exc.strerror}") from None
+    return len(table)
+
+
+def _export(args) -> int:
+    import sys
+    rows = export_csv(args.results, args.csv, experiment=args.experiment, long=args.long)
+    if args.csv != "-":
+        print(f"wrote {rows} rows to {args.csv}")
+    else:
+        sys.stdout.flush()
     return 0
 
 

@@ -276,9 +276,10 @@ def graph_stream(workload: dict[str, Any], gpu=None):
 def trace_stream(workload: dict[str, Any], gpu=None):
     """The coalesced request stream of a trace folder (binary store or Accel-Sim)."""
     from hostlink.traces.coalescer import coalesce
+    from hostlink.traces.folder_regions import with_folder_regions
     from hostlink.traces.store import load_regions, open_trace
     regions = load_regions(workload["regions"]) if workload.get("regions") else None
-    trace = open_trace(workload["path"], regions=regions,
+    trace = open_trace(workload["path"], regions=with_folder_regions(workload["path"], regions),
                        memcpy_location=workload["memcpy_location"])
     from hostlink.traces.cache import host_read_cache
     cache = host_read_cache(gpu) if gpu is not None else None

@@ -14,7 +14,11 @@ Order of work:
 4. each finished task is committed at once (one points file, one results
    file); a failing task stops the sweep, and what was committed stays.
 
-Only this process writes to the results folder; workers return rows.
+Only this process writes to the results folder; workers return rows. Local
+workers end with the process that started them, even one killed with SIGKILL
+(no clean-up of its own runs): Linux's ``prctl(PR_SET_PDEATHSIG)`` (prctl(2))
+sends them SIGKILL, and elsewhere a thread in each worker sees its parent gone
+within a second.
 """
 from __future__ import annotations
 
@@ -212,9 +216,35 @@ class _Inline:
         pass
 
 
+PR_SET_PDEATHSIG = 1          # linux/prctl.h
+ORPHAN_POLL_S = 1.0
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Pool initializer: end this worker when ``parent_pid`` (the sweep) dies."""
+    import signal
+    import threading
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):   # not Linux: the thread below does it
+        pass
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(ORPHAN_POLL_S)
+        os._exit(1)
+
+    if os.getppid() != parent_pid:      # the parent died before prctl took effect
+        os._exit(1)
+    threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
+
+
 class _Pool:
     def __init__(self, jobs: int):
-        self.pool = cf.ProcessPoolExecutor(max_workers=jobs)
+        self.pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent,
+                                           initargs=(os.getpid(),))
         self.slots = jobs * IN_FLIGHT_PER_WORKER
         self.name = f"{jobs} local processes"
 

@@ -369,7 +369,9 @@ def test_dry_run_prints_commands(setup, capsys):
     assert any("--self-trace" in line for line in lines)
 
 
-def test_cli_reports_missing_graph_in_one_line(tmp_path, capsys):
+def test_cli_reports_missing_graph_in_one_line(tmp_path, capsys, monkeypatch):
+    # past the GPU check (test_runner_gpu_check.py) to the manifest's own inputs
+    monkeypatch.setattr(runner, "gpu_listing", lambda: "GPU 0: stand-in")
     (tmp_path / "m.toml").write_text(MANIFEST)
     rc = validate_main(["run", str(tmp_path / "m.toml"), "--out", str(tmp_path / "o"), "--no-build", "--quiet"])
     err = capsys.readouterr().err

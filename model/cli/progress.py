@@ -1,0 +1,57 @@
+"""Progress of long single commands: a spinner with the step and its elapsed time on stderr.
+
+Shown only where stderr is a terminal (``sys.stderr.isatty()``); in a pipe,
+a file or a test nothing is written, so output stays clean for scripts. The
+display is rich's (``rich.progress``), cleared when the step ends.
+
+The model's Numba functions are compiled on their first call and cached next
+to their modules (``@njit(cache=True)``, Numba's "Notes on Caching"); a run
+with no cache file yet says so once, since compiling takes a while and
+nothing else would explain the wait.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+
+def enabled(quiet: bool = False) -> bool:
+    """Whether to show progress: not asked to be quiet and stderr is a terminal."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    return not quiet and bool(isatty and isatty())
+
+
+def _console():
+    from rich.console import Console
+    return Console(file=sys.stderr)
+
+
+@contextlib.contextmanager
+def step(message: str, *, quiet: bool = False):
+    """Show ``message`` with a spinner and the elapsed time while the block runs."""
+    if not enabled(quiet):
+        yield
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                   console=_console(), transient=True)
+    bar.add_task(message, total=None)
+    with bar:
+        yield
+
+
+def numba_cache_cold() -> bool:
+    """True where no compiled Numba function of hostlink is cached yet (``*.nbi`` index
+    files in the packages' ``__pycache__`` folders)."""
+    import hostlink.model
+    import hostlink.traces
+    roots = {Path(hostlink.model.__file__).parent, Path(hostlink.traces.__file__).parent}
+    return not any(next(root.glob("**/__pycache__/*.nbi"), None) for root in roots)
+
+
+def note_first_compile(*, quiet: bool = False) -> None:
+    """One line, on a terminal, when this run will compile the Numba functions first."""
+    if enabled(quiet) and numba_cache_cold():
+        _console().print("first run: compiling the model's Numba functions; later runs reuse "
+                         "them from the cache")

@@ -1,0 +1,116 @@
+"""The instruction issue floor: no launch runs faster than its SMs can issue its warp instructions.
+
+The memory models time a kernel by its requests alone; a kernel with few or
+no memory instructions (the FFMA microbenchmarks) would otherwise take 0 s.
+This module bounds each launch from below by the time its SMs need to issue
+its warp instructions, every kind counted (arithmetic, control, memory):
+
+- an SM has four schedulers (processing blocks), each issuing at most one
+  warp instruction per clock: :data:`ISSUE_PER_SM_PER_CLK` = 4 (NVIDIA Tesla
+  V100 GPU Architecture whitepaper, 2017, "Volta SM"; NVIDIA A100 Tensor Core
+  GPU Architecture whitepaper, 2020, "A100 SM Architecture"; NVIDIA H100
+  Tensor Core GPU Architecture whitepaper, 2022, "H100 SM Architecture": each
+  SM partitioned into four processing blocks, each with its own warp
+  scheduler and a dispatch unit of 32 threads per clock);
+- a CTA runs on one SM, so a launch of ``ctas`` CTAs issues on at most
+  ``min(ctas, gpu.sm_count)`` SMs;
+- one warp issues at most one instruction per clock (it belongs to one
+  scheduler).
+
+So a launch of ``W`` warp instructions, the longest warp's ``w``, takes at
+least ``max(W / (4 x min(ctas, sm_count)), w)`` clocks at ``gpu.clock_MHz``.
+
+Assumptions: every instruction issues in one clock (no replays, no
+dependences, no latency: the floor is a bound, not an estimate); the SMs run
+at the configured clock. The counts come from the trace a stream was coalesced
+from (:func:`hostlink.traces.coalescer.coalesce`); a stream built without one
+(the graph emulator's requests, synthetic streams) has none and gets no floor,
+and a trace that records only some instructions is bounded by those.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+ISSUE_PER_SM_PER_CLK = 4      # four schedulers x one warp instruction per clock (whitepapers above)
+BOUND = "compute"             # the bound's name where the issue floor sets the time
+
+
+class IssueCounter:
+    """Warp instructions per launch and per warp, accumulated chunk by chunk."""
+
+    # one int64 key per warp: launch (25 bits), CTA (32 bits), warp in its CTA (6 bits:
+    # at most 1024 threads, 32 warps, per CTA; CUDA C++ Programming Guide, "Technical
+    # Specifications per Compute Capability": maximum number of threads per block)
+    _CTA_SHIFT, _LAUNCH_SHIFT = 6, 38
+
+    COMPACT_KEYS = 1 << 20        # per-chunk counts kept before they are merged
+
+    def __init__(self) -> None:
+        self._keys: list[np.ndarray] = []
+        self._counts: list[np.ndarray] = []
+        self._pending = 0
+
+    def add(self, launch: np.ndarray, cta: np.ndarray, warp: np.ndarray) -> None:
+        """Count one chunk's instructions (one row each) by launch, CTA and warp in the CTA."""
+        if not len(launch):
+            return
+        key = ((np.asarray(launch, np.int64) << self._LAUNCH_SHIFT)
+               | (np.asarray(cta, np.int64) << self._CTA_SHIFT) | np.asarray(warp, np.int64))
+        uniq, counts = np.unique(key, return_counts=True)
+        self._keys.append(uniq)
+        self._counts.append(counts)
+        self._pending += len(uniq)
+        if self._pending > self.COMPACT_KEYS:   # memory bounded by the distinct warps
+            self._compact()
+
+    def _compact(self) -> None:
+        keys, inverse = np.unique(np.concatenate(self._keys), return_inverse=True)
+        counts = np.bincount(inverse.reshape(-1), weights=np.concatenate(self._counts),
+                             minlength=len(keys)).astype(np.int64)
+        self._keys, self._counts = [keys], [counts]
+        self._pending = len(keys)
+
+    def per_launch(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(warp instructions, those of the longest warp) for launches 0..n-1."""
+        total = np.zeros(n, dtype=np.int64)
+        longest = np.zeros(n, dtype=np.int64)
+        if not self._keys:
+            return total, longest
+        self._compact()
+        keys, per_warp = self._keys[0], self._counts[0]
+        launch = keys >> self._LAUNCH_SHIFT
+        inside = launch < n
+        np.add.at(total, launch[inside], per_warp[inside])
+        np.maximum.at(longest, launch[inside], per_warp[inside])
+        return total, longest
+
+
+def issue_floor_ns(warp_insts, longest_warp_insts, ctas, gpu) -> np.ndarray:
+    """Per launch: the least time, ns, its SMs need to issue its warp instructions."""
+    total = np.asarray(warp_insts, dtype=np.float64)
+    longest = np.asarray(longest_warp_insts, dtype=np.float64)
+    sms = np.clip(np.asarray(ctas, dtype=np.float64), 1.0, float(gpu.sm_count))
+    clocks = np.maximum(total / (ISSUE_PER_SM_PER_CLK * sms), longest)
+    return clocks * 1e3 / float(gpu.clock_MHz)          # clocks / (MHz) = us; x 1e3 = ns
+
+
+def stream_issue_floor_ns(stream, gpu, n: int) -> np.ndarray:
+    """:func:`issue_floor_ns` of a RequestStream's launch records (0 where unknown)."""
+    infos = list(stream.launches[:n])
+    infos += [None] * (n - len(infos))
+    total = [getattr(i, "warp_insts", 0) for i in infos]
+    longest = [getattr(i, "longest_warp_insts", 0) for i in infos]
+    ctas = [getattr(i, "ctas", 1) for i in infos]
+    return issue_floor_ns(total, longest, ctas, gpu)
+
+
+def apply_issue_floor(kernel_ns: np.ndarray, stream, gpu) -> tuple[np.ndarray, dict]:
+    """``max(kernel_ns, issue floor)`` per launch, and a summary: ``floor_s`` (the
+    floors summed), ``launches`` (those whose floor exceeds their memory time) and
+    ``binds`` (the floor sets more than half of the kernels' time)."""
+    floor = stream_issue_floor_ns(stream, gpu, len(kernel_ns))
+    out = np.maximum(kernel_ns, floor)
+    over = floor > kernel_ns
+    binds = bool(over.any() and floor[over].sum() > 0.5 * out.sum())
+    return out, {"floor_s": float(floor.sum()) * 1e-9, "launches": int(over.sum()),
+                 "binds": binds}
