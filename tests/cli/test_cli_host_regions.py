@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from conftest import ACCELSIM_DATA
 from hostlink.model.cli.main import main
+
+# the shared Accel-Sim sample traces (tests/conftest.py's ACCELSIM_DATA)
+ACCELSIM_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "accelsim"
 
 LUD = ACCELSIM_DATA / "lud"          # one lud_perimeter launch; its kernelslist copies nothing in
 needs_lud = pytest.mark.skipif(not LUD.is_dir(), reason=f"shared trace {LUD} not found")

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from conftest import ACCELSIM_DATA
 from hostlink.model.cli.main import main
+
+# the shared Accel-Sim sample traces (tests/conftest.py's ACCELSIM_DATA)
+ACCELSIM_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "accelsim"
 
 BFS = ACCELSIM_DATA / "bfs_rodinia"      # Rodinia BFS, 16 launches
 pytestmark = pytest.mark.skipif(not BFS.is_dir(), reason=f"shared trace {BFS} not found")

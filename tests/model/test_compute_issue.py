@@ -1,15 +1,19 @@
 """The instruction issue floor (hostlink.model.compute) and its place in predict()."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import re
 
 import numpy as np
 import pytest
 
-from conftest import ACCELSIM_DATA
 from hostlink.model.compute import ISSUE_PER_SM_PER_CLK, IssueCounter, issue_floor_ns
 from hostlink.model.config import load_system
 from hostlink.model.predict import predict
+
+# the shared Accel-Sim sample traces (tests/conftest.py's ACCELSIM_DATA)
+ACCELSIM_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "accelsim"
 
 FFMA = ACCELSIM_DATA / "ffma_1_32_10"    # one CTA of one warp, FFMA only: no memory traffic
 
