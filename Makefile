@@ -188,7 +188,7 @@ reports-h200: $(STAMP)
 # (first touch from 256 KiB up) is calibrated and reported beside the chain, not
 # in it: the UVM costs it fits leave the traversals further off (README).
 reports-h100: $(STAMP)
-	$(CAL) $(H100)/launch_latency --system h100-pcie5 --quiet
+	$(CAL) $(H100)/launch_latency --system h100-pcie5-datasheet --quiet
 	$(REPORT) $(H100)/launch_latency --system $(H100)/launch_latency/calibrated.toml --jobs $(JOBS) --quiet
 	$(CAL) $(H100)/uvm_sparse --system $(H100)/launch_latency/calibrated.toml --quiet
 	$(REPORT) $(H100)/uvm_sparse --system $(H100)/uvm_sparse/calibrated.toml --jobs $(JOBS) --quiet

@@ -131,8 +131,9 @@ def _predict(args) -> int:
                   traced_workload(args.trace, record, system, options, trace_options))
     from hostlink.model.cli.progress import note_first_compile, step
     note_first_compile()
-    what = args.trace or args.graph
-    with step(f"preparing {what} and predicting ({args.fidelity})"):
+    what = (f"coalescing {args.trace}" if args.trace else
+            f"emulating {args.kernel} ({args.variant}) on {args.graph}")
+    with step(f"{what} and predicting ({args.fidelity})"):
         pred = predict(source, system, mode=args.mode, fidelity=args.fidelity,
                        coalesce_options=options, trace_options=trace_options)
     if args.mode != "device" and pred.requested_B == 0 and args.trace:

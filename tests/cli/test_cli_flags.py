@@ -89,9 +89,10 @@ def _show(capsys, argv) -> dict[str, str]:
 
 def test_config_show_marks_what_the_user_set(tmp_path, capsys):
     base = _show(capsys, ["h200-pcie5"])
-    # gpu.host_path_ns is a documented assumption that the preset leaves unbacked
-    assert "(assumption)" in base["gpu.host_path_ns"]
-    line = _show(capsys, ["h200-pcie5", "--set", "gpu.host_path_ns=300"])["gpu.host_path_ns"]
+    # gpu.loads_in_flight_per_warp is a documented assumption the preset leaves unbacked
+    assert "(assumption)" in base["gpu.loads_in_flight_per_warp"]
+    line = _show(capsys, ["h200-pcie5", "--set", "gpu.loads_in_flight_per_warp=2"])[
+        "gpu.loads_in_flight_per_warp"]
     assert "(assumption)" not in line and "set by the user (--set)" in line
     mine = tmp_path / "mine.toml"
     mine.write_text('[system]\nname = "mine"\nlink = "pcie/gen5_x16"\n'

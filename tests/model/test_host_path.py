@@ -55,7 +55,7 @@ def bw_GBps(s: RequestStream, out) -> float:
 # ---------------------------------------------------------------- the config key
 
 def test_host_path_defaults_to_zero_and_is_checked():
-    for name in ("v100-pcie3", "a100-pcie4", "h100-pcie5", "h200-pcie5"):
+    for name in ("v100-pcie3", "a100-pcie4", "h100-pcie5-datasheet", "h200-pcie5-datasheet"):
         assert load_system(name).gpu.host_path_ns == 0.0
     assert system(**{"gpu.host_path_ns": "0.3 us"}).gpu.host_path_ns == 300.0
     with pytest.raises(ConfigError, match="gpu.host_path_ns"):

@@ -24,8 +24,8 @@ def misaligned_stream(lines: int = 1 << 16) -> RequestStream:
 @pytest.mark.parametrize("fidelity", ["analytic", "des"])
 def test_a_serve_rate_below_the_link_bounds_reads_by_their_bursts(fidelity):
     stream = misaligned_stream()
-    free = predict(stream, "h200-pcie5", fidelity=fidelity)
-    capped = predict(stream, "h200-pcie5", fidelity=fidelity,
+    free = predict(stream, "h200-pcie5-datasheet", fidelity=fidelity)
+    capped = predict(stream, "h200-pcie5-datasheet", fidelity=fidelity,
                      overrides={"host.serve_GBps": 20.0})
     # 96 useful bytes per 128 B of bursts at 20 GB/s of bursts (less the launch's fixed time)
     assert capped.link_bw_GBps == pytest.approx(20.0 * 96 / 128, rel=0.02)
@@ -35,7 +35,7 @@ def test_a_serve_rate_below_the_link_bounds_reads_by_their_bursts(fidelity):
 
 def test_a_serve_rate_above_the_dram_changes_nothing():
     stream = misaligned_stream(1 << 12)
-    a = predict(stream, "h200-pcie5", fidelity="des")
-    b = predict(stream, "h200-pcie5", fidelity="des", overrides={"host.serve_GBps": 1e4})
+    a = predict(stream, "h200-pcie5-datasheet", fidelity="des")
+    b = predict(stream, "h200-pcie5-datasheet", fidelity="des", overrides={"host.serve_GBps": 1e4})
     assert b.time_s == a.time_s
-    assert load_system("h200-pcie5").host.serve_GBps is None
+    assert load_system("h200-pcie5-datasheet").host.serve_GBps is None

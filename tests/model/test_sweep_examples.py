@@ -5,6 +5,7 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hostlink.model.cli.main import main
 from hostlink.model.sweep import load_results, load_sweep, resolve_points, run_sweep
 
@@ -44,10 +45,20 @@ def test_size_by_gen(tmp_path, capsys):
     assert len(wide) == 16
     table = wide.pivot_table(index="link.gen", columns="workload.size_B", values="bw_GBps")
     assert list(table.index) == [3, 4, 5, 6]
-    assert (np.diff(table.to_numpy(), axis=0) > 0).all()    # faster with every generation
-    assert (np.diff(table.to_numpy(), axis=1) >= 0).all()   # larger requests, less overhead
+    bw = table.to_numpy()
+    assert (np.diff(bw, axis=0) >= -1e-9).all()             # never slower on a faster link
+    assert (np.diff(bw[:3], axis=0) > 0).all()               # Gen3 -> 4 -> 5: the link binds
     # no point exceeds its generation's raw x16 rate (REFERENCE.md table)
     assert (wide["bw_GBps"] <= wide["raw_GBps"]).all()
+    # the preset's host serves whole 64 B lines at host.serve_GBps (measured on the H100:
+    # validation/results/h100/first_run; the lines: validation/results/h200/cpl_offsets),
+    # so a read of n lines moves its bytes at serve_GBps x size / (64 n), whatever the link
+    from hostlink.model.config import load_system
+    serve = load_system("h100-pcie5").host.serve_GBps
+    for size, lines in ((32, 1), (64, 1), (96, 2), (128, 2)):
+        assert (table[size] <= serve * size / (64 * lines) * (1 + 1e-9)).all(), size
+    assert table.loc[6, 32] == pytest.approx(serve / 2, rel=1e-6)   # the host, not the link
+    assert table.loc[3, 128] > table.loc[3, 32]     # PCIe 3.0: larger requests, less overhead
 
 
 def test_pcie_gen_by_variant_plan():

@@ -35,7 +35,7 @@ def test_size_mix_des_agrees_with_analytic_where_the_analytic_model_is_exact(tmp
     path = write(tmp_path, """
         [sweep]
         name = "fid"
-        system = "h100-pcie5"
+        system = "h100-pcie5-datasheet"
         [workload]
         kind = "sizes"
         size_B = 128
@@ -170,7 +170,7 @@ def test_accelsim_trace_points(tmp_path, accelsim_data):
     path = write(tmp_path, """
         [sweep]
         name = "trace"
-        system = "h100-pcie5"
+        system = "h100-pcie5-datasheet"
         fidelity = "des"
         [workload]
         kind = "trace"

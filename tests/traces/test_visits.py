@@ -97,7 +97,7 @@ def test_the_skeleton_predicts_what_the_full_device_twin_does(kron):
     hub's warp paces its trips by its visits, zero-copy and device memory. Each launch
     comes out shorter by at most one device latency: the inactive vertices' tests, which
     the full twin carries and the skeleton leaves to the CTA dispatch."""
-    system = system_with(load_system("h200-pcie5"), {"gpu.loads_in_flight_per_warp": 4,
+    system = system_with(load_system("h200-pcie5-datasheet"), {"gpu.loads_in_flight_per_warp": 4,
                                                      "gpu.l1_B": 0, "gpu.l2_B": 0})
     lat = system.gpu.device_lat_ns
     hub = int(np.argmax(np.diff(kron.offsets)))
@@ -121,7 +121,7 @@ def test_a_hubs_trips_are_paced_by_their_visits():
     offsets = np.array([0, n_nbr] + [n_nbr] * n_nbr, dtype=np.int64)
     csr = CSR(offsets, np.arange(1, n_nbr + 1, dtype=np.uint64), name="star")
     em, host = host_stream(csr, "bfs", "merged")
-    system = system_with(load_system("h200-pcie5"), {"gpu.loads_in_flight_per_warp": 4,
+    system = system_with(load_system("h200-pcie5-datasheet"), {"gpu.loads_in_flight_per_warp": 4,
                                                      "gpu.launch_ns": 0.0})
     first = lambda s: s.__class__(**{k: getattr(s, k)[s.launch == 0] for k in
                                      ("launch", "warp", "inst", "addr", "size_B", "useful_B",

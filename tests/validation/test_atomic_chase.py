@@ -96,7 +96,7 @@ def test_the_manifest_refuses_chases_the_program_refuses(tmp_path, body, match):
 
 
 def test_the_twin_adds_the_extra_where_the_l2_serves_and_the_spread_per_doubling():
-    system = system_with(load_system("h200-pcie5"), TRUTH)
+    system = system_with(load_system("h200-pcie5-datasheet"), TRUTH)
     gpu = system.gpu
     cases = _cases(lanes=(1, 8), steps=20000)
     got = {p.get("lanes", 1): build_micro(c, p, system, hints=lambda m, c=c: _hints(c, m))
@@ -120,7 +120,7 @@ def test_the_twin_adds_the_extra_where_the_l2_serves_and_the_spread_per_doubling
 
 
 def test_lanes_without_a_spread_leave_as_a_loads_lines_do_and_loads_of_lanes_have_no_twin():
-    system = load_system("h200-pcie5")
+    system = load_system("h200-pcie5-datasheet")
     gpu = system.gpu
     assert atomic_step_ns(gpu, 1) == 0.0
     assert atomic_step_ns(gpu, 32) == pytest.approx(31 * max(gpu.request_gap_ns,
@@ -134,7 +134,7 @@ def test_lanes_without_a_spread_leave_as_a_loads_lines_do_and_loads_of_lanes_hav
 def test_the_twin_is_the_discrete_event_models_chain_of_atomics():
     """A warp's chain of dependent atomics of k lines the L2 serves, replayed by the DES,
     takes per step what the twin gives a step the L2 serves (a read's service aside)."""
-    system = system_with(load_system("h200-pcie5"), {**TRUTH, "translation.enabled": False})
+    system = system_with(load_system("h200-pcie5-datasheet"), {**TRUTH, "translation.enabled": False})
     gpu = system.gpu
     for k in (1, 4, 32):
         steps = 10
@@ -153,10 +153,10 @@ def test_the_twin_is_the_discrete_event_models_chain_of_atomics():
 
 
 def test_the_step_recovers_the_atomic_costs(tmp_path):
-    truth = system_with(load_system("h200-pcie5"), TRUTH)
+    truth = system_with(load_system("h200-pcie5-datasheet"), TRUTH)
     cases = {**_cases(steps=20000), **_cases(caches=("cg",), lanes=(1,), steps=20000)}
     write_measured(tmp_path, cases, truth, noise_pct=0.2)
-    cal = calibrate(tmp_path, "h200-pcie5", fidelity="analytic", only=["atomic"])
+    cal = calibrate(tmp_path, "h200-pcie5-datasheet", fidelity="analytic", only=["atomic"])
     (fit,) = cal.fits
     for k, v in TRUTH.items():
         assert fit.values[k] == pytest.approx(v, rel=0.05), k
@@ -191,7 +191,7 @@ def test_the_committed_fit_and_its_held_out_chases():
 
 
 def test_many_warps_of_one_sm_take_at_least_their_lines_sm_turns():
-    system = system_with(load_system("h200-pcie5"), {**TRUTH, **LEVELS,
+    system = system_with(load_system("h200-pcie5-datasheet"), {**TRUTH, **LEVELS,
                                                       "gpu.atomic_sm_ns": 1.0})
     gpu = system.gpu
     got = {}
@@ -210,7 +210,7 @@ def test_many_warps_of_one_sm_take_at_least_their_lines_sm_turns():
         gpu.dram_lat_ns + 100.0, 512.0)) / 20000)
     # without a spread (calibrations before atomics) no round binds: 16 warps take what
     # one does, its lines leaving as a load's
-    plain = system_with(load_system("h200-pcie5"), LEVELS)
+    plain = system_with(load_system("h200-pcie5-datasheet"), LEVELS)
     lat = [build_micro(c, p, plain, hints=lambda m, c=c: _hints(c, m)).predict(plain)["lat_ns"]
            for c, p in _cases(lanes=(32,), warps=(1, 16), footprints=(256 << 10,),
                               steps=20000).items()]
@@ -220,10 +220,10 @@ def test_many_warps_of_one_sm_take_at_least_their_lines_sm_turns():
 
 
 def test_the_sm_step_recovers_the_atomic_turn(tmp_path):
-    truth = system_with(load_system("h200-pcie5"), {**TRUTH, **LEVELS, "gpu.atomic_sm_ns": 0.9})
+    truth = system_with(load_system("h200-pcie5-datasheet"), {**TRUTH, **LEVELS, "gpu.atomic_sm_ns": 0.9})
     cases = _cases(lanes=(1, 32), warps=(1, 4, 16, 32), footprints=(256 << 10,), steps=20000)
     write_measured(tmp_path, cases, truth)
-    cal = calibrate(tmp_path, system_with(load_system("h200-pcie5"), {**TRUTH, **LEVELS}),
+    cal = calibrate(tmp_path, system_with(load_system("h200-pcie5-datasheet"), {**TRUTH, **LEVELS}),
                     fidelity="analytic", only=["atomic_sm"])
     (fit,) = cal.fits
     assert fit.values["gpu.atomic_sm_ns"] == pytest.approx(0.9, rel=0.01)

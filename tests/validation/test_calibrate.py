@@ -1,7 +1,7 @@
 """Calibration recovers known parameters from model-generated measurements.
 
 The measurements are the model's own predictions of microbenchmark twins on
-the h100-pcie5 preset with the parameters in TRUTH, with a little log-normal
+the h100-pcie5-datasheet preset with the parameters in TRUTH, with a little log-normal
 noise (twins.synthesize, seeded); calibration starts from the preset's own
 values and must find the truth again. Host loads skip the caches (the zero-copy
 reads use ``ld.cg``: no L1, and the L2 holds no host lines; the pointer chase
@@ -43,7 +43,7 @@ def micro_cases(points) -> dict[str, dict]:
 
 def write_synthetic(path: Path, cases: dict, *, fidelity: str, noise_pct: float = 1.0,
                     seed: int = 7, max_requests: int = MAXREQ, truth: dict | None = None) -> Path:
-    system = load_system("h100-pcie5", truth or TRUTH)
+    system = load_system("h100-pcie5-datasheet", truth or TRUTH)
     write_results(synthesize(cases, system, fidelity=fidelity, noise_pct=noise_pct, reps=3,
                              seed=seed, max_requests=max_requests), path)
     (path / "metadata.json").write_text(json.dumps({"cases": cases}))
@@ -85,7 +85,7 @@ def _values(cal):
 
 
 def test_recovers_latencies_link_loss_and_requester_limit(synth):
-    cal = calibrate(synth, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ,
+    cal = calibrate(synth, "h100-pcie5-datasheet", fidelity="analytic", max_requests=MAXREQ,
                     only=["device_latency", "host_round_trip", "link_efficiency", "requester_limit"])
     v = _values(cal)
     assert v["link.rtt_ns"] == pytest.approx(TRUTH["link.rtt_ns"], rel=0.01)
@@ -103,7 +103,7 @@ def test_recovers_latencies_link_loss_and_requester_limit(synth):
 
 def _truth_base():
     # start from the truth for what the earlier steps fit, so the DES steps are checked alone
-    return system_with(load_system("h100-pcie5"),
+    return system_with(load_system("h100-pcie5-datasheet"),
                        {k: TRUTH[k] for k in ("link.rtt_ns", "link.cpl_buffer_B",
                                               "gpu.device_lat_ns", "link.dllp_overhead")})
 
@@ -179,9 +179,9 @@ def _uvm_touch_run(tmp_path, system, sparse: bool = True, host_state: str = "fre
 
 def test_recovers_uvm_batch_block_and_page_costs(tmp_path):
     # the batch service time is linear in the five costs: the closed-form start finds them
-    truth = system_with(load_system("h100-pcie5"), UVM_TRUTH)
+    truth = system_with(load_system("h100-pcie5-datasheet"), UVM_TRUTH)
     _uvm_touch_run(tmp_path, truth)
-    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["uvm_batches"])
+    cal = calibrate(tmp_path, "h100-pcie5-datasheet", fidelity="analytic", only=["uvm_batches"])
     (fit,) = cal.fits
     v = fit.values
     for key, want in UVM_TRUTH.items():
@@ -205,9 +205,9 @@ def test_uvm_costs_fit_on_pages_returned_from_the_gpu(tmp_path):
     # first touch of pages prefetched back from the GPU (what a traversal's repetitions
     # find) is a calibration group like first touch of fresh pages: sparse touch in
     # either state lets the step run
-    truth = system_with(load_system("h100-pcie5"), UVM_TRUTH)
+    truth = system_with(load_system("h100-pcie5-datasheet"), UVM_TRUTH)
     _uvm_touch_run(tmp_path, truth, host_state="returned")
-    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["uvm_batches"])
+    cal = calibrate(tmp_path, "h100-pcie5-datasheet", fidelity="analytic", only=["uvm_batches"])
     (fit,) = cal.fits
     assert fit.values["uvm.first_fault_us"] == pytest.approx(200.0, rel=0.1)
     assert "micro/uvm_touch/none/sparse/returned" in cal.calibration_groups
@@ -218,8 +218,8 @@ def test_uvm_costs_fit_on_pages_returned_from_the_gpu(tmp_path):
 def test_uvm_costs_need_sparse_touch(tmp_path):
     # dense touch alone cannot separate a batch's, a block's and a page's cost: the step
     # keeps the base values and its groups stay held out
-    _uvm_touch_run(tmp_path, load_system("h100-pcie5", {"uvm.block_us": 12.0}), sparse=False)
-    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["uvm_batches"])
+    _uvm_touch_run(tmp_path, load_system("h100-pcie5-datasheet", {"uvm.block_us": 12.0}), sparse=False)
+    cal = calibrate(tmp_path, "h100-pcie5-datasheet", fidelity="analytic", only=["uvm_batches"])
     assert not cal.fits
     (skip,) = cal.skipped
     assert "micro/uvm_touch/none/sparse or micro/uvm_touch/none/sparse/returned" in skip["reason"]
@@ -229,7 +229,7 @@ def test_uvm_costs_need_sparse_touch(tmp_path):
 
 def test_unconstrained_requester_limit_is_kept(tmp_path):
     # with the preset's 768 reads the Gen5 link saturates first: the limit is not identifiable
-    truth = load_system("h100-pcie5", {"link.rtt_ns": 1300.0})
+    truth = load_system("h100-pcie5-datasheet", {"link.rtt_ns": 1300.0})
     cases = {}
     for w in (1, 66, 528, 4224):
         cases[f"micro/zc_warps/pattern=coalesced,offset_B=0,warps={w},unroll=4"] = dict(
@@ -238,7 +238,7 @@ def test_unconstrained_requester_limit_is_kept(tmp_path):
     write_results(synthesize(cases, truth, fidelity="analytic", noise_pct=0.5, seed=1,
                              max_requests=1 << 12), tmp_path)
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
-    cal = calibrate(tmp_path, load_system("h100-pcie5", {"link.rtt_ns": 1300.0}),
+    cal = calibrate(tmp_path, load_system("h100-pcie5-datasheet", {"link.rtt_ns": 1300.0}),
                     fidelity="analytic", max_requests=1 << 12, only=["requester_limit"])
     (fit,) = cal.fits
     assert not fit.identifiable["link.cpl_buffer_B"]
@@ -255,7 +255,7 @@ def test_missing_groups_are_skipped_with_a_reason(tmp_path, synth):
     import pandas as pd
     df = pd.read_csv(tmp_path / "results.csv")
     df[df["case"].isin(meta["cases"])].to_csv(tmp_path / "results.csv", index=False)
-    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic",
+    cal = calibrate(tmp_path, "h100-pcie5-datasheet", fidelity="analytic",
                     only=["host_round_trip", "requester_limit"])
     assert [f.name for f in cal.fits] == ["host_round_trip"]
     assert cal.skipped[0]["name"] == "requester_limit" and "micro/zc_warps" in cal.skipped[0]["reason"]
@@ -264,18 +264,18 @@ def test_missing_groups_are_skipped_with_a_reason(tmp_path, synth):
 def test_skipped_steps_are_not_run(synth):
     """skip (--skip-steps): every selected step but those; the base value stays."""
     only = ["device_latency", "host_round_trip", "link_efficiency", "requester_limit"]
-    cal = calibrate(synth, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ, only=only,
+    cal = calibrate(synth, "h100-pcie5-datasheet", fidelity="analytic", max_requests=MAXREQ, only=only,
                     skip=["host_round_trip"])
     ran = [f.name for f in cal.fits] + [s["name"] for s in cal.skipped]
     assert sorted(ran) == ["device_latency", "link_efficiency", "requester_limit"]
-    assert cal.system.link.rtt_ns == load_system("h100-pcie5").link.rtt_ns
+    assert cal.system.link.rtt_ns == load_system("h100-pcie5-datasheet").link.rtt_ns
     with pytest.raises(CalibrationError, match="unknown calibration step.*bogus"):
-        calibrate(synth, "h100-pcie5", fidelity="analytic", skip=["bogus"])
+        calibrate(synth, "h100-pcie5-datasheet", fidelity="analytic", skip=["bogus"])
 
 
 def test_cli_writes_a_loadable_calibrated_config(tmp_path, capsys, synth):
     out = tmp_path / "cal" / "calibrated.toml"
-    rc = main(["validate", "calibrate", str(synth), "--system", "h100-pcie5", "--fidelity", "analytic",
+    rc = main(["validate", "calibrate", str(synth), "--system", "h100-pcie5-datasheet", "--fidelity", "analytic",
                "--steps", "host_round_trip,requester_limit", "--max-requests", "8192",
                "--out", str(out), "--quiet"])
     assert rc == 0
@@ -290,12 +290,12 @@ def test_cli_writes_a_loadable_calibrated_config(tmp_path, capsys, synth):
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys, synth):
-    assert main(["validate", "calibrate", str(tmp_path / "nope"), "--system", "h100-pcie5"]) == 2
+    assert main(["validate", "calibrate", str(tmp_path / "nope"), "--system", "h100-pcie5-datasheet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a results directory" in err[0]
-    assert main(["validate", "calibrate", str(synth), "--system", "h100-pcie5", "--steps", "bogus"]) == 2
+    assert main(["validate", "calibrate", str(synth), "--system", "h100-pcie5-datasheet", "--steps", "bogus"]) == 2
     assert "unknown calibration step" in capsys.readouterr().err
-    assert main(["validate", "calibrate", str(synth), "--system", "h100-pcie5",
+    assert main(["validate", "calibrate", str(synth), "--system", "h100-pcie5-datasheet",
                  "--skip-steps", "bogus"]) == 2
     assert "unknown calibration step" in capsys.readouterr().err
     assert main(["validate", "calibrate", str(synth), "--system", "no-such-system"]) == 2
@@ -313,7 +313,7 @@ def test_a_fit_the_model_cannot_make_is_rejected(tmp_path):
     from hostlink.validation.results_io import make_table
     write_results(make_table(rows), tmp_path)
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
-    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["host_round_trip"])
+    cal = calibrate(tmp_path, "h100-pcie5-datasheet", fidelity="analytic", only=["host_round_trip"])
     (fit,) = cal.fits
     assert fit.note.startswith("fit rejected") and not fit.identifiable["link.rtt_ns"]
     # the rejected values are named (between the two latencies), the preset's kept
@@ -325,7 +325,7 @@ def test_a_fit_the_model_cannot_make_is_rejected(tmp_path):
 
 def test_recovers_the_loaded_round_trip(tmp_path):
     # a round trip 400 ns longer at full link load: the points below the plateau give it
-    base = load_system("h100-pcie5", {"link.rtt_ns": 1300.0})
+    base = load_system("h100-pcie5-datasheet", {"link.rtt_ns": 1300.0})
     truth = system_with(base, {"link.rtt_at_full_link_ns": 400.0})
     cases = {}
     for w in (1, 66, 132, 264, 528, 4224):
@@ -354,10 +354,10 @@ def test_recovers_launch_time_and_dispatch_interval(tmp_path):
             naming = dict(ctas=ctas, threads_per_cta=256, work=work)
             cases[micro_case_name("launch", naming)] = {"kind": "micro", "benchmark": "launch",
                                                         **naming}
-    write_results(synthesize(cases, load_system("h100-pcie5", truth), fidelity="des",
+    write_results(synthesize(cases, load_system("h100-pcie5-datasheet", truth), fidelity="des",
                              noise_pct=0.5, seed=3, max_requests=1 << 12), tmp_path)
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
-    cal = calibrate(tmp_path, "h100-pcie5", fidelity="des", max_requests=1 << 12, only=["launch"])
+    cal = calibrate(tmp_path, "h100-pcie5-datasheet", fidelity="des", max_requests=1 << 12, only=["launch"])
     v = _values(cal)
     assert v["gpu.launch_ns"] == pytest.approx(5000.0, rel=0.03)
     assert v["gpu.cta_dispatch_ns"] == pytest.approx(0.5, rel=0.03)
@@ -369,10 +369,10 @@ def test_recovers_the_copy_setup_time(tmp_path):
     pts = [("memcpy", dict(direction=d, size_B=s), {})
            for d in ("h2d", "d2h") for s in (4096, 64 << 10, 1 * MiB, 16 * MiB)]
     cases = micro_cases(pts)
-    write_results(synthesize(cases, load_system("h100-pcie5", truth), fidelity="analytic",
+    write_results(synthesize(cases, load_system("h100-pcie5-datasheet", truth), fidelity="analytic",
                              noise_pct=0.5, seed=5), tmp_path)
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
-    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["copy_setup"])
+    cal = calibrate(tmp_path, "h100-pcie5-datasheet", fidelity="analytic", only=["copy_setup"])
     assert _values(cal)["gpu.copy_setup_ns"] == pytest.approx(2000.0, rel=0.03)
 
 
@@ -380,7 +380,7 @@ def test_tag_window_splits_the_load_to_use_latency(tmp_path):
     # 32 B reads (one sector per lane) bind the 768 tags for the link round trip alone
     # (768 x 32 B / 1.0 us = 24.6 GB/s), one warp waits the whole 1.3 us: the pointer
     # chase fixes the sum, the 32 B plateau the split
-    truth = load_system("h100-pcie5", {"link.rtt_ns": 1000.0, "gpu.host_path_ns": 300.0})
+    truth = load_system("h100-pcie5-datasheet", {"link.rtt_ns": 1000.0, "gpu.host_path_ns": 300.0})
     pts = [("ptr_chase", dict(memory_mode="zerocopy", stride_B=s, footprint_B=64 * MiB,
                               order="random", cache="cv"), dict(steps=500, seed=1))
            for s in (128, 4096)]
@@ -393,7 +393,7 @@ def test_tag_window_splits_the_load_to_use_latency(tmp_path):
     write_results(synthesize(cases, truth, fidelity="analytic", noise_pct=0.5, seed=4,
                              max_requests=MAXREQ), tmp_path)
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
-    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ,
+    cal = calibrate(tmp_path, "h100-pcie5-datasheet", fidelity="analytic", max_requests=MAXREQ,
                     only=["host_round_trip", "tag_window"])
     chase, window = cal.fits
     assert chase.values["link.rtt_ns"] == pytest.approx(1300.0, rel=0.01)   # the whole latency
@@ -409,7 +409,7 @@ def test_tag_window_splits_the_load_to_use_latency(tmp_path):
 
 def test_a_chain_of_calibrations_names_the_groups_fitted_on_each_run(tmp_path, synth):
     from hostlink.validation.calibrate import groups_fitted_on
-    first = calibrate(synth, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ,
+    first = calibrate(synth, "h100-pcie5-datasheet", fidelity="analytic", max_requests=MAXREQ,
                       only=["host_round_trip", "requester_limit"])
     toml_a, _ = first.write(tmp_path / "a" / "calibrated.toml")
     # a second run of the same machine: its own chase refits the round trip
@@ -444,7 +444,7 @@ def test_recovers_the_random_kernels_own_time_per_load(tmp_path):
     cases = micro_cases(pts)
     # device loads at an L2 hit's latency (the preset's 600 ns is a DRAM miss's): one
     # warp's chain, not its loads, then bounds it, as on the GPUs (hot_lines)
-    system = system_with(load_system("h100-pcie5"), {"gpu.device_lat_ns": 150.0})
+    system = system_with(load_system("h100-pcie5-datasheet"), {"gpu.device_lat_ns": 150.0})
     write_results(synthesize(cases, system_with(system, truth), fidelity="analytic",
                              noise_pct=0.5, seed=5, max_requests=MAXREQ), tmp_path)
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
@@ -473,7 +473,7 @@ def test_random_kernel_needs_device_memory_reads(tmp_path):
     cases = micro_cases([("zc_read", dict(host, region_B=r), dict(total_B=64 * MiB))
                          for r in (64 * MiB, 1 << 30)])
     write_synthetic(tmp_path, cases, fidelity="analytic")
-    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ,
+    cal = calibrate(tmp_path, "h100-pcie5-datasheet", fidelity="analytic", max_requests=MAXREQ,
                     only=["random_kernel"])
     assert cal.fits == [] and any("random_kernel" in s and "device memory" in s
                                   for s in map(str, cal.skipped))
@@ -491,7 +491,7 @@ def test_recovers_how_long_an_ld_cv_read_holds_its_line(tmp_path):
     pts += [("zc_warps", dict(host, region_B=65536, warps=132), dict(total_B=16 * MiB)),
             ("zc_warps", dict(host, region_B=1 * MiB, warps=8448), dict(total_B=16 * MiB))]
     cases = micro_cases(pts)
-    system = load_system("h100-pcie5")
+    system = load_system("h100-pcie5-datasheet")
     write_results(synthesize(cases, system_with(system, truth), fidelity="analytic",
                              noise_pct=0.5, seed=7, max_requests=MAXREQ), tmp_path)
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
@@ -512,7 +512,7 @@ def test_cv_lines_needs_reads_of_few_lines_against_warps(tmp_path):
     cases = micro_cases([("zc_read", dict(host, region_B=r), dict(total_B=64 * MiB))
                          for r in (4096, 65536)])
     write_synthetic(tmp_path, cases, fidelity="analytic")
-    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ,
+    cal = calibrate(tmp_path, "h100-pcie5-datasheet", fidelity="analytic", max_requests=MAXREQ,
                     only=["cv_lines"])
     assert cal.fits == [] and any("cv_lines" in s for s in map(str, cal.skipped))
 
@@ -529,7 +529,7 @@ def test_recovers_the_rate_the_host_serves_bursts_at(tmp_path):
     the link's keys start from the truth, as an earlier step would leave them)."""
     run = write_synthetic(tmp_path, micro_cases(_offset_points()), fidelity="analytic",
                           noise_pct=0.5, truth={**TRUTH, "host.serve_GBps": 30.0})
-    cal = calibrate(run, load_system("h100-pcie5", TRUTH), fidelity="analytic",
+    cal = calibrate(run, load_system("h100-pcie5-datasheet", TRUTH), fidelity="analytic",
                     max_requests=MAXREQ, only=["host_serve"])
     assert _values(cal)["host.serve_GBps"] == pytest.approx(30.0, rel=0.02)
     assert cal.system.host.serve_GBps == pytest.approx(30.0, rel=0.02)
@@ -543,7 +543,7 @@ def test_a_serve_rate_the_data_do_not_need_stays_unset(tmp_path):
     keeps the DRAM's own rate (the key stays unset)."""
     run = write_synthetic(tmp_path, micro_cases(_offset_points()), fidelity="analytic",
                           noise_pct=0.5)
-    cal = calibrate(run, load_system("h100-pcie5", TRUTH), fidelity="analytic",
+    cal = calibrate(run, load_system("h100-pcie5-datasheet", TRUTH), fidelity="analytic",
                     max_requests=MAXREQ, only=["host_serve"])
     fit, = cal.fits
     assert not fit.identifiable["host.serve_GBps"]
@@ -569,7 +569,7 @@ def test_recovers_the_rate_device_memory_streams_at(tmp_path):
     truth = {**TRUTH, "gpu.device_bw_GBps": 2900.0}
     run = write_synthetic(tmp_path, micro_cases(_device_stream_points()), fidelity="analytic",
                           noise_pct=0.5, truth=truth)
-    base = load_system("h100-pcie5", TRUTH)
+    base = load_system("h100-pcie5-datasheet", TRUTH)
     assert base.gpu.device_bw_GBps == pytest.approx(3350.0)
     cal = calibrate(run, base, fidelity="analytic", max_requests=MAXREQ, only=["device_stream"])
     fit, = cal.fits
@@ -596,7 +596,7 @@ def test_a_device_rate_behind_the_sms_issue_stage_keeps_its_base_value(tmp_path)
                           fidelity="des", noise_pct=0.5,
                           truth={**slow_issue, "gpu.device_bw_GBps": 2900.0})
     # the issue stage is the engine's (the analytic model has none)
-    cal = calibrate(run, load_system("h100-pcie5", slow_issue), fidelity="des",
+    cal = calibrate(run, load_system("h100-pcie5-datasheet", slow_issue), fidelity="des",
                     max_requests=MAXREQ, only=["device_stream"])
     fit, = cal.fits
     assert not fit.identifiable["gpu.device_bw_GBps"]
@@ -605,7 +605,7 @@ def test_a_device_rate_behind_the_sms_issue_stage_keeps_its_base_value(tmp_path)
 
 def test_device_stream_needs_full_occupancy_device_reads(tmp_path):
     run = write_synthetic(tmp_path, micro_cases(_device_stream_points()[4:]), fidelity="analytic")
-    cal = calibrate(run, "h100-pcie5", fidelity="analytic", max_requests=MAXREQ,
+    cal = calibrate(run, "h100-pcie5-datasheet", fidelity="analytic", max_requests=MAXREQ,
                     only=["device_stream"])
     assert cal.fits == [] and any("device_stream" in s and "full occupancy" in s
                                   for s in map(str, cal.skipped))

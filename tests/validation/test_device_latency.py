@@ -23,7 +23,7 @@ TRUTH = {"gpu.l1_hit_ns": 22.0, "gpu.device_lat_ns": 150.0, "gpu.dram_lat_ns": 3
 
 @pytest.fixture(scope="module")
 def h100():
-    return load_system("h100-pcie5")
+    return load_system("h100-pcie5-datasheet")
 
 
 def chase(footprint_B, cache="default", steps=1000, stride_B=128):
@@ -118,7 +118,7 @@ def sweep():
 
 def test_calibration_recovers_the_three_latencies(tmp_path, h100):
     run = write_run(tmp_path, sweep(), system_with(h100, TRUTH))
-    cal = calibrate(run, "h100-pcie5", only=["device_latency"])
+    cal = calibrate(run, "h100-pcie5-datasheet", only=["device_latency"])
     (fit,) = cal.fits
     for key in LEVEL_KEYS:
         assert fit.identifiable[key]
@@ -131,7 +131,7 @@ def test_calibration_recovers_the_three_latencies(tmp_path, h100):
 def test_runs_without_cg_chases_hold_the_device_chase_out(tmp_path, h100):
     pts = [chase(fp) for fp in (4 * KiB, 64 * KiB, 1 * MiB)]
     run = write_run(tmp_path, pts, system_with(h100, TRUTH))
-    cal = calibrate(run, "h100-pcie5", only=["device_latency"])
+    cal = calibrate(run, "h100-pcie5-datasheet", only=["device_latency"])
     assert not cal.fits
     (skip,) = cal.skipped
     assert skip["name"] == "device_latency" and "ld.cg" in skip["reason"]
@@ -142,7 +142,7 @@ def test_runs_without_cg_chases_hold_the_device_chase_out(tmp_path, h100):
 def test_l1_latency_is_kept_where_no_chase_reaches_the_l1(tmp_path, h100):
     pts = [chase(fp, "cg", steps=20000) for fp in (64 * KiB, 1 * MiB, 16 * MiB)]
     run = write_run(tmp_path, pts, system_with(h100, TRUTH))
-    cal = calibrate(run, "h100-pcie5", only=["device_latency"])
+    cal = calibrate(run, "h100-pcie5-datasheet", only=["device_latency"])
     (fit,) = cal.fits
     assert not fit.identifiable["gpu.l1_hit_ns"]
     assert cal.system.gpu.l1_hit_ns == h100.gpu.l1_hit_ns

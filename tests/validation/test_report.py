@@ -22,7 +22,7 @@ def data(tmp_path_factory) -> Path:
     from hostlink.validation.manifest import micro_case_name
     from hostlink.validation.results_io import write_results
     from hostlink.validation.twins import synthesize
-    truth = load_system("h100-pcie5", {"link.rtt_ns": 1300.0, "link.cpl_buffer_B": 400 * 128})
+    truth = load_system("h100-pcie5-datasheet", {"link.rtt_ns": 1300.0, "link.cpl_buffer_B": 400 * 128})
     cases = {}
     for stride in (128, 4096, 65536):
         naming = dict(memory_mode="zerocopy", stride_B=stride, footprint_B=64 << 20,
@@ -211,7 +211,7 @@ def test_groups_without_a_target_far_off_are_diagnosed():
 
 def test_report_cli_end_to_end(tmp_path, capsys, data):
     cal = tmp_path / "cal" / "calibrated.toml"
-    assert main(["validate", "calibrate", str(data), "--system", "h100-pcie5", "--fidelity",
+    assert main(["validate", "calibrate", str(data), "--system", "h100-pcie5-datasheet", "--fidelity",
                  "analytic", "--steps", "host_round_trip,requester_limit", "--max-requests", "8192",
                  "--out", str(cal), "--quiet"]) == 0
     out = tmp_path / "rep"
@@ -271,14 +271,14 @@ def test_report_cli_end_to_end(tmp_path, capsys, data):
 
 
 def test_report_without_calibration_record_and_bad_inputs(tmp_path, capsys, data):
-    rc = main(["validate", "report", str(data), "--system", "h100-pcie5", "--fidelity", "analytic",
+    rc = main(["validate", "report", str(data), "--system", "h100-pcie5-datasheet", "--fidelity", "analytic",
                "--only", "ptr_chase", "--out", str(tmp_path), "--quiet"])
     assert rc == 0
     assert "every microbenchmark group counts as held out" in (tmp_path / "report.md").read_text()
-    assert main(["validate", "report", str(data), "--system", "h100-pcie5",
+    assert main(["validate", "report", str(data), "--system", "h100-pcie5-datasheet",
                  "--calibration", str(tmp_path / "missing.json"), "--quiet"]) == 2
     assert "no such calibration record" in capsys.readouterr().err
-    assert main(["validate", "report", str(data), "--system", "h100-pcie5", "--only", "nothing-matches",
+    assert main(["validate", "report", str(data), "--system", "h100-pcie5-datasheet", "--only", "nothing-matches",
                  "--quiet"]) == 2
 
 
@@ -296,14 +296,14 @@ def test_report_uses_the_systems_uvm_costs(tmp_path):
     # measurements made with per-block and per-page costs: predicted with a system that
     # carries them they agree, without them the model is too fast
     from hostlink.model.config import load_system, write_resolved
-    costly = load_system("h100-pcie5", {"uvm.block_us": 30.0, "uvm.move_page_us": 0.5})
+    costly = load_system("h100-pcie5-datasheet", {"uvm.block_us": 30.0, "uvm.move_page_us": 0.5})
     _uvm_run(tmp_path, costly)
     toml = tmp_path / "costly.toml"
     write_resolved(costly, toml)
     res = report.build_report(tmp_path, toml, fidelity="analytic", out_dir=tmp_path / "a")
     s = res["summary"]
     assert report.mape(s[s["metric"] == "time_ms"]["error_pct"]) < 1e-6
-    res = report.build_report(tmp_path, "h100-pcie5", fidelity="analytic", out_dir=tmp_path / "b")
+    res = report.build_report(tmp_path, "h100-pcie5-datasheet", fidelity="analytic", out_dir=tmp_path / "b")
     s = res["summary"]
     assert (s[s["metric"] == "time_ms"]["error_pct"] < -10).all()
 
@@ -321,7 +321,7 @@ def test_traversal_cases_report_the_models_run_time(tmp_path):
     meta = {"cases": cases, "graphs": {"kron8": {"kind": "kron", "scale": 8, "degree": 16,
                                                  "seed": 27491095}}}
     (tmp_path / "metadata.json").write_text(json.dumps(meta))
-    res = report.build_report(tmp_path, "h200-pcie5", fidelity="des", out_dir=tmp_path / "o",
+    res = report.build_report(tmp_path, "h200-pcie5-datasheet", fidelity="des", out_dir=tmp_path / "o",
                               notes=["made by a test"])
     t = res["timings"]
     assert list(t["case"]) == [case]
@@ -345,11 +345,11 @@ def test_sampled_sources_compare_with_their_own_measurements(tmp_path):
     write_results(make_table(rows), tmp_path)
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases, "graphs": {
         "kron8": {"kind": "kron", "scale": 8, "degree": 16, "seed": 27491095}}}))
-    res = report.build_report(tmp_path, "h200-pcie5", fidelity="analytic", out_dir=tmp_path / "o",
+    res = report.build_report(tmp_path, "h200-pcie5-datasheet", fidelity="analytic", out_dir=tmp_path / "o",
                               max_sources=1)
     s = res["summary"].set_index("metric")
     assert s.loc["kernel_time_ms", "measured"] == pytest.approx(0.06)
     assert "first 1 source(s)" in (tmp_path / "o" / "report.md").read_text()
-    full = report.build_report(tmp_path, "h200-pcie5", fidelity="analytic", out_dir=tmp_path / "f")
+    full = report.build_report(tmp_path, "h200-pcie5-datasheet", fidelity="analytic", out_dir=tmp_path / "f")
     assert full["summary"].set_index("metric").loc["kernel_time_ms", "measured"] == \
         pytest.approx(0.285)

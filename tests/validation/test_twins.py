@@ -12,7 +12,7 @@ from hostlink.validation.manifest import micro_case_name
 
 @pytest.fixture(scope="module")
 def h100():
-    return load_system("h100-pcie5")
+    return load_system("h100-pcie5-datasheet")
 
 
 def zc(**kw):
@@ -258,7 +258,7 @@ def test_traversal_load_ahead_is_loads_in_flight(tmp_path):
     # the kernels issue load_ahead trips before using them (1 where a run does not say):
     # more loads in flight per warp, a shorter predicted kernel on a latency-bound graph
     _, base, graphs = kron10_run(tmp_path, "merged_aligned", "zerocopy")
-    h200 = load_system("h200-pcie5")
+    h200 = load_system("h200-pcie5-datasheet")
     t = {}
     for ahead in (None, 1, 4):
         p = dict(base) if ahead is None else dict(base, load_ahead=ahead)
@@ -386,7 +386,7 @@ def test_traversal_twins_carry_the_device_arrays_and_the_launches(tmp_path):
     # memory slows the device-mode prediction, and a slower CTA dispatch every mode's
     from hostlink.model.config import system_with
     csr, base, graphs = kron10_run(tmp_path, "merged", "device")
-    h200 = load_system("h200-pcie5")
+    h200 = load_system("h200-pcie5-datasheet")
 
     def kernel_ms(system, mode="device"):
         rows = twins.predict_traversal("c", dict(base, memory_mode=mode), system, graphs,
@@ -408,7 +408,7 @@ def test_the_balanced_variant_has_a_twin(tmp_path):
     # are: the edges merged_aligned reads, in fewer host requests than chunked's (adjacent
     # short lists share windows), with its device accesses or with its walk's steps
     csr, base, graphs = kron10_run(tmp_path, "balanced", "zerocopy")
-    h200 = load_system("h200-pcie5")
+    h200 = load_system("h200-pcie5-datasheet")
 
     def predicted(variant, limit=1 << 24, mode="zerocopy"):
         timing = {}
@@ -434,7 +434,7 @@ def test_large_graphs_twins_carry_the_walks_dependent_steps(tmp_path):
     # dependent step (validation/results/h100/device_work): close to the twin with
     # every device access, and slower than the edge list alone, on the hub's walk
     _, base, graphs = kron10_run(tmp_path, "merged_aligned", "zerocopy")
-    h200 = load_system("h200-pcie5")
+    h200 = load_system("h200-pcie5-datasheet")
     timing = {}
 
     def kernel_ms(limit, **kw):

@@ -50,7 +50,7 @@ def test_launches_name_a_case_only_above_one():
 
 
 def test_the_twin_reads_each_part_in_its_own_launch():
-    system = load_system("h100-pcie5")
+    system = load_system("h100-pcie5-datasheet")
     one = twins.build_micro("one", _point(1), system)
     split = twins.build_micro("split", _point(16), system)
     # the same 16 lines, one per 2 MiB VA block, one per launch, in the program's order
@@ -70,18 +70,18 @@ def test_the_twin_reads_each_part_in_its_own_launch():
 
 def test_the_launches_cost_stands_in_for_the_single_launch_cost_in_its_context_alone():
     from hostlink.model.uvm.model import first_fault_cost_us
-    both = _on(load_system("h100-pcie5"), {"first_fault_us": 300.0,
+    both = _on(load_system("h100-pcie5-datasheet"), {"first_fault_us": 300.0,
                                            "launches_first_fault_us": 100.0})
     assert first_fault_cost_us(both.uvm, True) == 100.0
     assert first_fault_cost_us(both.uvm, False) == 300.0
     # without the launches' own cost both contexts pay the single launch's
-    old = _on(load_system("h100-pcie5"), {"first_fault_us": 300.0})
+    old = _on(load_system("h100-pcie5-datasheet"), {"first_fault_us": 300.0})
     assert old.uvm.launches_first_fault_us is None
     assert first_fault_cost_us(old.uvm, True) == first_fault_cost_us(old.uvm, False) == 300.0
 
 
 def test_split_touch_pays_the_launches_cost_and_a_single_launch_the_models():
-    system = load_system("h100-pcie5")
+    system = load_system("h100-pcie5-datasheet")
     one = twins.build_micro("one", _point(1), system)
     split = twins.build_micro("split", _point(16), system)
     both = _on(system, {"first_fault_us": 300.0, "launches_first_fault_us": 100.0})
@@ -103,7 +103,7 @@ def test_a_traversal_pays_the_launches_cost():
     run_dir = RESULTS / "h200" / "traversal14_la1"
     case = "bfs/kron14/merged_aligned/uvm/8B"
     run = load_run(run_dir)
-    system = load_system("h200-pcie5")
+    system = load_system("h200-pcie5-datasheet")
 
     def kernel_ms(uvm: dict) -> float:
         rows = predict_traversal(case, run.cases[case], _on(system, uvm), GraphSource(run),
@@ -117,7 +117,7 @@ def test_a_traversal_pays_the_launches_cost():
 
 
 def test_the_step_fits_the_first_launchs_one_off_cost(tmp_path):
-    truth = load_system("h100-pcie5")
+    truth = load_system("h100-pcie5-datasheet")
     cases = {micro_case_name("uvm_touch", {k: v for k, v in p.items()
                                            if k not in ("kind", "benchmark", "warps")}): p
              for p in (_point(16), _point(8), _point(16, advice="readmostly"),
@@ -125,23 +125,23 @@ def test_the_step_fits_the_first_launchs_one_off_cost(tmp_path):
     write_results(synthesize(cases, _on(truth, {"first_fault_us": 120.0}), fidelity="analytic",
                              noise_pct=0.3, seed=5), tmp_path)
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
-    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"])
+    cal = calibrate(tmp_path, "h100-pcie5-datasheet", fidelity="analytic", only=["uvm_first_launch"])
     (fit,) = cal.fits
     assert fit.values["uvm.launches_first_fault_us"] == pytest.approx(120.0, rel=0.05)
     assert fit.mape_pct < 1.0 < fit.base_mape_pct
     assert "micro/uvm_touch/none/sparse/returned/launches" in cal.calibration_groups
     # the context's own key: a single launch keeps the base's one-off cost
     assert cal.system.uvm.launches_first_fault_us == pytest.approx(120.0, rel=0.05)
-    assert cal.system.uvm.first_fault_us == load_system("h100-pcie5").uvm.first_fault_us
+    assert cal.system.uvm.first_fault_us == load_system("h100-pcie5-datasheet").uvm.first_fault_us
 
 
 def test_a_run_without_split_touch_keeps_the_base_value(tmp_path):
     cases = {micro_case_name("uvm_touch", {k: v for k, v in _point(1).items()
                                            if k not in ("kind", "benchmark", "warps")}): _point(1)}
-    write_results(synthesize(cases, _on(load_system("h100-pcie5"), {"first_fault_us": 120.0}),
+    write_results(synthesize(cases, _on(load_system("h100-pcie5-datasheet"), {"first_fault_us": 120.0}),
                              fidelity="analytic", seed=5), tmp_path)
     (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
-    cal = calibrate(tmp_path, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"])
+    cal = calibrate(tmp_path, "h100-pcie5-datasheet", fidelity="analytic", only=["uvm_first_launch"])
     assert not cal.fits
     assert "micro/uvm_touch" in cal.skipped[0]["reason"]
 
@@ -151,7 +151,7 @@ def _split_run(path, points, first_fault_us: float):
                                            if k not in ("kind", "benchmark", "warps")}): p
              for p in points}
     path.mkdir()
-    write_results(synthesize(cases, _on(load_system("h100-pcie5"),
+    write_results(synthesize(cases, _on(load_system("h100-pcie5-datasheet"),
                                         {"first_fault_us": first_fault_us}),
                              fidelity="analytic", seed=5), path)
     (path / "metadata.json").write_text(json.dumps({"cases": cases}))
@@ -165,7 +165,7 @@ FOUR = (_point(16), _point(8), _point(16, advice="readmostly"),
 def test_pooled_runs_fit_one_cost_and_keep_their_own_residuals(tmp_path):
     a = _split_run(tmp_path / "a", FOUR, 120.0)
     b = _split_run(tmp_path / "b", FOUR[:2], 120.0)
-    cal = calibrate(a, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
+    cal = calibrate(a, "h100-pcie5-datasheet", fidelity="analytic", only=["uvm_first_launch"],
                     pool=[str(b)])
     (fit,) = cal.fits
     assert fit.values["uvm.launches_first_fault_us"] == pytest.approx(120.0, rel=0.01)
@@ -188,9 +188,9 @@ def test_each_pooled_run_weighs_the_same(tmp_path):
     # near 122 us; weighed per run it sits halfway, whichever run is calibrated
     many = _split_run(tmp_path / "many", FOUR, 120.0)
     one = _split_run(tmp_path / "one", FOUR[:1], 130.0)
-    here = calibrate(many, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
+    here = calibrate(many, "h100-pcie5-datasheet", fidelity="analytic", only=["uvm_first_launch"],
                      pool=[str(one)]).fits[0].values["uvm.launches_first_fault_us"]
-    there = calibrate(one, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
+    there = calibrate(one, "h100-pcie5-datasheet", fidelity="analytic", only=["uvm_first_launch"],
                       pool=[str(many)]).fits[0].values["uvm.launches_first_fault_us"]
     assert here == pytest.approx(there, abs=0.5)
     assert 124.0 < here < 126.0
@@ -199,17 +199,17 @@ def test_each_pooled_run_weighs_the_same(tmp_path):
 def test_pooling_a_run_twice_or_without_microbenchmarks_is_one_clear_error(tmp_path):
     a = _split_run(tmp_path / "a", FOUR, 120.0)
     with pytest.raises(CalibrationError, match="pooled twice"):
-        calibrate(a, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
+        calibrate(a, "h100-pcie5-datasheet", fidelity="analytic", only=["uvm_first_launch"],
                   pool=[str(a)])
     with pytest.raises(HostlinkError, match="not a results directory"):
-        calibrate(a, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
+        calibrate(a, "h100-pcie5-datasheet", fidelity="analytic", only=["uvm_first_launch"],
                   pool=[str(tmp_path / "missing")])
     traversals = tmp_path / "traversals"
     traversals.mkdir()
     write_results(make_table([("t", "t", "bfs/kron14/merged_aligned/uvm/8B", "measured",
                                "kernel_time_ms", 1.0, "ms", 0)]), traversals)
     with pytest.raises(CalibrationError, match=f"{traversals}: no microbenchmark results to pool"):
-        calibrate(a, "h100-pcie5", fidelity="analytic", only=["uvm_first_launch"],
+        calibrate(a, "h100-pcie5-datasheet", fidelity="analytic", only=["uvm_first_launch"],
                   pool=[str(traversals)])
 
 
@@ -218,7 +218,7 @@ def test_the_cli_pools_runs_and_reports_each_runs_residual(tmp_path, capsys):
     a = _split_run(tmp_path / "a", FOUR, 120.0)
     b = _split_run(tmp_path / "b", FOUR[:2], 120.0)
     out = tmp_path / "cal" / "calibrated.toml"
-    assert main(["validate", "calibrate", str(a), "--system", "h100-pcie5", "--fidelity",
+    assert main(["validate", "calibrate", str(a), "--system", "h100-pcie5-datasheet", "--fidelity",
                  "analytic", "--steps", "uvm_first_launch", "--pool", str(b), "--out", str(out),
                  "--quiet"]) == 0
     text = capsys.readouterr().out
@@ -228,7 +228,7 @@ def test_the_cli_pools_runs_and_reports_each_runs_residual(tmp_path, capsys):
     assert record["pooled"] == [str(b)]
     assert load_any_system(str(out)).uvm.launches_first_fault_us == pytest.approx(120.0,
                                                                                   rel=0.01)
-    assert main(["validate", "calibrate", str(a), "--system", "h100-pcie5", "--steps",
+    assert main(["validate", "calibrate", str(a), "--system", "h100-pcie5-datasheet", "--steps",
                  "uvm_first_launch", "--pool", f"{b},{b}"]) == 2
     assert "pooled twice" in capsys.readouterr().err
 
