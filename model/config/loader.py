@@ -23,6 +23,7 @@ from typing import Any, Mapping
 
 from hostlink.model.config.schema import SECTIONS, SYSTEM_SCALARS, SystemConfig
 from hostlink.model.errors import ConfigError
+from hostlink.model.textfile import read_toml
 from hostlink.model.units import UnitError, parse_quantity, unit_suffix
 
 REPO_CONFIGS = Path(__file__).resolve().parents[2] / "sim_configs"
@@ -60,13 +61,7 @@ def find_preset(folder: str, name: str) -> Path:
 
 
 def _read_toml(path: Path) -> dict:
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    return read_toml(path, "config file")[0]
 
 
 def _allowed_types(annotation) -> tuple[type, ...]:
