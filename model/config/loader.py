@@ -135,6 +135,15 @@ def _section_name(cls) -> str:
     return "system"
 
 
+def _table(data: dict, key: str, where: str) -> dict:
+    """``data[key]`` (empty if absent), which must be a table."""
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: '{key}' must be a table ([{key}]), not "
+                          f"{type(value).__name__} {value!r:.40}")
+    return value
+
+
 def _split_sections(data: dict, where: str, allowed: set[str]) -> None:
     for key in data:
         if key not in allowed:
@@ -153,7 +162,7 @@ def load_component(section: str, name_or_path: str) -> tuple[dict, dict, Path]:
         raise ConfigError(f"{where}: missing section [{section}]")
     cls = SECTIONS[section]
     checked = {k: coerce_value(cls, k, v, where) for k, v in values.items()}
-    prov = {f"{section}.{k}": v for k, v in data.get("provenance", {}).items()}
+    prov = {f"{section}.{k}": v for k, v in _table(data, "provenance", where).items()}
     return checked, prov, path
 
 
@@ -203,9 +212,9 @@ def load_system(name_or_path: str | Path = "v100-pcie3",
             allowed = ", ".join([*SECTIONS, *SYSTEM_SCALARS])
             raise ConfigError(f"{where}: unknown key 'system.{key}' (allowed: {allowed})")
     for section, cls in SECTIONS.items():
-        for key, value in data.get(section, {}).items():
+        for key, value in _table(data, section, where).items():
             parts.setdefault(section, {})[key] = coerce_value(cls, key, value, where)
-    provenance.update({k: v for k, v in data.get("provenance", {}).items()})
+    provenance.update({k: v for k, v in _table(data, "provenance", where).items()})
     return _build(parts, scalars, provenance, _normalise_overrides(overrides), where)
 
 

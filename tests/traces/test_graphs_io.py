@@ -297,3 +297,16 @@ def test_bad_bytes_name_the_line(tmp_path, name, raw, where):
     p.write_bytes(raw)
     with pytest.raises(GraphError, match=re.escape(where)):
         read_graph(p)
+
+
+@pytest.mark.parametrize("name,text", [
+    ("s.el", "0 1\n1 4294967295\n"),
+    ("s.wel", "0 1 1\n1 99999999 1\n"),
+    ("s.mtx", "%%MatrixMarket matrix coordinate pattern general\n99999999 3 1\n1 2\n"),
+])
+def test_ids_too_sparse_are_refused(tmp_path, name, text):
+    """2 edges cannot need 10**8 vertices (64 per edge past 2**20 is the limit)."""
+    with pytest.raises(GraphError, match=f"{name}: the largest vertex id gives"):
+        read_graph(_w(tmp_path, name, text))
+    dense = _w(tmp_path, "d.el", "0 1\n1 1048575\n")  # 2**20 vertices: allowed
+    assert read_graph(dense).num_vertices == 1 << 20

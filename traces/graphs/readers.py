@@ -26,7 +26,9 @@ when that fails, or a value is out of range, the file is scanned line by line
 to raise a :class:`GraphError` naming the file and the line.
 
 A file without a single edge is an error (a traversal of it reads nothing);
-text must be UTF-8 (a bad byte names its line).
+so are 0-based ids (.el, .wel, .mtx sizes) that give more than 2**20 vertices
+and more than 64 vertices per edge (a typo would allocate gigabytes of empty
+vertices). Text must be UTF-8 (a bad byte names its line).
 
 Weights: real values (Matrix Market real, a third SNAP/CSV column) become
 u32 weights by rounding to the nearest integer; they must lie in [0, 2**32).
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -51,6 +54,10 @@ from hostlink.traces.graphs.csr import CSR, GraphError, from_edges
 BEL_HEADER_B = 16
 _U32_MAX = 0xFFFFFFFF
 PATTERN_HINT = " (--pattern-only reads the edges alone)"
+# vertex ids may leave at most this many vertices per edge without edges, beyond the
+# first 2**20 (kron and urand graphs have 16 edges per vertex; road networks about 2.5)
+SPARSE_FACTOR = 64
+MAX_DENSE_FREE = 1 << 20
 
 
 # --------------------------------------------------------------- text helpers
@@ -147,9 +154,11 @@ def _read_table(path: Path, first_line: int, comment: str | None, ncols: int,
     try:
         if os.path.getsize(path) == 0:
             return np.zeros((0, ncols), dtype=dtype)
-        df = pd.read_csv(path, sep=r"\s+" if sep is None else sep, header=None,
-                         skiprows=first_line - 1, comment=comment, engine="c", dtype=dtype,
-                         skip_blank_lines=True, encoding="utf-8")
+        with warnings.catch_warnings():  # pandas' casts of "nan" to int; checked below
+            warnings.simplefilter("ignore", RuntimeWarning)
+            df = pd.read_csv(path, sep=r"\s+" if sep is None else sep, header=None,
+                             skiprows=first_line - 1, comment=comment, engine="c", dtype=dtype,
+                             skip_blank_lines=True, encoding="utf-8")
     except pd.errors.EmptyDataError:
         return np.zeros((0, ncols), dtype=dtype)
     except OSError as exc:
@@ -165,6 +174,9 @@ def _read_table(path: Path, first_line: int, comment: str | None, ncols: int,
         ids = data[:, [i for i, k in enumerate(kinds) if k == "i"]]
         if ids.size and ids.min() < min_id:
             scan(f"a vertex id is below {min_id}")
+        if dtype == np.float64 and ids.size and (np.any(ids != np.floor(ids))
+                                                 or ids.max() >= 2.0 ** 53):
+            scan("a vertex id is not an integer below 2**53")
     for i, k in enumerate(kinds):
         if k == "w" and data.shape[0] and (data[:, i].min() < 0 or data[:, i].max() > _U32_MAX):
             scan("a weight is outside [0, 2**32)")
@@ -188,6 +200,15 @@ def _first_data_line(path: Path, comment: str | None, sep: str | None) -> tuple[
             if text and not (comment and text.startswith(comment)):
                 return lineno, _split(text, sep)
     return 0, []
+
+
+def _check_sparsity(path: Path, num_vertices: int, num_edges: int) -> None:
+    """Refuse ids so sparse that the vertex array would dwarf the edges: a typo (an
+    extra digit) would otherwise allocate gigabytes for vertices without edges."""
+    if num_vertices > MAX_DENSE_FREE and num_vertices > SPARSE_FACTOR * num_edges:
+        raise GraphError(f"{path}: the largest vertex id gives {num_vertices:,} vertices for "
+                         f"{num_edges:,} edges (more than {SPARSE_FACTOR} per edge): ids this "
+                         f"sparse are not 0..n-1; a SNAP .txt edge list is renumbered")
 
 
 def _no_edges(path: Path) -> GraphError:
@@ -266,6 +287,7 @@ def read_mtx(path, *, symmetrize: bool | None = None, weighted: bool = True,
     rows, cols, nnz = (int(t) for t in toks)
     if nnz == 0:
         raise _no_edges(path)
+    _check_sparsity(path, max(rows, cols), nnz)
     first = lineno + 1
     ncols = 2 if field == "pattern" else 3
     value_kind = "w" if field == "integer" and not pattern_only else "r"
@@ -339,6 +361,7 @@ def read_el(path, *, symmetrize: bool = False, name: str | None = None) -> CSR:
     data = _read_table(path, 1, None, 2, "ii", min_id=0)
     if not len(data):
         raise _no_edges(path)
+    _check_sparsity(path, int(data.max()) + 1, len(data))
     return from_edges(data[:, 0], data[:, 1], None, symmetrize=symmetrize,
                       name=name or path.name.split(".")[0])
 
@@ -353,6 +376,7 @@ def read_wel(path, *, symmetrize: bool = False, name: str | None = None,
         raise _no_edges(path)
     weights = None if pattern_only else data[:, 2]
     data = data.astype(np.int64)
+    _check_sparsity(path, int(data[:, :2].max()) + 1, len(data))
     return from_edges(data[:, 0], data[:, 1], None, weights, symmetrize=symmetrize,
                       name=name or path.name.split(".")[0])
 
