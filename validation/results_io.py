@@ -229,7 +229,10 @@ def read_results(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     try:
         if path.suffix == ".parquet":
-            df = pd.read_parquet(path)
+            import pyarrow.parquet as pq
+            table = pq.read_table(path)
+            table.validate(full=True)  # strings that are not UTF-8 fail here, not later
+            df = table.to_pandas()
         else:
             df = pd.read_csv(path, dtype={"run_id": str, "experiment": str, "case": str, "model_kind": str,
                                           "metric": str, "unit": str}, keep_default_na=False,

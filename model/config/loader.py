@@ -96,7 +96,7 @@ def coerce_value(cls, key: str, value: Any, where: str) -> Any:
         except UnitError as exc:
             raise ConfigError(f"{where}: '{full}': {exc}") from None
         if int in allowed and float not in allowed:
-            if value != int(value):
+            if not float(value).is_integer():
                 raise ConfigError(f"{where}: '{full}' = {value} must be a whole number")
             value = int(value)
     if bool in allowed:
@@ -107,7 +107,7 @@ def coerce_value(cls, key: str, value: Any, where: str) -> Any:
     elif float in allowed and isinstance(value, int):
         value = float(value)
     elif int in allowed and isinstance(value, float):
-        if value != int(value):
+        if not value.is_integer():  # nor inf or nan
             raise ConfigError(f"{where}: '{full}' = {value} must be a whole number")
         value = int(value)
     if not isinstance(value, allowed):

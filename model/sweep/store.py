@@ -102,7 +102,9 @@ def _unreadable(path: Path, exc: Exception) -> StoreError:
 
 def _read(path: Path, columns: list[str] | None = None) -> pa.Table:
     try:
-        return pq.read_table(path, columns=columns)
+        table = pq.read_table(path, columns=columns)
+        table.validate(full=True)  # strings that are not UTF-8 fail here, not later
+        return table
     except (OSError, pa.ArrowException, ValueError) as exc:
         raise _unreadable(path, exc) from None
 

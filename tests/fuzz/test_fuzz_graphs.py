@@ -23,7 +23,7 @@ SEEDS = {
 
 
 @pytest.mark.parametrize("name", sorted(SEEDS))
-@fuzz_settings(300)
+@fuzz_settings(250)
 @given(data=st.data(), pattern_only=st.booleans())
 def test_text_graphs(tmp_path, name, data, pattern_only):
     path = tmp_path / name

@@ -68,7 +68,7 @@ def retyped(draw, seed: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("kind", sorted(SEEDS))
-@fuzz_settings(700)
+@fuzz_settings(600)
 @given(data=st.data())
 def test_toml_readers_bytes(tmp_path, kind, data):
     raw = data.draw(inputs(SEEDS[kind]))
@@ -78,7 +78,7 @@ def test_toml_readers_bytes(tmp_path, kind, data):
 
 
 @pytest.mark.parametrize("kind", sorted(SEEDS))
-@fuzz_settings(400)
+@fuzz_settings(300)
 @given(data=st.data())
 def test_toml_readers_wrong_types(tmp_path, kind, data):
     raw = data.draw(retyped(SEEDS[kind]))

@@ -23,7 +23,7 @@ def _read_all(folder):
 
 
 @pytest.mark.parametrize("name", FOLDERS)
-@fuzz_settings(500)
+@fuzz_settings(400)
 @given(data=st.data())
 def test_kernel_file(tmp_path, name, data):
     src = DATA / name
