@@ -203,7 +203,12 @@ def load_system(name_or_path: str | Path = "v100-pcie3",
         if key in SECTIONS:
             if not isinstance(value, str):
                 raise ConfigError(f"{where}: 'system.{key}' must name a {COMPONENT_KINDS[key]} preset")
-            values, prov, _ = load_component(key, value)
+            try:
+                values, prov, _ = load_component(key, value)
+            except ConfigError as exc:
+                if str(exc).startswith(f"{COMPONENT_KINDS[key]}/") or "preset '" in str(exc):
+                    raise ConfigError(f"{where}: 'system.{key}': {exc}") from None
+                raise
             parts[key] = values
             provenance.update(prov)
         elif key in SYSTEM_SCALARS:

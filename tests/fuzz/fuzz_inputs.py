@@ -81,14 +81,16 @@ def inputs(seed: bytes, max_size: int = 400) -> st.SearchStrategy[bytes]:
     return st.one_of(st.binary(max_size=max_size), mutated(seed), mutated(seed), mutated(seed))
 
 
-def check_clean(fn, *args, **kwargs):
-    """Call ``fn``: it returns (the value is returned), or raises a one-line
-    HostlinkError (None is returned). Anything else propagates as a failure."""
+def check_clean(fn, path, *args, **kwargs):
+    """Call ``fn(path, ...)``: it returns (the value is returned), or raises a
+    one-line HostlinkError that names the file or folder read (None is returned).
+    Anything else propagates as a failure."""
     try:
-        return fn(*args, **kwargs)
+        return fn(path, *args, **kwargs)
     except HostlinkError as exc:
         msg = str(exc)
         assert msg and "\n" not in msg, f"not one line: {msg!r}"
+        assert str(path) in msg, f"does not name {path}: {msg!r}"
         return None
 
 
