@@ -189,8 +189,8 @@ def _read_chunk(path: Path, rows: int) -> InstTable:
             table = ipc.open_file(src).read_all()
     except FileNotFoundError:
         raise TraceError(f"{path}: chunk file missing") from None
-    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
-        raise TraceError(f"{path}: not a readable chunk ({exc})") from None
+    except (pa.ArrowException, OSError, MemoryError) as exc:  # a corrupt length may ask for GBs
+        raise TraceError(f"{path}: not a readable chunk ({' '.join(str(exc).split())})") from None
     if table.num_rows != rows:
         raise TraceError(f"{path}: holds {table.num_rows} rows, the manifest says {rows}")
     cols = {}

@@ -65,3 +65,27 @@ def test_xz_kernel_file(tmp_path, data, damage_xz):
         raw = lzma.compress(data.draw(inputs(text, max_size=2000)), preset=0)
     (dst / "kernel-1.traceg.xz").write_bytes(raw)
     check_clean(_read_all, dst)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from hostlink.traces.store import write_store
+    root = tmp_path_factory.mktemp("store") / "s"
+    write_store(read_accelsim(DATA / "edge_v4"), root)
+    return root
+
+
+@pytest.mark.parametrize("part", ["manifest.json", "chunk-000000.arrow"])
+@fuzz_settings(200)
+@given(data=st.data())
+def test_trace_store(tmp_path, store, part, data):
+    """The binary trace store: its JSON manifest and an Arrow chunk."""
+    from hostlink.traces.store import open_trace
+    dst = tmp_path / "s"
+    if not dst.exists():
+        shutil.copytree(store, dst)
+    (dst / part).write_bytes(data.draw(inputs((store / part).read_bytes(), max_size=600)))
+
+    def read_all(path):
+        return InstTable.concat(list(open_trace(path).chunks))
+    check_clean(read_all, dst)
