@@ -205,10 +205,8 @@ def load_system(name_or_path: str | Path = "v100-pcie3",
                 raise ConfigError(f"{where}: 'system.{key}' must name a {COMPONENT_KINDS[key]} preset")
             try:
                 values, prov, _ = load_component(key, value)
-            except ConfigError as exc:
-                if str(exc).startswith(f"{COMPONENT_KINDS[key]}/") or "preset '" in str(exc):
-                    raise ConfigError(f"{where}: 'system.{key}': {exc}") from None
-                raise
+            except ConfigError as exc:  # say which system file named the preset
+                raise ConfigError(f"{where}: 'system.{key}': {exc}") from None
             parts[key] = values
             provenance.update(prov)
         elif key in SYSTEM_SCALARS:

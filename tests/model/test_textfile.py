@@ -52,3 +52,12 @@ def test_latin1_toml_is_one_line_exit_2(tmp_path, capsys, argv):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{f}:5: byte 0xb5" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_error_with_a_quoted_line_break_stays_one_line(tmp_path, capsys):
+    """A TOML string may hold a line break; quoted back in an error it is escaped."""
+    f = tmp_path / "regions.toml"
+    f.write_text('[[region]]\nname = "e"\nstart = 0\nsize_B = 4\nlocation = "\\nhost"\n')
+    assert main(["trace", "stats", TRACE + "/edge_v4", "--regions", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not '\\nhost'" in err

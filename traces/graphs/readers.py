@@ -32,8 +32,8 @@ vertices). Text must be UTF-8 (a bad byte names its line).
 
 Weights: real values (Matrix Market real, a third SNAP/CSV column) become
 u32 weights by rounding to the nearest integer; they must lie in [0, 2**32).
-A positive value that rounds to 0 (below 0.5: 4,482 of the 5,484 weights of
-SuiteSparse's Newman/netscience) is read as 1, the smallest positive u32
+A positive value that rounds to 0 (below 0.5, as many of SuiteSparse's
+Newman/netscience weights are) is read as 1, the smallest positive u32
 weight, with a warning on stderr giving the count, so that no edge silently
 gets weight 0. ``pattern_only`` reads only which entries exist and ignores
 the values (a matrix with negative values as a graph for BFS).
@@ -183,9 +183,10 @@ def _read_table(path: Path, first_line: int, comment: str | None, ncols: int,
     return data
 
 
-def _first_data_line(path: Path, comment: str | None, sep: str | None) -> tuple[int, list[str]]:
-    """(line number, fields) of the first line that is neither blank nor a comment;
-    (0, []) for a file without one."""
+def _first_data_line(path: Path, comment: str | None, sep: str | None,
+                     start: int = 1) -> tuple[int, list[str]]:
+    """(line number, fields) of the first line from ``start`` on that is neither blank
+    nor a comment; (0, []) for a file without one."""
     try:
         f = open(path, "rb")
     except OSError as exc:
@@ -197,7 +198,7 @@ def _first_data_line(path: Path, comment: str | None, sep: str | None) -> tuple[
             except UnicodeDecodeError as exc:
                 raise GraphError(f"{path}:{lineno}: byte 0x{raw[exc.start]:02x} at column "
                                  f"{exc.start + 1} is not UTF-8") from None
-            if text and not (comment and text.startswith(comment)):
+            if lineno >= start and text and not (comment and text.startswith(comment)):
                 return lineno, _split(text, sep)
     return 0, []
 
@@ -326,7 +327,7 @@ def read_snap(path, *, symmetrize: bool = False, name: str | None = None,
     first = lineno
     if sep is not None and fields and not _is_num(fields[0]):
         first = lineno + 1  # a CSV header
-        lineno, fields = _first_data_line_after(path, first, sep)
+        lineno, fields = _first_data_line(path, "#", sep, start=first)
         if not lineno:
             raise _no_edges(path)
     ncols = 3 if len(fields) == 3 else 2
@@ -341,16 +342,6 @@ def read_snap(path, *, symmetrize: bool = False, name: str | None = None,
         weights = _u32_weights(path, first, "#", data[:, 2], sep)
     return from_edges(inverse[:, 0], inverse[:, 1], len(ids), weights, symmetrize=symmetrize,
                       name=name or path.name.split(".")[0])
-
-
-def _first_data_line_after(path: Path, first: int, sep: str | None) -> tuple[int, list[str]]:
-    """:func:`_first_data_line` from line ``first`` on."""
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, start=1):
-            text = raw.decode("utf-8", errors="replace").strip()
-            if lineno >= first and text and not text.startswith("#"):
-                return lineno, _split(text, sep)
-    return 0, []
 
 
 # ------------------------------------------------------------------ GAP .el/.wel
