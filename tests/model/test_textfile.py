@@ -1,4 +1,6 @@
 """Every TOML a command reads: bad bytes and bad TOML are one line and exit 2."""
+from pathlib import Path
+
 import pytest
 
 from hostlink.model.cli.main import main
@@ -7,7 +9,7 @@ from hostlink.model.textfile import decode_utf8, read_toml, where_in
 
 # "1.2 µs" saved as Latin-1: µ is the single byte 0xb5 (ISO/IEC 8859-1), not UTF-8
 LATIN1 = '[system]\nname = "x"\nlink = "pcie/gen3_x16"\n[link]\nrtt_ns = "1.2 µs"\n'.encode("latin-1")
-TRACE = "tests/traces/data"  # any readable folder; the regions file fails first
+TRACE = str(Path(__file__).resolve().parents[1] / "traces" / "data")
 
 
 def test_where_in_counts_lines_and_columns():
@@ -38,10 +40,10 @@ def test_read_toml_faults(tmp_path):
 
 @pytest.mark.parametrize("argv", [
     ["config", "show", "{f}"],
-    ["predict", "--system", "{f}", "--trace", TRACE],
+    ["predict", "--system", "{f}", "--trace", TRACE + "/edge_v4"],
     ["link", "--system", "{f}"],
     ["sweep", "{f}", "--out", "{out}"],
-    ["trace", "stats", TRACE, "--regions", "{f}"],
+    ["trace", "stats", TRACE + "/edge_v4", "--regions", "{f}"],
     ["validate", "run", "{f}", "--out", "{out}"],
 ])
 def test_latin1_toml_is_one_line_exit_2(tmp_path, capsys, argv):
