@@ -575,3 +575,21 @@ def test_synthetic_local_memory_sectors(tmp_path):
     t = table(read_accelsim(folder))
     first, second = (set(t.addrs[t.launch == k].ravel().tolist()) - {0} for k in (0, 1))
     assert not first & second
+
+
+def test_local_translation_bounds_and_inverse():
+    """Huge grids and blocks stay below the coalescer's 2**62; the writer's inverse
+    gives the tracer's offset back."""
+    from hostlink.traces import local_memory as lm
+    from hostlink.traces.schema import KernelLaunch
+    for grid, block in (((2, 1, 1), (64, 1, 1)), ((2**31 - 1, 65535, 65535), (1024, 1, 1)),
+                        ((7, 1, 1), (2**20, 2**10, 64))):
+        launch = KernelLaunch(name="k", grid=grid, block=block)
+        offsets = [0xFFFFFC + (lane % 4) for lane in range(32)]  # the window's last word
+        for width in (1, 4, 8, 16, 255):
+            for cta, warp in ((0, 0), (launch.ctas - 1, launch.warps_per_cta - 1)):
+                out = lm.translate(offsets, 0xFFFFFFFF, width, cta, warp, launch)
+                assert max(out) < 1 << 62
+                back = [lm.original_offset(a, lane, width, cta, warp, launch)
+                        for lane, a in enumerate(out)]
+                assert back == offsets
