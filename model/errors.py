@@ -3,7 +3,12 @@
 
 class HostlinkError(Exception):
     """Bad input or an impossible request. The CLI prints its message on one
-    line and exits non-zero, with no traceback."""
+    line and exits non-zero, with no traceback. A line break quoted from the
+    input (a TOML string holding one) is shown escaped, so the message stays
+    on one line."""
+
+    def __str__(self) -> str:
+        return super().__str__().replace("\r", "\\r").replace("\n", "\\n")
 
 
 class ConfigError(HostlinkError):

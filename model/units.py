@@ -9,6 +9,7 @@ Conventions (followed across hostlink):
 """
 from __future__ import annotations
 
+import math
 import re
 
 KB = 1e3
@@ -68,6 +69,8 @@ def parse_quantity(text: str, key: str) -> float:
     if not match:
         raise UnitError(f"'{text}' is not a number with a unit")
     value = float(match.group(1))
+    if not math.isfinite(value):
+        raise UnitError(f"'{text}' is not a finite number")
     unit = match.group(2)
     table, target_scale = SUFFIX_UNITS[suffix]
     if unit is None:
@@ -76,7 +79,10 @@ def parse_quantity(text: str, key: str) -> float:
         known = ", ".join(sorted(table))
         raise UnitError(f"unit '{unit}' does not fit key '{key}' (expected one of: {known})")
     # Round off the binary noise of the scale factors (1.2 us -> 1200 ns, not 1199.999...).
-    return float(f"{value * table[unit] / target_scale:.12g}")
+    out = float(f"{value * table[unit] / target_scale:.12g}")
+    if not math.isfinite(out):
+        raise UnitError(f"'{text}' is too large for '{key}'")
+    return out
 
 
 def gbps(bytes_: float, seconds: float) -> float:

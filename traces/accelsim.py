@@ -43,6 +43,13 @@ Reading choices (the reader's, stated here):
   explicit ``regions`` (for example from a regions TOML file, see
   :func:`hostlink.traces.store.load_regions`) are added and win where they
   overlap a memcpy region.
+- A ``kernelslist.g`` that names no kernel is an error, and a kernel file it
+  names is found with ``.xz`` added or removed. Files are UTF-8; a byte that
+  is not is an error naming its line.
+- Local memory (LDL/STL, and generic accesses in the local window) is placed
+  as Accel-Sim's timing model places it before coalescing
+  (:mod:`hostlink.traces.local_memory`; ``translate_local=False`` keeps the
+  tracer's per-thread offsets); the writer puts the offsets back.
 - ``cluster id``/``cluster cta``/``cluster rank`` lines of newer traces are
   accepted and not kept. TMA (UTMA*/UBLK*) instructions are not supported.
 
@@ -67,6 +74,7 @@ from pathlib import Path
 import numpy as np
 
 from hostlink.model.errors import TraceError
+from hostlink.traces import local_memory
 from hostlink.traces.schema import (
     LOCATION_DEVICE, LOCATION_HOST, MAX_SRC_REGS, NO_REG, OP_ATOMIC, OP_LOAD, OP_OTHER,
     OP_STORE, SPACE_GLOBAL, SPACE_LOCAL, SPACE_NONE, SPACE_SHARED, WARP_SIZE, InstTable,
@@ -123,19 +131,24 @@ def _open_text(path: Path, mode: str = "rt"):
 
 
 def _lines(path: Path):
-    """(line number, line without its newline) of a text file, plain or xz."""
+    """(line number, line without its newline) of a UTF-8 text file, plain or xz."""
     lineno = 0
     try:
-        with _open_text(path) as fh:
-            for lineno, line in enumerate(fh, 1):
+        with (lzma.open(path, "rb") if path.name.endswith(".xz") else open(path, "rb")) as fh:
+            for lineno, raw in enumerate(fh, 1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise TraceError(f"{path}:{lineno}: byte 0x{raw[exc.start]:02x} at column "
+                                     f"{exc.start + 1} is not UTF-8 (not a text trace?)") from None
                 yield lineno, line.rstrip("\n").rstrip("\r")
     except FileNotFoundError:
         raise TraceError(f"{path}: no such file") from None
     except (lzma.LZMAError, EOFError) as exc:
         raise TraceError(f"{path}: compressed stream is corrupt or truncated after line "
                          f"{lineno} ({exc})") from None
-    except UnicodeDecodeError:
-        raise TraceError(f"{path}:{lineno + 1}: not a text line (undecodable bytes)") from None
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def _err(path, lineno, msg) -> TraceError:
@@ -336,8 +349,9 @@ class _KernelParser:
     """Parses the body of one kernel trace into rows of a _ChunkBuilder."""
 
     def __init__(self, path: Path, launch_idx: int, launch: KernelLaunch,
-                 opcode_index: dict[str, int], opcodes: list[str]):
+                 opcode_index: dict[str, int], opcodes: list[str], translate_local: bool = True):
         self.path = path
+        self.translate_local = translate_local
         self.launch_idx = launch_idx
         self.launch = launch
         self.opcode_index = opcode_index
@@ -513,6 +527,9 @@ class _KernelParser:
                 self._memo.clear()
             self._memo[body] = hit
         tail, addrs = hit
+        if tail[3] == SPACE_LOCAL and addrs is not None and self.translate_local:
+            addrs = local_memory.translate(addrs, tail[5], tail[4], cta, warp, self.launch)
+            self.launch.extra["local_translated"] = True
         return (self.launch_idx, cta, warp, *tail), addrs
 
     def _parse_body(self, body: str, lineno: int):
@@ -666,8 +683,9 @@ class _AccelSimChunks:
     """Re-iterable chunks of an Accel-Sim trace folder (parses on each iteration)."""
 
     def __init__(self, kernels: list[tuple[Path, KernelLaunch, int]], opcodes: list[str],
-                 chunk_insts: int):
+                 chunk_insts: int, translate_local: bool = True):
         self.kernels = kernels
+        self.translate_local = translate_local
         self.opcodes = opcodes
         self.opcode_index = {name: i for i, name in enumerate(opcodes)}
         self.chunk_insts = chunk_insts
@@ -675,7 +693,8 @@ class _AccelSimChunks:
     def __iter__(self):
         builder = _ChunkBuilder(self.chunk_insts)
         for launch_idx, (path, launch, body_start) in enumerate(self.kernels):
-            parser = _KernelParser(path, launch_idx, launch, self.opcode_index, self.opcodes)
+            parser = _KernelParser(path, launch_idx, launch, self.opcode_index, self.opcodes,
+                                   self.translate_local)
             body = ((n, line) for n, line in _lines(path) if n >= body_start)
             yield from parser.parse(body, builder)
         if builder.rows:
@@ -684,12 +703,14 @@ class _AccelSimChunks:
 
 def read_accelsim(folder, *, regions: list[Region] | None = None,
                   memcpy_location: str = LOCATION_DEVICE,
-                  chunk_insts: int = DEFAULT_CHUNK_INSTS) -> WarpTrace:
+                  chunk_insts: int = DEFAULT_CHUNK_INSTS, translate_local: bool = True) -> WarpTrace:
     """Open an Accel-Sim trace folder (or its kernelslist.g) as a :class:`WarpTrace`.
 
     Headers are read now; instruction lines are parsed while ``chunks`` is
     iterated (each iteration parses the files again). The launches' format
     flags (``extra['immediate']``) are final once the chunks have been read.
+    Local memory addresses are placed as Accel-Sim's timing model places them
+    (:mod:`hostlink.traces.local_memory`) unless ``translate_local`` is False.
     """
     if memcpy_location not in (LOCATION_DEVICE, LOCATION_HOST):
         raise TraceError(f"memcpy_location must be 'device' or 'host', not '{memcpy_location}'")
@@ -701,22 +722,36 @@ def read_accelsim(folder, *, regions: list[Region] | None = None,
     if not listfile.is_file():
         raise TraceError(f"{folder}: no {KERNELSLIST} (not an Accel-Sim trace folder)")
     commands = read_kernelslist(listfile)
+    if not any(cmd.kind == "kernel" for cmd in commands):
+        raise TraceError(f"{listfile}: names no kernel trace (an empty trace predicts nothing)")
     kernels: list[tuple[Path, KernelLaunch, int]] = []
     memcpys: list[MemcpyRecord] = []
     for cmd in commands:
         if cmd.kind == "memcpy":
             memcpys.append(MemcpyRecord(cmd.addr, cmd.size_B, before_launch=len(kernels)))
             continue
-        path = folder / cmd.file
-        if not path.is_file():
-            raise _err(listfile, cmd.lineno, f"kernel trace '{cmd.file}' not found in {folder}")
+        path = _kernel_file(folder, cmd.file)
+        if path is None:
+            raise _err(listfile, cmd.lineno, f"kernel trace '{cmd.file}' not found in {folder} "
+                       f"(nor with .xz added or removed)")
         launch, body_start = read_header(path, trace_file=cmd.file)
         kernels.append((path, launch, body_start))
     opcodes: list[str] = []
-    chunks = _AccelSimChunks(kernels, opcodes, chunk_insts)
+    chunks = _AccelSimChunks(kernels, opcodes, chunk_insts, translate_local)
     return WarpTrace(launches=[k for _, k, _ in kernels], opcodes=opcodes,
                      regions=merge_regions(memcpy_regions(memcpys, memcpy_location), regions or []),
                      chunks=chunks, memcpys=memcpys)
+
+
+def _kernel_file(folder: Path, name: str) -> Path | None:
+    """The kernel trace a kernelslist line names, as named or with ``.xz`` added or
+    removed: a folder whose kernel files were compressed after tracing keeps its
+    listing of plain names."""
+    alt = name[:-3] if name.endswith(".xz") else name + ".xz"
+    for candidate in (folder / name, folder / alt):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def memcpy_regions(memcpys: list[MemcpyRecord], location: str = LOCATION_DEVICE) -> list[Region]:
@@ -903,6 +938,21 @@ def _kernel_file_names(launches: list[KernelLaunch], xz: bool) -> list[str]:
     return names
 
 
+def _tracer_local_addrs(row: dict, opcode: str, cta: int, warp: int,
+                        launch: KernelLaunch) -> list[int]:
+    """A local access's lane addresses as the tracer wrote them (undoing
+    :func:`hostlink.traces.local_memory.translate`): offsets for LDL/STL, the
+    local window's base plus the offset for generic opcodes."""
+    base = launch.extra.get("local_base_addr", 0) if classify_opcode(opcode)[1] == _GENERIC else 0
+    out = list(row["addrs"])
+    for lane in range(WARP_SIZE):
+        if row["mask"] >> lane & 1:
+            off = local_memory.original_offset(out[lane], lane, row["width_B"], cta, warp, launch)
+            if off is not None:
+                out[lane] = base + off
+    return out
+
+
 def _write_kernel(path: Path, launch: KernelLaunch, idx: int, table: InstTable,
                   opcodes: list[str], compress: bool, binary_version: int | None) -> None:
     ex = launch.extra
@@ -911,6 +961,7 @@ def _write_kernel(path: Path, launch: KernelLaunch, idx: int, table: InstTable,
     immediate = bool(ex.get("immediate", False))
     legacy = version < LEGACY_VERSION_BELOW
     padded_base = bool(ex.get("padded_base", legacy))
+    translated = bool(ex.get("local_translated", False))
     kernel_id = int(ex.get("kernel_id", idx + 1))
     grid = launch.grid
     wpc = launch.warps_per_cta
@@ -935,7 +986,8 @@ def _write_kernel(path: Path, launch: KernelLaunch, idx: int, table: InstTable,
         fh.write(preamble)
         for i, j in zip(bounds[:-1], bounds[1:]):  # one thread block at a time
             cta = int(table.cta[i])
-            block = {k: getattr(table, k)[i:j].tolist() for k in (*fields, "warp", "opcode")}
+            block = {k: getattr(table, k)[i:j].tolist()
+                     for k in (*fields, "warp", "opcode", "space")}
             xyz = (cta % grid[0], (cta // grid[0]) % grid[1], cta // (grid[0] * grid[1]))
             fh.write("\n#BEGIN_TB\n\nthread block = %d,%d,%d\n" % xyz)
             k = 0
@@ -947,6 +999,9 @@ def _write_kernel(path: Path, launch: KernelLaunch, idx: int, table: InstTable,
                 prefix = (*xyz, w) if legacy else None
                 for r in range(start, k):
                     row = {name: block[name][r] for name in fields}
+                    if translated and block["space"][r] == SPACE_LOCAL:
+                        row["addrs"] = _tracer_local_addrs(row, opcodes[block["opcode"][r]],
+                                                           cta, w, launch)
                     fh.write(format_inst(row, opcodes[block["opcode"][r]], legacy_prefix=prefix,
                                          lineinfo=lineinfo, immediate=immediate,
                                          compress=compress, padded_base=padded_base) + "\n")

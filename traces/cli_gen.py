@@ -27,6 +27,7 @@ from hostlink.traces.folder_regions import REGIONS_FILE
 
 KERNEL_CHOICES = ("bfs", "sssp", "cc", "pagerank")
 VARIANT_CHOICES = ("naive", "merged", "merged_aligned", "chunked", "balanced")
+PATTERN_HELP = "read only which edges exist, not their values (e.g. a matrix with negative values)"
 
 
 # ------------------------------------------------------------------- graphs
@@ -47,6 +48,7 @@ def register_graph_commands(sub) -> None:
     info.add_argument("--symmetric", action="store_true",
                       help="also check that every edge has its reverse (sorts the edges)")
     info.add_argument("--json", action="store_true")
+    info.add_argument("--pattern-only", action="store_true", help=PATTERN_HELP)
     info.set_defaults(func=_graph_info)
 
     conv = sub.add_parser("convert", help="convert Matrix Market, SNAP or GAP .el/.wel to EMOGI binary CSR")
@@ -54,6 +56,7 @@ def register_graph_commands(sub) -> None:
     conv.add_argument("--out", required=True, metavar="PREFIX")
     conv.add_argument("--symmetrize", action="store_true", help="add the reverse of every edge")
     conv.add_argument("--json", action="store_true")
+    conv.add_argument("--pattern-only", action="store_true", help=PATTERN_HELP)
     conv.set_defaults(func=_graph_convert)
 
 
@@ -99,7 +102,7 @@ def _graph_stats(csr) -> dict:
 
 def _graph_info(args) -> int:
     from hostlink.traces.graphs import read_graph
-    csr = read_graph(args.graph, id_bytes=8)
+    csr = read_graph(args.graph, id_bytes=8, pattern_only=args.pattern_only)
     stats = _graph_stats(csr)
     if args.symmetric:
         stats["symmetric"] = csr.is_symmetric()
@@ -109,7 +112,8 @@ def _graph_info(args) -> int:
 
 def _graph_convert(args) -> int:
     from hostlink.traces.graphs import read_graph, write_bel
-    csr = read_graph(args.source, symmetrize=args.symmetrize, id_bytes=8)
+    csr = read_graph(args.source, symmetrize=args.symmetrize, id_bytes=8,
+                     pattern_only=args.pattern_only)
     paths = write_bel(csr, args.out)
     stats = _graph_stats(csr)
     stats["directed"] = csr.directed
@@ -150,6 +154,7 @@ def register_trace_commands(sub) -> None:
     gen.add_argument("--out", required=True, metavar="DIR")
     gen.add_argument("--overwrite", action="store_true", help="replace an existing store at DIR")
     gen.add_argument("--json", action="store_true", help="print a JSON summary")
+    gen.add_argument("--pattern-only", action="store_true", help=PATTERN_HELP)
     gen.set_defaults(func=_trace_gen)
 
 
@@ -196,7 +201,7 @@ def _trace_gen(args) -> int:
     t0 = time.perf_counter()
     note_first_compile()
     with step(f"reading graph {args.graph}"):
-        csr = read_graph(args.graph, id_bytes=args.id_bytes)
+        csr = read_graph(args.graph, id_bytes=args.id_bytes, pattern_only=args.pattern_only)
     source = _default_source(csr) if args.source is None else args.source
     with step(f"emulating {args.kernel} ({args.variant}) on {csr.num_vertices:,} vertices"):
         emu = emulate(csr, args.kernel, args.variant, source=source, id_bytes=args.id_bytes,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +32,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from hostlink.model.errors import ConfigError, TraceError
+from hostlink.model.textfile import read_toml
 from hostlink.model.units import UnitError, parse_quantity
 from hostlink.traces.schema import (INST_DTYPES, MAX_SRC_REGS, OPTIONAL_DTYPES, WARP_SIZE,
                                     InstTable, KernelLaunch, MemcpyRecord, Region, WarpTrace,
@@ -189,8 +189,8 @@ def _read_chunk(path: Path, rows: int) -> InstTable:
             table = ipc.open_file(src).read_all()
     except FileNotFoundError:
         raise TraceError(f"{path}: chunk file missing") from None
-    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
-        raise TraceError(f"{path}: not a readable chunk ({exc})") from None
+    except (pa.ArrowException, OSError, MemoryError) as exc:  # a corrupt length may ask for GBs
+        raise TraceError(f"{path}: not a readable chunk ({' '.join(str(exc).split())})") from None
     if table.num_rows != rows:
         raise TraceError(f"{path}: holds {table.num_rows} rows, the manifest says {rows}")
     cols = {}
@@ -283,12 +283,7 @@ _REGION_KEYS = {"name", "start", "size_B", "location"}
 def load_regions(path) -> list[Region]:
     """Read a regions TOML file (see the module docstring)."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such regions file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    data = read_toml(path, "regions file")[0]
     unknown = set(data) - {"region"}
     if unknown:
         raise ConfigError(f"{path}: unknown key '{sorted(unknown)[0]}' (expected [[region]] tables)")

@@ -74,7 +74,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import tomllib
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +82,7 @@ from typing import Any
 import numpy as np
 
 from hostlink.model.errors import ConfigError
+from hostlink.model.textfile import read_toml
 from hostlink.model.host_loop import LOOPS as HOST_LOOPS
 from hostlink.model.units import UnitError, parse_quantity
 
@@ -480,14 +480,7 @@ class _Checker:
 def load_manifest(path: str | Path) -> Manifest:
     """Read and check a manifest; see the module docstring for the layout."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read manifest ({exc.strerror or exc})") from None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    doc = read_toml(path, "manifest")[0]
     c = _Checker(path)
     c.no_unknown(doc, {"experiment", "graphs", "traversal", "self_trace", "micro"}, "")
 

@@ -31,8 +31,10 @@ from typing import Callable, Iterable
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from hostlink.model.errors import HostlinkError
+from hostlink.model.textfile import decode_utf8
 
 RESULT_COLUMNS = ("run_id", "experiment", "case", "model_kind", "metric", "value", "unit", "rep")
 MODEL_KINDS = ("analytic", "des", "measured")
@@ -151,10 +153,10 @@ def _launch_metrics(metrics: dict, detail: dict, where: str) -> None:
 def read_output(path: str | Path) -> ProgramOutput:
     path = Path(path)
     try:
-        with path.open() as f:
-            return parse_lines(f, source=str(path))
+        raw = path.read_bytes()
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return parse_lines(decode_utf8(raw, path, ResultsError).split("\n"), source=str(path))
 
 
 def rows_from_output(output: ProgramOutput, run_id: str, experiment: str,
@@ -227,13 +229,23 @@ def read_results(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     try:
         if path.suffix == ".parquet":
-            df = pd.read_parquet(path)
+            import pyarrow.parquet as pq
+            table = pq.read_table(path)
+            table.validate(full=True)  # strings that are not UTF-8 fail here, not later
+            df = table.to_pandas()
         else:
             df = pd.read_csv(path, dtype={"run_id": str, "experiment": str, "case": str, "model_kind": str,
                                           "metric": str, "unit": str}, keep_default_na=False,
                              na_values={"value": ["", "nan", "NaN"]})
-    except (OSError, ValueError) as exc:
-        raise ResultsError(f"{path}: cannot read results ({exc})") from None
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        hint = ""
+        if path.suffix == ".parquet":
+            twin = path.with_suffix(".csv")
+            hint = ("; the file is truncated or corrupt: delete it and run the step that wrote it "
+                    "again" + (f" ({twin.name} beside it holds the same rows)" if twin.is_file()
+                               else ""))
+        raise ResultsError(f"{path}: cannot read results ({detail}){hint}") from None
     return with_loop_gap(check_table(df, str(path)))
 
 

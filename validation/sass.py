@@ -62,10 +62,12 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hostlink.model.errors import HostlinkError
+from hostlink.model.textfile import decode_utf8, where_in
 
 
 class SassError(HostlinkError):
@@ -185,8 +187,15 @@ def read_sass(path: str | Path) -> dict[str, list[Inst]]:
         raw = p.read_bytes()
     except OSError as exc:
         raise SassError(f"{p}: {exc.strerror or exc}") from None
-    text = gzip.decompress(raw).decode() if raw[:2] == b"\x1f\x8b" else raw.decode()
-    return parse_sass(text, str(p))
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise SassError(f"{p}: gzip stream is corrupt or truncated ({exc})") from None
+    if b"\0" in raw:
+        line, _ = where_in(raw, raw.index(b"\0"))
+        raise SassError(f"{p}:{line}: binary data (NUL byte); expected cuobjdump -sass text")
+    return parse_sass(decode_utf8(raw, p, SassError), str(p))
 
 
 def _is_load(inst: Inst) -> bool:
@@ -292,6 +301,11 @@ def format_table(functions: dict[str, list[Inst]], match: str | None = None) -> 
 
 
 def _cmd_sass(args) -> int:
+    if args.match is not None:
+        try:
+            re.compile(args.match)
+        except re.error as exc:
+            raise SassError(f"--match '{args.match}': not a regular expression ({exc})") from None
     print(format_table(read_sass(args.sass), args.match))
     return 0
 

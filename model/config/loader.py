@@ -23,6 +23,7 @@ from typing import Any, Mapping
 
 from hostlink.model.config.schema import SECTIONS, SYSTEM_SCALARS, SystemConfig
 from hostlink.model.errors import ConfigError
+from hostlink.model.textfile import read_toml
 from hostlink.model.units import UnitError, parse_quantity, unit_suffix
 
 REPO_CONFIGS = Path(__file__).resolve().parents[2] / "sim_configs"
@@ -60,13 +61,7 @@ def find_preset(folder: str, name: str) -> Path:
 
 
 def _read_toml(path: Path) -> dict:
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    return read_toml(path, "config file")[0]
 
 
 def _allowed_types(annotation) -> tuple[type, ...]:
@@ -101,7 +96,7 @@ def coerce_value(cls, key: str, value: Any, where: str) -> Any:
         except UnitError as exc:
             raise ConfigError(f"{where}: '{full}': {exc}") from None
         if int in allowed and float not in allowed:
-            if value != int(value):
+            if not float(value).is_integer():
                 raise ConfigError(f"{where}: '{full}' = {value} must be a whole number")
             value = int(value)
     if bool in allowed:
@@ -112,7 +107,7 @@ def coerce_value(cls, key: str, value: Any, where: str) -> Any:
     elif float in allowed and isinstance(value, int):
         value = float(value)
     elif int in allowed and isinstance(value, float):
-        if value != int(value):
+        if not value.is_integer():  # nor inf or nan
             raise ConfigError(f"{where}: '{full}' = {value} must be a whole number")
         value = int(value)
     if not isinstance(value, allowed):
@@ -140,6 +135,15 @@ def _section_name(cls) -> str:
     return "system"
 
 
+def _table(data: dict, key: str, where: str) -> dict:
+    """``data[key]`` (empty if absent), which must be a table."""
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: '{key}' must be a table ([{key}]), not "
+                          f"{type(value).__name__} {value!r:.40}")
+    return value
+
+
 def _split_sections(data: dict, where: str, allowed: set[str]) -> None:
     for key in data:
         if key not in allowed:
@@ -158,7 +162,7 @@ def load_component(section: str, name_or_path: str) -> tuple[dict, dict, Path]:
         raise ConfigError(f"{where}: missing section [{section}]")
     cls = SECTIONS[section]
     checked = {k: coerce_value(cls, k, v, where) for k, v in values.items()}
-    prov = {f"{section}.{k}": v for k, v in data.get("provenance", {}).items()}
+    prov = {f"{section}.{k}": v for k, v in _table(data, "provenance", where).items()}
     return checked, prov, path
 
 
@@ -199,7 +203,10 @@ def load_system(name_or_path: str | Path = "v100-pcie3",
         if key in SECTIONS:
             if not isinstance(value, str):
                 raise ConfigError(f"{where}: 'system.{key}' must name a {COMPONENT_KINDS[key]} preset")
-            values, prov, _ = load_component(key, value)
+            try:
+                values, prov, _ = load_component(key, value)
+            except ConfigError as exc:  # say which system file named the preset
+                raise ConfigError(f"{where}: 'system.{key}': {exc}") from None
             parts[key] = values
             provenance.update(prov)
         elif key in SYSTEM_SCALARS:
@@ -208,9 +215,9 @@ def load_system(name_or_path: str | Path = "v100-pcie3",
             allowed = ", ".join([*SECTIONS, *SYSTEM_SCALARS])
             raise ConfigError(f"{where}: unknown key 'system.{key}' (allowed: {allowed})")
     for section, cls in SECTIONS.items():
-        for key, value in data.get(section, {}).items():
+        for key, value in _table(data, section, where).items():
             parts.setdefault(section, {})[key] = coerce_value(cls, key, value, where)
-    provenance.update({k: v for k, v in data.get("provenance", {}).items()})
+    provenance.update({k: v for k, v in _table(data, "provenance", where).items()})
     return _build(parts, scalars, provenance, _normalise_overrides(overrides), where)
 
 

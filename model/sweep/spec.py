@@ -38,13 +38,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from hostlink.model.config.schema import SECTIONS, SYSTEM_SCALARS
 from hostlink.model.errors import ConfigError
+from hostlink.model.textfile import read_toml
 from hostlink.model.sweep.workloads import check_workload_keys, workload_defaults
 
 FIDELITIES = ("analytic", "des")
@@ -339,14 +339,7 @@ def parse_sweep(data: dict, path: str = "<sweep>", text: str = "") -> SweepSpec:
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read and check a sweep file."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    data, text = read_toml(p, "sweep file")
     return parse_sweep(data, str(p), text)
 
 

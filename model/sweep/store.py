@@ -90,11 +90,23 @@ def _parts(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("part-*.parquet"))
 
 
+def _unreadable(path: Path, exc: Exception) -> StoreError:
+    """The one-line error for a part file that cannot be read, and what to do about it:
+    a part holds only committed rows, so deleting it loses nothing a rerun of the
+    sweep with the same --out does not compute again."""
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    return StoreError(f"{path}: cannot read results ({detail}); the file is truncated or "
+                      f"corrupt: delete it and run the sweep again with the same --out to "
+                      f"recompute the points it held")
+
+
 def _read(path: Path, columns: list[str] | None = None) -> pa.Table:
     try:
-        return pq.read_table(path, columns=columns)
-    except (OSError, pa.ArrowException) as exc:
-        raise StoreError(f"{path}: cannot read results: {exc}") from None
+        table = pq.read_table(path, columns=columns)
+        table.validate(full=True)  # strings that are not UTF-8 fail here, not later
+        return table
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise _unreadable(path, exc) from None
 
 
 def tidy_table(rows: pd.DataFrame | pa.Table | dict[str, Any]) -> pa.Table:
@@ -287,8 +299,8 @@ def load_points(root: str | Path, experiment: str | None = None,
     for path in files:
         try:
             names = pq.read_schema(path).names
-        except (OSError, pa.ArrowException) as exc:
-            raise StoreError(f"{path}: cannot read results: {exc}") from None
+        except (OSError, pa.ArrowException, ValueError) as exc:
+            raise _unreadable(path, exc) from None
         df = _read(path, [c for c in names if c not in drop]).to_pandas()
         if experiment is not None:
             df = df[df["experiment"] == experiment]

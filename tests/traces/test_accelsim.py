@@ -214,7 +214,12 @@ def test_edge_v4_rows():
     assert a[3, 0] == 0x10000010 and a[3, 31] == 0x10000000 and not a[3, 1:31].any()  # mode 2
     assert t.mask[4] == 0 and not a[4].any()  # mask-0 quirk "1 0x0 0"
     assert a[7, :2].tolist() == [0x7F0000000010, 0x7F0000000014]
-    assert a[8, 0] == 0x7F0001000020  # mode 2, one lane, no deltas
+    # mode 2, one lane, no deltas: 0x7f0001000020 is offset 0x20 of the local window,
+    # word 8 of thread slot 32 (CTA 0, warp 1, lane 0) of N = 64 threads x 2 CTAs
+    # slots, at BASE + 4 * (8 * 128 + 32) (traces/local_memory.py)
+    assert a[8, 0] == (1 << 61) + 4 * (8 * 128 + 32)
+    raw = table(read_accelsim(DATA / "edge_v4", translate_local=False))
+    assert raw.addrs[8, 0] == 0x7F0001000020
     assert a[11, :16].tolist() == [0x10000100] * 16 and not a[11, 16:].any()  # stride 0
     np.testing.assert_array_equal(a[12], 0x10001000 + 16 * np.arange(32, dtype=np.uint64))
     assert trace.launches[0].extra["immediate"] is False
@@ -233,6 +238,7 @@ def test_edge_v4_round_trip(tmp_path):
     # the writer compresses as the tracer does: the four-lane mode-0 line becomes mode 2
     assert "LDG.E.64 1 R4 8 2 0x10000200 256 -248 504 \n" in text
     assert "warp = 1\ninsts = 0\n" in text  # empty warp of thread block 1 kept
+    assert "ST.E 2 R4 R2 4 2 0x7f0001000020 \n" in text  # the tracer's local address back
 
 
 def test_edge_v5_lineinfo_immediate(tmp_path):
@@ -423,7 +429,167 @@ def test_malformed_kernelslist(tmp_path, listing, what):
         _read_all(dst)
 
 
+@pytest.mark.parametrize("listing", ["", "\n\n", "MemcpyHtoD,0x10,4\n"])
+def test_kernelslist_without_kernels(tmp_path, capsys, listing):
+    from hostlink.model.cli.main import main
+    dst = tmp_path / "t"
+    shutil.copytree(DATA / "edge_v4", dst)
+    (dst / "kernelslist.g").write_text(listing)
+    assert main(["trace", "stats", str(dst)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "kernelslist.g: names no kernel trace" in err
+
+
+def test_listed_plain_found_as_xz_and_back(tmp_path):
+    """The README: kernel files plain or .xz, whichever the listing says."""
+    original = table(read_accelsim(DATA / "edge_v4"))
+    dst = tmp_path / "t"
+    shutil.copytree(DATA / "edge_v4", dst)
+    p = dst / "kernel-1.traceg"
+    (dst / "kernel-1.traceg.xz").write_bytes(lzma.compress(p.read_bytes()))
+    p.unlink()
+    assert_tables_equal(original, table(read_accelsim(dst)))  # listed plain, only .xz there
+    listing = dst / "kernelslist.g"
+    listing.write_text(listing.read_text().replace("kernel-2.traceg", "kernel-2.traceg.xz"))
+    assert_tables_equal(original, table(read_accelsim(dst)))  # listed .xz, only plain there
+
+
+def test_latin1_byte_names_its_line(tmp_path):
+    from hostlink.model.errors import TraceError
+    dst = tmp_path / "t"
+    shutil.copytree(DATA / "edge_v4", dst)
+    p = dst / "kernel-1.traceg"
+    raw = p.read_bytes().replace(b"-kernel name = _Z4edgePi", b"-kernel name = \xb5edge")
+    p.write_bytes(raw)
+    with pytest.raises(TraceError, match=r"kernel-1.traceg:1: byte 0xb5 at column 16"):
+        _read_all(dst)
+    p.write_bytes(raw.replace(b"\xb5edge", b"edge").replace(b"0030 80000001", b"0030 8\xff000001"))
+    with pytest.raises(TraceError, match=r"kernel-1.traceg:28: byte 0xff at column 7"):
+        _read_all(dst)
+
+
 def test_not_a_trace_folder(tmp_path):
     from hostlink.model.errors import TraceError
     with pytest.raises(TraceError, match="no kernelslist.g"):
         read_accelsim(tmp_path)
+
+
+# --------------------------------------------------------------------------- local memory
+
+def _accelsim_local_sectors(offsets: list[int], mask: int, width_B: int) -> int:
+    """32 B sectors of one warp's local access as Accel-Sim coalesces it: each lane's
+    access split into 4 B words (w / 4 of them, one below 4 B), word D of lane t at
+    4 * (D * N + slot + t) with a warp's 32 slots contiguous and 128 B aligned
+    (gpgpu-sim shader.cc translate_local_memaddr): a sector is (word, t // 8)."""
+    words = max(width_B // 4, 1)
+    return len({(offsets[t] // 4 + i, t // 8)
+                for t in range(32) if mask >> t & 1 for i in range(words)})
+
+
+def _sectors(addrs: list[int], mask: int, width_B: int) -> int:
+    """32 B sectors of [addr, addr + w) over the active lanes (the coalescer's rule)."""
+    return len({s for t in range(32) if mask >> t & 1
+                for s in range(addrs[t] // 32, (addrs[t] + width_B - 1) // 32 + 1)})
+
+
+def test_btree_local_memory_sectors(accelsim_data, tmp_path):
+    """b+tree's STL.64 and LDL, most with all lanes at one offset: as many sectors as
+    Accel-Sim's mapping gives (8 per full-warp STL.64), not about one per instruction
+    as raw offsets give; written back, the kernel files are the tracer's byte for byte."""
+    src = accelsim_data / "btree_128_1000"
+    files = sorted(src.glob("kernel-*.traceg"))
+    n_text = sum(len([tk for tk in inst_lines(f.read_text(), legacy=False)
+                      if opcode_of(tk).split(".")[0] in ("LDL", "STL")]) for f in files)
+    assert n_text == 12_304  # grep -c 'LDL\|STL': 6,152 lines in each kernel file
+    trace = read_accelsim(src)
+    t = table(trace)
+    local = t.select(t.space == SPACE_LOCAL)
+    raw_t = table(read_accelsim(src, translate_local=False))
+    raw = raw_t.select(raw_t.space == SPACE_LOCAL)
+    assert len(local) == len(raw) == n_text
+    rows = list(zip(raw.addrs.tolist(), local.addrs.tolist(), raw.mask.tolist(),
+                    raw.width_B.tolist()))
+    expected = sum(_accelsim_local_sectors(r, m, w) for r, _, m, w in rows)
+    got = sum(_sectors(a, m, w) for _, a, m, w in rows)
+    untranslated = sum(_sectors(r, m, w) for r, _, m, w in rows)
+    assert got == expected
+    assert untranslated < expected / 6  # 32 lanes at one offset share a sector
+    written = write_accelsim(trace, tmp_path)
+    for new, old in zip(sorted(p for p in written if p.name != "kernelslist.g"), files):
+        assert new.read_bytes() == old.read_bytes(), old.name
+
+
+LOCAL_KERNEL = """-kernel name = local
+-kernel id = 1
+-grid dim = (2,1,1)
+-block dim = (64,1,1)
+-shmem = 0
+-nregs = 16
+-accelsim tracer version = 4
+-enable lineinfo = 0
+
+#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses]
+
+#BEGIN_TB
+
+thread block = {cta},0,0
+
+warp = 0
+insts = 5
+0000 ffffffff 0 STL.64 2 R1 R2 8 1 0xfffbd0 0 
+0010 0000000f 1 R3 LDL 1 R1 4 1 0xfffbc8 0 
+0020 01010101 1 R3 LDL.U8 1 R1 1 0 0xfffbc3 0xfffbc3 0xfffbc3 0xfffbc3 
+0030 ffffffff 1 R3 LDL 1 R1 4 1 0x0 4 
+0040 0000000f 0 STL.64 2 R1 R2 8 1 0xfffbd0 0 
+
+#END_TB
+"""
+
+
+def test_synthetic_local_memory_sectors(tmp_path):
+    """Sectors of local accesses, derived by hand from Accel-Sim's mapping (word D of a
+    lane at 4 * (D * N + slot), a warp's 32 slots contiguous):
+    - STL.64, 32 lanes at one offset: 2 words x 128 B = 8 sectors (raw: 1);
+    - LDL, lanes 0-3 at one offset: 16 B of one line = 1 sector (raw: 1);
+    - LDL.U8, lanes 0, 8, 16, 24: one byte in each 32 B quarter = 4 sectors (raw: 1);
+    - LDL, lane t at 4 t: 32 distinct words, each lane in its own 128 B line: 32
+      sectors (raw: 128 contiguous bytes, 4);
+    - STL.64, lanes 0-3: Accel-Sim 2 (two words, one sector each); here 1 (the
+      module's stated shortfall for partial warps of 8 B accesses).
+    Both CTAs: 2 x (8 + 1 + 4 + 32 + 1) = 92 sectors, against 2 x 8 = 16 raw."""
+    from hostlink.traces.coalescer import coalesce
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "kernelslist.g").write_text("kernel-1.traceg\nkernel-2.traceg\n")
+    for cta, name in ((0, "kernel-1.traceg"), (1, "kernel-2.traceg")):
+        (folder / name).write_text(LOCAL_KERNEL.format(cta=cta))
+    per_row = [8, 1, 4, 32, 1]
+    for translate, expected in ((True, per_row), (False, [1, 1, 1, 4, 1])):
+        trace = read_accelsim(folder, translate_local=translate)
+        rs = coalesce(trace, include_device=True)
+        got = [int(np.sum((rs.launch == k) & (rs.inst == i)))
+               for k in (0, 1) for i in range(5)]
+        assert got == expected * 2
+        assert int(rs.size_B.sum()) == 32 * sum(expected) * 2
+    # the two CTAs' threads use different slots: no address is shared
+    t = table(read_accelsim(folder))
+    first, second = (set(t.addrs[t.launch == k].ravel().tolist()) - {0} for k in (0, 1))
+    assert not first & second
+
+
+def test_local_translation_bounds_and_inverse():
+    """Huge grids and blocks stay below the coalescer's 2**62; the writer's inverse
+    gives the tracer's offset back."""
+    from hostlink.traces import local_memory as lm
+    from hostlink.traces.schema import KernelLaunch
+    for grid, block in (((2, 1, 1), (64, 1, 1)), ((2**31 - 1, 65535, 65535), (1024, 1, 1)),
+                        ((7, 1, 1), (2**20, 2**10, 64))):
+        launch = KernelLaunch(name="k", grid=grid, block=block)
+        offsets = [0xFFFFFC + (lane % 4) for lane in range(32)]  # the window's last word
+        for width in (1, 4, 8, 16, 255):
+            for cta, warp in ((0, 0), (launch.ctas - 1, launch.warps_per_cta - 1)):
+                out = lm.translate(offsets, 0xFFFFFFFF, width, cta, warp, launch)
+                assert max(out) < 1 << 62
+                back = [lm.original_offset(a, lane, width, cta, warp, launch)
+                        for lane, a in enumerate(out)]
+                assert back == offsets

@@ -6,6 +6,8 @@ weights) is REFERENCE.md "Graph inputs" / illinois-impact/EMOGI bfs.cu.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -208,3 +210,103 @@ def test_read_graph_unknown_format(tmp_path):
     p = _w(tmp_path, "g.xyz", "0 1\n")
     with pytest.raises(GraphError, match="unknown graph format"):
         read_graph(p)
+
+
+# ------------------------------------------------------- empty, CSV, weights, pattern
+@pytest.mark.parametrize("name,text", [
+    ("e.el", ""), ("e.el", "\n\n"), ("e.wel", ""), ("e.txt", "# only a comment\n"),
+    ("e.csv", "src,dst\n"), ("e.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 0\n"),
+])
+def test_no_edges_is_an_error(tmp_path, name, text):
+    p = _w(tmp_path, name, text)
+    with pytest.raises(GraphError, match=f"{name}: holds no edges"):
+        read_graph(p)
+
+
+def test_cli_empty_el_is_one_line_exit_2(tmp_path, capsys):
+    from hostlink.model.cli.main import main
+    p = _w(tmp_path, "e.el", "")
+    assert main(["trace", "gen", "--kernel", "bfs", "--variant", "naive", "--graph", str(p),
+                 "--out", str(tmp_path / "out")]) == 2
+    assert "holds no edges" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_txt_three_columns_read_weights(tmp_path):
+    p = _w(tmp_path, "w.txt", "# src dst weight\n10 20 3\n20 30 5\n")
+    g = read_graph(p)
+    # ids 10, 20, 30 -> 0, 1, 2; edges 0->1 (3), 1->2 (5)
+    assert g.offsets.tolist() == [0, 1, 2, 2]
+    assert g.dst.tolist() == [1, 2] and g.weights.tolist() == [3, 5]
+    assert read_graph(p, pattern_only=True).weights is None
+
+
+def test_csv_with_and_without_header(tmp_path):
+    with_header = _w(tmp_path, "h.csv", "source,target,weight\n1,2,4\n2,3,6\n")
+    bare = _w(tmp_path, "b.csv", "1, 2\n2, 3\n")
+    g = read_graph(with_header)
+    assert g.offsets.tolist() == [0, 1, 2, 2] and g.dst.tolist() == [1, 2]
+    assert g.weights.tolist() == [4, 6]
+    h = read_graph(bare)
+    assert h.dst.tolist() == [1, 2] and h.weights is None
+    bad = _w(tmp_path, "x.csv", "1,2\n2,x\n")
+    with pytest.raises(GraphError, match=r"x.csv:2: vertex id 'x'"):
+        read_graph(bad)
+
+
+def test_weights_below_one_are_not_zero(tmp_path, capsys):
+    """As netscience (SuiteSparse Newman/netscience, real weights, most below 1): a
+    positive weight that rounds to 0 is read as 1, with a warning giving the count."""
+    p = _w(tmp_path, "n.mtx", "%%MatrixMarket matrix coordinate real symmetric\n"
+           "4 4 4\n2 1 0.25\n3 1 0.333333\n4 2 1.7\n4 3 0.0\n")
+    g = read_mtx(p)
+    # edges 0-1 0.25 -> 1, 0-2 0.33 -> 1, 1-3 1.7 -> 2, 2-3 0.0 -> 0 (zero stays zero)
+    assert g.dst.tolist() == [1, 2, 0, 3, 0, 3, 1, 2]
+    assert g.weights.tolist() == [1, 1, 1, 2, 1, 0, 2, 0]
+    err = capsys.readouterr().err
+    assert "n.mtx: 2 of 4 weights are positive but below 0.5; they are read as 1" in err
+    assert err.count("\n") == 1
+
+
+def test_negative_values_read_as_pattern(tmp_path, capsys):
+    from hostlink.model.cli.main import main
+    p = _w(tmp_path, "neg.mtx", "%%MatrixMarket matrix coordinate real general\n"
+           "3 3 2\n1 2 -1.5\n2 3 2\n")
+    with pytest.raises(GraphError, match=r"neg.mtx:3: value -1.5 is outside .*--pattern-only"):
+        read_mtx(p)
+    g = read_mtx(p, pattern_only=True)
+    assert g.dst.tolist() == [1, 2] and g.weights is None
+    q = _w(tmp_path, "negi.mtx", "%%MatrixMarket matrix coordinate integer general\n"
+           "3 3 2\n1 2 -4\n2 3 2\n")
+    assert read_mtx(q, pattern_only=True).dst.tolist() == [1, 2]
+    assert main(["graph", "info", str(p)]) == 2
+    assert "--pattern-only" in capsys.readouterr().err
+    assert main(["graph", "info", str(p), "--pattern-only", "--json"]) == 0
+    assert main(["trace", "gen", "--kernel", "bfs", "--variant", "naive", "--graph", str(p),
+                 "--pattern-only", "--out", str(tmp_path / "t"), "--json"]) == 0
+
+
+@pytest.mark.parametrize("name,raw,where", [
+    ("l.el", b"0 1\n1 \xb5\n", "l.el:2: byte 0xb5"),
+    ("l.txt", b"# caf\xe9\n0 1\n", "l.txt:1: byte 0xe9"),
+    ("l.mtx", b"%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 \xff\n", "l.mtx:3:"),
+    ("l.wel", b"0 1 \x00\n", "l.wel:1:"),
+])
+def test_bad_bytes_name_the_line(tmp_path, name, raw, where):
+    p = tmp_path / name
+    p.write_bytes(raw)
+    with pytest.raises(GraphError, match=re.escape(where)):
+        read_graph(p)
+
+
+@pytest.mark.parametrize("name,text", [
+    ("s.el", "0 1\n1 4294967295\n"),
+    ("s.wel", "0 1 1\n1 99999999 1\n"),
+    ("s.mtx", "%%MatrixMarket matrix coordinate pattern general\n99999999 3 1\n1 2\n"),
+])
+def test_ids_too_sparse_are_refused(tmp_path, name, text):
+    """2 edges cannot need 10**8 vertices (64 per edge past 2**20 is the limit)."""
+    with pytest.raises(GraphError, match=f"{name}: the largest vertex id gives"):
+        read_graph(_w(tmp_path, name, text))
+    dense = _w(tmp_path, "d.el", "0 1\n1 1048575\n")  # 2**20 vertices: allowed
+    assert read_graph(dense).num_vertices == 1 << 20

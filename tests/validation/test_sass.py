@@ -273,3 +273,25 @@ def test_a_runs_record_agrees_with_the_sass_of_the_same_source():
     assert reference["wait_model"] == sass.WAIT_MODEL
     assert reference["programs"]["zc_read"]["kernels"] == sass.kernels_in_flight(
         sass.read_sass(H200 / "sass" / "zc_read.sass.gz"))
+
+
+# --------------------------------------------------------------------------- bad bytes
+
+@pytest.mark.parametrize("raw, message", [
+    (b"\x7fELF\x02\x01\x01\x00" + bytes(64), r"bad.sass:1: binary data"),
+    (b"\x1f\x8b\x08\x00garbage", r"bad.sass: gzip stream is corrupt"),
+    (b"Function : f\n/*0000*/ LDG.E R2, [R4] ; // \xb5\n", r"bad.sass:2: byte 0xb5 at column 30"),
+])
+def test_bad_bytes_are_one_line_exit_2(tmp_path, capsys, raw, message):
+    f = tmp_path / "bad.sass"
+    f.write_bytes(raw)
+    assert main(["validate", "sass", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(message, err)
+
+
+def test_bad_match_pattern_is_one_line(tmp_path, capsys):
+    f = tmp_path / "k.sass"
+    f.write_text("Function : f\n")
+    assert main(["validate", "sass", str(f), "--match", "("]) == 2
+    assert "not a regular expression" in capsys.readouterr().err

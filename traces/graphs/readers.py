@@ -1,4 +1,4 @@
-"""Graph readers: Matrix Market, SNAP edge lists, GAP .el/.wel and EMOGI's binary CSR.
+"""Graph readers: Matrix Market, SNAP and CSV edge lists, GAP .el/.wel and EMOGI's binary CSR.
 
 Formats (REFERENCE.md "Graph inputs"):
 - Matrix Market: ``%%MatrixMarket matrix coordinate <field> <symmetry>``,
@@ -6,9 +6,12 @@ Formats (REFERENCE.md "Graph inputs"):
   ``i j [value]`` line per entry. Fields pattern, integer, real (and its alias
   double); symmetries general (a directed graph) and symmetric (one triangle
   stored; both directions are built). The vertex count is max(rows, cols).
-- SNAP: ``#`` comment lines, then whitespace separated ``from to`` pairs. Ids
-  need not be contiguous: they are renumbered 0..n-1 in ascending order of
-  the original id.
+- SNAP: ``#`` comment lines, then whitespace separated ``from to`` pairs, or
+  ``from to weight`` triples (every line the same). Ids need not be
+  contiguous: they are renumbered 0..n-1 in ascending order of the original
+  id.
+- CSV (``.csv``): as SNAP, with fields separated by commas (RFC 4180 without
+  quoting); a first line whose first field is not a number is a header.
 - GAP .el (``u v``) and .wel (``u v w``): 0-based ids, one edge per line,
   vertex count = largest id + 1.
 - EMOGI binary CSR ``PREFIX.bel.col`` (u64 offsets), ``PREFIX.bel.dst`` (u64
@@ -22,13 +25,25 @@ stored and only checked). Text files are parsed in bulk by pandas' C parser;
 when that fails, or a value is out of range, the file is scanned line by line
 to raise a :class:`GraphError` naming the file and the line.
 
-Assumptions: Matrix Market real values become u32 weights by rounding to the
-nearest integer (they must lie in [0, 2**32)); skew-symmetric, hermitian,
-complex and array files are refused.
+A file without a single edge is an error (a traversal of it reads nothing);
+so are 0-based ids (.el, .wel, .mtx sizes) that give more than 2**20 vertices
+and more than 64 vertices per edge (a typo would allocate gigabytes of empty
+vertices). Text must be UTF-8 (a bad byte names its line).
+
+Weights: real values (Matrix Market real, a third SNAP/CSV column) become
+u32 weights by rounding to the nearest integer; they must lie in [0, 2**32).
+A positive value that rounds to 0 (below 0.5, as many of SuiteSparse's
+Newman/netscience weights are) is read as 1, the smallest positive u32
+weight, with a warning on stderr giving the count, so that no edge silently
+gets weight 0. ``pattern_only`` reads only which entries exist and ignores
+the values (a matrix with negative values as a graph for BFS).
+Skew-symmetric, hermitian, complex and array files are refused.
 """
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -38,6 +53,11 @@ from hostlink.traces.graphs.csr import CSR, GraphError, from_edges
 
 BEL_HEADER_B = 16
 _U32_MAX = 0xFFFFFFFF
+PATTERN_HINT = " (--pattern-only reads the edges alone)"
+# vertex ids may leave at most this many vertices per edge without edges, beyond the
+# first 2**20 (kron and urand graphs have 16 edges per vertex; road networks about 2.5)
+SPARSE_FACTOR = 64
+MAX_DENSE_FREE = 1 << 20
 
 
 # --------------------------------------------------------------- text helpers
@@ -58,27 +78,39 @@ def _is_num(tok: str) -> bool:
 
 
 def _scan(path: Path, first_line: int, comment: str | None,
-          check: Callable[[list[str], int], str | None], fallback: str) -> None:
+          check: Callable[[list[str], int], str | None], fallback: str,
+          sep: str | None = None) -> None:
     """Walk the data lines from ``first_line`` (1-based); raise at the first bad one.
 
     ``check(tokens, data_row)`` returns an error message or None. When no line
     is bad, raise ``fallback`` naming only the file.
     """
     row = 0
-    with open(path, "r", encoding="utf-8", errors="replace") as f:
-        for lineno, line in enumerate(f, start=1):
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, start=1):
             if lineno < first_line:
                 continue
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise GraphError(f"{path}:{lineno}: byte 0x{raw[exc.start]:02x} at column "
+                                 f"{exc.start + 1} is not UTF-8") from None
+            if "\0" in line:
+                raise GraphError(f"{path}:{lineno}: binary data (NUL byte) in a text graph")
             text = line.strip()
             if not text or (comment and text.startswith(comment)):
                 continue
             if comment and comment in text:
                 text = text.split(comment, 1)[0].strip()
-            msg = check(text.split(), row)
+            msg = check(_split(text, sep), row)
             if msg:
                 raise GraphError(f"{path}:{lineno}: {msg}")
             row += 1
     raise GraphError(f"{path}: {fallback}")
+
+
+def _split(text: str, sep: str | None) -> list[str]:
+    return text.split() if sep is None else [t.strip() for t in text.split(sep)]
 
 
 def _columns_check(ncols: tuple[int, ...], kinds: str, min_id: int = 0) -> Callable:
@@ -99,59 +131,124 @@ def _columns_check(ncols: tuple[int, ...], kinds: str, min_id: int = 0) -> Calla
                 if not _is_int(tok):
                     return f"weight '{tok}' is not an integer"
                 if not 0 <= int(tok) <= _U32_MAX:
-                    return f"weight {tok} is outside [0, 2**32)"
+                    return f"weight {tok} is outside [0, 2**32){PATTERN_HINT}"
             elif kind == "r":
-                if not _is_num(tok):
-                    return f"value '{tok}' is not a number"
+                if not _is_num(tok) or not np.isfinite(float(tok)):
+                    return f"value '{tok}' is not a finite number"
         return None
     return check
 
 
 def _read_table(path: Path, first_line: int, comment: str | None, ncols: int,
-                kinds: str, min_id: int = 0) -> np.ndarray:
+                kinds: str, min_id: int = 0, sep: str | None = None) -> np.ndarray:
     """The data lines from ``first_line`` on as a (rows, ncols) array (int64, or
     float64 when a column is real)."""
     import pandas as pd
 
     check = _columns_check((ncols,), kinds, min_id)
     dtype = np.float64 if "r" in kinds else np.int64
+
+    def scan(fallback: str):
+        _scan(path, first_line, comment, check, fallback, sep)
+
     try:
         if os.path.getsize(path) == 0:
             return np.zeros((0, ncols), dtype=dtype)
-        df = pd.read_csv(path, sep=r"\s+", header=None, skiprows=first_line - 1,
-                         comment=comment, engine="c", dtype=dtype, skip_blank_lines=True)
+        with warnings.catch_warnings():  # pandas' casts of "nan" to int; checked below
+            warnings.simplefilter("ignore", RuntimeWarning)
+            df = pd.read_csv(path, sep=r"\s+" if sep is None else sep, header=None,
+                             skiprows=first_line - 1, comment=comment, engine="c", dtype=dtype,
+                             skip_blank_lines=True, encoding="utf-8")
     except pd.errors.EmptyDataError:
         return np.zeros((0, ncols), dtype=dtype)
+    except OSError as exc:
+        raise GraphError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except (ValueError, pd.errors.ParserError, OverflowError) as exc:
-        _scan(path, first_line, comment, check, f"cannot be parsed ({exc})")
+        scan(f"cannot be parsed ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})")
     data = df.to_numpy()
     if data.ndim != 2 or data.shape[1] != ncols or df.isna().to_numpy().any():
-        _scan(path, first_line, comment, check, f"expected {ncols} columns")
+        scan(f"expected {ncols} columns")
+    if dtype == np.float64 and data.size and not np.isfinite(data).all():
+        scan("a value is not a finite number")
     if "i" in kinds:
         ids = data[:, [i for i, k in enumerate(kinds) if k == "i"]]
         if ids.size and ids.min() < min_id:
-            _scan(path, first_line, comment, check, f"a vertex id is below {min_id}")
+            scan(f"a vertex id is below {min_id}")
+        if dtype == np.float64 and ids.size and (np.any(ids != np.floor(ids))
+                                                 or ids.max() >= 2.0 ** 53):
+            scan("a vertex id is not an integer below 2**53")
     for i, k in enumerate(kinds):
         if k == "w" and data.shape[0] and (data[:, i].min() < 0 or data[:, i].max() > _U32_MAX):
-            _scan(path, first_line, comment, check, "a weight is outside [0, 2**32)")
+            scan("a weight is outside [0, 2**32)")
     return data
 
 
+def _first_data_line(path: Path, comment: str | None, sep: str | None,
+                     start: int = 1) -> tuple[int, list[str]]:
+    """(line number, fields) of the first line from ``start`` on that is neither blank
+    nor a comment; (0, []) for a file without one."""
+    try:
+        f = open(path, "rb")
+    except OSError as exc:
+        raise GraphError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    with f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                text = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as exc:
+                raise GraphError(f"{path}:{lineno}: byte 0x{raw[exc.start]:02x} at column "
+                                 f"{exc.start + 1} is not UTF-8") from None
+            if lineno >= start and text and not (comment and text.startswith(comment)):
+                return lineno, _split(text, sep)
+    return 0, []
+
+
+def _check_sparsity(path: Path, num_vertices: int, num_edges: int) -> None:
+    """Refuse ids so sparse that the vertex array would dwarf the edges: a typo (an
+    extra digit) would otherwise allocate gigabytes for vertices without edges."""
+    if num_vertices > MAX_DENSE_FREE and num_vertices > SPARSE_FACTOR * num_edges:
+        raise GraphError(f"{path}: the largest vertex id gives {num_vertices:,} vertices for "
+                         f"{num_edges:,} edges (more than {SPARSE_FACTOR} per edge): ids this "
+                         f"sparse are not 0..n-1; a SNAP .txt edge list is renumbered")
+
+
+def _no_edges(path: Path) -> GraphError:
+    return GraphError(f"{path}: holds no edges (a traversal of an empty graph reads nothing)")
+
+
+def _u32_weights(path: Path, first: int, comment: str | None, values: np.ndarray,
+                 sep: str | None = None) -> np.ndarray:
+    """Real values as u32 weights by the module's rule (rounded; positive values below
+    0.5 read as 1, with a warning); a value outside [0, 2**32) names its line."""
+    w = np.rint(values)
+    bad = (w < 0) | (w > _U32_MAX)
+    if bad.any():
+        row = int(np.argmax(bad))
+        _locate_row(path, first, comment, row, f"value {values[row]:g} is outside [0, 2**32) "
+                    f"and cannot be a u32 weight{PATTERN_HINT}", sep)
+    raised = (w == 0) & (values > 0)
+    if raised.any():
+        sys.stderr.write(f"hostlink: warning: {path}: {int(raised.sum()):,} of {len(w):,} "
+                         "weights are positive but below 0.5; they are read as 1, not 0\n")
+        w[raised] = 1
+    return w.astype(np.int64)
+
+
 def _locate_row(path: Path, first_line: int, comment: str | None, bad_row: int,
-                message: str) -> None:
+                message: str, sep: str | None = None) -> None:
     """Raise ``message`` at the file line that holds data row ``bad_row``."""
     def check(tokens, row):
         return message if row == bad_row else None
-    _scan(path, first_line, comment, check, message)
+    _scan(path, first_line, comment, check, message, sep)
 
 
 # -------------------------------------------------------------- Matrix Market
 def read_mtx(path, *, symmetrize: bool | None = None, weighted: bool = True,
-             name: str | None = None) -> CSR:
+             name: str | None = None, pattern_only: bool = False) -> CSR:
     """A Matrix Market coordinate file as a CSR (see module doc).
 
     ``symmetrize`` defaults to the file's symmetry (symmetric files are
-    always built with both directions).
+    always built with both directions). ``pattern_only`` ignores the values.
     """
     path = Path(path)
     name = name or path.name.split(".")[0]
@@ -189,9 +286,13 @@ def read_mtx(path, *, symmetrize: bool | None = None, weighted: bool = True,
         raise GraphError(f"{path}:{lineno}: size line must be three non-negative integers "
                          f"'rows cols entries', not '{size_line}'")
     rows, cols, nnz = (int(t) for t in toks)
+    if nnz == 0:
+        raise _no_edges(path)
+    _check_sparsity(path, max(rows, cols), nnz)
     first = lineno + 1
     ncols = 2 if field == "pattern" else 3
-    kinds = "ii" + ("" if field == "pattern" else ("w" if field == "integer" else "r"))
+    value_kind = "w" if field == "integer" and not pattern_only else "r"
+    kinds = "ii" + ("" if field == "pattern" else value_kind)
     data = _read_table(path, first, "%", ncols, kinds, min_id=1)
     if len(data) != nnz:
         raise GraphError(f"{path}: the size line (line {lineno}) announces {nnz} entries, "
@@ -203,27 +304,43 @@ def read_mtx(path, *, symmetrize: bool | None = None, weighted: bool = True,
             bad = int(np.argmax(arr > limit))
             _locate_row(path, first, "%", bad, f"{what} index {int(arr[bad])} exceeds {limit}")
     weights = None
-    if weighted and field != "pattern":
+    if weighted and field != "pattern" and not pattern_only:
         w = data[:, 2]
         if field in ("real", "double"):
-            w = np.rint(w)
-            if len(w) and (w.min() < 0 or w.max() > _U32_MAX):
-                bad = int(np.argmax((w < 0) | (w > _U32_MAX)))
-                _locate_row(path, first, "%", bad, "value outside [0, 2**32) cannot be a u32 weight")
+            w = _u32_weights(path, first, "%", w)
         weights = w.astype(np.int64)
     sym = symmetry == "symmetric" if symmetrize is None else (symmetrize or symmetry == "symmetric")
     return from_edges(i - 1, j - 1, max(rows, cols), weights, symmetrize=sym, name=name)
 
 
 # ----------------------------------------------------------------------- SNAP
-def read_snap(path, *, symmetrize: bool = False, name: str | None = None) -> CSR:
-    """A SNAP edge list: '#' comments, 'from to' pairs; ids renumbered densely."""
+def read_snap(path, *, symmetrize: bool = False, name: str | None = None,
+              pattern_only: bool = False, sep: str | None = None) -> CSR:
+    """A SNAP edge list: '#' comments, 'from to' pairs or 'from to weight' triples;
+    ids renumbered densely. ``sep=","`` reads CSV (a non-numeric first line is a
+    header)."""
     path = Path(path)
     _exists(path)
-    data = _read_table(path, 1, "#", 2, "ii", min_id=0)
-    ids, inverse = np.unique(data.reshape(-1), return_inverse=True)
+    lineno, fields = _first_data_line(path, "#", sep)
+    if not lineno:
+        raise _no_edges(path)
+    first = lineno
+    if sep is not None and fields and not _is_num(fields[0]):
+        first = lineno + 1  # a CSV header
+        lineno, fields = _first_data_line(path, "#", sep, start=first)
+        if not lineno:
+            raise _no_edges(path)
+    ncols = 3 if len(fields) == 3 else 2
+    data = _read_table(path, first, "#", ncols, "ii" + "r" * (ncols - 2), min_id=0, sep=sep)
+    if not len(data):
+        raise _no_edges(path)
+    pairs = data[:, :2].astype(np.int64)
+    ids, inverse = np.unique(pairs.reshape(-1), return_inverse=True)
     inverse = inverse.reshape(-1, 2)
-    return from_edges(inverse[:, 0], inverse[:, 1], len(ids), symmetrize=symmetrize,
+    weights = None
+    if ncols == 3 and not pattern_only:
+        weights = _u32_weights(path, first, "#", data[:, 2], sep)
+    return from_edges(inverse[:, 0], inverse[:, 1], len(ids), weights, symmetrize=symmetrize,
                       name=name or path.name.split(".")[0])
 
 
@@ -233,16 +350,25 @@ def read_el(path, *, symmetrize: bool = False, name: str | None = None) -> CSR:
     path = Path(path)
     _exists(path)
     data = _read_table(path, 1, None, 2, "ii", min_id=0)
+    if not len(data):
+        raise _no_edges(path)
+    _check_sparsity(path, int(data.max()) + 1, len(data))
     return from_edges(data[:, 0], data[:, 1], None, symmetrize=symmetrize,
                       name=name or path.name.split(".")[0])
 
 
-def read_wel(path, *, symmetrize: bool = False, name: str | None = None) -> CSR:
+def read_wel(path, *, symmetrize: bool = False, name: str | None = None,
+             pattern_only: bool = False) -> CSR:
     """GAP's weighted text edge list 'u v w' (0-based, integer weights)."""
     path = Path(path)
     _exists(path)
-    data = _read_table(path, 1, None, 3, "iiw", min_id=0)
-    return from_edges(data[:, 0], data[:, 1], None, data[:, 2], symmetrize=symmetrize,
+    data = _read_table(path, 1, None, 3, "iir" if pattern_only else "iiw", min_id=0)
+    if not len(data):
+        raise _no_edges(path)
+    weights = None if pattern_only else data[:, 2]
+    data = data.astype(np.int64)
+    _check_sparsity(path, int(data[:, :2].max()) + 1, len(data))
+    return from_edges(data[:, 0], data[:, 1], None, weights, symmetrize=symmetrize,
                       name=name or path.name.split(".")[0])
 
 
@@ -335,30 +461,36 @@ def read_bel(prefix, *, id_bytes: int = 4, weights: bool = True, name: str | Non
 
 # ------------------------------------------------------------------ dispatch
 def read_graph(path, *, symmetrize: bool = False, id_bytes: int = 4,
-               name: str | None = None) -> CSR:
+               name: str | None = None, pattern_only: bool = False) -> CSR:
     """Read any supported graph file, chosen by its name.
 
     ``.mtx`` Matrix Market; ``.el`` / ``.wel`` GAP; ``.bel``, ``.bel.col``
     (or a prefix whose ``.bel.col`` exists) EMOGI binary CSR; ``.txt``,
-    ``.tsv``, ``.snap``, ``.edges`` SNAP.
+    ``.tsv``, ``.snap``, ``.edges`` SNAP; ``.csv`` CSV. ``pattern_only``
+    reads the edges and drops any weights.
     """
     text = str(path)
     lower = text.lower()
     if lower.endswith((".bel", ".bel.col", ".bel.dst", ".bel.val")) or \
             Path(text + ".bel.col").exists():
-        csr = read_bel(text, id_bytes=id_bytes, name=name)
+        csr = read_bel(text, id_bytes=id_bytes, name=name, weights=not pattern_only)
         return csr.symmetrized().with_id_bytes(id_bytes) if symmetrize else csr
     if not Path(text).exists():
         raise GraphError(f"{text}: no such graph file (nor a binary CSR {text}.bel.col)")
+    if Path(text).is_dir():
+        raise GraphError(f"{text}: is a folder, not a graph file")
     if lower.endswith(".mtx"):
-        csr = read_mtx(text, symmetrize=symmetrize or None, name=name)
+        csr = read_mtx(text, symmetrize=symmetrize or None, name=name, pattern_only=pattern_only)
     elif lower.endswith(".wel"):
-        csr = read_wel(text, symmetrize=symmetrize, name=name)
+        csr = read_wel(text, symmetrize=symmetrize, name=name, pattern_only=pattern_only)
     elif lower.endswith(".el"):
         csr = read_el(text, symmetrize=symmetrize, name=name)
     elif lower.endswith((".txt", ".tsv", ".snap", ".edges")):
-        csr = read_snap(text, symmetrize=symmetrize, name=name)
+        csr = read_snap(text, symmetrize=symmetrize, name=name, pattern_only=pattern_only)
+    elif lower.endswith(".csv"):
+        csr = read_snap(text, symmetrize=symmetrize, name=name, pattern_only=pattern_only,
+                        sep=",")
     else:
-        raise GraphError(f"{text}: unknown graph format (expected .mtx, .el, .wel, .bel "
-                         "or a SNAP .txt/.tsv edge list)")
+        raise GraphError(f"{text}: unknown graph format (expected .mtx, .el, .wel, .bel, "
+                         "a SNAP .txt/.tsv edge list or a .csv edge list)")
     return csr.with_id_bytes(id_bytes)
