@@ -14,13 +14,16 @@ its own:
 - :mod:`hostlink.validation.report_progress`: cases done and the time left;
 - :mod:`hostlink.validation.report_common`: the report's error and the order
   of its cases.
+
+The names here are copies: code that changes a setting (``FLUSH_EVERY_CASES``,
+``TWIN_VERSION``, ``kind_code_hash``) sets it on the module that defines it.
 """
 from __future__ import annotations
 
 from hostlink.validation.report_build import (DEFAULT_FIDELITY, build_report, load_calibration,
                                               report_command)
 from hostlink.validation.report_common import ReportError
-from hostlink.validation.report_common import case_order as _case_order
+from hostlink.validation.report_common import case_order as _case_order  # the old name
 from hostlink.validation.report_diagnose import EFFECTS, diagnose
 from hostlink.validation.report_judge import (MICRO_TARGET_PCT, NOT_FITTED, SUMMARY_COLUMNS,
                                               UNTARGETED_DIAGNOSE_PCT, UVM_TARGET_PCT,
@@ -46,7 +49,7 @@ __all__ = [
     "PREDICTIONS_PARQUET", "PREDICTION_CODE", "PREDICTION_DATA", "PredictionStore",
     "ReportError", "STALE_JSON", "STALE_PARQUET", "STORE_FORMAT", "SUMMARY_COLUMNS",
     "TWIN_VERSION", "UNTARGETED_DIAGNOSE_PCT", "UVM_TARGET_PCT", "ZEROCOPY_TARGET_PCT",
-    "_case_order", "annotate", "build_report", "case_inputs_hash", "case_options",
+    "annotate", "build_report", "case_inputs_hash", "case_options",
     "case_options_hash", "code_hash", "diagnose", "figure_error_by_group",
     "figure_mape_by_group", "fitted_cases", "group_stats", "kind_code_hash",
     "load_calibration", "mape", "mark_not_fitted", "markdown", "plots", "prediction_key",
