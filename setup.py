@@ -17,4 +17,4 @@ for name, folder in FOLDERS.items():
     packages += [f"{name}.{sub}" for sub in find_packages(folder)]
 
 setup(packages=packages, package_dir=package_dir,
-      package_data={"hostlink.validation": ["manifests/*.toml"]})
+      package_data={"hostlink.validation": ["manifests/*.toml", "effects.toml"]})

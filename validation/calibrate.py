@@ -230,6 +230,7 @@ import numpy as np
 from hostlink.model.errors import HostlinkError
 from hostlink.model.geometry import LINE_B
 from hostlink.model.host_loop import COST_KEYS as HOST_LOOP_COSTS
+from hostlink.validation.calibration_chain import groups_fitted_on, same_run_dir  # noqa: F401
 from hostlink.validation.twins import (MicroTwin, RunData, build_micro, load_run, micro_group,
                                        primary_metric, run_loads_in_flight)
 
@@ -1385,29 +1386,6 @@ def chain_beside(system_spec) -> list[dict]:
              "calibration_groups": list(rec.get("calibration_groups") or [])}]
 
 
-def same_run_dir(recorded, results_dir) -> bool:
-    """Whether a run folder named in a record (as given on its command line, maybe
-    relative to another working directory) is ``results_dir``: the same path once
-    resolved, or, for a relative record, ``results_dir``'s trailing parts."""
-    a, b = Path(str(recorded)), Path(str(results_dir))
-    if a.resolve() == b.resolve():
-        return True
-    return not a.is_absolute() and b.resolve().parts[-len(a.parts):] == a.parts
-
-
-def groups_fitted_on(calibration: dict, results_dir) -> list[str]:
-    """Groups of ``results_dir``'s own measurements that ``calibration`` (a record) or
-    any calibration in its chain fitted. A record without a chain: its own groups."""
-    chain = calibration.get("chain")
-    if not isinstance(chain, list):
-        return list(calibration.get("calibration_groups") or [])
-    used: list[str] = []
-    for link in chain:
-        if same_run_dir(link.get("results_dir", ""), results_dir):
-            used += [g for g in link.get("calibration_groups") or [] if g not in used]
-    return used
-
-
 def _with_provenance(system, base, cal: Calibration):
     prov = dict(base.provenance)
     for f in cal.fits:
@@ -1452,9 +1430,3 @@ def _num(v) -> str:
     if isinstance(v, int):
         return str(v)
     return f"{v:.5g}"
-
-
-def register_validate_commands(sub) -> None:
-    """Hook for ``hostlink validate``: adds ``calibrate`` (see cli_calibrate_report)."""
-    from hostlink.validation.cli_calibrate_report import register_calibrate
-    register_calibrate(sub)

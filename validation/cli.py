@@ -1,12 +1,12 @@
 """``hostlink validate ...``: the command group of hostlink.validation.
 
 ``validate run`` and ``validate uvm-counters`` are defined here; ``validate
-calibrate``, ``validate report``, ``validate repeat``, ``validate sass`` and
-``validate launches`` come from :mod:`hostlink.validation.calibrate`,
-:mod:`hostlink.validation.report`, :mod:`hostlink.validation.repeatability`,
+calibrate`` and ``validate report`` come from
+:mod:`hostlink.validation.cli_calibrate_report`, ``validate repeat``, ``validate
+sass`` and ``validate launches`` from :mod:`hostlink.validation.repeatability`,
 :mod:`hostlink.validation.sass` and :mod:`hostlink.validation.launches`
 where those modules exist: each provides
-``register_validate_commands(sub)`` adding its sub-command to the group.
+``register_validate_commands(sub)`` adding its sub-commands to the group.
 
 The module also runs on its own (``python -m hostlink.validation.cli run ...``),
 which is how it runs on a GPU host where only the validation dependencies
@@ -18,7 +18,7 @@ import argparse
 import importlib
 import sys
 
-OPTIONAL_MODULES = ("hostlink.validation.calibrate", "hostlink.validation.report",
+OPTIONAL_MODULES = ("hostlink.validation.cli_calibrate_report",
                     "hostlink.validation.repeatability", "hostlink.validation.sass",
                     "hostlink.validation.launches")
 

@@ -1,10 +1,9 @@
 """``hostlink validate calibrate`` and ``hostlink validate report``.
 
 ``register_calibrate(sub)`` and ``register_report(sub)`` add the two
-sub-commands to the ``validate`` group (:mod:`hostlink.validation.cli` calls
-them through :func:`hostlink.validation.calibrate.register_validate_commands`
-and :func:`hostlink.validation.report.register_validate_commands`). Heavy
-imports happen inside the handlers.
+sub-commands to the ``validate`` group; :mod:`hostlink.validation.cli` calls
+them through :func:`register_validate_commands`. The library modules import
+no part of the CLI. Heavy imports happen inside the handlers.
 """
 from __future__ import annotations
 
@@ -28,7 +27,8 @@ def _cmd_calibrate(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from hostlink.validation.report import ReportError, build_report
+    from hostlink.validation.report_build import build_report
+    from hostlink.validation.report_common import ReportError
 
     if args.max_sources is not None and args.max_sources < 1:
         raise ReportError(f"--max-sources must be at least 1, not {args.max_sources}")
@@ -114,3 +114,9 @@ def register_report(sub) -> None:
                         "(default 1; 0 = one per CPU)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=_cmd_report)
+
+
+def register_validate_commands(sub) -> None:
+    """Hook for ``hostlink validate``: adds ``calibrate`` and ``report``."""
+    register_calibrate(sub)
+    register_report(sub)

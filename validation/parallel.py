@@ -3,7 +3,7 @@
 :func:`predict_parallel` predicts the cases :func:`hostlink.validation.twins.predict_run`
 would predict, in ``jobs`` worker processes, and hands each finished case to the
 caller's ``on_case`` in the parent process as it arrives (the parent alone keeps
-them: :class:`hostlink.validation.report.PredictionStore`).
+them: :class:`hostlink.validation.report_store.PredictionStore`).
 
 The unit of work is what :func:`~hostlink.validation.twins.predict_run` shares
 between cases: a microbenchmark case alone; a traversal configuration (graph,
@@ -46,6 +46,7 @@ import pandas as pd
 
 from hostlink.model.errors import HostlinkError
 from hostlink.validation import twins
+from hostlink.validation.report_common import ReportError, case_order
 
 #: Seconds the parent waits on the workers' pipes at a time.
 POLL_S = 0.25
@@ -57,9 +58,7 @@ class WorkerError(HostlinkError):
 
 def resolve_jobs(jobs: int | None) -> int:
     """Worker processes for ``--jobs``: N as given, 0 = one per CPU (``os.cpu_count()``);
-    anything else is a :class:`hostlink.validation.report.ReportError`."""
-    from hostlink.validation.report import ReportError
-
+    anything else is a :class:`hostlink.validation.report_common.ReportError`."""
     if jobs is None:
         return 1
     try:
@@ -81,11 +80,9 @@ class Unit:
 def work_units(run, cases) -> list[Unit]:
     """The cases as units of work, in predict_run's order: a microbenchmark (or any
     case without a graph) alone, a traversal configuration with all its memory modes."""
-    from hostlink.validation.report import _case_order
-
     units: list[Unit] = []
     last_key = None
-    for case in sorted(cases, key=lambda c: _case_order(run, c)):
+    for case in sorted(cases, key=lambda c: case_order(run, c)):
         p = run.cases.get(case) or {}
         if p.get("kind") == "traversal":
             key = ("traversal", str(p.get("graph", "")), str(p.get("kernel", "")),

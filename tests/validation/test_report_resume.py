@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from hostlink.model.cli.main import main
-from hostlink.validation import report, twins
+from hostlink.validation import report, report_store, twins
 from hostlink.validation.results_io import make_table, read_results, write_results
 
 MAXREQ = 8192
@@ -145,7 +145,7 @@ def test_other_settings_start_afresh_and_keep_the_old_file(tmp_path, monkeypatch
         kw["fidelity"] = "des"
         kw["only"] = "ptr_chase"
     elif change == "twin_version":
-        monkeypatch.setattr(report, "TWIN_VERSION", report.TWIN_VERSION + "-next")
+        monkeypatch.setattr(report_store, "TWIN_VERSION", report.TWIN_VERSION + "-next")
     else:
         system = "h100-pcie5"
         from hostlink.model.config import load_system, write_resolved
@@ -222,7 +222,7 @@ def test_a_code_change_predicts_its_own_kind_again(tmp_path, monkeypatch, run_di
     assert set(stored["code"]) == {"micro", "traversal"}
     assert stored["cases"][UNBUILT]["code"] == report.kind_code_hash("traversal")
     real = report.kind_code_hash
-    monkeypatch.setattr(report, "kind_code_hash",
+    monkeypatch.setattr(report_store, "kind_code_hash",
                         lambda k: real(k)[::-1] if k == kind else real(k))
     micro, traversal = Counting(), []
     real_traversal = twins.predict_traversal
@@ -345,8 +345,8 @@ def test_cases_listed_without_their_rows_are_predicted_again(tmp_path, monkeypat
 
 def test_flushes_while_running(tmp_path, monkeypatch, run_dir):
     out = tmp_path / "out"
-    monkeypatch.setattr(report, "FLUSH_EVERY_CASES", 2)
-    monkeypatch.setattr(report, "FLUSH_EVERY_S", 3600.0)    # by count only, however slow
+    monkeypatch.setattr(report_store, "FLUSH_EVERY_CASES", 2)
+    monkeypatch.setattr(report_store, "FLUSH_EVERY_S", 3600.0)    # by count only, however slow
     seen = []
     real = REAL_BUILD_MICRO
 
@@ -428,8 +428,8 @@ def test_cli_note_reproduces_the_report_and_fresh_recomputes(tmp_path, capsys, m
 
 KILLER = textwrap.dedent("""
     import os, signal, sys
-    from hostlink.validation import report, twins
-    report.FLUSH_EVERY_CASES = 1
+    from hostlink.validation import report_store, twins
+    report_store.FLUSH_EVERY_CASES = 1
     real, calls = twins.build_micro, [0]
     def build(*a, **kw):
         calls[0] += 1
