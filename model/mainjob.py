@@ -82,12 +82,14 @@ def main_figures(wide: pd.DataFrame) -> dict:
 
 
 def run_main_job(out: str | Path = "out/main", *, jobs: int | None = None,
-                 progress: bool = True, sweep_file: str | Path = MAIN_SWEEP) -> MainJobResult:
+                 progress: bool = True, sweep_file: str | Path = MAIN_SWEEP,
+                 link: str | None = None) -> MainJobResult:
     from hostlink.model import plots
     from hostlink.model.sweep import load_results, load_sweep, run_sweep
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    spec = load_sweep(sweep_file)
+    from hostlink.model.sweep.spec import with_link
+    spec = with_link(load_sweep(sweep_file), link)   # link: a link preset every point starts from
     report = run_sweep(spec, out / "results", jobs=jobs, progress=progress)
     wide = load_results(out / "results", experiment=spec.name, wide=True)
     summary = summarise(wide)

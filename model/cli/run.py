@@ -37,6 +37,9 @@ def register(subparsers) -> None:
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--sweep", default=None, help="another sweep file of the same shape")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--link", metavar="PRESET", default=None,
+                   help="start every point from this link preset (e.g. gen4_x8: its width "
+                        "and tags; the sweep's axes still set the generation)")
     p.set_defaults(func=_run)
 
 
@@ -50,7 +53,7 @@ def _run(args) -> int:
     check_main_shape(load_sweep(args.sweep or MAIN_SWEEP))
     note_first_compile(quiet=args.quiet)
     result = run_main_job(args.out, jobs=args.jobs, progress=enabled(args.quiet),
-                          sweep_file=args.sweep or MAIN_SWEEP)
+                          sweep_file=args.sweep or MAIN_SWEEP, link=args.link)
     console = Console()
     bw = bandwidth_table(result.summary)
     table = Table(title="BFS bandwidth, GB/s of useful bytes")
