@@ -28,10 +28,15 @@ rule (:data:`RULES`) that says how its value moves when a part changes:
   "Dissecting the NVIDIA Turing T4 GPU ...", arXiv:1903.07486, 2019, give
   cache and issue latencies in cycles that stay within a few cycles across
   generations). ASSUMPTION: the cycle counts of Hopper hold on the target.
-- ``link_time``: a queueing delay on the link, in ns, scales with the time one
-  byte takes on it: old raw rate / new raw rate. In an M/D/1 queue the mean
-  wait is rho * S / (2 (1 - rho)) (Kleinrock, Queueing Systems vol. 1, 1975,
-  §5.6): at the same utilisation rho it is proportional to the service time S.
+
+The round trip's growth with the link's load (``link.rtt_at_full_link_ns``)
+is classed with the host, not the link. Were it the link's own queueing, it
+would scale with the link's time per byte (an M/D/1 queue's mean wait is
+rho S / (2 (1 - rho)) at utilisation rho and service time S; Kleinrock,
+Queueing Systems vol. 1, 1975): the H200's 484 ns at Gen5 would become
+1.9 us at Gen3. The seed's V100 kept its round trip within 1.0-1.6 us while
+merged BFS ran its Gen3 link at 11 of 12.3 GB/s (emogi_vldb2020 §3.3,
+§5.3.2), a growth of at most 0.6 us, so the growth is not the link's.
 
 :func:`transfer` applies the rules; the provenance of each moved key names
 its source system and rule. Values a seed measured on the target system
@@ -46,7 +51,7 @@ from typing import Any, Mapping
 from hostlink.model.config.schema import SECTIONS, SYSTEM_SCALARS, SystemConfig
 
 CLASSES = ("link", "host", "gpu", "driver")
-HOWS = ("part", "keep", "host", "cycles", "link_time")
+HOWS = ("part", "keep", "host", "cycles")
 
 
 @dataclass(frozen=True)
@@ -64,8 +69,7 @@ def _rules() -> dict[str, Rule]:
 
     put("link", "part", "link.name link.gen link.lanes link.tags link.flit_mode link.framing_B")
     put("link", "keep", "link.dllp_overhead")
-    put("link", "link_time", "link.rtt_at_full_link_ns")
-    put("host", "host", "link.rtt_ns link.mps_B link.mrrs_B link.rcb_B link.cpl_split "
+    put("host", "host", "link.rtt_ns link.rtt_at_full_link_ns link.mps_B link.mrrs_B link.rcb_B link.cpl_split "
                         "link.addr_64bit link.ecrc host.serve_GBps translation.iommu "
                         "translation.iommu_page_B translation.iommu_iotlb_entries "
                         "translation.iommu_miss_lat_ns")
@@ -119,7 +123,6 @@ def transfer(source: SystemConfig, *, link: str | None = None, host: str | None 
     source system and the rule."""
     from hostlink.model.config.link_change import swap_link
     from hostlink.model.config.loader import load_component, system_from_dict, system_to_dict
-    from hostlink.model.pcie.spec import raw_GBps
     old = {s: {f.name: getattr(getattr(source, s), f.name)
                for f in dataclasses.fields(SECTIONS[s])} for s in SECTIONS}
     old.update({k: getattr(source, k) for k in SYSTEM_SCALARS})
@@ -134,9 +137,6 @@ def transfer(source: SystemConfig, *, link: str | None = None, host: str | None 
     changed = {"link": link is not None, "host": host is not None, "gpu": gpu is not None,
                "driver": False}
     clock = (source.gpu.clock_MHz, new.get("gpu", old["gpu"])["clock_MHz"])
-    lk = new.get("link", old["link"])
-    rate = (float(raw_GBps(source.link.gen, source.link.lanes)),
-            float(raw_GBps(lk["gen"], lk["lanes"])))
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in old.items()}
     provenance = dict(source.provenance)
     src = source.name
@@ -154,10 +154,6 @@ def transfer(source: SystemConfig, *, link: str | None = None, host: str | None 
             value = before * clock[0] / clock[1]
             why = (f"moved from {src} ({before:.4g} ns at {clock[0]:g} MHz): the same SM "
                    f"cycles at {clock[1]:g} MHz")
-        elif rule.how == "link_time" and before is not None:
-            value = before * rate[0] / rate[1]
-            why = (f"moved from {src} ({before:.4g} ns on a {rate[0]:g} GB/s link): scaled "
-                   f"by the time per byte to {rate[1]:g} GB/s")
         else:   # keep, or nothing to scale
             value, why = before, (f"kept from {src}: {before_prov}" if before_prov else None)
         if field:
