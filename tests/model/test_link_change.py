@@ -139,3 +139,12 @@ def test_cli_predict_link_shorthand_equals_set_link(tmp_path):
     import json
     bw = [json.loads(p.stdout)["bw_GBps"] for p in (a, b, c)]
     assert bw[0] == bw[1] and bw[0] < bw[2]
+
+
+def test_with_link_gives_the_set_generation_keys_way(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(GEN_SWEEP.replace('[workload]', '[set]\n"link.lanes" = 16\n'
+                                      '"link.rtt_ns" = 900\n[workload]'))
+    spec = with_link(load_sweep(path), "gen4_x8")
+    assert spec.overrides == {"link": "gen4_x8", "link.rtt_ns": 900}
+    assert with_link(spec, None) is spec
