@@ -13,7 +13,7 @@ either one key (``link.gen=3``) or the whole generation part of a link preset
   root complex, the host and the GPU's PCIe controller. They are kept.
 
 What a change of generation changes with it (PCI Express Base Specification
-6.0: §2.2.6.2 tag fields, §4.2.3 flit mode; spec tables in
+6.0: the tag field widths and flit mode, as tabulated with their sources in
 :mod:`hostlink.model.pcie.spec`):
 
 - tags: 8-bit extended tags allow 256 up to Gen3, 10-bit tags (Gen4 and

@@ -21,22 +21,24 @@ rule (:data:`RULES`) that says how its value moves when a part changes:
   measured value where the caller gives one (``measured``), else the new
   part preset's (or the default, an assumption). The root complex sets the
   round trip and its completion sizes: emogi_vldb2020 §3.3 measured 1.0-1.6 us
-  on a Xeon host with an FPGA on the link, where the H200's host gives 0.64 us.
+  on its PCIe 3.0 platform, where the H200's host gives 0.64 us.
 - ``cycles``: an SM-side cost in ns is a count of SM clock cycles, so it
   scales by old clock / new clock (Jia et al., "Dissecting the NVIDIA Volta
-  GPU Architecture via Microbenchmarking", arXiv:1804.06826, 2018, and
-  "Dissecting the NVIDIA Turing T4 GPU ...", arXiv:1903.07486, 2019, give
-  cache and issue latencies in cycles that stay within a few cycles across
-  generations). ASSUMPTION: the cycle counts of Hopper hold on the target.
+  GPU Architecture via Microbenchmarking", arXiv:1804.06826, 2018, measure
+  cache and issue latencies in clock cycles). ASSUMPTION: the H200's cycle
+  counts hold on the target; they differ between architectures (Jia et al.
+  give an L1 hit of 28 cycles on Volta against 82 on Pascal), so a value
+  moved across architectures is a first estimate, marked as moved.
 
 The round trip's growth with the link's load (``link.rtt_at_full_link_ns``)
 is classed with the host, not the link. Were it the link's own queueing, it
 would scale with the link's time per byte (an M/D/1 queue's mean wait is
 rho S / (2 (1 - rho)) at utilisation rho and service time S; Kleinrock,
 Queueing Systems vol. 1, 1975): the H200's 484 ns at Gen5 would become
-1.9 us at Gen3. The seed's V100 kept its round trip within 1.0-1.6 us while
-merged BFS ran its Gen3 link at 11 of 12.3 GB/s (emogi_vldb2020 §3.3,
-§5.3.2), a growth of at most 0.6 us, so the growth is not the link's.
+1.9 us at Gen3. So scaled, merged BFS on the moved V100 is held by its 256
+tags at 8.9 GB/s, where the seed measured up to 11 GB/s and round trips of
+1.0-1.6 us (emogi_vldb2020 §3.3, §5.3.2). The growth is kept per host, and
+the V100 takes the seed's 0.6 us (1.6 less 1.0).
 
 :func:`transfer` applies the rules; the provenance of each moved key names
 its source system and rule. Values a seed measured on the target system
@@ -69,8 +71,8 @@ def _rules() -> dict[str, Rule]:
 
     put("link", "part", "link.name link.gen link.lanes link.tags link.flit_mode link.framing_B")
     put("link", "keep", "link.dllp_overhead")
-    put("host", "host", "link.rtt_ns link.rtt_at_full_link_ns link.mps_B link.mrrs_B link.rcb_B link.cpl_split "
-                        "link.addr_64bit link.ecrc host.serve_GBps translation.iommu "
+    put("host", "host", "link.rtt_ns link.rtt_at_full_link_ns link.mps_B link.mrrs_B "
+                        "link.rcb_B link.cpl_split link.addr_64bit link.ecrc host.serve_GBps translation.iommu "
                         "translation.iommu_page_B translation.iommu_iotlb_entries "
                         "translation.iommu_miss_lat_ns")
     put("gpu", "part", "link.cpl_buffer_B link.cpl_buffer_hdrs")
@@ -122,7 +124,7 @@ def transfer(source: SystemConfig, *, link: str | None = None, host: str | None 
     the target system, applied last. Each moved key's provenance names the
     source system and the rule."""
     from hostlink.model.config.link_change import swap_link
-    from hostlink.model.config.loader import load_component, system_from_dict, system_to_dict
+    from hostlink.model.config.loader import load_component, system_from_dict
     old = {s: {f.name: getattr(getattr(source, s), f.name)
                for f in dataclasses.fields(SECTIONS[s])} for s in SECTIONS}
     old.update({k: getattr(source, k) for k in SYSTEM_SCALARS})
