@@ -9,7 +9,7 @@ last. Nothing here is fitted to a figure of the seeds.
 
 Sources: emogi_vldb2020 (Min et al., "EMOGI: Efficient Memory-access for
 Out-of-memory Graph-traversal in GPUs", VLDB 2020) §3.3, §5.1, §5.3.2, §5.5;
-min_dissertation_2022 §2.5.6 and §3.3.2. The Titan
+min_dissertation_2022 §3.3.2. The Titan
 Xp (Pascal) of the seeds' HALO comparison has no system here: the schema's
 GPU architectures start at Volta and the seed publishes only run times for it.
 """
