@@ -9,9 +9,10 @@ last. Nothing here is fitted to a figure of the seeds.
 
 Sources: emogi_vldb2020 (Min et al., "EMOGI: Efficient Memory-access for
 Out-of-memory Graph-traversal in GPUs", VLDB 2020) §3.3, §5.1, §5.3.2, §5.5;
-min_dissertation_2022 §3.3.2. The Titan
-Xp (Pascal) of the seeds' HALO comparison has no system here: the schema's
-GPU architectures start at Volta and the seed publishes only run times for it.
+min_dissertation_2022 §3.3.2. The Titan Xp of the seeds' HALO comparison
+took the V100's place in the same platform (emogi_vldb2020 §5.6: "we also use
+a Titan Xp instead of V100"), so it takes that platform's measurements; the
+seed publishes only run times for it.
 """
 from __future__ import annotations
 
@@ -55,6 +56,18 @@ SEED_SYSTEMS = (
                                       "taken as the growth at full load"),
          "link.cpl_split": ("rcb", "seed: " + EMOGI_RCB),
          "uvm.transfer_peak_GBps": (12.3, "seed: " + EMOGI_MEMCPY)}),
+    SeedSystem(
+        "titanxp-pcie3-from-h200", "titanxp-pcie3",
+        "NVIDIA TITAN Xp 12GB on the V100's platform, PCIe 3.0 x16, Xeon Gold 6230, "
+        "DDR4-2933 x4 (emogi_vldb2020 §5.6), moved from the calibrated H200",
+        "pcie/gen3_x16", "host/ddr4_2933_4ch", "gpu/titanxp",
+        {"link.rtt_ns": (1000.0, "seed, measured with the V100 on the same platform: "
+                         + EMOGI_RTT + "; the unloaded end"),
+         "link.rtt_at_full_link_ns": (600.0, "seed, measured with the V100 on the same "
+                                      "platform: " + EMOGI_RTT + "; 1.6 less 1.0 us"),
+         "link.cpl_split": ("rcb", "seed, the same root port: " + EMOGI_RCB),
+         "uvm.transfer_peak_GBps": (12.3, "seed, measured with the V100 on the same "
+                                    "platform: " + EMOGI_MEMCPY)}),
     SeedSystem(
         "a100-pcie3-from-h200", "a100-pcie3",
         "A100 SXM4 40GB, root port at PCIe 3.0 x16, EPYC 7742, DDR4-3200 x8 (DGX A100, "
