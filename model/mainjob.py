@@ -54,12 +54,15 @@ def request_mix(wide: pd.DataFrame) -> pd.DataFrame:
 
 def summarise(wide: pd.DataFrame) -> pd.DataFrame:
     """One row per (variant, mode, gen) from the sweep's wide results."""
+    from hostlink.model.bands import with_bands
     df = wide.drop(columns=["mode"], errors="ignore").rename(
-        columns={"workload.variant": "variant", "workload.mode": "mode", "link.gen": "gen"})
-    keep = [c for c in ("variant", "mode", "gen", "bw_GBps", "time_s", "bound",
+        columns={"workload.variant": "variant", "workload.mode": "mode", "link.gen": "gen",
+                 "link.tags": "tags"})
+    keep = [c for c in ("variant", "mode", "gen", "tags", "bw_GBps", "time_s", "bound",
                         "read_amplification") if c in df.columns]
     df = df[keep].copy()
     df["time_ms"] = df.pop("time_s") * 1e3
+    df = with_bands(df)   # the machine-to-machine band (hostlink.model.bands)
     df["variant"] = pd.Categorical(df["variant"], VARIANT_ORDER, ordered=True)
     df["mode"] = pd.Categorical(df["mode"], MODE_ORDER, ordered=True)
     return df.sort_values(["mode", "variant", "gen"]).reset_index(drop=True)
@@ -73,21 +76,34 @@ def bandwidth_table(summary: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
+def band_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """The band around each cell of :func:`bandwidth_table`, as "lo-hi" GB/s."""
+    from hostlink.model.bands import band_text
+    df = summary.assign(band=band_text(summary))
+    t = df.pivot_table(index=["mode", "variant"], columns="gen", values="band",
+                       aggfunc="first", observed=True)
+    t.columns = [f"PCIe {int(g)}.0" for g in t.columns]
+    return t
+
+
 def main_figures(wide: pd.DataFrame) -> dict:
     """The main job's figures by file name: bandwidth against PCIe generation (a line per
     variant and mode) and zero-copy against UVM (a panel per generation)."""
     from hostlink.model import plots
-    return {"bw_vs_gen.png": plots.plot_bw_vs(wide, "link.gen"),
-            "zerocopy_vs_uvm.png": plots.plot_zerocopy_vs_uvm(wide)}
+    from hostlink.model.bands import add_bands
+    return {"bw_vs_gen.png": add_bands(plots.plot_bw_vs(wide, "link.gen")),
+            "zerocopy_vs_uvm.png": add_bands(plots.plot_zerocopy_vs_uvm(wide))}
 
 
 def run_main_job(out: str | Path = "out/main", *, jobs: int | None = None,
-                 progress: bool = True, sweep_file: str | Path = MAIN_SWEEP) -> MainJobResult:
+                 progress: bool = True, sweep_file: str | Path = MAIN_SWEEP,
+                 link: str | None = None) -> MainJobResult:
     from hostlink.model import plots
     from hostlink.model.sweep import load_results, load_sweep, run_sweep
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    spec = load_sweep(sweep_file)
+    from hostlink.model.sweep.spec import with_link
+    spec = with_link(load_sweep(sweep_file), link)   # link: a link preset every point starts from
     report = run_sweep(spec, out / "results", jobs=jobs, progress=progress)
     wide = load_results(out / "results", experiment=spec.name, wide=True)
     summary = summarise(wide)
@@ -143,6 +159,14 @@ def _markdown(df: pd.DataFrame, floatfmt: str = ".2f") -> str:
     return "\n".join(lines)
 
 
+def _band_note() -> str:
+    from hostlink.model.bands import spread_pct
+    s = spread_pct()
+    return "; ".join(f"{mode} within {v['half_width_pct']:.1f}% (nine in ten of {v['cases']} "
+                     f"cases repeated on a second lease: {', '.join(v['runs'])})"
+                     for mode, v in s.items()) + "."
+
+
 def _write_report(out: Path, spec, summary: pd.DataFrame, requests: pd.DataFrame,
                   gem5: Path | None = None) -> None:
     from hostlink.model.sweep.workloads import normalise_workload
@@ -165,6 +189,13 @@ timed by the discrete-event model, UVM by the UVM model (first touch).
 ![bandwidth by generation](bw_vs_gen.png)
 
 ![zero-copy against UVM](zerocopy_vs_uvm.png)
+
+## Bands (GB/s)
+
+Where a second machine of the same kind would likely measure each point:
+{_band_note()}
+
+{_markdown(band_table(summary).reset_index())}
 
 ## What binds zero-copy
 

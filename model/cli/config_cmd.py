@@ -36,6 +36,12 @@ def register(subparsers) -> None:
     fz.add_argument("--header", default="", help="comment lines for the file's top")
     fz.add_argument("--out", required=True, help="where to write the preset")
     fz.set_defaults(func=_freeze)
+    sd = sub.add_parser("seeds", help="write the seeds' systems, moved from a calibrated one "
+                                      "by the transfer rules, as system presets")
+    sd.add_argument("--from", dest="source", default="h200-pcie5",
+                    help="the calibrated system to move (default h200-pcie5)")
+    sd.add_argument("--out", required=True, help="folder to write the presets in")
+    sd.set_defaults(func=_seeds)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
@@ -112,4 +118,11 @@ def _freeze(args) -> int:
                        base=args.base, header=args.header.replace("\\n", "\n"),
                        keep=tuple(args.keep))
     print(f"wrote {out}")
+    return 0
+
+
+def _seeds(args) -> int:
+    from hostlink.model.config.seed_systems import write_seed_presets
+    for path in write_seed_presets(args.out, args.source):
+        print(f"wrote {path}")
     return 0

@@ -56,7 +56,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_notes() -> None:
+    """Print each distinct note of a what-if on the link once, on one line."""
+    import warnings
+    from hostlink.model.config.link_change import LinkAdjusted
+    from hostlink.model.cli.notes import warn
+    shown = warnings.showwarning
+
+    def show(message, category, *rest, **kw):
+        if issubclass(category, LinkAdjusted):
+            warn(str(message))
+        else:
+            shown(message, category, *rest, **kw)
+    warnings.showwarning = show
+    warnings.simplefilter("once", LinkAdjusted)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _one_line_notes()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

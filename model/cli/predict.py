@@ -56,6 +56,9 @@ def register(subparsers) -> None:
                    help="closed-form bounds (analytic, default) or the discrete-event model (des)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a system key, e.g. --set link.rtt_ns='1.2 us' (repeatable)")
+    p.add_argument("--link", metavar="PRESET",
+                   help="keep the system's host, GPU and driver and swap in this link preset's "
+                        "generation, width and tags (e.g. gen4_x16; the same as --set link=...)")
     p.add_argument("--regions", metavar="TOML",
                    help="regions file naming the host-resident address ranges of the trace")
     p.add_argument("--memcpy-location", choices=("device", "host"), default="device",
@@ -106,7 +109,8 @@ def _predict(args) -> int:
     from hostlink.model.errors import HostlinkError
     from hostlink.model.predict import predict, resolve_system
 
-    system = resolve_system(args.system, args.overrides)
+    overrides = ([f"link={args.link}"] if args.link else []) + args.overrides
+    system = resolve_system(args.system, overrides)
     try:
         cache = _cache_config(system, args)
     except argparse.ArgumentTypeError as exc:

@@ -37,6 +37,9 @@ def register(subparsers) -> None:
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--sweep", default=None, help="another sweep file of the same shape")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--link", metavar="PRESET", default=None,
+                   help="start every point from this link preset (e.g. gen4_x8: its width "
+                        "and tags; the sweep's axes still set the generation)")
     p.set_defaults(func=_run)
 
 
@@ -44,22 +47,24 @@ def _run(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from hostlink.model.mainjob import MAIN_SWEEP, bandwidth_table, run_main_job
+    from hostlink.model.mainjob import MAIN_SWEEP, band_table, bandwidth_table, run_main_job
     from hostlink.model.sweep import load_sweep
     from hostlink.model.cli.progress import enabled, note_first_compile
     check_main_shape(load_sweep(args.sweep or MAIN_SWEEP))
     note_first_compile(quiet=args.quiet)
     result = run_main_job(args.out, jobs=args.jobs, progress=enabled(args.quiet),
-                          sweep_file=args.sweep or MAIN_SWEEP)
+                          sweep_file=args.sweep or MAIN_SWEEP, link=args.link)
     console = Console()
     bw = bandwidth_table(result.summary)
-    table = Table(title="BFS bandwidth, GB/s of useful bytes")
+    bands = band_table(result.summary)
+    table = Table(title="BFS bandwidth, GB/s of useful bytes (band: a second machine)")
     table.add_column("mode")
     table.add_column("variant")
     for col in bw.columns:
         table.add_column(col, justify="right")
     for (mode, variant), row in bw.iterrows():
-        table.add_row(str(mode), str(variant), *(f"{v:.2f}" for v in row))
+        table.add_row(str(mode), str(variant), *(f"{v:.2f} ({bands.loc[(mode, variant), c]})"
+                                                 for c, v in row.items()))
     console.print(table)
     req = result.requests
     rt = Table(title="PCIe read requests by size")

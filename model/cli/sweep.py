@@ -33,6 +33,9 @@ def register(subparsers) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--csv", metavar="FILE", default=None,
                    help="also write this sweep's results as CSV, a row per point")
+    p.add_argument("--link", metavar="PRESET", default=None,
+                   help="every point on this link preset's generation, width and tags "
+                        "(e.g. gen4_x16), the base system's host, GPU and driver kept")
     p.set_defaults(func=_sweep)
 
     e = subparsers.add_parser(
@@ -61,7 +64,8 @@ def _sweep(args) -> int:
     import sys
 
     from hostlink.model.sweep import load_sweep, resolve_points, run_sweep
-    spec = load_sweep(args.sweep_file)
+    from hostlink.model.sweep.spec import with_link
+    spec = with_link(load_sweep(args.sweep_file), args.link)
     if args.dry_run:
         resolved = resolve_points(spec)
         ids = {rp.run_id for rp in resolved}

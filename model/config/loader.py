@@ -222,8 +222,18 @@ def load_system(name_or_path: str | Path = "v100-pcie3",
 
 
 def _build(parts: dict, scalars: dict, provenance: dict, overrides: dict, where: str) -> SystemConfig:
+    link_given: dict[str, Any] = {}
     for dotted, value in overrides.items():
         section, _, key = dotted.partition(".")
+        if section == "link" and not key:
+            if not isinstance(value, str):
+                raise ConfigError(f"override: 'link' must name a link preset (e.g. "
+                                  f"pcie/gen4_x16), not {value!r}")
+            continue
+        if section == "link" and key:
+            link_given[key] = coerce_value(SECTIONS[section], key, value, "override")
+            provenance[dotted] = "user override"
+            continue
         if section in SECTIONS and key:
             parts.setdefault(section, {})[key] = coerce_value(SECTIONS[section], key, value,
                                                               "override")
@@ -233,6 +243,9 @@ def _build(parts: dict, scalars: dict, provenance: dict, overrides: dict, where:
             raise ConfigError(f"override: unknown key '{dotted}' (use section.key with a section "
                               f"of {', '.join(SECTIONS)}, or one of {', '.join(SYSTEM_SCALARS)})")
         provenance[dotted] = "user override"
+    if "link" in overrides or link_given:
+        parts["link"] = _changed_link(parts.get("link", {}), overrides.get("link"),
+                                      link_given, provenance, where)
     built = {}
     for section, cls in SECTIONS.items():
         try:
@@ -240,6 +253,27 @@ def _build(parts: dict, scalars: dict, provenance: dict, overrides: dict, where:
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     return SystemConfig(**scalars, **built, provenance=provenance)
+
+
+def _changed_link(base: dict, preset: str | None, given: dict, provenance: dict,
+                  where: str) -> dict:
+    """The link after a whole-link override (``link=pcie/gen4_x16``) and the
+    link keys given, as :mod:`hostlink.model.config.link_change` changes it."""
+    from hostlink.model.config.link_change import GENERATION_KEYS, adapt_link, emit, swap_link
+    try:
+        if preset is None:
+            values, notes = adapt_link(base, given)
+        else:
+            values, notes = swap_link(base, preset, given)
+            for key in (*GENERATION_KEYS, "name"):
+                if key not in given:
+                    provenance[f"link.{key}"] = f"link preset {preset} (what-if)"
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: override 'link': {exc}") from None
+    for key, text in notes:
+        provenance[f"link.{key}"] = text
+    emit(notes)
+    return values
 
 
 def system_from_dict(data: Mapping[str, Any], where: str = "<dict>") -> SystemConfig:

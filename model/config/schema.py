@@ -108,7 +108,7 @@ class HostMemoryConfig:
 class GpuConfig:
     """The GPU: its parallelism, caches, device memory and host-read limits."""
     name: str = param("custom", doc="preset name")
-    arch: str = param("volta", doc="architecture", choices=("volta", "turing", "ampere", "ada",
+    arch: str = param("volta", doc="architecture", choices=("pascal", "volta", "turing", "ampere", "ada",
                                                             "hopper", "blackwell"))
     sm_count: int = param(80, doc="streaming multiprocessors", ge=1, le=1024, provenance="datasheet")
     max_warps_per_sm: int = param(64, doc="resident warps per SM", ge=1, le=128, provenance="datasheet")

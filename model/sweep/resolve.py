@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from hostlink.model.config import SECTIONS, SystemConfig, load_any_system
+from hostlink.model.config.link_change import adapt_link, emit, swap_link
 from hostlink.model.config.loader import coerce_value
-from hostlink.model.config.schema import SYSTEM_SCALARS
+from hostlink.model.config.schema import SYSTEM_SCALARS, LinkConfig
 from hostlink.model.errors import ConfigError
 from hostlink.model.sweep.spec import Point, SweepSpec
 from hostlink.model.sweep.workloads import normalise_workload
@@ -132,7 +133,9 @@ class Resolver:
             pieces = {k: self._piece(k, v) for k, v in fields.items() if v is not None}
             known = self._fields[(system_name, section)] = (fields, pieces)
         fields, pieces = known
-        if values:
+        if values and section == "link":
+            part, pieces = self._link(fields, dict(values), point)
+        elif values:
             changed = dict(values)
             try:
                 part = type(original)(**{**fields, **changed})
@@ -149,6 +152,19 @@ class Resolver:
         hit = (part, "{" + ",".join([pieces[k] for k in sorted(pieces)]) + "}")
         self._parts[memo] = hit
         return hit
+
+    def _link(self, fields: dict, changed: dict, point: Point):
+        """A link part changed as a generation changes it (a whole link preset under
+        the key '', then the link keys given): :mod:`hostlink.model.config.link_change`."""
+        preset = changed.pop("", None)
+        try:
+            values, notes = (swap_link(fields, preset, changed) if preset is not None
+                             else adapt_link(fields, changed))
+            part = LinkConfig(**values)
+        except ConfigError as exc:
+            raise ConfigError(f"{self._where(point)}: {exc}") from None
+        emit(notes)
+        return part, {k: self._piece(k, v) for k, v in values.items() if v is not None}
 
     def _section_piece(self, key: str, text: str) -> str:
         memo = (key, id(text))   # part texts live as long as the part cache
@@ -199,7 +215,12 @@ class Resolver:
         copied = False
         for key, value in point.overrides.items():
             section, _, name = key.partition(".")
-            if section in SECTIONS:
+            if section == "link" and not name:   # a whole link preset
+                if not isinstance(value, str):
+                    raise ConfigError(f"{self._where(point)}: 'link' must name a link "
+                                      f"preset (e.g. \"pcie/gen4_x16\"), not {value!r}")
+                by_section.setdefault(section, []).append(("", value))
+            elif section in SECTIONS:
                 by_section.setdefault(section, []).append(
                     (name, self._value(SECTIONS[section], section, name, value, point)))
             else:

@@ -174,7 +174,9 @@ def points_frame(spec: SweepSpec, points: list[ResolvedPoint]) -> dict[str, list
             config_keys.append(key)
     for key in config_keys:
         section, _, name = key.partition(".")
-        if name:
+        if key == "link":    # a whole link preset: its name
+            cols[key] = [rp.parts["link"].name for rp in points]
+        elif name:
             cols[key] = [getattr(rp.parts[section], name) for rp in points]
         else:
             cols[key] = [rp.scalars[key] for rp in points]

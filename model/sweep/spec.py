@@ -28,9 +28,12 @@ A sweep file is TOML::
 
 Axes combine as a cartesian product, the first axis varying slowest. An axis
 key is ``system``, ``fidelity``, a config key (``link.gen``,
-``gpu.max_outstanding_host_reads``, ``launch_overhead_us``) or a workload
-parameter (``workload.variant``). Every mistake is a :class:`ConfigError`
-naming the file and the key; values are checked per point, for all points,
+``gpu.max_outstanding_host_reads``, ``launch_overhead_us``), ``link`` (a
+whole link preset such as ``"pcie/gen4_x16"``: the generation's keys change,
+the base system's round trip and other platform keys stay) or a workload
+parameter (``workload.variant``). A change of ``link.gen`` clamps tags the
+new generation does not allow (:mod:`hostlink.model.config.link_change`).
+Every mistake is a :class:`ConfigError` naming the file and the key; values are checked per point, for all points,
 before anything runs (:mod:`hostlink.model.sweep.resolve`).
 """
 from __future__ import annotations
@@ -115,6 +118,8 @@ def classify_key(key: str) -> str:
     raises KeyError for a key that is none of these."""
     if key in ("system", "fidelity"):
         return key
+    if key == "link":    # a whole link preset: hostlink.model.config.link_change
+        return "config"
     if key.startswith("workload.") and len(key) > len("workload."):
         return "workload"
     section, _, name = key.partition(".")
@@ -341,6 +346,21 @@ def load_sweep(path: str | Path) -> SweepSpec:
     p = Path(path)
     data, text = read_toml(p, "sweep file")
     return parse_sweep(data, str(p), text)
+
+
+def with_link(spec: SweepSpec, link: str | None) -> SweepSpec:
+    """``spec`` with every point's link swapped for the link preset ``link`` (the
+    generation's keys; the base system's platform keys stay: see
+    :mod:`hostlink.model.config.link_change`). [set] keys the preset sets give
+    way to it; axes still vary what they vary. None: ``spec`` itself."""
+    if link is None:
+        return spec
+    from hostlink.model.config.link_change import GENERATION_KEYS
+    if "link" in spec.axis_keys:
+        raise ConfigError(f"{spec.path}: an axis varies 'link'; --link would fix it")
+    kept = {k: v for k, v in spec.overrides.items()
+            if k != "link" and k.removeprefix("link.") not in GENERATION_KEYS}
+    return dataclasses.replace(spec, overrides={"link": link, **kept})
 
 
 def expand(spec: SweepSpec) -> Iterator[Point]:

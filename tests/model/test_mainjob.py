@@ -28,6 +28,19 @@ def test_main_job_writes_its_report_and_tables(small_job):
     table = bandwidth_table(result.summary)
     assert list(table.columns) == ["PCIe 3.0", "PCIe 4.0", "PCIe 5.0", "PCIe 6.0"]
     assert "## Bandwidth" in (result.out / "report.md").read_text()
+    assert "## Bands" in (result.out / "report.md").read_text()
+
+
+def test_main_job_reports_tags_and_bands(small_job):
+    from hostlink.model.bands import spread_pct
+    s = pd.read_csv(small_job[0].out / "summary.csv")
+    # main.toml zips each generation with its widest tags (8-bit, 10-bit, 10-bit, 14-bit)
+    assert s.groupby("gen")["tags"].first().to_dict() == {3: 256, 4: 768, 5: 768, 6: 16384}
+    spread = spread_pct()
+    for mode, rows in s.groupby("mode"):
+        half = spread[mode]["half_width_pct"] / 100
+        assert list(rows["bw_GBps_lo"]) == pytest.approx(list(rows["bw_GBps"] * (1 - half)))
+        assert list(rows["bw_GBps_hi"]) == pytest.approx(list(rows["bw_GBps"] * (1 + half)))
 
 
 def test_main_job_results_behave(small_job):
@@ -59,3 +72,4 @@ def test_cli_runs_the_main_job(small_job):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "PCIe 6.0" in proc.stdout and "merged_aligned" in proc.stdout
+    assert "band: a second machine" in proc.stdout

@@ -31,6 +31,11 @@ How the seed's runs are scaled down, and why the behaviour survives:
 
 What the model cannot match is marked xfail(strict=True) with the missing
 effect named, never absorbed into a tolerance.
+
+The last section runs the same figures on the seeds' systems built from the
+calibrated H200 by the transfer rules (``*-from-h200``,
+:mod:`hostlink.model.config.seed_systems`); the v100-pcie3 sections above keep
+the seed-only preset.
 """
 from __future__ import annotations
 
@@ -372,3 +377,91 @@ def test_pcie4_scaling_emogi_nearly_linear_uvm_less():
     within("emogi_pcie4_speedup_mean", np.mean(zc))
     within("uvm_pcie4_speedup_mean", np.mean(um))
     assert np.mean(zc) > np.mean(um)
+
+
+# ----------------------------------------------------------------- the seeds' systems moved
+# v100-pcie3-from-h200 and a100-pcie*-from-h200: the calibrated H200 moved to the
+# seeds' parts by hostlink.model.config.transfer, with the seeds' measured round
+# trip (1.0-1.6 us), cudaMemcpy rate (12.3 GB/s; about 24 GB/s at PCIe 4.0) and
+# completion size. Nothing in them is fitted to the figures below.
+
+MOVED = "v100-pcie3-from-h200"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "the round trip grows with the link's byte load alone (0.6 us at a full link): the "
+    "naive kernel's 32 B reads load the link to half, so its round trip grows to about "
+    "1.3 us and urand's naive BFS reaches 5.9 GB/s; the seed's rose to 1.6 us. Missing: "
+    "a round trip that grows with the request rate (the root complex's cost per request)"))
+def test_moved_naive_bandwidth():
+    """§5.3.2: "EMOGI's Naive implementation of BFS can only reach up to 4.7GB/s PCIe
+    bandwidth." """
+    within("bfs_naive_link_bw_max_GBps",
+           max(run(k, "naive", name=MOVED).link_bw_GBps for k in GRAPHS))
+
+
+def test_moved_merged_bandwidth():
+    """§5.3.2: "With the merge optimization, the PCIe bandwidth utilization increased up
+    to 11GB/s" """
+    within("bfs_merged_link_bw_max_GBps",
+           max(run(k, "merged", name=MOVED).link_bw_GBps for k in GRAPHS))
+
+
+def test_moved_uvm_bandwidth():
+    """§5.3.2: "Because of the page faulting overhead present in the UVM, it can only
+    achieve PCIe bandwidth of 9GB/s." """
+    within("bfs_uvm_link_bw_max_GBps", max(uvm(k, MOVED).link_bw_GBps for k in GRAPHS))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "aligning gains 0.02 GB/s on kron and 0.14 on urand: the model charges a misaligned "
+    "list its extra request's header and framing bytes only. Missing: the host's cost per "
+    "request (root complex and DRAM access), the same effect the naive round trip lacks"))
+def test_moved_alignment_adds_half_to_one_GBps():
+    """§5.3.2: "With the Merged+Aligned optimization, we add about 0.5 to 1GB/s of
+    additional bandwidth utilization on top of merge optimization in all cases." """
+    for kind in GRAPHS:
+        gain = run(kind, "merged_aligned", name=MOVED).link_bw_GBps \
+            - run(kind, "merged", name=MOVED).link_bw_GBps
+        assert 0.5 <= gain <= 1.0, f"{kind}: {gain:.2f} GB/s"
+
+
+def test_moved_merged_speedup_over_uvm():
+    """§5.3.3 Fig. 9: merged BFS 3.24x faster than UVM on average."""
+    within("bfs_merged_speedup_over_uvm_mean",
+           np.mean([uvm(k, MOVED).time_s / run(k, "merged", name=MOVED).time_s
+                    for k in GRAPHS]))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "kron's merged BFS is latency bound at 8.8 GB/s, below UVM's 9.1: each warp waits "
+    "the V100's GPU-internal host path, which is the H200's in SM cycles (708 ns), not "
+    "measured on a V100"))
+def test_moved_ordering_naive_uvm_merged_aligned():
+    """§5.3.2 Fig. 8: naive below UVM below merged below merged+aligned."""
+    for kind in GRAPHS:
+        bw = [run(kind, "naive", name=MOVED).link_bw_GBps, uvm(kind, MOVED).link_bw_GBps,
+              run(kind, "merged", name=MOVED).link_bw_GBps,
+              run(kind, "merged_aligned", name=MOVED).link_bw_GBps]
+        assert bw == sorted(bw), f"{kind}: {bw}"
+
+
+def test_moved_a100_zero_copy_scales_with_the_link():
+    """§5.5: "While EMOGI's performance scales by 1.9 on average with the faster
+    interconnect" (the DGX A100's root port switched from PCIe 3.0 to 4.0)."""
+    within("emogi_pcie4_speedup_mean",
+           np.mean([run(k, "merged_aligned", name="a100-pcie3-from-h200").time_s
+                    / run(k, "merged_aligned", name="a100-pcie4-from-h200").time_s
+                    for k in GRAPHS]))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "UVM scales 2.3x from PCIe 3.0 to 4.0, not 1.53x: the fault-servicing costs are the "
+    "H200 host's (a recent driver on a recent Xeon), kept per driver generation, and they "
+    "leave the migration bound by the link. Missing: the DGX A100's own driver costs "
+    "(the seed: the fault handler on the CPU \"can't keep up\")"))
+def test_moved_a100_uvm_scales_less():
+    """§5.5: "UVM's performance scales by only 1.53 on average." """
+    within("uvm_pcie4_speedup_mean",
+           np.mean([uvm(k, "a100-pcie3-from-h200").time_s / uvm(k, "a100-pcie4-from-h200").time_s
+                    for k in GRAPHS]))
