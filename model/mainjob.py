@@ -136,7 +136,7 @@ def write_gem5_run(out: Path, spec, variant: str = GEM5_VARIANT) -> Path | None:
     gen = resolve_system(spec.system).link.gen
     rp = next((p for p in points if p.system.link.gen == gen), points[-1])
     system, w = rp.system, rp.workload
-    stream = build_stream(w, system.gpu)
+    stream = build_stream(w, system.gpu).stream
     csr = load_graph(w)
     regions = address_map(csr.num_vertices, csr.num_edges, w["kernel"], id_bytes=w["id_bytes"],
                           memory=EMULATOR_MEMORY[w["mode"]]).regions

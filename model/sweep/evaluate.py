@@ -251,26 +251,25 @@ def pick_source(csr) -> int:
 
 
 def graph_stream(workload: dict[str, Any], gpu=None):
-    """Emulate the workload's kernel on its graph; its host read requests, or with
-    ``include_device`` the whole trace coalesced. Loads go through ``gpu``'s L1
-    and L2 where it caches host reads (:func:`hostlink.traces.cache.host_read_cache`);
-    without caches the emulator's direct path gives the same requests faster."""
-    from hostlink.traces.cache import host_read_cache
-    from hostlink.traces.emulator import emulate
-    cache = host_read_cache(gpu) if gpu is not None else None
+    """The workload's traversal program's run on its graph
+    (:func:`hostlink.traces.traversal.traversal_workload`: its requests through ``gpu``'s
+    caches, loads in flight and host loop), the same run ``hostlink predict --graph`` and
+    the validation twins predict. ``include_device``: the kernel's device-array accesses
+    in full; without it, one device request per dependent step of the walk (what the
+    twins use above 2^24 edges)."""
+    from hostlink.model.config import load_system
+    from hostlink.traces.traversal import traversal_workload
+    if gpu is None:
+        gpu = load_system("h100-pcie5").gpu
     csr = load_graph(workload)
-    kw: dict[str, Any] = {"id_bytes": workload["id_bytes"],
-                          "memory": EMULATOR_MEMORY[workload["mode"]]}
-    if "source" in workload:
-        src = workload["source"]
-        kw["source"] = pick_source(csr) if src == "auto" else int(src)
-    if "iterations" in workload:
-        kw["iterations"] = workload["iterations"]
-    if workload.get("include_device"):
-        from hostlink.traces.coalescer import coalesce
-        em = emulate(csr, workload["kernel"], workload["variant"], include_device=True, **kw)
-        return coalesce(em.trace(), include_device=True, cache=cache, cache_host=cache is not None)
-    return emulate(csr, workload["kernel"], workload["variant"], **kw).requests(cache)
+    src = workload.get("source", "auto")
+    source = pick_source(csr) if src == "auto" else int(src)
+    return traversal_workload(csr, workload["kernel"], workload["variant"], gpu, source=source,
+                              id_bytes=workload["id_bytes"],
+                              load_ahead=workload.get("load_ahead", 1),
+                              iterations=workload.get("iterations", 10),
+                              max_device_edges=(csr.num_edges if workload.get("include_device")
+                                                else -1))
 
 
 def trace_stream(workload: dict[str, Any], gpu=None):
@@ -306,7 +305,8 @@ def stream_key(workload: dict[str, Any], gpu=None) -> str:
     if w.get("mode") in ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly"):
         w["mode"] = "host"
     if gpu is not None and w.get("kind") != "sizes":
-        w["_caches"] = [gpu.caches_host_reads, gpu.sm_count, gpu.l1_B, gpu.l2_B]
+        w["_caches"] = [gpu.caches_host_reads, gpu.sm_count, gpu.l1_B, gpu.l2_B,
+                        gpu.max_warps_per_sm]
     return json.dumps(w, sort_keys=True)
 
 

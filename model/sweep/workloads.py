@@ -16,10 +16,12 @@ one with ``workload.<param>``):
   hostlink reads, e.g. an EMOGI binary CSR prefix, .mtx, .el, .wel, SNAP), a
   traversal ``kernel`` (bfs, sssp, cc, pagerank) as a ``variant`` (naive,
   merged, merged_aligned, chunked, balanced) with ``id_bytes`` 4 or 8, from
-  ``source`` ("auto" = the vertex of largest degree, lowest id on ties), emulated into
-  its host read requests (``include_device``: the whole trace, device arrays
-  too, through the coalescer); memory ``mode`` zerocopy, uvm,
-  uvm_readmostly or device.
+  ``source`` ("auto" = the vertex of largest degree, lowest id on ties), at
+  ``load_ahead`` 1 or 4: the program's whole run as ``hostlink predict --graph``
+  and the validation twins time it (:mod:`hostlink.traces.traversal`: its
+  requests, loads in flight and host loop; ``include_device``: the kernel's
+  device arrays in full, else one device request per dependent step); memory
+  ``mode`` zerocopy, uvm, uvm_readmostly or device.
 - ``trace``: a trace folder (``path``: Accel-Sim or the binary store) with
   a memory ``mode``; ``regions`` (a regions TOML) or ``memcpy_location``
   (default "host": the buffers an Accel-Sim trace copies in with MemcpyHtoD
@@ -149,8 +151,10 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable, str]]] = {
         "source": ("auto", _source, "source vertex (bfs, sssp); auto = the largest degree"),
         "id_bytes": (4, _int(choices=(4, 8)), "bytes per neighbour id"),
         "iterations": (10, _int(lo=1, hi=1000), "pagerank iterations"),
-        "include_device": (False, _bool, "also emit the device-memory requests (offsets, "
-                           "labels): the full trace, coalesced"),
+        "load_ahead": (1, _int(choices=(1, 4)), "neighbour-list trips a warp loads ahead "
+                       "(the GPU programs are built with 1 and 4)"),
+        "include_device": (False, _bool, "the kernel's device-memory requests in full "
+                           "(offsets, labels, atomics); else one per dependent step of the walk"),
     },
     "trace": {
         "path": (None, _path, "trace folder (Accel-Sim traces or the binary store)"),

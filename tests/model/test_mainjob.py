@@ -72,4 +72,4 @@ def test_cli_runs_the_main_job(small_job):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "PCIe 6.0" in proc.stdout and "merged_aligned" in proc.stdout
-    assert "band: a second machine" in proc.stdout
+    assert "a second machine of the same kind: within zerocopy ±" in proc.stdout

@@ -341,7 +341,7 @@ def test_managed_memory_on_the_host_is_a_graph_workload_mode():
     assert sweep_evaluate.stream_key(zc, gpu) == sweep_evaluate.stream_key(ab, gpu)
     assert sweep_evaluate.stream_key(zc, gpu) != sweep_evaluate.stream_key(
         {**zc, "mode": "device"}, gpu)
-    s = sweep_evaluate.graph_stream(ab, gpu)
+    s = sweep_evaluate.graph_stream(ab, gpu).stream
     assert len(s) > 0 and (s.space == SPACE_HOST).any()
     with pytest.raises(HostlinkError, match="mode"):
         normalise_workload({**base, "mode": "accessedby"}, "sweep.toml [[workload]] 1")

@@ -19,6 +19,7 @@ from hostlink.model.sweep import evaluate as sweep_evaluate
 from hostlink.traces.emulator import emulate
 from hostlink.traces.graphs import generate
 from hostlink.traces.graphs.writers import write_bel
+from hostlink.traces.traversal import traversal_workload
 
 
 def write(tmp_path, text, name="sweep.toml"):
@@ -87,10 +88,11 @@ def test_graph_points_equal_direct_predictions(tmp_path):
     csr = generate("kron", 9, 8, weighted=False)
     source = int(np.argmax(np.diff(csr.offsets.astype(np.int64))))
     for rp in resolve_points(load_sweep(path)):
-        # Loads pass the GPU's caches where it caches host reads (v100-pcie3 does).
-        stream = emulate(csr, "bfs", rp.workload["variant"], source=source).requests(
-            host_read_cache(rp.system.gpu))
-        want = predict(stream, rp.system, mode="zerocopy", fidelity="analytic")
+        # the program's run as `predict --graph` and the twins build it: loads through
+        # the GPU's caches, its loads in flight and host loop, the walk's device steps
+        work = traversal_workload(csr, "bfs", rp.workload["variant"], rp.system.gpu,
+                                  source=source, id_bytes=4, max_device_edges=-1)
+        want = predict(work, rp.system, mode="zerocopy", fidelity="analytic")
         row = wide[wide["run_id"] == rp.run_id].iloc[0]
         assert row["bw_GBps"] == pytest.approx(want.bw_GBps, rel=1e-12)
         assert row["time_s"] == pytest.approx(want.time_s, rel=1e-12)
