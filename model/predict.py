@@ -2,7 +2,10 @@
 
 ``predict(source, system, mode="zerocopy", fidelity="analytic") -> Prediction``
 
-- ``source``: a :class:`~hostlink.model.workload.RequestStream`, a
+- ``source``: a :class:`~hostlink.model.workload.RequestStream`, a workload
+  described beyond its requests (:data:`hostlink.model.workload.WORKLOADS`: a
+  sampled run, a first touch, a pointer chase, a copy, a launch, a host loop; timed
+  by :mod:`hostlink.model.runs`), a
   :class:`~hostlink.traces.schema.WarpTrace`, or the path of a trace (an
   Accel-Sim folder, a trace store, or a gem5 packet trace, read as its
   requests by :func:`hostlink.traces.gem5_trace.read_gem5`): traces are coalesced by
@@ -69,7 +72,7 @@ from hostlink.model.config import SystemConfig, load_any_system, system_with
 from hostlink.model.errors import ConfigError, HostlinkError
 from hostlink.model.result import Prediction
 from hostlink.model.workload import (OPTIONAL_COLUMNS, REQUEST_DTYPES, SPACE_DEVICE, SPACE_HOST,
-                                     RequestStream)
+                                     WORKLOADS, RequestStream)
 
 MODES = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")
 FIDELITIES = ("analytic", "des")
@@ -501,6 +504,9 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
     if fidelity not in FIDELITIES:
         raise ConfigError(f"fidelity must be one of {', '.join(FIDELITIES)}, not '{fidelity}'")
     system = resolve_system(system, overrides)
+    if isinstance(source, WORKLOADS):
+        return _predict_described(source, system, mode, fidelity, engine=engine, nbins=nbins,
+                                  uvm_options=uvm_options)
     if mode == "uvm_accessedby":
         from hostlink.model.translation import managed_host_view
         system = managed_host_view(system)
@@ -520,6 +526,15 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
         pred.extra["loaded_rtt_ns"] = {"unloaded": unloaded_ns, "loaded": system.link.rtt_ns}
         return pred
     return _predict_stream(stream, system, common, host_loop=host_loop, vertices=vertices, **args)
+
+
+def _predict_described(workload, system: SystemConfig, mode: str, fidelity: str,
+                       **opts) -> Prediction:
+    """:func:`predict` of a workload described beyond its requests (a sampled run, a
+    copy, a chase, a first touch, a launch, a host loop: :data:`WORKLOADS`), by
+    :func:`hostlink.model.runs.predict_workload`, which predicts their streams here."""
+    from hostlink.model.runs import predict_workload
+    return predict_workload(workload, system, mode, fidelity, **opts)
 
 
 def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *, mode: str,

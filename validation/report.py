@@ -249,7 +249,7 @@ EFFECTS = {
         "comes from another machine: fitted on 32 B reads among the run's own rounds "
         "(manifest micro_tags) it follows them. Or host sectors the L1 fetches again beyond "
         "the twin's: on a GH100 the twin takes them from the measured table "
-        "(validation/l1_losses.py, validation/results/h200/l1_policy: from 24 warps per SM "
+        "(model/l1_losses.py, validation/results/h200/l1_policy: from 24 warps per SM "
         "on, up to 2.28 host sectors per sector read), which stands for a round or more "
         "with 8 warps per SM or more, and whose points at 40-48 warps move by up to 0.2 "
         "between two launches; elsewhere (other GPUs, runs under one round) the twin "
@@ -788,7 +788,7 @@ def system_hash(system) -> str:
 PREDICTION_CODE = {
     "micro": ("hostlink.model", "hostlink.traces", "hostlink.validation.twin_common",
               "hostlink.validation.twin_micro", "hostlink.validation.twins",
-              "hostlink.validation.l1_losses", "hostlink.validation.sass",
+              "hostlink.validation.sass",
               "hostlink.validation.manifest", "hostlink.validation.results_io"),
     "traversal": ("hostlink.model", "hostlink.traces", "hostlink.validation.twin_common",
                   "hostlink.validation.twin_traversal", "hostlink.validation.twins",
@@ -796,9 +796,10 @@ PREDICTION_CODE = {
 }
 
 #: Measured tables a kind's twins read, hashed with its code: the L1's losses of
-#: strided reads (:mod:`hostlink.validation.l1_losses`).
+#: strided reads (:mod:`hostlink.model.l1_losses`) and the read kernels' loads in flight.
 PREDICTION_DATA = {
-    "micro": ("hostlink.validation.l1_losses:TABLE_CSV",),
+    "micro": ("hostlink.model.l1_losses:TABLE_CSV",
+              "hostlink.validation.twin_micro:REFERENCE_LOADS_IN_FLIGHT"),
 }
 
 

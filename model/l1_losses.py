@@ -1,11 +1,14 @@
 """The L1's losses of strided zero-copy reads on a GH100 SM (H100, H200), as measured.
 
-What the twins of ``zc_read``/``zc_warps``' strided pattern take, instead of an
-LRU replay of their loads, for the host sectors the L1 fetches per sector the
-program reads (``refetch``; 1 = every sector once). Measured on an H200 by
+What a strided zero-copy read through a GH100 L1 fetches from the host per
+sector the kernel reads (``refetch``; 1 = every sector once), taken instead of an
+LRU replay of its loads by the request streams of ``zc_read``/``zc_warps``'
+strided pattern (:mod:`hostlink.validation.twin_micro`). Measured on an H200 by
 ``validation/device/l1_policy_probe.sh`` under Nsight Compute
 (``lts__t_sectors_srcunit_tex_aperture_sysmem_op_read`` over the bytes read / 32 B),
-tabled in ``validation/results/h200/l1_policy/refetch.csv``: chunks of 128 B to
+tabled in the committed run ``validation/results/h200/l1_policy/refetch.csv`` and
+installed with the package as ``hostlink.model`` data (``data/l1_refetch.csv``,
+read through :mod:`importlib.resources`; its header names the run): chunks of 128 B to
 4 KiB, 4, 8 and 16 B per lane (the compiled kernel's groups at unroll 4: four
 loads, two pairs, two pairs), 8 to 64 warps per SM (as many as the width's
 registers allow), each thread reading one chunk or four.
@@ -30,13 +33,13 @@ of the rounds between one and four (clamped: the H100's drift probe, 16 MiB -
 1 GiB, shows the losses settled after four rounds). Where it stands
 (:func:`measured_loss`): within what was measured (at least 8 warps per SM, at
 least one round: every thread has a chunk) and where the table shows a loss
-beyond its points' repeatability (:data:`RESOLUTION`). Elsewhere the twins keep
+beyond its points' repeatability (:data:`RESOLUTION`). Elsewhere the streams keep
 their LRU replays, which lose nothing at so few warps either.
 
 Checked against measurements not in the table: the H200's ``l1_probe`` (an
 earlier lease, 256 MiB per point, 16-64 warps per SM) and the H100's
 ``drift_probe`` (16 MiB - 1 GiB) (tests/validation/test_twin_strided_l1.py).
-Applies where the twin's GPU has the GH100 L1 the table was measured on
+Applies where the stream's GPU has the GH100 L1 the table was measured on
 (:func:`applies`): Hopper, 224 KiB left by the 32 KiB carve-out
 (:data:`hostlink.traces.cache.NO_SHARED_CARVEOUT_B`), default cache operator,
 host memory, the kernel of unroll 4.
@@ -46,14 +49,15 @@ from __future__ import annotations
 import csv
 import functools
 import math
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from hostlink.model.errors import HostlinkError
 
-TABLE_CSV = (Path(__file__).resolve().parents[1] / "validation" / "results" / "h200"
-             / "l1_policy" / "refetch.csv")
+#: the measured table, package data of hostlink.model (lines starting with '#' name its source)
+TABLE_CSV = Path(str(resources.files("hostlink.model") / "data" / "l1_refetch.csv"))
 #: the L1 the table was measured on: GH100's 256 KiB less the 32 KiB carve-out
 MEASURED_L1_B = 224 * 1024
 MEASURED_ARCH = "hopper"
@@ -83,12 +87,16 @@ def load_table(path: str | Path = TABLE_CSV) -> dict[tuple[int, int, int], tuple
         text = path.read_text()
     except OSError as exc:
         raise HostlinkError(f"{path}: cannot read the L1 loss table ({exc.strerror})") from exc
-    reader = csv.DictReader(text.splitlines())
+    lines = text.splitlines()
+    comments = 0
+    while comments < len(lines) and lines[comments].startswith("#"):
+        comments += 1
+    reader = csv.DictReader(lines[comments:])
     missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
         raise HostlinkError(f"{path}: no column {', '.join(missing)}")
     points: dict[tuple[int, int, int], list[tuple[int, float]]] = {}
-    for line, row in enumerate(reader, start=2):
+    for line, row in enumerate(reader, start=comments + 2):
         try:
             key = (int(row["bytes_per_lane"]), int(row["chunk_B"]), int(row["rounds"]))
             warps, value = int(row["warps_per_sm"]), float(row["refetch"])
@@ -159,7 +167,7 @@ def measured_loss(chunk_B: float, bytes_per_lane: int, warps_per_sm: float, roun
 
 
 def applies(gpu, *, cache_op: str, space_host: bool, bytes_per_lane: int, unroll: int) -> bool:
-    """Whether the table stands for a strided twin's L1: the GPU's L1 is the one measured,
+    """Whether the table stands for a strided stream's L1: the GPU's L1 is the one measured,
     the loads use the default cache operator and read host memory, and the kernel is the
     one measured (:data:`MEASURED_UNROLL`, :data:`MEASURED_BYTES_PER_LANE`)."""
     from hostlink.traces.cache import NO_SHARED_CARVEOUT_B
