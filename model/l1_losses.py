@@ -14,11 +14,10 @@ loads, two pairs, two pairs), 8 to 64 warps per SM (as many as the width's
 registers allow), each thread reading one chunk or four.
 
 Why a measurement and not the L1 model (:mod:`hostlink.traces.cache`): the same
-L1 keeps every line of a cycle of up to 1728 lines when one thread chases it,
-at any stride from 128 B to 2 MiB, so its capacity is the 224 KiB the model
-has; but the strided reads lose sectors from 24 warps per SM on (768 lines in
-use): 1.43-1.87 host sectors per sector at 40-48 warps in a single pass over
-512 B chunks, and with 16 B per lane 3-10% between the two loads of one pair. No
+L1 keeps every line of a cycle one thread chases up to its capacity, at any
+stride, as the model does; but the strided reads lose sectors with far fewer
+lines in use, from a few dozen warps per SM on, and with 16 B per lane between
+the two loads of one pair (the committed run's README.md gives the numbers). No
 LRU, FIFO or random replay of the loads, in issue order or timed with the link's
 queue, with lines still being filled kept or evicted first, gives these losses
 (``validation/device/l1_replay_ab.py``, the probe's README). Nor is it the time

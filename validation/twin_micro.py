@@ -99,15 +99,15 @@ from __future__ import annotations
 
 import functools
 import json
-from importlib import resources
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from hostlink.model.geometry import LINE_B, SECTOR_B
 from hostlink.model import l1_losses
+from hostlink.model.geometry import LINE_B, SECTOR_B
 from hostlink.model.workload import (SPACE_DEVICE, SPACE_HOST, Copy, FirstTouch, HashedLines,
                                      HostLoopRun, LaunchGrid, LaunchInfo, PointerChase,
                                      RequestStream, SampledRun)
