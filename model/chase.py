@@ -4,7 +4,8 @@ A chase (:class:`hostlink.model.workload.PointerChase`) is timed from inside its
 kernel (``%globaltimer``), so no launch cost enters it.
 
 - Device memory: each step waits the latency of the level that serves it
-  (:func:`hostlink.model.device_memory.dependent_chain_ns`). An atomic that returns its
+  (:func:`hostlink.model.device_memory.dependent_chain_ns`), which a replay of the
+  GPU's caches finds (:func:`chase_levels`). An atomic that returns its
   word is performed at the L2: a step the L2 serves waits ``gpu.atomic_extra_ns`` more
   than a load, one DRAM serves as long as a load; a step of ``lanes`` threads (each
   its own node, one line each) waits for its slowest lane and :func:`atomic_step_ns`
@@ -24,6 +25,34 @@ from __future__ import annotations
 import numpy as np
 
 from hostlink.model.errors import HostlinkError
+
+
+def chase_levels(gpu, timed_addr, *, warmup_addr=None, l1: bool = True,
+                 lanes: int = 1) -> np.ndarray:
+    """Steps of a device chase each level served (L1, L2, DRAM:
+    :data:`hostlink.model.device_memory.LEVELS` order), the GPU's caches
+    (:class:`hostlink.traces.cache.CacheState`) replayed from empty.
+
+    ``timed_addr``: the timed pass's addresses, one per step, or (steps, threads) for
+    threads stepping in lockstep (looked up in thread order), of which the first
+    ``lanes`` are timed: a step waits for its slowest. ``warmup_addr``: an untimed pass
+    before it whose lines stay in the L2 (None: the L2 was flushed); the L1 starts
+    empty with the timed launch. ``l1``: the loads go through the L1 (the default
+    cache operator; ``ld.cg``, ``ld.cv`` and atomics skip it: device memory's point of
+    coherence is the L2)."""
+    from hostlink.model.device_memory import level_counts
+    from hostlink.model.geometry import SECTOR_B
+    from hostlink.traces.cache import CacheConfig, CacheState
+
+    state = CacheState(CacheConfig.from_gpu(gpu, l1=l1))
+    if warmup_addr is not None:
+        state.levels(0, np.asarray(warmup_addr, dtype=np.int64) // SECTOR_B)
+        state.flush_l1()
+    addr = np.asarray(timed_addr, dtype=np.int64)
+    levels = state.levels(0, addr.ravel() // SECTOR_B)
+    if addr.ndim == 1:
+        return level_counts(levels)
+    return level_counts(levels.reshape(addr.shape)[:, :lanes].max(axis=1))
 
 
 def atomic_round_ns(gpu, lanes: int, warps: int) -> float:

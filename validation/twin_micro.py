@@ -767,7 +767,8 @@ def build_ptr_chase(case: str, params: dict, system, *,
 def device_chase_levels(untimed: np.ndarray, timed: np.ndarray, stride_B: int, cache: str,
                         gpu, *, l2_flushed: bool) -> np.ndarray:
     """Loads of a device pointer chase's timed pass served by the L1, the L2 and DRAM
-    (:data:`hostlink.model.device_memory.LEVELS` order).
+    (:data:`hostlink.model.device_memory.LEVELS` order; the caches replayed by
+    :func:`hostlink.model.chase.chase_levels`).
 
     The program flushes the L2 before each pass where it reports ``revisits``
     (``l2_flushed``): the timed pass starts from empty caches. The first H200 run's
@@ -775,20 +776,16 @@ def device_chase_levels(untimed: np.ndarray, timed: np.ndarray, stride_B: int, c
     the untimed one loaded in the L2. The L1 starts empty at each launch; loads with
     ``cg`` or ``cv`` skip it (device memory's point of coherence is the L2), and so
     do atomics (performed at the L2)."""
-    from hostlink.model.device_memory import level_counts
-    from hostlink.traces.cache import CacheConfig, CacheState
+    from hostlink.model.chase import chase_levels
 
     if cache not in ("default", "cg", "cv", "atomic"):
         raise TwinError(f"pointer chase: unknown cache operator '{cache}'")
-    state = CacheState(CacheConfig.from_gpu(gpu, l1=cache == "default"))
 
-    def sectors(nodes: np.ndarray) -> np.ndarray:
-        return (MICRO_BASE + np.asarray(nodes, dtype=np.int64) * stride_B) // SECTOR_B
+    def addr(nodes: np.ndarray) -> np.ndarray:
+        return MICRO_BASE + np.asarray(nodes, dtype=np.int64) * stride_B
 
-    if not l2_flushed:
-        state.levels(0, sectors(untimed))
-        state.flush_l1()
-    return level_counts(state.levels(0, sectors(timed)))
+    return chase_levels(gpu, addr(timed), warmup_addr=None if l2_flushed else addr(untimed),
+                        l1=cache == "default")
 
 
 def device_chase_lane_levels(n: int, steps: int, lanes: int, stride_B: int, cache: str, gpu, *,
@@ -802,9 +799,9 @@ def device_chase_lane_levels(n: int, steps: int, lanes: int, stride_B: int, cach
     node ``w * lanes + l``, in both passes; the L2 is flushed before the timed pass
     (programs that report ``revisits``). The twin's cycle is a random one (seeded, not
     the program's own), or node i to i + 1 (``order`` seq); the threads step in
-    lockstep, a step's looked up in thread order."""
-    from hostlink.model.device_memory import level_counts
-    from hostlink.traces.cache import CacheConfig, CacheState
+    lockstep, a step's looked up in thread order
+    (:func:`hostlink.model.chase.chase_levels`)."""
+    from hostlink.model.chase import chase_levels
 
     if cache not in ("default", "cg", "cv", "atomic"):
         raise TwinError(f"pointer chase: unknown cache operator '{cache}'")
@@ -820,10 +817,7 @@ def device_chase_lane_levels(n: int, steps: int, lanes: int, stride_B: int, cach
     start[0] = (pos[0] + steps) % n
     at = (start[None, :] + np.arange(steps, dtype=np.int64)[:, None]) % n   # (steps, threads)
     nodes = cycle[at]
-    state = CacheState(CacheConfig.from_gpu(gpu, l1=cache == "default"))
-    sectors = (MICRO_BASE + nodes.ravel() * stride_B) // SECTOR_B
-    levels = state.levels(0, sectors).reshape(steps, threads)
-    return level_counts(levels[:, :lanes].max(axis=1))
+    return chase_levels(gpu, MICRO_BASE + nodes * stride_B, l1=cache == "default", lanes=lanes)
 
 
 def build_memcpy(case: str, params: dict, system) -> MicroTwin:
