@@ -167,7 +167,6 @@ def _chase(run: PointerChase, system, mode, fidelity, opts) -> Prediction:
     if run.levels is not None:          # device memory: one dependent step at a time
         timed_ns = device_chase_ns(system.gpu, run.levels, atomic=run.atomic, lanes=run.lanes,
                                    warps=run.warps)
-        pred = None
     else:
         if run.stream is None:
             raise HostlinkError("pointer chase: give its stream (host) or levels (device)")
@@ -175,7 +174,7 @@ def _chase(run: PointerChase, system, mode, fidelity, opts) -> Prediction:
         missed = int(np.count_nonzero(np.asarray(run.stream.launch) == run.timed_launch))
         if missed > run.steps:
             host_chase_ns(0.0, run.steps, missed, system.gpu)      # raises
-        miss_ns, pred = 0.0, None
+        miss_ns = 0.0
         if missed:
             pred = _stream_prediction(run.stream, without_launch(system), stream_mode,
                                       fidelity, opts)
@@ -184,8 +183,8 @@ def _chase(run: PointerChase, system, mode, fidelity, opts) -> Prediction:
                                     "timed launch")
             miss_ns = float(pred.per_launch_kernel_s[run.timed_launch] * 1e9)
         timed_ns = host_chase_ns(miss_ns, run.steps, missed, system.gpu)
-    return _made(mode, fidelity, system, timed_ns, 8.0 * run.steps, bound="latency",
-                 extra={"step_ns": timed_ns / run.steps})
+    return _made(mode, fidelity, system, timed_ns, float(run.load_B * run.steps),
+                 bound="latency", extra={"step_ns": timed_ns / run.steps})
 
 
 def _copy(run: Copy, system, mode, fidelity, opts) -> Prediction:
@@ -196,7 +195,6 @@ def _copy(run: Copy, system, mode, fidelity, opts) -> Prediction:
 
 def _launch_grid(run: LaunchGrid, system, mode, fidelity, opts) -> Prediction:
     work_ns = 0.0
-    pred = None
     if run.stream is not None:
         kernel_system, _ = _kernel_system(system, run, "device")
         pred = _stream_prediction(run.stream, without_launch(kernel_system), "device",

@@ -263,7 +263,7 @@ class PointerChase:
     the timed loads' count served by each level (L1, L2, DRAM:
     :data:`hostlink.model.device_memory.LEVELS`), per slowest lane of a step where
     ``lanes`` threads of each of ``warps`` warps chase together; ``atomic``: each step
-    is an atomic that returns its word."""
+    is an atomic that returns its word; ``load_B``: the bytes each step reads."""
     steps: int
     stream: RequestStream | None = None
     timed_launch: int = 1
@@ -272,6 +272,7 @@ class PointerChase:
     lanes: int = 1
     warps: int = 1
     loads_in_flight: int = 1
+    load_B: int = 8
 
 
 @dataclass(frozen=True)
