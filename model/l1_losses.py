@@ -35,6 +35,15 @@ least one round: every thread has a chunk) and where the table shows a loss
 beyond its points' repeatability (:data:`RESOLUTION`). Elsewhere the streams keep
 their LRU replays, which lose nothing at so few warps either.
 
+A stream takes the losses as requests (:func:`lossy_sector_requests`): a lane reads
+each of its sectors in ``V`` instructions (its groups of ``group`` loads, ``group x
+bytes_per_lane`` bytes each; V = 1 where a group reads the whole sector). The first
+fetches the sector; each later one fetches it again with probability ``p``, and where
+``refetch`` exceeds V every fetch is sent twice with probability ``d``: 1 + (V - 1) p
+= refetch up to V, V (1 + d) = refetch beyond. The draws are a hash of the lane's
+bytes (SplitMix64's output function, :func:`mix64`), so the losses spread evenly over
+warps and sectors and predictions stay deterministic.
+
 Checked against measurements not in the table: the H200's ``l1_probe`` (an
 earlier lease, 256 MiB per point, 16-64 warps per SM) and the H100's
 ``drift_probe`` (16 MiB - 1 GiB) (tests/validation/test_twin_strided_l1.py).
@@ -54,6 +63,7 @@ from pathlib import Path
 import numpy as np
 
 from hostlink.model.errors import HostlinkError
+from hostlink.model.geometry import SECTOR_B
 
 #: the measured table, package data of hostlink.model (lines starting with '#' name its source)
 TABLE_CSV = Path(str(resources.files("hostlink.model") / "data" / "l1_refetch.csv"))
@@ -176,3 +186,66 @@ def applies(gpu, *, cache_op: str, space_host: bool, bytes_per_lane: int, unroll
     return (arch == MEASURED_ARCH and l1 == MEASURED_L1_B and cache_op == "default"
             and space_host and int(unroll) == MEASURED_UNROLL
             and int(bytes_per_lane) in MEASURED_BYTES_PER_LANE)
+
+
+#: salts of the losses' draws (any fixed values: the draws are deterministic)
+REVISIT_SALT, DUPLICATE_SALT = 0x5EC7_0A11, 0xD0B1_E5EC
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function (Steele, Lea and Flood, "Fast splittable
+    pseudorandom number generators", OOPSLA 2014), wrapping like C++ uint64_t."""
+    x = np.asarray(x, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _uniform(key: np.ndarray, salt: int) -> np.ndarray:
+    """A deterministic draw in [0, 1) per key."""
+    return (mix64(key.astype(np.uint64) ^ np.uint64(salt)) >> np.uint64(11)).astype(np.float64) \
+        * (1.0 / (1 << 53))
+
+
+def lossy_sector_requests(warp: np.ndarray, gid: np.ndarray, e: np.ndarray,
+                          lane_lo: np.ndarray, active: np.ndarray, bytes_per_lane: int,
+                          group: int, refetch: float):
+    """The 32 B requests of strided loads through an L1 that fetches ``refetch`` host
+    sectors per sector read (see the module notes).
+
+    Load ``r`` (in issue order) is of warp ``warp[r]``, instruction ``gid[r]``, element
+    ``e[r]`` of its lanes' chunks; ``lane_lo`` (n, 32): each lane's first byte,
+    ``active``: which lanes load. Returns per request its load's row, address, size and
+    the useful bytes credited as the coalescer credits them (a fetch the bytes its
+    instruction reads of the sector, the sector's first fetch also those of the later
+    visits that hit it, a second copy nothing)."""
+    bpl = int(bytes_per_lane)
+    span = group * bpl
+    visits = max(1, -(-SECTOR_B // span))
+    p = 0.0 if visits == 1 else min(1.0, max(0.0, (refetch - 1.0) / (visits - 1)))
+    d = max(0.0, refetch / visits - 1.0)
+    sector = lane_lo >> 5
+    prev = np.roll(sector, 1, axis=0)
+    new_inst = np.ones(len(warp), dtype=bool)
+    new_inst[1:] = (warp[1:] != warp[:-1]) | (gid[1:] != gid[:-1])
+    # the instruction's first load of the sector, and whether it is the sector's first visit
+    first_in_inst = active & (new_inst[:, None] | (sector != prev))
+    first_visit = (e[:, None] == 0) | (sector != ((lane_lo - bpl) >> 5))
+    send = first_in_inst & (first_visit | (_uniform(lane_lo >> 4, REVISIT_SALT) < p))
+    copies = send.astype(np.int64) * (1 + (_uniform(lane_lo >> 4, DUPLICATE_SALT) < d))
+    keys, inverse = np.unique(sector[active], return_inverse=True)
+    read_B = np.bincount(inverse, minlength=len(keys)) * bpl
+    refetched_B = np.bincount(inverse, weights=(send & ~first_visit)[active] * span,
+                              minlength=len(keys))
+    credit = np.zeros(lane_lo.shape, dtype=np.int64)
+    credit[active] = np.where(first_visit[active], read_B[inverse] - refetched_B[inverse],
+                              np.minimum(span, read_B[inverse]))
+    rows = np.broadcast_to(np.arange(len(warp))[:, None], lane_lo.shape)
+    count = copies.ravel()
+    row = np.repeat(rows.ravel(), count)
+    addr = np.repeat((sector << 5).ravel(), count)
+    useful = np.repeat(credit.ravel(), count)
+    first_copy = np.ones(len(row), dtype=bool)
+    first_copy[1:] = (row[1:] != row[:-1]) | (addr[1:] != addr[:-1])
+    useful = np.where(first_copy, useful, 0)
+    return row, addr, np.full(len(row), SECTOR_B), useful

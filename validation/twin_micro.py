@@ -54,8 +54,8 @@ The strided pattern's L1 losses on a GH100 (H100, H200; the kernel at unroll 4,
 host memory) are the measured ones (:mod:`hostlink.model.l1_losses`), where that
 table stands for the run: a lane's later visits to a sector fetch it again, and
 beyond that every fetch is sent twice, in the shares that give the table's host
-sectors per sector read (:func:`_strided_measured_stream`). Elsewhere they are
-replayed. They depend on where the warps stand in their sequences, which the issue
+sectors per sector read (:func:`hostlink.model.l1_losses.lossy_sector_requests`).
+Elsewhere they are replayed. They depend on where the warps stand in their sequences, which the issue
 order above keeps in step. The twin replays its loads twice, in step and with every
 warp at an independent, uniform point of its own sequence (at a sector's first load;
 :data:`DRIFT_SEED`), and keeps the replay that fetches more host bytes per byte read
@@ -107,6 +107,7 @@ from typing import Callable
 import numpy as np
 
 from hostlink.model import l1_losses
+from hostlink.model.l1_losses import mix64   # the programs' mixer (zc_common.cuh)
 from hostlink.model.geometry import LINE_B, SECTOR_B
 from hostlink.model.workload import (SPACE_DEVICE, SPACE_HOST, Copy, FirstTouch, HashedLines,
                                      HostLoopRun, LaunchGrid, LaunchInfo, PointerChase,
@@ -132,14 +133,6 @@ _PATTERN = {"coalesced": 0, "strided": 1, "random": 2, "scatter": 3}   # zc_comm
 
 # ----------------------------------------------------------------------------
 # Request streams of the microbenchmarks
-
-
-def mix64(x: np.ndarray) -> np.ndarray:
-    """The programs' 64-bit mixer (zc_common.cuh), wrapping like C++ uint64_t."""
-    x = np.asarray(x, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
 
 
 def warps_per_block(warps: int, sm_count: int) -> int:
@@ -481,63 +474,18 @@ def _strided_stream(warps: int, starts: np.ndarray, n_inst: int, chunk: int, bpl
                         space=space), loaded
 
 
-#: salts of the measured losses' draws (any fixed values: the twins are deterministic)
-REVISIT_SALT, DUPLICATE_SALT = 0x5EC7_0A11, 0xD0B1_E5EC
-
-
-def _uniform(key: np.ndarray, salt: int) -> np.ndarray:
-    """A deterministic draw in [0, 1) per key."""
-    return (mix64(key.astype(np.uint64) ^ np.uint64(salt)) >> np.uint64(11)).astype(np.float64) \
-        * (1.0 / (1 << 53))
-
-
 def _strided_measured_stream(warps: int, n_inst: int, chunk: int, bpl: int, group: int,
                              nchunks: int, refetch: float, *, space, launches):
     """The strided pattern's stream through an L1 that fetches ``refetch`` host sectors per
-    sector read (:mod:`hostlink.model.l1_losses`), and the bytes its loads read.
+    sector read (:func:`hostlink.model.l1_losses.lossy_sector_requests`), and the bytes
+    its loads read."""
+    from hostlink.model.l1_losses import lossy_sector_requests
 
-    A lane reads each of its sectors in ``V`` instructions (its groups of ``group``
-    loads, ``group x bpl`` bytes each; V = 1 where a group reads the whole sector). The
-    first fetches the sector; each later one fetches it again with probability ``p``,
-    and where ``refetch`` exceeds V every fetch is sent twice with probability ``d``:
-    1 + (V - 1) p = refetch up to V, V (1 + d) = refetch beyond. The draws are a hash of
-    the lane's bytes (:func:`_uniform`), so the losses spread evenly over warps and
-    sectors and the twin stays deterministic."""
     warp, _, gid, e, lane_lo, active = _strided_lanes(warps, np.zeros(warps, dtype=np.int64),
                                                       n_inst, chunk, bpl, group, nchunks)
     loaded = int(active.sum()) * bpl
-    span = group * bpl
-    visits = max(1, -(-SECTOR_B // span))
-    p = 0.0 if visits == 1 else min(1.0, max(0.0, (refetch - 1.0) / (visits - 1)))
-    d = max(0.0, refetch / visits - 1.0)
-    sector = lane_lo >> 5
-    prev = np.roll(sector, 1, axis=0)
-    new_inst = np.ones(len(warp), dtype=bool)
-    new_inst[1:] = (warp[1:] != warp[:-1]) | (gid[1:] != gid[:-1])
-    # the instruction's first load of the sector, and whether it is the sector's first visit
-    first_in_inst = active & (new_inst[:, None] | (sector != prev))
-    first_visit = (e[:, None] == 0) | (sector != ((lane_lo - bpl) >> 5))
-    send = first_in_inst & (first_visit | (_uniform(lane_lo >> 4, REVISIT_SALT) < p))
-    copies = send.astype(np.int64) * (1 + (_uniform(lane_lo >> 4, DUPLICATE_SALT) < d))
-    # bytes credited as the coalescer credits them: a fetch the bytes its instruction
-    # reads of the sector, the sector's first fetch also those of the later visits that
-    # hit it (within the prefix), a second copy nothing
-    keys, inverse = np.unique(sector[active], return_inverse=True)
-    read_B = np.bincount(inverse, minlength=len(keys)) * bpl
-    refetched_B = np.bincount(inverse, weights=(send & ~first_visit)[active] * span,
-                              minlength=len(keys))
-    credit = np.zeros(lane_lo.shape, dtype=np.int64)
-    credit[active] = np.where(first_visit[active], read_B[inverse] - refetched_B[inverse],
-                              np.minimum(span, read_B[inverse]))
-    rows = np.broadcast_to(np.arange(len(warp))[:, None], lane_lo.shape)
-    count = copies.ravel()
-    row = np.repeat(rows.ravel(), count)
-    addr = np.repeat((sector << 5).ravel(), count)
-    useful = np.repeat(credit.ravel(), count)
-    first_copy = np.ones(len(row), dtype=bool)
-    first_copy[1:] = (row[1:] != row[:-1]) | (addr[1:] != addr[:-1])
-    useful = np.where(first_copy, useful, 0)
-    size = np.full(len(row), SECTOR_B)
+    row, addr, size, useful = lossy_sector_requests(warp, gid, e, lane_lo, active, bpl, group,
+                                                    refetch)
     return _stream(row, warp, gid, addr, size, useful, space=space,
                    launches=launches), loaded
 
