@@ -17,4 +17,5 @@ for name, folder in FOLDERS.items():
     packages += [f"{name}.{sub}" for sub in find_packages(folder)]
 
 setup(packages=packages, package_dir=package_dir,
-      package_data={"hostlink.validation": ["manifests/*.toml", "effects.toml"]})
+      package_data={"hostlink.model": ["data/*.csv"],
+                    "hostlink.validation": ["manifests/*.toml", "data/*.json", "effects.toml"]})

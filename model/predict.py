@@ -4,7 +4,10 @@
 
 - ``source``: a :class:`~hostlink.model.workload.TraversalWorkload` (a traversal
   program's run: its stream, loads in flight per warp and host loop), a
-  :class:`~hostlink.model.workload.RequestStream`, a
+  :class:`~hostlink.model.workload.RequestStream`, a workload described beyond
+  its requests (:data:`hostlink.model.workload.WORKLOADS`: a sampled run, a first
+  touch, a pointer chase, a copy, a launch, a host loop; timed by
+  :mod:`hostlink.model.runs`), a
   :class:`~hostlink.traces.schema.WarpTrace`, or the path of a trace (an
   Accel-Sim folder, a trace store, or a gem5 packet trace, read as its
   requests by :func:`hostlink.traces.gem5_trace.read_gem5`): traces are coalesced by
@@ -72,7 +75,7 @@ from hostlink.model.config import SystemConfig, load_any_system, system_with
 from hostlink.model.errors import ConfigError, HostlinkError
 from hostlink.model.result import Prediction
 from hostlink.model.workload import (OPTIONAL_COLUMNS, REQUEST_DTYPES, SPACE_DEVICE, SPACE_HOST,
-                                     RequestStream, TraversalWorkload)
+                                     WORKLOADS, RequestStream, TraversalWorkload)
 
 MODES = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")
 FIDELITIES = ("analytic", "des")
@@ -542,6 +545,9 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
     if isinstance(source, TraversalWorkload):
         source, system, host_loop, vertices, back_to_back = _traversal_run(
             source, system, host_loop, vertices, back_to_back)
+    if isinstance(source, WORKLOADS):
+        return _predict_described(source, system, mode, fidelity, engine=engine, nbins=nbins,
+                                  uvm_options=uvm_options)
     if mode == "uvm_accessedby":
         from hostlink.model.translation import managed_host_view
         system = managed_host_view(system)
@@ -573,6 +579,15 @@ def _traversal_run(work: TraversalWorkload, system: SystemConfig, host_loop, ver
     if host_loop is None:
         host_loop, vertices = work.kernel, work.vertices
     return work.stream, system, host_loop, vertices, True if back_to_back is None else back_to_back
+
+
+def _predict_described(workload, system: SystemConfig, mode: str, fidelity: str,
+                       **opts) -> Prediction:
+    """:func:`predict` of a workload described beyond its requests (a sampled run, a
+    copy, a chase, a first touch, a launch, a host loop: :data:`WORKLOADS`), by
+    :func:`hostlink.model.runs.predict_workload`, which predicts their streams here."""
+    from hostlink.model.runs import predict_workload
+    return predict_workload(workload, system, mode, fidelity, **opts)
 
 
 def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *, mode: str,

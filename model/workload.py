@@ -216,3 +216,118 @@ class TraversalWorkload:
     edges_read: int = 0          # neighbour-list elements the active vertices read
     iterations: int = 0          # launches of the walk (levels, rounds)
     bytes_read_B: int = 0        # edges_read x element bytes (ids, and SSSP's weights)
+
+
+# ----------------------------------------------------------------------------
+# Workloads described beyond their request streams
+#
+# What the model must know about a kernel that its requests do not show: that a
+# stream is a sample of a longer run, that its loads pick their lines by a hash,
+# that the run is a copy, a dependent chase or a UVM first touch. predict() takes
+# these as its ``source`` (:mod:`hostlink.model.runs` turns each into time).
+
+
+@dataclass(frozen=True)
+class HashedLines:
+    """Warp loads whose blocks the kernel picks by a hash of the load's index over a
+    region (the random pattern of ``gpu_kernels/micro/zc_common.cuh``): the hash's own
+    instructions take issue time per load (:mod:`hostlink.model.kernel_costs`).
+
+    ``region_B``: the bytes the blocks are drawn from, in whole blocks;
+    ``block_B``: the bytes one warp load reads (32 lanes x bytes per lane);
+    ``cache_op``: the loads' cache operator, ``default``, ``cg`` (no L1) or ``cv``
+    (no cache: every load fetches again)."""
+    region_B: int
+    block_B: int
+    cache_op: str = "default"
+
+
+@dataclass(frozen=True)
+class SampledRun:
+    """A kernel run predicted on a sample of its traffic: ``stream`` holds the first
+    loads of every warp of the grid, whose steady-state bandwidth stands for the run.
+
+    ``full_B``: the bytes the whole run's loads read; ``sample_B``: the bytes the
+    stream's loads read (cache hits included); ``warps``: the grid's warps (0: not
+    known); ``group``: the loads of one instruction (a warp keeps them in flight
+    together); ``cached``: the loads went through the GPU's caches when the stream
+    was built; ``hashed``: the loads pick their lines by a hash (None: they do not);
+    ``loads_in_flight``: instructions a warp keeps in flight
+    (``gpu.loads_in_flight_per_warp`` for this kernel)."""
+    stream: RequestStream
+    full_B: float
+    sample_B: float
+    warps: int = 0
+    group: int = 1
+    cached: bool = False
+    hashed: HashedLines | None = None
+    loads_in_flight: int = 1
+
+
+@dataclass(frozen=True)
+class FirstTouch:
+    """A kernel's first touch of a managed (or, with ``prefetch``, prefetched) buffer of
+    ``size_B`` bytes: ``stream`` reads a prefix of it whose loads read ``sample_B``
+    bytes of the ``full_B`` the whole run reads; ``back_to_back``: the read is split
+    over launches that follow one another (the UVM one-off cost of a traversal's);
+    ``prefetch``: the buffer is prefetched to the GPU before the kernel."""
+    stream: RequestStream
+    size_B: int
+    full_B: float
+    sample_B: float
+    back_to_back: bool = False
+    prefetch: bool = False
+    loads_in_flight: int = 1
+
+
+@dataclass(frozen=True)
+class PointerChase:
+    """One dependent load after another: ``steps`` loads timed from inside the kernel.
+
+    In host memory ``stream`` holds the chase's requests (the loads the L1 serves send
+    none), launch ``timed_launch`` the timed pass. In device memory ``levels`` holds
+    the timed loads' count served by each level (L1, L2, DRAM:
+    :data:`hostlink.model.device_memory.LEVELS`), per slowest lane of a step where
+    ``lanes`` threads of each of ``warps`` warps chase together; ``atomic``: each step
+    is an atomic that returns its word; ``load_B``: the bytes each step reads."""
+    steps: int
+    stream: RequestStream | None = None
+    timed_launch: int = 1
+    levels: tuple[float, ...] | None = None
+    atomic: bool = False
+    lanes: int = 1
+    warps: int = 1
+    loads_in_flight: int = 1
+    load_B: int = 8
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A cudaMemcpy of ``size_B`` bytes by the copy engine, host to device
+    (``to_device``) or device to host, timed back to back with others."""
+    size_B: int
+    to_device: bool = True
+
+
+@dataclass(frozen=True)
+class LaunchGrid:
+    """A launch of ``ctas`` CTAs; ``stream``: the requests of its first
+    ``sample_ctas`` CTAs (None: the kernel touches no memory)."""
+    ctas: int
+    stream: RequestStream | None = None
+    sample_ctas: int = 0
+    loads_in_flight: int = 1
+
+
+@dataclass(frozen=True)
+class HostLoopRun:
+    """``iterations`` of a host program's loop (:data:`hostlink.model.host_loop.LOOPS`)
+    around walk launches of ``walk_us`` each, sized for ``vertices``; no memory traffic."""
+    loop: str
+    iterations: int
+    vertices: int
+    walk_us: float = 0.0
+
+
+#: the workloads :func:`hostlink.model.predict.predict` takes beside request streams and traces
+WORKLOADS = (SampledRun, FirstTouch, PointerChase, Copy, LaunchGrid, HostLoopRun)

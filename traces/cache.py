@@ -91,7 +91,7 @@ point) under Nsight Compute with ``--clock-control none``:
   Both depend on when the loads reach the L1 and their data returns, which
   the trace order does not hold; no timed LRU replay gives them either, and the
   strided microbenchmarks' twins take them from a measurement
-  (:mod:`hostlink.validation.l1_losses`).
+  (:mod:`hostlink.model.l1_losses`).
 - One thread chasing a random cycle of N lines (validation/results/h200/
   l1_policy, strides 128 B to 2 MiB, device and host memory alike) keeps every
   line up to 1728 and 86 / 72 / 71 / 48 / 19 / 0 % of its later loads at 1792 /

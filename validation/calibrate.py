@@ -30,14 +30,14 @@ the fit), after a coarse scan of the parameter range:
    every step is an ``atomicMin`` that returns the word (``micro/ptr_chase/atomic``):
    a step the L2 serves waits the extra beyond a load of it, and a step of k lanes
    (k lines) waits for its slowest line, ``atomic_spread_ns * log2(k)`` more
-   (:func:`hostlink.validation.twin_micro.atomic_step_ns`); linear in the two, so the
+   (:func:`hostlink.model.chase.atomic_step_ns`); linear in the two, so the
    start is a non-negative least-squares solution. Fitted on chases of 1 and 32 lanes
    over 64 KiB, with the base system's level latencies; the chases of 2 to 16 lanes,
    over 1 MiB and over fresh nodes are held out. The traversal twins charge SSSP's
    and CC's ``atomicMin`` with them (:mod:`hostlink.model.des.events`). Then
    ``gpu.atomic_sm_ns`` (step ``atomic_sm``) from such chases by 16 warps of one SM,
    32 lanes each: a round takes at least the warps' lines one SM turn apart
-   (:func:`hostlink.validation.twin_micro.atomic_round_ns`); the other warp counts
+   (:func:`hostlink.model.chase.atomic_round_ns`); the other warp counts
    are held out;
 1c. ``gpu.device_bw_GBps``, the rate device memory streams at, from warp-coalesced
    reads of device memory at full occupancy (``micro/zc_read/coalesced`` with
@@ -117,7 +117,7 @@ the fit), after a coarse scan of the parameter range:
    whatever the region at full occupancy (640-660 GB/s from 4 KiB to 16 MiB on an
    H100 and an H200) and at one warp's dependent chain with one warp per SM (65-71
    GB/s over 4 KiB); the same kernel's host reads that hit in the L1 are bounded by
-   them (:func:`hostlink.validation.twins.random_pattern_floor_ns`). A run without
+   them (:func:`hostlink.model.kernel_costs.hashed_lines_floor_ns`). A run without
    such cases keeps the base values (0: no bound);
 5c. ``gpu.cv_line_ns`` and ``gpu.cv_line_gap_ns``: ``ld.cv``
    reads of one host line do not overlap, and a read holds its line for
@@ -329,7 +329,7 @@ def _is_atomic_fit_point(p: dict) -> bool:
 def _guess_atomic(prob, system, base):
     """An atomic chase's step is a load's of its slowest level, plus ``atomic_extra_ns``
     where the L2 served it, plus ``atomic_spread_ns * log2(lanes)``
-    (:func:`hostlink.validation.twin_micro.atomic_step_ns`): non-negative least squares
+    (:func:`hostlink.model.chase.atomic_step_ns`): non-negative least squares
     on the relative errors."""
     from scipy.optimize import nnls
 

@@ -70,7 +70,7 @@ def system_hash(system) -> str:
 PREDICTION_CODE = {
     "micro": ("hostlink.model", "hostlink.traces", "hostlink.validation.twin_common",
               "hostlink.validation.twin_micro", "hostlink.validation.twins",
-              "hostlink.validation.l1_losses", "hostlink.validation.sass",
+              "hostlink.validation.sass",
               "hostlink.validation.manifest", "hostlink.validation.results_io"),
     "traversal": ("hostlink.model", "hostlink.traces", "hostlink.validation.twin_common",
                   "hostlink.validation.twin_traversal", "hostlink.validation.twins",
@@ -78,9 +78,10 @@ PREDICTION_CODE = {
 }
 
 #: Measured tables a kind's twins read, hashed with its code: the L1's losses of
-#: strided reads (:mod:`hostlink.validation.l1_losses`).
+#: strided reads (:mod:`hostlink.model.l1_losses`) and the read kernels' loads in flight.
 PREDICTION_DATA = {
-    "micro": ("hostlink.validation.l1_losses:TABLE_CSV",),
+    "micro": ("hostlink.model.l1_losses:TABLE_CSV",
+              "hostlink.validation.twin_micro:REFERENCE_LOADS_IN_FLIGHT"),
 }
 
 

@@ -1,87 +1,73 @@
-"""Microbenchmark twins: the request stream each CUDA program of ``gpu_kernels/micro`` issues.
+"""Microbenchmark twins: the workload each CUDA program of ``gpu_kernels/micro`` runs.
 
-A microbenchmark case ``micro/<benchmark>/<parameters>`` is predicted on the
-request stream its program issues, built here from the program's documented
-access pattern (the coalescing rule of
-:func:`hostlink.traces.emulator.fast.coalesce_ranges`: one request per run
-of contiguous 32 B sectors within a 128 B line):
+A microbenchmark case ``micro/<benchmark>/<parameters>`` is predicted by the public
+:func:`hostlink.model.predict.predict` of the workload built here from the program's
+documented access pattern (:data:`hostlink.model.workload.WORKLOADS`); what turns a
+workload into time lives in the model (:mod:`hostlink.model.runs` and the modules it
+names). This module holds no timing: it builds request streams (the coalescing rule
+of :func:`hostlink.traces.emulator.fast.coalesce_ranges`: one request per run of
+contiguous 32 B sectors within a 128 B line), launches and the parameters read off
+case names, and reads the program's metrics off the prediction (:func:`metrics`).
 
-``zc_read``/``zc_warps`` coalesced: warp w's j-th load covers block
-w + j W of 32 x bytes_per_lane bytes at offset_B (misaligned offsets split
-each block into a 32/64/96 B head and tail); strided: thread t reads its
-own chunk_B chunk bytes_per_lane at a time (one sector per lane and load);
-random: warp w's loads cover blocks ``mix64(seed ^ mix64(j)) % blocks`` of
-the first region_B bytes (the program's hash, reproduced bit for bit).
-A warp issues the loads its kernel keeps in flight and then uses them all
-before the next ones, so those loads are one instruction of the twin (it
-completes with its last load) and a warp keeps one instruction in flight. How
-many: what the kernel's SASS shows (:func:`read_kernel_in_flight`: the run's
-own record, else the committed build's), which is the source's ``unroll``
-except where ptxas pairs wide loads, unrolls a loop further or waits for a
-load before calling a routine (the random pattern's modulo); strided ``ld.cv``
-loads of host memory overlap one per line (:func:`cv_lines_in_flight`). The random
-pattern's run takes at least the SMs' and each warp's time for its hashes
-(``gpu.random_load_ns``, ``random_chain_ns``) and, with ``ld.cv`` on host
-memory, one round trip per line of the region for each read of it
-(:func:`random_pattern_floor_ns`).
-``ptr_chase``: one thread, one dependent 8 B load per step (a 32 B request),
-an untimed pass then a timed pass (the twin times the second): over the next
-links of the cycle where the program reports ``revisits`` (fresh nodes), else
-over the same nodes (the first H200 run's program). In host memory the
-loads that miss the L1 go through the model and each load the L1 holds costs
-``gpu.l1_hit_ns``: the chain waits for it, and the SM's L1 serves a host line
-as it serves a device one. Measured (4 KiB chains, 32 misses in 2000 loads):
-H100 ``micro_tags_c`` 37.8 ns a load, twin 39.4 ns (18.3 with hits free);
-H200 ``first_run`` 40.1 ns, twin 40.2 (19.0). In device memory each load costs the latency
-of the level that serves it (:mod:`hostlink.model.device_memory`), replayed
-through the GPU's L1 and L2 with the program's flushes
-(:func:`device_chase_levels`); an atomic chase (``cache`` atomic: ``atomicMin``
-that returns the word) skips the L1, and a step the L2 serves waits
-``gpu.atomic_extra_ns`` more than a load's; one of ``lanes`` threads (each its own
-node, one line each) waits for its slowest lane
-(:func:`device_chase_lane_levels`) and ``gpu.atomic_spread_ns * log2(lanes)`` more
-(:func:`atomic_step_ns`); loads of more than one lane have no twin.
-``uvm_touch``: 4 B per lane, one 128 B line per warp load, sequential, the
-program's permutation ``j * 2654435761 mod n`` or one line every ``stride_B``
-(sparse), in the UVM model by advice; ``prefetch`` is :func:`hostlink.model.uvm.prefetch_time_s`
-followed by the kernel on device memory. ``memcpy``: the copy engine's stream
-of 256 B reads (H2D) or posted 256 B writes (D2H) at the analytic model's
-link bound (REFERENCE.md: the copy engine issues 256 B requests), not held
-to the SMs' read limits (``gpu.max_outstanding_host_reads``,
-``link.cpl_buffer_B``).
+``zc_read``/``zc_warps`` (a :class:`~hostlink.model.workload.SampledRun`) coalesced:
+warp w's j-th load covers block w + j W of 32 x bytes_per_lane bytes at offset_B
+(misaligned offsets split each block into a 32/64/96 B head and tail); strided:
+thread t reads its own chunk_B chunk bytes_per_lane at a time (one sector per lane
+and load); random: warp w's loads cover blocks ``mix64(seed ^ mix64(j)) % blocks``
+of the first region_B bytes (the program's hash, reproduced bit for bit; the
+workload says so, :class:`~hostlink.model.workload.HashedLines`, and the model adds
+the hash's issue time, :mod:`hostlink.model.kernel_costs`). A warp issues the loads
+its kernel keeps in flight and then uses them all before the next ones, so those
+loads are one instruction of the twin (it completes with its last load) and a warp
+keeps one instruction in flight. How many: what the kernel's SASS shows
+(:func:`read_kernel_in_flight`: the run's own record, else the committed build's),
+which is the source's ``unroll`` except where ptxas pairs wide loads, unrolls a loop
+further or waits for a load before calling a routine (the random pattern's modulo);
+strided ``ld.cv`` loads of host memory overlap one per line
+(:func:`cv_lines_in_flight`).
+``ptr_chase`` (a :class:`~hostlink.model.workload.PointerChase`, timed by
+:mod:`hostlink.model.chase`): one thread, one dependent 8 B load per step (a 32 B
+request), an untimed pass then a timed pass: over the next links of the cycle where
+the program reports ``revisits`` (fresh nodes), else over the same nodes (the first
+H200 run's program). In host memory the stream holds both passes through the L1; in
+device memory the twin replays the loads through the GPU's L1 and L2 with the
+program's flushes and counts the level that serves each
+(:func:`device_chase_levels`, :func:`device_chase_lane_levels`: the slowest of
+``lanes`` threads; an atomic chase skips the L1); loads of more than one lane have
+no twin unless atomic.
+``uvm_touch`` (a :class:`~hostlink.model.workload.FirstTouch`): 4 B per lane, one
+128 B line per warp load, sequential, the program's permutation ``j * 2654435761
+mod n`` or one line every ``stride_B`` (sparse), in the UVM model by advice;
+``prefetch``: the buffer prefetched, then the kernel on device memory.
+``memcpy``: a :class:`~hostlink.model.workload.Copy` (:mod:`hostlink.model.copy_engine`).
+``launch``: a :class:`~hostlink.model.workload.LaunchGrid`; ``host_loop``: a
+:class:`~hostlink.model.workload.HostLoopRun`.
 
 Caches: host loads with the default cache operator go through the caches
 :func:`hostlink.traces.cache.host_read_cache` gives for the system's GPU (the
 coalescer with ``cache_host=True``; ``cache = cg``: those without the L1,
-``cv``: none),
-loads reaching them in issue order (warps in turn, the loads of an unrolled
-group back to back); a load that hits sends no request and costs the model no
-time.
+``cv``: none), loads reaching them in issue order (warps in turn, the loads of an
+unrolled group back to back); a load that hits sends no request and costs the model
+no time.
 
 The strided pattern's L1 losses on a GH100 (H100, H200; the kernel at unroll 4,
-host memory) are the measured ones (:mod:`hostlink.validation.l1_losses`,
-validation/results/h200/l1_policy), where that table stands for the run: a
-lane's later visits to a sector fetch it again, and beyond that every fetch is
-sent twice, in the shares that give the table's host sectors per sector read
-(:func:`_strided_measured_stream`). Elsewhere they are replayed. They depend on
-where the warps stand in their sequences, which the issue order above keeps in
-step. The twin replays its
-loads twice, in step and with every warp at an independent, uniform point of
-its own sequence (at a sector's first load; :data:`DRIFT_SEED`), and keeps the
-replay that fetches more host bytes per byte read (``extra["phases"]``).
-Assumption: warps whose lines survive in the L1 run ahead of those whose lines
-are lost, so over a long grid-stride run they drift apart, and their lines then
-crowd some sets past the L1's ways; where the SM's lines exceed the L1 no line
-survives a round trip, every warp is held back alike and they stay in step.
-Measured on the H200 (host sectors fetched per sector read, Nsight Compute,
-``validation/results/h200/l1_probe`` and ``unroll_probe``; 128 B / 512 B
-chunks) against the twin (tests/validation/test_twin_strided_l1.py):
-4 B per lane at 16, 32, 64 warps per SM 1.01 / 1.00, 1.12 / 1.23, 1.95 / 2.19
-(twin 1.00, 1.06-1.08 drifted, 2.00 in step); 8 B per lane (two pairs of loads
-per sector) at 48 warps per SM 1.22 / 1.44 (twin 1.32-1.34 / 1.23-1.25
-drifted, 1.00 in step). The twin's prefix holds a few sectors per lane, so the
-lines a warp leaves behind (which the LRU evicts first) do not enter it, nor do
-the 5-9% that 16 B per lane refetches (one sector per round trip: nothing to
+host memory) are the measured ones (:mod:`hostlink.model.l1_losses`), where that
+table stands for the run: a lane's later visits to a sector fetch it again, and
+beyond that every fetch is sent twice, in the shares that give the table's host
+sectors per sector read (:func:`hostlink.model.l1_losses.lossy_sector_requests`).
+Elsewhere they are replayed. They depend on where the warps stand in their sequences, which the issue
+order above keeps in step. The twin replays its loads twice, in step and with every
+warp at an independent, uniform point of its own sequence (at a sector's first load;
+:data:`DRIFT_SEED`), and keeps the replay that fetches more host bytes per byte read
+(``extra["phases"]``). Assumption: warps whose lines survive in the L1 run ahead of
+those whose lines are lost, so over a long grid-stride run they drift apart, and
+their lines then crowd some sets past the L1's ways; where the SM's lines exceed the
+L1 no line survives a round trip, every warp is held back alike and they stay in
+step. Checked against the H200's Nsight Compute counts
+(``validation/results/h200/l1_probe`` and ``unroll_probe``) by
+tests/validation/test_twin_strided_l1.py. The twin's prefix holds a few sectors per
+lane, so the lines a warp leaves behind (which the LRU evicts first) do not enter
+it, nor do the refetches of 16 B per lane (one sector per round trip: nothing to
 lose in LRU order).
 
 Assumptions of these twins (not of the model):
@@ -106,52 +92,47 @@ Assumptions of these twins (not of the model):
 - the pointer chase's random cycle is drawn with NumPy (the program uses
   std::mt19937_64): the same number of distinct random nodes, not the same
   nodes.
-- ``memcpy`` pays ``gpu.copy_setup_ns`` per copy (the program times copies
-  back to back in a stream) and, host to device, one round trip before its
-  first byte.
+- ``memcpy`` copies are timed back to back in a stream (the copy engine's setup
+  per copy, :mod:`hostlink.model.copy_engine`).
 """
 from __future__ import annotations
 
 import functools
 import json
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from hostlink.model import l1_losses
+from hostlink.model.l1_losses import mix64   # the programs' mixer (zc_common.cuh)
 from hostlink.model.geometry import LINE_B, SECTOR_B
-from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, LaunchInfo, RequestStream
-from hostlink.validation import l1_losses
+from hostlink.model.workload import (SPACE_DEVICE, SPACE_HOST, Copy, FirstTouch, HashedLines,
+                                     HostLoopRun, LaunchGrid, LaunchInfo, PointerChase,
+                                     RequestStream, SampledRun)
 from hostlink.validation.sass import WAIT_MODEL
-from hostlink.validation.twin_common import (PREDICT_MODE, UVM_MODES, TwinError,
-                                             run_model)
+from hostlink.validation.twin_common import PREDICT_MODE, TwinError
 
 MICRO_BASE = 0x7F00_0000_0000          # 2 MiB aligned
-COPY_ENGINE_REQUEST_B = 256            # REFERENCE.md (NVIDIA/nccl-tests #149)
 PERM_MULTIPLIER = 2654435761           # gpu_kernels/micro/uvm_touch.cu
 DEFAULT_MAX_REQUESTS = 1 << 20
 DEFAULT_MAX_UVM_B = 1 << 30
 MIN_LOADS_PER_WARP = 8
 #: loads in flight of the read kernels for runs without a record of their own: the SASS of
 #: gpu_kernels/micro/zc_read (nvcc 13.0, sm_90; zc_warps holds the same kernels), unchanged
-#: since the first run, as every later run's own record shows
-REFERENCE_LOADS_IN_FLIGHT = (Path(__file__).resolve().parents[1] / "validation" / "results"
-                             / "h200" / "sass" / "loads_in_flight.json")
+#: since the first run, as every later run's own record shows; package data of
+#: hostlink.validation, copied from the committed run validation/results/h200/sass (its
+#: "source" key says so)
+REFERENCE_LOADS_IN_FLIGHT = Path(str(resources.files("hostlink.validation") / "data"
+                                     / "zc_read_loads_in_flight.json"))
 _CACHE_OPERATOR = {"default": 0, "cg": 1, "cv": 2}          # zc_common.cuh: enum Cache
 _PATTERN = {"coalesced": 0, "strided": 1, "random": 2, "scatter": 3}   # zc_common.cuh: enum Pattern
 
 
 # ----------------------------------------------------------------------------
 # Request streams of the microbenchmarks
-
-
-def mix64(x: np.ndarray) -> np.ndarray:
-    """The programs' 64-bit mixer (zc_common.cuh), wrapping like C++ uint64_t."""
-    x = np.asarray(x, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
 
 
 def warps_per_block(warps: int, sm_count: int) -> int:
@@ -188,22 +169,17 @@ def _ranges_stream(row_warp, row_inst, lo, hi, range_row, *, space, launches,
 
 
 def host_cache_for(params: dict, system):
-    """The caches a microbenchmark's host loads go through: the GPU's
-    (:func:`hostlink.traces.cache.host_read_cache`) for the default cache
-    operator, without the L1 for ``cache = cg`` (``ld.cg`` bypasses it), none for
-    ``cache = cv`` (``ld.cv`` fetches again) or when no level is left."""
-    from hostlink.traces.cache import host_read_cache
+    """The caches a microbenchmark's host loads go through, by its cache operator
+    (:func:`hostlink.model.kernel_costs.cache_for_operator`)."""
+    from hostlink.model.kernel_costs import cache_for_operator
+    return cache_for_operator(system.gpu, str(params.get("cache", "default")))
 
-    op = str(params.get("cache", "default"))
-    if op == "cv":
-        return None
-    cache = host_read_cache(system.gpu)
-    if cache is not None and op == "cg":
-        import dataclasses
-        cache = dataclasses.replace(cache, l1_size_B=0)
-    if cache is None or (cache.l1_size_B == 0 and cache.l2_size_B == 0):
-        return None
-    return cache
+
+def random_region_B(params: dict) -> int:
+    """The bytes a random-pattern run draws its blocks from: ``region_B`` in whole blocks
+    of 32 x bytes_per_lane (at least one), as the program rounds it."""
+    blk = 32 * int(params.get("bytes_per_lane", 4))
+    return max(1, int(params.get("region_B", 1 << 30)) // blk) * blk
 
 
 def _lane_stream(warp, j, gid, lane_addr, lane_mask, width_B: int, *, launches, cache,
@@ -262,11 +238,12 @@ def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass
 class MicroTwin:
-    """A microbenchmark case's request stream and how its metrics follow from a prediction."""
+    """A microbenchmark case's workload (:data:`hostlink.model.workload.WORKLOADS`) and
+    how the program's metrics read off its prediction."""
     case: str
     benchmark: str
     params: dict
-    mode: str                        # prediction mode
+    mode: str                        # prediction mode of the case's memory
     stream: RequestStream | None
     full_bytes_B: float              # useful bytes of the measured run
     twin_bytes_B: float              # useful bytes of the twin
@@ -274,6 +251,7 @@ class MicroTwin:
     steps: int = 0                   # ptr_chase
     size_B: int = 0                  # memcpy, uvm_touch
     extra: dict = field(default_factory=dict)
+    workload: object = None          # what predict() takes
 
     @property
     def scale(self) -> float:
@@ -285,20 +263,49 @@ class MicroTwin:
         return (self.params.get("memory_mode") == "uvm_accessedby"
                 or (self.benchmark == "uvm_touch" and self.params.get("advice") == "accessedby"))
 
+    @property
+    def predict_mode(self) -> str:
+        """The mode :func:`hostlink.model.predict.predict` takes for the case: managed
+        memory left on the host is ``uvm_accessedby`` (zero-copy, its own page walks)."""
+        return "uvm_accessedby" if self.managed_on_host and self.mode == "zerocopy" else self.mode
+
     def system_for(self, system):
-        """The system with the case's own launch knobs (loads in flight per warp), as
-        its memory is translated (managed memory on the host: its own page walks,
-        :func:`hostlink.model.translation.managed_host_view`)."""
-        from hostlink.model.config import system_with
+        """The system the case's kernel runs on (its loads in flight per warp; managed
+        memory on the host with its own page walks), as predict() takes it."""
+        from hostlink.model.runs import with_loads_in_flight
         from hostlink.model.translation import managed_host_view
-        if self.loads_in_flight != system.gpu.loads_in_flight_per_warp:
-            system = system_with(system, {"gpu.loads_in_flight_per_warp": int(self.loads_in_flight)})
+        system = with_loads_in_flight(system, self.loads_in_flight)
         return managed_host_view(system) if self.managed_on_host else system
 
     def predict(self, system, fidelity: str = "des") -> dict[str, float]:
-        """Predicted metrics (same names and units as the program's)."""
-        fn = _PREDICTORS[self.benchmark]
-        return fn(self, self.system_for(system), fidelity)
+        """Predicted metrics (same names and units as the program's), from the public
+        :func:`hostlink.model.predict.predict` of the case's workload."""
+        from hostlink.model.predict import predict
+        pred = predict(self.workload, system, mode=self.predict_mode, fidelity=fidelity)
+        return metrics(self, pred)
+
+
+def metrics(twin: MicroTwin, pred) -> dict[str, float]:
+    """The program's metrics of a twin, read off the prediction of its workload."""
+    time_ms = pred.time_s * 1e3
+    b = twin.benchmark
+    if b == "ptr_chase":
+        return {"lat_ns": pred.extra["step_ns"], "time_ms": time_ms}
+    if b == "launch":
+        return {"time_us": pred.time_s * 1e6, "time_ms": time_ms,
+                "ns_per_cta": pred.extra["ns_per_cta"]}
+    if b == "host_loop":
+        return {"gap_us": pred.extra["gap_per_iteration_ns"] * 1e-3, "time_ms": time_ms,
+                "kernel_time_ms": pred.kernel_time_s * 1e3}
+    if b == "uvm_touch":
+        out = {"prefetch_ms": pred.extra["prefetch_s"] * 1e3} if twin.workload.prefetch else {}
+        out.update(time_ms=time_ms, bw_GBps=pred.bw_GBps,
+                   kernel_ms=pred.extra["kernel_with_launch_s"] * 1e3)
+        if int(twin.params.get("launches", 1)) > 1 and len(pred.per_launch_time_s) > 1:
+            out["first_launch_ms"] = pred.per_launch_time_s[0] * 1e3
+            out["later_launch_ms"] = float(np.mean(pred.per_launch_time_s[1:])) * 1e3
+        return out
+    return {"time_ms": time_ms, "bw_GBps": pred.bw_GBps}
 
 
 def read_kernel_symbol(bytes_per_lane: int, cache: str, unroll: int, pattern: str) -> str:
@@ -467,63 +474,18 @@ def _strided_stream(warps: int, starts: np.ndarray, n_inst: int, chunk: int, bpl
                         space=space), loaded
 
 
-#: salts of the measured losses' draws (any fixed values: the twins are deterministic)
-REVISIT_SALT, DUPLICATE_SALT = 0x5EC7_0A11, 0xD0B1_E5EC
-
-
-def _uniform(key: np.ndarray, salt: int) -> np.ndarray:
-    """A deterministic draw in [0, 1) per key."""
-    return (mix64(key.astype(np.uint64) ^ np.uint64(salt)) >> np.uint64(11)).astype(np.float64) \
-        * (1.0 / (1 << 53))
-
-
 def _strided_measured_stream(warps: int, n_inst: int, chunk: int, bpl: int, group: int,
                              nchunks: int, refetch: float, *, space, launches):
     """The strided pattern's stream through an L1 that fetches ``refetch`` host sectors per
-    sector read (:mod:`hostlink.validation.l1_losses`), and the bytes its loads read.
+    sector read (:func:`hostlink.model.l1_losses.lossy_sector_requests`), and the bytes
+    its loads read."""
+    from hostlink.model.l1_losses import lossy_sector_requests
 
-    A lane reads each of its sectors in ``V`` instructions (its groups of ``group``
-    loads, ``group x bpl`` bytes each; V = 1 where a group reads the whole sector). The
-    first fetches the sector; each later one fetches it again with probability ``p``,
-    and where ``refetch`` exceeds V every fetch is sent twice with probability ``d``:
-    1 + (V - 1) p = refetch up to V, V (1 + d) = refetch beyond. The draws are a hash of
-    the lane's bytes (:func:`_uniform`), so the losses spread evenly over warps and
-    sectors and the twin stays deterministic."""
     warp, _, gid, e, lane_lo, active = _strided_lanes(warps, np.zeros(warps, dtype=np.int64),
                                                       n_inst, chunk, bpl, group, nchunks)
     loaded = int(active.sum()) * bpl
-    span = group * bpl
-    visits = max(1, -(-SECTOR_B // span))
-    p = 0.0 if visits == 1 else min(1.0, max(0.0, (refetch - 1.0) / (visits - 1)))
-    d = max(0.0, refetch / visits - 1.0)
-    sector = lane_lo >> 5
-    prev = np.roll(sector, 1, axis=0)
-    new_inst = np.ones(len(warp), dtype=bool)
-    new_inst[1:] = (warp[1:] != warp[:-1]) | (gid[1:] != gid[:-1])
-    # the instruction's first load of the sector, and whether it is the sector's first visit
-    first_in_inst = active & (new_inst[:, None] | (sector != prev))
-    first_visit = (e[:, None] == 0) | (sector != ((lane_lo - bpl) >> 5))
-    send = first_in_inst & (first_visit | (_uniform(lane_lo >> 4, REVISIT_SALT) < p))
-    copies = send.astype(np.int64) * (1 + (_uniform(lane_lo >> 4, DUPLICATE_SALT) < d))
-    # bytes credited as the coalescer credits them: a fetch the bytes its instruction
-    # reads of the sector, the sector's first fetch also those of the later visits that
-    # hit it (within the prefix), a second copy nothing
-    keys, inverse = np.unique(sector[active], return_inverse=True)
-    read_B = np.bincount(inverse, minlength=len(keys)) * bpl
-    refetched_B = np.bincount(inverse, weights=(send & ~first_visit)[active] * span,
-                              minlength=len(keys))
-    credit = np.zeros(lane_lo.shape, dtype=np.int64)
-    credit[active] = np.where(first_visit[active], read_B[inverse] - refetched_B[inverse],
-                              np.minimum(span, read_B[inverse]))
-    rows = np.broadcast_to(np.arange(len(warp))[:, None], lane_lo.shape)
-    count = copies.ravel()
-    row = np.repeat(rows.ravel(), count)
-    addr = np.repeat((sector << 5).ravel(), count)
-    useful = np.repeat(credit.ravel(), count)
-    first_copy = np.ones(len(row), dtype=bool)
-    first_copy[1:] = (row[1:] != row[:-1]) | (addr[1:] != addr[:-1])
-    useful = np.where(first_copy, useful, 0)
-    size = np.full(len(row), SECTOR_B)
+    row, addr, size, useful = lossy_sector_requests(warp, gid, e, lane_lo, active, bpl, group,
+                                                    refetch)
     return _stream(row, warp, gid, addr, size, useful, space=space,
                    launches=launches), loaded
 
@@ -534,7 +496,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     """Twin of a zc_read or zc_warps point: a warp's instruction is the ``in_flight``
     loads its kernel keeps in flight (:func:`read_kernel_in_flight`), ``unroll`` where
     that is not known. ``measured_l1``: the strided pattern's L1 losses from
-    :mod:`hostlink.validation.l1_losses` where they were measured for the GPU and
+    :mod:`hostlink.model.l1_losses` where they were measured for the GPU and
     kernel (False: the LRU replays for every GPU)."""
     bench = params["benchmark"]
     pattern = params.get("pattern", "coalesced")
@@ -602,7 +564,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
                                               nchunks / threads)
         measured = refetch is not None
         if measured:
-            # the losses measured on this GPU's L1 (validation/l1_losses.py), not replayed,
+            # the losses measured on this GPU's L1 (model/l1_losses.py), not replayed,
             # on a prefix of whole sectors (a sector cut short would count its fetch
             # against part of its bytes)
             whole = int(np.lcm(group, max(1, SECTOR_B // bpl)))
@@ -660,171 +622,15 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         # 14-15 ns each
         stream = stream.with_follows(np.ones(len(stream), dtype=bool))
     # the bytes the twin's loads read (cache hits included), as the program counts them
+    hashed = (HashedLines(random_region_B(params), blk, str(params.get("cache", "default")))
+              if pattern == "random" else None)
+    workload = SampledRun(stream, float(full), float(loaded), warps=warps, group=group,
+                          cached=cache is not None, hashed=hashed, loads_in_flight=1)
     return MicroTwin(case, bench, params, mode, stream, float(full), float(loaded),
                      loads_in_flight=1,
                      extra={"warps": warps, "cached": cache is not None, "group": group,
-                            **({"phases": phases} if phases else {}), **l1_note})
-
-
-def without_launch(system):
-    """``system`` without the launch's own costs (``gpu.launch_ns``,
-    ``gpu.cta_dispatch_ns``): for twins that time the steady state of a prefix of
-    the traffic or time inside the kernel (the pointer chase's %globaltimer)."""
-    from hostlink.model.config import system_with
-    if system.gpu.launch_ns == 0 and system.gpu.cta_dispatch_ns == 0:
-        return system
-    return system_with(system, {"gpu.launch_ns": 0.0, "gpu.cta_dispatch_ns": 0.0})
-
-
-def random_pattern_floor_ns(twin: MicroTwin, system, traffic_GBps: float | None = None,
-                            host_GBps: float | None = None) -> float:
-    """Least time of a zc_read/zc_warps random-pattern run beyond its memory traffic, ns
-    (0 for the other patterns).
-
-    - The kernel's own work: each load's line is ``mix64(seed ^ mix64(j)) % blocks``
-      (gpu_kernels/micro/zc_common.cuh), two 64-bit hashes and a 64-bit modulo, about
-      130 SASS instructions per warp load (validation/results/h200/sass), so loads the
-      caches serve run at the SMs' issue rate, not the L1's: every SM spends
-      ``gpu.random_load_ns`` per warp load, and a warp, whose instructions
-      depend on one another (the modulo is a called routine), at least
-      ``gpu.random_chain_ns`` per load. Both are fitted on random lines in
-      device memory (640-660 GB/s at full occupancy on an H100 and an H200 from 4 KiB
-      to 16 MiB regions; 65-71 GB/s with one warp per SM over 4 KiB,
-      validation/results/*/hot_lines); 0, the default, leaves a bound out. The bound
-      does not add a load's own latency to the chain: loads that miss the L1 make one
-      warp slower than it (1 MiB of device memory, L2 hits: 52-53 GB/s with one warp
-      per SM).
-    - With ``cache = cv`` on host memory every load goes to the host, one at a time
-      (0.08 GB/s for one warp at every unroll, validation/results/h200/unroll_probe):
-      each warp spends its chain time plus a host round trip
-      (``link.rtt_ns + gpu.host_path_ns``) per load (132 warps over 1 MiB: 11.4-11.5 GB/s
-      on both GPUs).
-    - With ``cache = cv`` on host memory reads of one line do not overlap either: a line
-      has one read at a time, and a read holds its line for
-      ``gpu.cv_line_ns`` (at least the round trip) plus
-      ``gpu.cv_line_gap_ns`` for every line read at once, so
-      ``region_B / 128`` lines bound the bandwidth. The lines read at once are at most
-      the lines, the warps, and the reads the memory model's bandwidth for the run
-      (``traffic_GBps``, when given) keeps in flight over one round trip.
-      Measured with 2112 and 8448 warps (validation/results/*/hot_lines): 4 KiB (32
-      lines) 2.5 GB/s on both GPUs, whatever the warps; 16 KiB 9.4-9.5; 64 KiB 23-24
-      on the H200, 27 on the H100: a line is held about 1.65 us with 32 lines and
-      2.4-2.7 us with 512, where one round trip is 1.19-1.21 us; 256 KiB (2048 lines)
-      reaches the link. Both are fitted on those points (calibrate step
-      ``cv_lines``); 0, the default, holds a line one round trip.
-    - With the default cache operator on host memory every SM's L1 starts empty, so
-      each SM first fetches the lines of the region it reads
-      (:func:`cold_fill_ns`): the loads that hit wait for that fill, and the time it
-      adds comes on top of the kernel's own.
-    - The kernel keeps one load in flight whatever the unroll (the call to its modulo
-      routine waits for the load before it; validation/sass.py), so with either
-      operator each warp spends its chain time plus a round trip per load the caches
-      do not serve (:func:`steady_miss_fraction`): one warp over 2 MiB to 1
-      GiB of host memory reads at 0.085-0.096 GB/s at unroll 1 to 8, ld.cv or not
-      (an H200, validation/results/h200/cv_overlap)."""
-    p = twin.params
-    if twin.benchmark not in ("zc_read", "zc_warps") or p.get("pattern") != "random":
-        return 0.0
-    gpu = system.gpu
-    load_ns, chain_ns = float(gpu.random_load_ns), float(gpu.random_chain_ns)
-    blk = 32 * int(p.get("bytes_per_lane", 4))
-    warps = int(twin.extra.get("warps", 0) or 0) or system.gpu.sm_count
-    loads = twin.full_bytes_B / blk
-    floor = max(loads / min(warps, system.gpu.sm_count) * load_ns, loads / warps * chain_ns)
-    round_trip_ns = system.link.rtt_ns + system.gpu.host_path_ns
-    if p.get("cache") == "cv" and twin.mode == "zerocopy":
-        region = random_region_B(p)
-        lines = max(1, region // LINE_B)
-        hold_ns = max(round_trip_ns, float(gpu.cv_line_ns))
-        gap_ns = float(gpu.cv_line_gap_ns)
-        at_once = min(lines, warps)
-        if traffic_GBps is not None and traffic_GBps > 0:
-            at_once = min(at_once, traffic_GBps * round_trip_ns / LINE_B)
-        line_ns = hold_ns + gap_ns * at_once
-        floor = max(floor, loads / warps * (chain_ns + round_trip_ns),
-                    twin.full_bytes_B * line_ns / (lines * LINE_B))
-    elif floor > 0:
-        floor += cold_fill_ns(twin, system, host_GBps)
-        if twin.mode == "zerocopy":
-            floor = max(floor, loads / warps * (chain_ns + steady_miss_fraction(twin, system)
-                                                * round_trip_ns))
-    return floor
-
-
-def steady_miss_fraction(twin: MicroTwin, system) -> float:
-    """Share of a random-pattern run's loads of host memory that miss once the caches
-    are warm: 1 - L1 / region for a region larger than the L1 that holds host lines
-    (uniform random lines), 1 where the loads skip the L1, 0 for a region it holds
-    (its first fetches are :func:`cold_fill_ns`'s)."""
-    cache = host_cache_for(twin.params, system)
-    if cache is None or cache.l1_size_B == 0:
-        return 1.0
-    return max(0.0, 1.0 - cache.l1_size_B / random_region_B(twin.params))
-
-
-def random_region_B(params: dict) -> int:
-    """The bytes a random-pattern run draws its blocks from: ``region_B`` in whole blocks
-    of 32 x bytes_per_lane (at least one), as the program rounds it."""
-    blk = 32 * int(params.get("bytes_per_lane", 4))
-    return max(1, int(params.get("region_B", 1 << 30)) // blk) * blk
-
-
-def cold_fill_ns(twin: MicroTwin, system, host_GBps: float | None) -> float:
-    """Time a random-pattern run with the default cache operator on host memory
-    spends filling its SMs' empty L1s, beyond the kernel's own time, ns (0 where the
-    loads skip the L1 or read device memory).
-
-    Each SM reads ``min(region_B, L1)`` bytes of distinct lines (all of a region
-    that fits; about ``L1`` bytes before the misses of a larger one turn to capacity
-    misses, which the memory model's stream holds), the lines its loads pick before
-    they are filled. Two bounds on the fill:
-
-    - the link: all SMs' fill bytes at ``host_GBps``, the rate the memory model gives
-      the run's host requests; the SMs' loads that hit proceed meanwhile, a warp
-      only when all ``g`` lines of the loads it keeps in flight are present. With lines
-      arriving at a constant rate over the fill time T, a warp's group finds its
-      lines present with probability (t/T)^g, so the SMs do T / (g + 1) of their
-      work during the fill and the fill adds T g / (g + 1);
-    - the round trip: an SM's ``w`` warps keep ``w g`` misses in flight, so its
-      lines take ``lines / (w g)`` round trips (``link.rtt_ns + gpu.host_path_ns``),
-      during which its warps wait.
-
-    The larger is added. Measured (validation/results/*/hot_lines, l1_probe):
-    random 128 B lines over 64 KiB of host memory with the default cache operator
-    at full occupancy miss the L1 on exactly 132 x 64 KiB (Nsight Compute: 270 336
-    sectors, every one from the host; the L2 never holds host lines) and read at
-    500-527 GB/s where the same kernel over 4 KiB reads at 637-680 GB/s."""
-    p = twin.params
-    if twin.mode == "device" or not twin.extra.get("cached") or not host_GBps:
-        return 0.0
-    cache = host_cache_for(p, system)
-    if cache is None or cache.l1_size_B == 0:
-        return 0.0
-    blk = 32 * int(p.get("bytes_per_lane", 4))
-    warps = int(twin.extra.get("warps", 0) or 0) or system.gpu.sm_count
-    sms = max(1, min(system.gpu.sm_count, warps // warps_per_block(warps, system.gpu.sm_count)))
-    region_B = random_region_B(p)
-    loads_per_sm = twin.full_bytes_B / blk / sms
-    lines = min(region_B, cache.l1_size_B) / LINE_B
-    lines *= -np.expm1(-loads_per_sm * (blk / LINE_B) / lines)   # the lines its loads pick
-    g = max(1, int(twin.extra.get("group") or twin.params.get("unroll", 1)))
-    link_ns = sms * lines * LINE_B / host_GBps * g / (g + 1)
-    round_trip_ns = system.link.rtt_ns + system.gpu.host_path_ns
-    latency_ns = lines / (max(1.0, warps / sms) * g) * round_trip_ns
-    return float(max(link_ns, latency_ns))
-
-
-def _predict_bandwidth_run(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
-    run = run_model(twin.stream, without_launch(system), twin.mode, fidelity)
-    kernel_ns = float(np.sum(run.kernel_ns))
-    if kernel_ns <= 0:
-        raise TwinError(f"case '{twin.case}': the model predicted no time")
-    bw = twin.twin_bytes_B / kernel_ns                      # B/ns = GB/s
-    host_GBps = run.host_bytes_B / kernel_ns if run.host_bytes_B > 0 else None
-    body_ns = max(twin.full_bytes_B / bw,
-                  random_pattern_floor_ns(twin, system, bw, host_GBps))
-    time_ns = system.launch_overhead_us * 1e3 + body_ns
-    return {"time_ms": time_ns * 1e-6, "bw_GBps": twin.full_bytes_B / time_ns}
+                            **({"phases": phases} if phases else {}), **l1_note},
+                     workload=workload)
 
 
 def build_ptr_chase(case: str, params: dict, system, *,
@@ -875,10 +681,12 @@ def build_ptr_chase(case: str, params: dict, system, *,
         else:
             levels = device_chase_levels(nodes, timed, stride, cache_op, system.gpu,
                                          l2_flushed=fresh)
+        workload = PointerChase(steps, levels=tuple(float(c) for c in levels),
+                                atomic=cache_op == "atomic", lanes=lanes, warps=warps)
         return MicroTwin(case, "ptr_chase", params, "device", None, float(8 * steps),
                          float(8 * steps), loads_in_flight=1, steps=steps,
                          extra={"levels": levels, "atomic": cache_op == "atomic",
-                                "lanes": lanes, "warps": warps})
+                                "lanes": lanes, "warps": warps}, workload=workload)
     mode = "device" if space == SPACE_DEVICE else PREDICT_MODE.get(params.get("memory_mode",
                                                                               "zerocopy"))
     lo = MICRO_BASE + np.concatenate([nodes, timed]) * stride
@@ -900,13 +708,15 @@ def build_ptr_chase(case: str, params: dict, system, *,
                               launches=(li, li), cache=cache, region_B=footprint,
                               launch=launch_of_row)
     return MicroTwin(case, "ptr_chase", params, mode, stream, float(8 * steps), float(8 * steps),
-                     loads_in_flight=1, steps=steps)
+                     loads_in_flight=1, steps=steps,
+                     workload=PointerChase(steps, stream=stream, timed_launch=1))
 
 
 def device_chase_levels(untimed: np.ndarray, timed: np.ndarray, stride_B: int, cache: str,
                         gpu, *, l2_flushed: bool) -> np.ndarray:
     """Loads of a device pointer chase's timed pass served by the L1, the L2 and DRAM
-    (:data:`hostlink.model.device_memory.LEVELS` order).
+    (:data:`hostlink.model.device_memory.LEVELS` order; the caches replayed by
+    :func:`hostlink.model.chase.chase_levels`).
 
     The program flushes the L2 before each pass where it reports ``revisits``
     (``l2_flushed``): the timed pass starts from empty caches. The first H200 run's
@@ -914,20 +724,16 @@ def device_chase_levels(untimed: np.ndarray, timed: np.ndarray, stride_B: int, c
     the untimed one loaded in the L2. The L1 starts empty at each launch; loads with
     ``cg`` or ``cv`` skip it (device memory's point of coherence is the L2), and so
     do atomics (performed at the L2)."""
-    from hostlink.model.device_memory import level_counts
-    from hostlink.traces.cache import CacheConfig, CacheState
+    from hostlink.model.chase import chase_levels
 
     if cache not in ("default", "cg", "cv", "atomic"):
         raise TwinError(f"pointer chase: unknown cache operator '{cache}'")
-    state = CacheState(CacheConfig.from_gpu(gpu, l1=cache == "default"))
 
-    def sectors(nodes: np.ndarray) -> np.ndarray:
-        return (MICRO_BASE + np.asarray(nodes, dtype=np.int64) * stride_B) // SECTOR_B
+    def addr(nodes: np.ndarray) -> np.ndarray:
+        return MICRO_BASE + np.asarray(nodes, dtype=np.int64) * stride_B
 
-    if not l2_flushed:
-        state.levels(0, sectors(untimed))
-        state.flush_l1()
-    return level_counts(state.levels(0, sectors(timed)))
+    return chase_levels(gpu, addr(timed), warmup_addr=None if l2_flushed else addr(untimed),
+                        l1=cache == "default")
 
 
 def device_chase_lane_levels(n: int, steps: int, lanes: int, stride_B: int, cache: str, gpu, *,
@@ -941,9 +747,9 @@ def device_chase_lane_levels(n: int, steps: int, lanes: int, stride_B: int, cach
     node ``w * lanes + l``, in both passes; the L2 is flushed before the timed pass
     (programs that report ``revisits``). The twin's cycle is a random one (seeded, not
     the program's own), or node i to i + 1 (``order`` seq); the threads step in
-    lockstep, a step's looked up in thread order."""
-    from hostlink.model.device_memory import level_counts
-    from hostlink.traces.cache import CacheConfig, CacheState
+    lockstep, a step's looked up in thread order
+    (:func:`hostlink.model.chase.chase_levels`)."""
+    from hostlink.model.chase import chase_levels
 
     if cache not in ("default", "cg", "cv", "atomic"):
         raise TwinError(f"pointer chase: unknown cache operator '{cache}'")
@@ -959,88 +765,14 @@ def device_chase_lane_levels(n: int, steps: int, lanes: int, stride_B: int, cach
     start[0] = (pos[0] + steps) % n
     at = (start[None, :] + np.arange(steps, dtype=np.int64)[:, None]) % n   # (steps, threads)
     nodes = cycle[at]
-    state = CacheState(CacheConfig.from_gpu(gpu, l1=cache == "default"))
-    sectors = (MICRO_BASE + nodes.ravel() * stride_B) // SECTOR_B
-    levels = state.levels(0, sectors).reshape(steps, threads)
-    return level_counts(levels[:, :lanes].max(axis=1))
-
-
-def atomic_round_ns(gpu, lanes: int, warps: int) -> float:
-    """The least time a step of an atomic chase by ``warps`` warps of one SM, ``lanes``
-    lines each, takes where atomics spread (``gpu.atomic_spread_ns`` set): the SM lets
-    their lines out one ``gpu.atomic_sm_ns`` apart (:mod:`hostlink.model.des.events`)."""
-    if gpu.atomic_spread_ns is None:
-        return 0.0
-    return warps * lanes * float(gpu.atomic_sm_ns)
-
-
-def atomic_step_ns(gpu, lanes: int) -> float:
-    """What a step of an atomic chase of ``lanes`` lanes (one line each) takes beyond a
-    load's of its slowest level: ``gpu.atomic_spread_ns * log2(lanes)``, or where that
-    is unset the lines leaving one warp as a load's do (one ``request_gap_ns`` or SM
-    turn, ``sm_request_ns``, whichever is longer, per line beyond the first), as in
-    :mod:`hostlink.model.des.events`."""
-    if lanes <= 1:
-        return 0.0
-    if gpu.atomic_spread_ns is None:
-        return (lanes - 1) * max(float(gpu.request_gap_ns), float(gpu.sm_request_ns))
-    return float(gpu.atomic_spread_ns) * float(np.log2(lanes))
-
-
-def _predict_ptr_chase(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
-    if "levels" in twin.extra:          # device memory: one dependent step at a time
-        from hostlink.model.device_memory import dependent_chain_ns
-        levels = np.asarray(twin.extra["levels"], dtype=float)
-        timed_ns = dependent_chain_ns(system.gpu, levels)
-        if twin.extra.get("atomic"):
-            # an atomic the L2 serves waits atomic_extra_ns beyond a load; one from DRAM
-            # as long as a load (validation/results/h200/atomic_chase); a step takes at
-            # least the SM's round of its warps' lines (validation/results/h200/atomic_warps)
-            from hostlink.model.device_memory import level_latency_ns
-            gpu = system.gpu
-            lanes, warps = int(twin.extra.get("lanes", 1)), int(twin.extra.get("warps", 1))
-            per_level = level_latency_ns(gpu) + atomic_step_ns(gpu, lanes)
-            per_level[1] += float(gpu.atomic_extra_ns)
-            per_level = np.maximum(per_level, atomic_round_ns(gpu, lanes, warps))
-            timed_ns = float(np.dot(levels, per_level))
-        return {"lat_ns": timed_ns / twin.steps, "time_ms": timed_ns * 1e-6}
-    # host memory: the loads that miss go through the model, each one 32 B request
-    timed_requests = int(np.count_nonzero(np.asarray(twin.stream.launch) == 1))
-    hits = twin.steps - timed_requests
-    if hits < 0:
-        raise TwinError(f"case '{twin.case}': the timed pass sends {timed_requests} requests "
-                        f"for {twin.steps} loads")
-    miss_ns = 0.0
-    if timed_requests:
-        run = run_model(twin.stream, without_launch(system), twin.mode, fidelity)
-        if len(run.kernel_ns) < 2:
-            raise TwinError(f"case '{twin.case}': the model returned no per-launch times")
-        miss_ns = float(run.kernel_ns[1])
-    timed_ns = miss_ns + hits * float(system.gpu.l1_hit_ns)
-    return {"lat_ns": timed_ns / twin.steps, "time_ms": timed_ns * 1e-6}
+    return chase_levels(gpu, MICRO_BASE + nodes * stride_B, l1=cache == "default", lanes=lanes)
 
 
 def build_memcpy(case: str, params: dict, system) -> MicroTwin:
     size = int(params.get("size_B", 1 << 30))
     return MicroTwin(case, "memcpy", params, "zerocopy", None, float(size), float(size),
-                     size_B=size)
-
-
-def _predict_memcpy(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
-    from hostlink.model.analytic import SizeHistogram, predict_system
-
-    from hostlink.model.config import system_with
-
-    write = twin.params.get("direction", "h2d") == "d2h"
-    hist = SizeHistogram.of([COPY_ENGINE_REQUEST_B], [1.0], 0, write)
-    # the copy engine is not held to the SMs' read limits (calibrated from SM reads)
-    if system.link.cpl_buffer_B:
-        system = system_with(system, {"link.cpl_buffer_B": 0})
-    res = predict_system(system, hist, requester_limit=0)
-    bw = float(res.bw_GBps)
-    time_ns = (system.gpu.copy_setup_ns + twin.size_B / bw
-               + (0.0 if write else system.link.rtt_ns))
-    return {"time_ms": time_ns * 1e-6, "bw_GBps": twin.size_B / time_ns}
+                     size_B=size,
+                     workload=Copy(size, to_device=params.get("direction", "h2d") != "d2h"))
 
 
 def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None = None,
@@ -1112,39 +844,12 @@ def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None
     space = SPACE_DEVICE if advice == "prefetch" else SPACE_HOST
     stream = _ranges_stream(warp, j, lo, lo + LINE_B, np.arange(len(lo)), space=space,
                             launches=launches, launch=launch_of_row)
+    workload = FirstTouch(stream, size, float(full_B), float(twin_size),
+                          back_to_back=int(params.get("launches", 1)) > 1,
+                          prefetch=advice == "prefetch")
     return MicroTwin(case, "uvm_touch", params, mode, stream, float(full_B), float(twin_size),
-                     loads_in_flight=1, size_B=size, extra={"warps": warps, "advice": advice})
-
-
-def _predict_uvm_touch(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
-    # first touch split over launches is a traversal's context for the one-off cost
-    split = int(twin.params.get("launches", 1)) > 1
-    run = run_model(twin.stream, system, twin.mode, fidelity, back_to_back=split)
-    body_ns = run.time_ns - system.launch_overhead_us * 1e3
-    if twin.scale != 1.0:
-        # a prefix stands for the buffer: its per-line time scales, the run's one-off
-        # first fault (with the first batch: hostlink.model.uvm.first_fault_cost_us) does not
-        once_ns = 0.0
-        if twin.mode in UVM_MODES and len(twin.stream):
-            from hostlink.model.uvm.model import first_fault_cost_us
-            once_ns = first_fault_cost_us(system.uvm, split) * 1e3
-        body_ns = once_ns + (body_ns - once_ns) * twin.scale
-    out: dict[str, float] = {}
-    prefetch_ns = 0.0
-    if twin.extra.get("advice") == "prefetch":
-        from hostlink.model.uvm import prefetch_time_s
-        prefetch_ns = prefetch_time_s(twin.size_B, system) * 1e9
-        out["prefetch_ms"] = prefetch_ns * 1e-6
-    time_ns = system.launch_overhead_us * 1e3 + body_ns + prefetch_ns
-    out["time_ms"] = time_ns * 1e-6
-    out["bw_GBps"] = twin.size_B / time_ns
-    out["kernel_ms"] = (time_ns - prefetch_ns) * 1e-6
-    if int(twin.params.get("launches", 1)) > 1 and len(run.kernel_ns) > 1:
-        # each launch as its event pair times it: its kernel time and the launch overhead
-        launch_ns = run.kernel_ns + system.launch_overhead_us * 1e3
-        out["first_launch_ms"] = float(launch_ns[0]) * 1e-6
-        out["later_launch_ms"] = float(np.mean(launch_ns[1:])) * 1e-6
-    return out
+                     loads_in_flight=1, size_B=size, extra={"warps": warps, "advice": advice},
+                     workload=workload)
 
 
 def build_launch(case: str, params: dict, system, *,
@@ -1173,23 +878,8 @@ def build_launch(case: str, params: dict, system, *,
                                 np.arange(warps), space=SPACE_DEVICE,
                                 launches=(LaunchInfo("launch_grid", sim_ctas, wpc, threads),))
     return MicroTwin(case, "launch", params, "device", stream, float(ctas), float(sim_ctas),
-                     extra={"ctas": ctas})
-
-
-def _predict_launch(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
-    """``launch_ns + max(work, ctas x cta_dispatch_ns)`` (:func:`hostlink.model.predict.launch_floor`),
-    the work the label loads' device time scaled from the simulated CTAs."""
-    work_ns = 0.0
-    if twin.stream is not None:
-        run = run_model(twin.stream, without_launch(system), "device", fidelity)
-        work_ns = float(np.sum(run.kernel_ns)) * twin.scale
-    ctas = int(twin.extra["ctas"])
-    gpu = system.gpu
-    time_ns = max(work_ns, ctas * gpu.cta_dispatch_ns) + gpu.launch_ns
-    if time_ns <= 0:
-        raise TwinError(f"case '{twin.case}': the model predicted no time (gpu.launch_ns and "
-                        "gpu.cta_dispatch_ns are 0: the launch is not modelled)")
-    return {"time_us": time_ns * 1e-3, "time_ms": time_ns * 1e-6, "ns_per_cta": time_ns / ctas}
+                     extra={"ctas": ctas},
+                     workload=LaunchGrid(ctas, stream, sim_ctas if stream is not None else 0))
 
 
 def build_host_loop(case: str, params: dict, system) -> MicroTwin:
@@ -1204,29 +894,11 @@ def build_host_loop(case: str, params: dict, system) -> MicroTwin:
     if iterations < 1 or vertices < 1:
         raise TwinError(f"case '{case}': iterations and vertices must be >= 1")
     parse_loop(loop)
+    walk_us = float(params.get("walk_us", 0))
     return MicroTwin(case, "host_loop", params, "device", None, 0.0, 0.0,
                      extra={"loop": loop, "iterations": iterations, "vertices": vertices,
-                            "walk_us": float(params.get("walk_us", 0))})
-
-
-def _predict_host_loop(twin: MicroTwin, system, fidelity: str) -> dict[str, float]:
-    """The loop's time outside the walks (:func:`hostlink.model.host_loop.loop_gap_ns`)
-    per iteration; the walks themselves as their events time them (``walk_us`` plus
-    an empty launch's ``gpu.launch_ns``)."""
-    from hostlink.model.host_loop import loop_gap_ns, parse_loop
-    x = twin.extra
-    gap_ns = loop_gap_ns(system, x["loop"], x["vertices"], x["iterations"])
-    walks = x["iterations"] * sum(1 for i in parse_loop(x["loop"]) if i.op == "walk")
-    kernel_ns = walks * (x["walk_us"] * 1e3 + system.gpu.launch_ns)
-    return {"gap_us": gap_ns / x["iterations"] * 1e-3, "time_ms": (gap_ns + kernel_ns) * 1e-6,
-            "kernel_time_ms": kernel_ns * 1e-6}
-
-
-_PREDICTORS: dict[str, Callable] = {
-    "launch": _predict_launch, "host_loop": _predict_host_loop,
-    "zc_read": _predict_bandwidth_run, "zc_warps": _predict_bandwidth_run,
-    "ptr_chase": _predict_ptr_chase, "memcpy": _predict_memcpy, "uvm_touch": _predict_uvm_touch,
-}
+                            "walk_us": walk_us},
+                     workload=HostLoopRun(loop, iterations, vertices, walk_us))
 
 
 def build_micro(case: str, params: dict, system, *, hints: Callable[[str], float | None] | None = None,

@@ -37,11 +37,10 @@ from hostlink.validation.twin_common import (  # noqa: F401  (the twins' names, 
     PREDICT_MODE, PRIMARY_METRIC, TRAVERSAL_PRIMARY, UVM_MODES, ZEROCOPY_MODES, ModelRun, RunData, TwinError, case_group, load_run,
     micro_group, params_from_name, primary_metric, run_model)
 from hostlink.validation.twin_micro import (  # noqa: F401
-    COPY_ENGINE_REQUEST_B, DEFAULT_MAX_REQUESTS, DEFAULT_MAX_UVM_B, MICRO_BASE,
-    MIN_LOADS_PER_WARP, PERM_MULTIPLIER, MicroTwin, build_launch, build_memcpy, build_micro,
-    build_ptr_chase, build_uvm_touch, build_zc, cold_fill_ns, device_chase_levels,
-    host_cache_for, mix64, random_pattern_floor_ns, read_kernel_in_flight, read_kernel_symbol,
-    run_loads_in_flight, warps_per_block, without_launch)
+    DEFAULT_MAX_REQUESTS, DEFAULT_MAX_UVM_B, MICRO_BASE, MIN_LOADS_PER_WARP, PERM_MULTIPLIER,
+    MicroTwin, build_launch, build_memcpy, build_micro, build_ptr_chase, build_uvm_touch,
+    build_zc, device_chase_levels, host_cache_for, mix64, random_region_B,
+    read_kernel_in_flight, read_kernel_symbol, run_loads_in_flight, warps_per_block)
 from hostlink.validation.twin_traversal import (  # noqa: F401
     GraphSource, predict_traversal, requests_ahead)
 

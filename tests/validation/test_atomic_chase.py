@@ -19,7 +19,7 @@ from hostlink.validation.calibrate import calibrate
 from hostlink.validation.manifest import expand_micro, load_manifest, micro_case_name
 from hostlink.validation.results_io import make_table, unit_of, write_results
 from hostlink.validation.twin_common import TwinError
-from hostlink.validation.twin_micro import atomic_step_ns
+from hostlink.model.chase import atomic_step_ns
 from hostlink.validation.twins import build_micro, case_group
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -183,7 +183,7 @@ def test_strided_reads_too_fast_name_the_hosts_rate_and_the_measured_l1_table():
         for c in (128, 512, 4096)}
     errs = [14.0, 12.0, 16.0]
     _, text = _diagnosed(cases, "bw_GBps", "GB/s", 1.0, [1 + e / 100 for e in errs])
-    assert "too fast" in text and "32 B reads" in text and "validation/l1_losses.py" in text
+    assert "too fast" in text and "32 B reads" in text and "model/l1_losses.py" in text
     _, text = _diagnosed(cases, "bw_GBps", "GB/s", 1.0, [1 - e / 100 for e in errs])
     assert "too slow" in text and "tag window" in text and "keeps more" in text
 

@@ -284,10 +284,10 @@ def test_code_hash_follows_every_source_file(tmp_path, monkeypatch):
 
 def test_the_code_hash_covers_what_the_twins_import_and_the_l1_table(tmp_path, monkeypatch):
     # an edit of a module a twin imports, or of the measured table it reads, makes
-    # stored predictions stale (twin_micro reads hostlink.validation.l1_losses and its CSV)
+    # stored predictions stale (twin_micro reads hostlink.model.l1_losses and its CSV)
     import re
 
-    from hostlink.validation import l1_losses
+    from hostlink.model import l1_losses
     src = Path(report.__file__).parent
     own = {"micro": ("twin_micro", "twin_common", "twins"),
            "traversal": ("twin_traversal", "twin_common")}

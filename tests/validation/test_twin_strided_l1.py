@@ -2,7 +2,7 @@
 
 Two ways: the LRU replays (in step and drifted) every GPU's twin can use
 (``measured_l1=False``), and the GH100 L1's measured losses
-(:mod:`hostlink.validation.l1_losses`, validation/results/h200/l1_policy), which the
+(:mod:`hostlink.model.l1_losses`, validation/results/h200/l1_policy), which the
 twins of an H100 or H200 take; the second is checked on probes it was not built on.
 
 Measured numbers: host sectors fetched per sector read by zc_read's strided
@@ -29,7 +29,8 @@ from probe_files import load_script
 
 from hostlink.model.config import load_system, system_with
 from hostlink.model.errors import HostlinkError
-from hostlink.validation import l1_losses, twin_micro, twins
+from hostlink.model import l1_losses
+from hostlink.validation import twin_micro, twins
 
 SMS = 132                                 # H200
 IN_FLIGHT = {4: 4, 8: 2, 16: 2}           # loads a thread keeps in flight (SASS)
@@ -362,3 +363,20 @@ def test_a_bad_table_is_refused_with_its_place(tmp_path):
         l1_losses.load_table(str(bad))
     with pytest.raises(HostlinkError, match="no rows with 2 B per lane"):
         l1_losses.strided_refetch(512, 2, 8, 1)
+    # lines of '#' before the header name the table's source: the lines still count
+    bad.write_text("# source\n# more\nchunk_B,rounds,bytes_per_lane,warps_per_sm,refetch\n"
+                   "128,1,4,8,1.0\n128,1,4,x,1.1\n")
+    with pytest.raises(HostlinkError, match=r"refetch\.csv, line 5"):
+        l1_losses.load_table(str(bad))
+
+
+def test_the_installed_table_is_the_committed_runs():
+    # package data (model/data/l1_refetch.csv) holds the rows of the committed run's
+    # table, validation/results/h200/l1_policy/refetch.csv, after its source lines
+    from pathlib import Path
+    committed = (Path(__file__).resolve().parents[2] / "validation" / "results" / "h200"
+                 / "l1_policy" / "refetch.csv").read_text().splitlines()
+    installed = Path(l1_losses.TABLE_CSV).read_text().splitlines()
+    source = [line for line in installed if line.startswith("#")]
+    assert source and "validation/results/h200/l1_policy" in " ".join(source)
+    assert installed[len(source):] == committed

@@ -377,7 +377,9 @@ def test_launch_twin_is_fixed_time_plus_dispatch_or_the_loads(h100):
 
 
 def test_launch_twin_without_launch_costs_is_an_error(h100):
-    with pytest.raises(twins.TwinError, match="not modelled"):
+    # the model refuses it (a HostlinkError: one line, exit status 2 in the CLI)
+    from hostlink.model.errors import HostlinkError
+    with pytest.raises(HostlinkError, match="not modelled"):
         twins.build_micro("c", launch_case(8, "empty"), h100).predict(h100, "des")
 
 
@@ -594,7 +596,8 @@ def test_cold_l1_fill_adds_to_the_random_patterns_own_time(h100):
         record = None if in_flight is None else {"zc_read": {"kernels": {
             twins.read_kernel_symbol(4, p["cache"], p["unroll"], "random"): in_flight}}}
         t = twins.build_micro("c", p, h100, max_requests=1 << 14, loads_in_flight=record)
-        return twins.cold_fill_ns(t, h100, host_GBps)
+        from hostlink.model.kernel_costs import cold_fill_ns
+        return cold_fill_ns(t.workload, h100, t.predict_mode, host_GBps)
 
     link_ns = sms * (64 << 10) / 50.0
     # g: the loads a warp keeps in flight, as the SASS shows: one for the random loop

@@ -5,7 +5,8 @@ per sector read by chunk, rounds, bytes per lane and warps per SM.
 Usage: python l1_policy_summary.py FOLDER [FOLDER ...] [--csv FILE]
 (the probe's folders: chase/, rounds/); --csv writes the strided table of every
 folder as one CSV (chunk_B, rounds, bytes_per_lane, warps_per_sm, refetch, part:
-the folder's name), the table validation/l1_losses.py reads. Standard library only
+the folder's name), the table model/l1_losses.py reads (copied into
+model/data/l1_refetch.csv). Standard library only
 (it also runs on the lent machine).
 """
 from __future__ import annotations

@@ -1,21 +1,23 @@
 """The L1's losses of strided zero-copy reads on a GH100 SM (H100, H200), as measured.
 
-What the twins of ``zc_read``/``zc_warps``' strided pattern take, instead of an
-LRU replay of their loads, for the host sectors the L1 fetches per sector the
-program reads (``refetch``; 1 = every sector once). Measured on an H200 by
+What a strided zero-copy read through a GH100 L1 fetches from the host per
+sector the kernel reads (``refetch``; 1 = every sector once), taken instead of an
+LRU replay of its loads by the request streams of ``zc_read``/``zc_warps``'
+strided pattern (:mod:`hostlink.validation.twin_micro`). Measured on an H200 by
 ``validation/device/l1_policy_probe.sh`` under Nsight Compute
 (``lts__t_sectors_srcunit_tex_aperture_sysmem_op_read`` over the bytes read / 32 B),
-tabled in ``validation/results/h200/l1_policy/refetch.csv``: chunks of 128 B to
+tabled in the committed run ``validation/results/h200/l1_policy/refetch.csv`` and
+installed with the package as ``hostlink.model`` data (``data/l1_refetch.csv``,
+read through :mod:`importlib.resources`; its header names the run): chunks of 128 B to
 4 KiB, 4, 8 and 16 B per lane (the compiled kernel's groups at unroll 4: four
 loads, two pairs, two pairs), 8 to 64 warps per SM (as many as the width's
 registers allow), each thread reading one chunk or four.
 
 Why a measurement and not the L1 model (:mod:`hostlink.traces.cache`): the same
-L1 keeps every line of a cycle of up to 1728 lines when one thread chases it,
-at any stride from 128 B to 2 MiB, so its capacity is the 224 KiB the model
-has; but the strided reads lose sectors from 24 warps per SM on (768 lines in
-use): 1.43-1.87 host sectors per sector at 40-48 warps in a single pass over
-512 B chunks, and with 16 B per lane 3-10% between the two loads of one pair. No
+L1 keeps every line of a cycle one thread chases up to its capacity, at any
+stride, as the model does; but the strided reads lose sectors with far fewer
+lines in use, from a few dozen warps per SM on, and with 16 B per lane between
+the two loads of one pair (the committed run's README.md gives the numbers). No
 LRU, FIFO or random replay of the loads, in issue order or timed with the link's
 queue, with lines still being filled kept or evicted first, gives these losses
 (``validation/device/l1_replay_ab.py``, the probe's README). Nor is it the time
@@ -30,13 +32,22 @@ of the rounds between one and four (clamped: the H100's drift probe, 16 MiB -
 1 GiB, shows the losses settled after four rounds). Where it stands
 (:func:`measured_loss`): within what was measured (at least 8 warps per SM, at
 least one round: every thread has a chunk) and where the table shows a loss
-beyond its points' repeatability (:data:`RESOLUTION`). Elsewhere the twins keep
+beyond its points' repeatability (:data:`RESOLUTION`). Elsewhere the streams keep
 their LRU replays, which lose nothing at so few warps either.
+
+A stream takes the losses as requests (:func:`lossy_sector_requests`): a lane reads
+each of its sectors in ``V`` instructions (its groups of ``group`` loads, ``group x
+bytes_per_lane`` bytes each; V = 1 where a group reads the whole sector). The first
+fetches the sector; each later one fetches it again with probability ``p``, and where
+``refetch`` exceeds V every fetch is sent twice with probability ``d``: 1 + (V - 1) p
+= refetch up to V, V (1 + d) = refetch beyond. The draws are a hash of the lane's
+bytes (SplitMix64's output function, :func:`mix64`), so the losses spread evenly over
+warps and sectors and predictions stay deterministic.
 
 Checked against measurements not in the table: the H200's ``l1_probe`` (an
 earlier lease, 256 MiB per point, 16-64 warps per SM) and the H100's
 ``drift_probe`` (16 MiB - 1 GiB) (tests/validation/test_twin_strided_l1.py).
-Applies where the twin's GPU has the GH100 L1 the table was measured on
+Applies where the stream's GPU has the GH100 L1 the table was measured on
 (:func:`applies`): Hopper, 224 KiB left by the 32 KiB carve-out
 (:data:`hostlink.traces.cache.NO_SHARED_CARVEOUT_B`), default cache operator,
 host memory, the kernel of unroll 4.
@@ -46,14 +57,16 @@ from __future__ import annotations
 import csv
 import functools
 import math
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from hostlink.model.errors import HostlinkError
+from hostlink.model.geometry import SECTOR_B
 
-TABLE_CSV = (Path(__file__).resolve().parents[1] / "validation" / "results" / "h200"
-             / "l1_policy" / "refetch.csv")
+#: the measured table, package data of hostlink.model (lines starting with '#' name its source)
+TABLE_CSV = Path(str(resources.files("hostlink.model") / "data" / "l1_refetch.csv"))
 #: the L1 the table was measured on: GH100's 256 KiB less the 32 KiB carve-out
 MEASURED_L1_B = 224 * 1024
 MEASURED_ARCH = "hopper"
@@ -83,12 +96,16 @@ def load_table(path: str | Path = TABLE_CSV) -> dict[tuple[int, int, int], tuple
         text = path.read_text()
     except OSError as exc:
         raise HostlinkError(f"{path}: cannot read the L1 loss table ({exc.strerror})") from exc
-    reader = csv.DictReader(text.splitlines())
+    lines = text.splitlines()
+    comments = 0
+    while comments < len(lines) and lines[comments].startswith("#"):
+        comments += 1
+    reader = csv.DictReader(lines[comments:])
     missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
         raise HostlinkError(f"{path}: no column {', '.join(missing)}")
     points: dict[tuple[int, int, int], list[tuple[int, float]]] = {}
-    for line, row in enumerate(reader, start=2):
+    for line, row in enumerate(reader, start=comments + 2):
         try:
             key = (int(row["bytes_per_lane"]), int(row["chunk_B"]), int(row["rounds"]))
             warps, value = int(row["warps_per_sm"]), float(row["refetch"])
@@ -159,7 +176,7 @@ def measured_loss(chunk_B: float, bytes_per_lane: int, warps_per_sm: float, roun
 
 
 def applies(gpu, *, cache_op: str, space_host: bool, bytes_per_lane: int, unroll: int) -> bool:
-    """Whether the table stands for a strided twin's L1: the GPU's L1 is the one measured,
+    """Whether the table stands for a strided stream's L1: the GPU's L1 is the one measured,
     the loads use the default cache operator and read host memory, and the kernel is the
     one measured (:data:`MEASURED_UNROLL`, :data:`MEASURED_BYTES_PER_LANE`)."""
     from hostlink.traces.cache import NO_SHARED_CARVEOUT_B
@@ -169,3 +186,66 @@ def applies(gpu, *, cache_op: str, space_host: bool, bytes_per_lane: int, unroll
     return (arch == MEASURED_ARCH and l1 == MEASURED_L1_B and cache_op == "default"
             and space_host and int(unroll) == MEASURED_UNROLL
             and int(bytes_per_lane) in MEASURED_BYTES_PER_LANE)
+
+
+#: salts of the losses' draws (any fixed values: the draws are deterministic)
+REVISIT_SALT, DUPLICATE_SALT = 0x5EC7_0A11, 0xD0B1_E5EC
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function (Steele, Lea and Flood, "Fast splittable
+    pseudorandom number generators", OOPSLA 2014), wrapping like C++ uint64_t."""
+    x = np.asarray(x, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _uniform(key: np.ndarray, salt: int) -> np.ndarray:
+    """A deterministic draw in [0, 1) per key."""
+    return (mix64(key.astype(np.uint64) ^ np.uint64(salt)) >> np.uint64(11)).astype(np.float64) \
+        * (1.0 / (1 << 53))
+
+
+def lossy_sector_requests(warp: np.ndarray, gid: np.ndarray, e: np.ndarray,
+                          lane_lo: np.ndarray, active: np.ndarray, bytes_per_lane: int,
+                          group: int, refetch: float):
+    """The 32 B requests of strided loads through an L1 that fetches ``refetch`` host
+    sectors per sector read (see the module notes).
+
+    Load ``r`` (in issue order) is of warp ``warp[r]``, instruction ``gid[r]``, element
+    ``e[r]`` of its lanes' chunks; ``lane_lo`` (n, 32): each lane's first byte,
+    ``active``: which lanes load. Returns per request its load's row, address, size and
+    the useful bytes credited as the coalescer credits them (a fetch the bytes its
+    instruction reads of the sector, the sector's first fetch also those of the later
+    visits that hit it, a second copy nothing)."""
+    bpl = int(bytes_per_lane)
+    span = group * bpl
+    visits = max(1, -(-SECTOR_B // span))
+    p = 0.0 if visits == 1 else min(1.0, max(0.0, (refetch - 1.0) / (visits - 1)))
+    d = max(0.0, refetch / visits - 1.0)
+    sector = lane_lo >> 5
+    prev = np.roll(sector, 1, axis=0)
+    new_inst = np.ones(len(warp), dtype=bool)
+    new_inst[1:] = (warp[1:] != warp[:-1]) | (gid[1:] != gid[:-1])
+    # the instruction's first load of the sector, and whether it is the sector's first visit
+    first_in_inst = active & (new_inst[:, None] | (sector != prev))
+    first_visit = (e[:, None] == 0) | (sector != ((lane_lo - bpl) >> 5))
+    send = first_in_inst & (first_visit | (_uniform(lane_lo >> 4, REVISIT_SALT) < p))
+    copies = send.astype(np.int64) * (1 + (_uniform(lane_lo >> 4, DUPLICATE_SALT) < d))
+    keys, inverse = np.unique(sector[active], return_inverse=True)
+    read_B = np.bincount(inverse, minlength=len(keys)) * bpl
+    refetched_B = np.bincount(inverse, weights=(send & ~first_visit)[active] * span,
+                              minlength=len(keys))
+    credit = np.zeros(lane_lo.shape, dtype=np.int64)
+    credit[active] = np.where(first_visit[active], read_B[inverse] - refetched_B[inverse],
+                              np.minimum(span, read_B[inverse]))
+    rows = np.broadcast_to(np.arange(len(warp))[:, None], lane_lo.shape)
+    count = copies.ravel()
+    row = np.repeat(rows.ravel(), count)
+    addr = np.repeat((sector << 5).ravel(), count)
+    useful = np.repeat(credit.ravel(), count)
+    first_copy = np.ones(len(row), dtype=bool)
+    first_copy[1:] = (row[1:] != row[:-1]) | (addr[1:] != addr[:-1])
+    useful = np.where(first_copy, useful, 0)
+    return row, addr, np.full(len(row), SECTOR_B), useful
