@@ -194,61 +194,47 @@ def host_latency_ns(system: SystemConfig) -> float:
 def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
                      loads_in_flight: int, as_device: bool = False,
                      atomic_extra_ns: float = 0.0,
-                     atomic_spread_ns: float | None = None) -> np.ndarray:
+                     atomic_spread_ns: float | None = None, *, host_gap_ns: float = 0.0,
+                     device_gap_ns: float = 0.0) -> np.ndarray:
     """Per launch: the longest warp's dependent chain of instructions.
 
-    An instruction that touches host memory costs ``host_lat_ns``, one that
-    touches only device memory ``device_lat_ns`` (plus ``atomic_extra_ns``, and
+    An instruction that reads host memory costs ``host_lat_ns``, one that reads
+    only device memory ``device_lat_ns`` (plus ``atomic_extra_ns``, and
     ``atomic_spread_ns * log2(k)`` for its k lines, where the stream marks it an atomic
-    that returns, ``stream.atomic``); a warp keeps at most
+    that returns, ``stream.atomic``), one that only writes nothing (stores are
+    posted); an instruction of k lines waits (k - 1) issue gaps more
+    (``host_gap_ns`` or ``device_gap_ns``); a warp keeps at most
     ``loads_in_flight`` in flight, so its chain is its summed latency over that.
     Where the stream marks instructions that wait for the warp's earlier ones
     (``stream.waits``), each run of instructions from one that waits to the next
-    takes ``ceil(k / loads_in_flight)`` rounds of its slowest latency."""
-    n = n_launches(stream)
-    out = np.zeros(n)
-    if len(stream) == 0:
-        return out
-    from hostlink.model.des.inputs import program_order
-    order = program_order(stream)
-    la = stream.launch.astype(np.int64)[order]
-    wa = stream.warp.astype(np.int64)[order]
-    ia = stream.inst.astype(np.int64)[order]
-    on_host = (stream.space[order] == SPACE_HOST) & (not as_device)
-    new = np.ones(len(la), dtype=bool)
-    new[1:] = (la[1:] != la[:-1]) | (wa[1:] != wa[:-1]) | (ia[1:] != ia[:-1])
-    starts = np.flatnonzero(new)
-    inst_host = np.logical_or.reduceat(on_host, starts)
-    inst_lat = np.where(inst_host, host_lat_ns, device_lat_ns)
-    if stream.atomic is not None:
-        atomic = ~inst_host & stream.atomic[order][starts]
-        extra = np.full(len(starts), float(atomic_extra_ns))
-        if atomic_spread_ns is not None and atomic.any():
-            from hostlink.model.geometry import LINE_B
-            line = stream.addr[order] // np.uint64(LINE_B)
-            lead = new.copy()
-            lead[1:] |= line[1:] != line[:-1]
-            width = 1 if stream.lines is None else stream.lines[order].astype(np.int64)
-            k = np.add.reduceat(lead * width, starts)
-            extra += float(atomic_spread_ns) * np.log2(np.maximum(k, 1))
-        inst_lat = inst_lat + np.where(atomic, extra, 0.0)
-    lif = max(1, loads_in_flight)
-    i_la, i_wa = la[starts], wa[starts]
-    wnew = np.ones(len(starts), dtype=bool)
-    wnew[1:] = (i_la[1:] != i_la[:-1]) | (i_wa[1:] != i_wa[:-1])
-    if stream.waits is not None:
-        # the instructions from one that waits to the next run loads_in_flight at a time,
-        # each round as long as the slowest of them
-        seg = np.flatnonzero(wnew | stream.waits[order][starts])
-        k = np.diff(np.append(seg, len(inst_lat)))
-        lat = np.zeros(len(inst_lat))
-        lat[seg] = np.ceil(k / lif) * np.maximum.reduceat(inst_lat, seg)
-    else:
-        lat = inst_lat / lif
-    wstarts = np.flatnonzero(wnew)
-    per_warp = np.add.reduceat(lat, wstarts)
-    np.maximum.at(out, i_la[wstarts], per_warp)
+    takes ``ceil(k / loads_in_flight)`` rounds of its slowest latency
+    (:func:`hostlink.model.analytic_launch.warp_chains`)."""
+    from hostlink.model.analytic_launch import warp_chains
+    out = np.zeros(n_launches(stream))
+    chains = warp_chains(stream, host_lat_ns, device_lat_ns, loads_in_flight,
+                         as_device=as_device, atomic_extra_ns=atomic_extra_ns,
+                         atomic_spread_ns=atomic_spread_ns, host_gap_ns=host_gap_ns,
+                         device_gap_ns=device_gap_ns)
+    np.maximum.at(out, chains.launch, chains.chain_ns)
     return out
+
+
+def launch_terms_ns(stream: RequestStream, system: SystemConfig,
+                    as_device: bool = False) -> dict[str, np.ndarray]:
+    """Per launch, the analytic fidelity's terms from the warps and the SMs: the
+    longest warp's chain (``latency``), the CTA waves (``waves``) and the busiest
+    SM's issue stage (``sm_issue``), with the system's latencies and issue costs
+    (:mod:`hostlink.model.analytic_launch`)."""
+    from hostlink.model.analytic_launch import launch_terms, warp_chains
+    gpu = system.gpu
+    chains = warp_chains(stream, host_latency_ns(system), gpu.device_lat_ns,
+                         gpu.loads_in_flight_per_warp, as_device=as_device,
+                         atomic_extra_ns=gpu.atomic_extra_ns,
+                         atomic_spread_ns=gpu.atomic_spread_ns,
+                         host_gap_ns=gpu.host_request_gap_ns, device_gap_ns=gpu.request_gap_ns)
+    terms = launch_terms(chains, stream, n_launches(stream), gpu.sm_count,
+                         gpu.max_warps_per_sm, gpu.sm_request_ns)
+    return {"latency": terms["path"], "waves": terms["waves"], "sm_issue": terms["sm"]}
 
 
 def _per_launch_sum(stream: RequestStream, sel: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -273,7 +259,54 @@ def _tlb_miss_rate(stream: RequestStream, system: SystemConfig) -> float:
     return stream_translation(stream, system.translation, resident).tlb_miss_rate
 
 
+def loaded_chain_ns(link_ns: np.ndarray, chain_ns: np.ndarray, lat_ns: float,
+                    demand: np.ndarray, bytes_per_read: float, bw_GBps: float) -> np.ndarray:
+    """The longest warp's chain when it shares the link with a launch's busy phase.
+
+    While the host reads run at the bandwidth bound (``link_ns`` of the launch),
+    the reads wanted at once (``demand``: the resident warps with host reads,
+    times their loads in flight and requests per instruction) queue for it, so
+    by Little's law each read takes ``R = max(lat, demand x bytes / bandwidth)``
+    (1 GB/s = 1 B/ns). A warp's chain advances ``lat / R`` as fast as unloaded
+    during that phase and at full speed after it: the launch takes
+    ``link + max(0, chain - link x lat / R)``. A lone warp (R = lat) keeps its
+    chain; warps all alike finish with the busy phase (their chains are what
+    Little's law gives it); a long warp among many (a hub of a power-law graph)
+    loses most of the busy phase to queueing."""
+    link_ns = np.asarray(link_ns, dtype=np.float64)
+    chain_ns = np.asarray(chain_ns, dtype=np.float64)
+    if not (bw_GBps > 0 and np.isfinite(bw_GBps)) or lat_ns <= 0:
+        return chain_ns
+    r_ns = np.maximum(lat_ns, np.asarray(demand, dtype=np.float64) * bytes_per_read / bw_GBps)
+    return np.where(link_ns > 0, link_ns + np.maximum(0.0, chain_ns - link_ns * lat_ns / r_ns),
+                    chain_ns)
+
+
+def _host_demand(stream: RequestStream, system: SystemConfig, n: int) -> np.ndarray:
+    """Per launch: host reads its warps want at once (resident warps with host reads x
+    loads in flight per warp x host read requests per instruction)."""
+    gpu = system.gpu
+    reads = (stream.space == SPACE_HOST) & ~stream.is_write
+    if not reads.any():
+        return np.zeros(n)
+    la = stream.launch.astype(np.int64)[reads]
+    wa = stream.warp.astype(np.int64)[reads]
+    ia = stream.inst.astype(np.int64)[reads]
+    warps = np.unique(la * (int(wa.max()) + 1) + wa) // (int(wa.max()) + 1)
+    n_warps = np.bincount(warps, minlength=n).astype(np.float64)
+    span = (int(wa.max()) + 1) * (int(ia.max()) + 1)
+    insts = np.unique(la * span + wa * (int(ia.max()) + 1) + ia) // span
+    per_inst = np.bincount(la, minlength=n) / np.maximum(1, np.bincount(insts, minlength=n))
+    resident = gpu.sm_count * gpu.max_warps_per_sm
+    return np.minimum(n_warps, resident) * max(1, gpu.loads_in_flight_per_warp) * per_inst
+
+
 def _zerocopy_analytic(stream, system, common) -> dict:
+    """Each launch takes the longest of its terms: its host bytes at the analytic
+    model's bandwidth (``link``, named after the binding bound), its device bytes at
+    device bandwidth (``device``) and :func:`launch_terms_ns`'s (``latency``,
+    ``waves``, ``sm_issue``; the CTA waves are named ``latency`` too, the warps'
+    chains in turn); the run's bound is the term that takes the most time."""
     from hostlink.model.analytic import predict_system, translation_params
     n = common["launches"]
     host = common["host"]
@@ -281,10 +314,7 @@ def _zerocopy_analytic(stream, system, common) -> dict:
     costs = _host_costs(stream, system)
     dev = ~host
     dev_ns = _per_launch_sum(stream, dev, stream.size_B.astype(np.float64)) / gpu.device_bw_GBps
-    path_ns = critical_path_ns(stream, host_latency_ns(system), gpu.device_lat_ns,
-                               gpu.loads_in_flight_per_warp,
-                               atomic_extra_ns=gpu.atomic_extra_ns,
-                               atomic_spread_ns=gpu.atomic_spread_ns)
+    warps = launch_terms_ns(stream, system)
     if host.any():
         res = predict_system(system, size_histogram(stream),
                              **translation_params(system, _tlb_miss_rate(stream, system))).item()
@@ -295,11 +325,14 @@ def _zerocopy_analytic(stream, system, common) -> dict:
         mean_size = res["bytes_per_read"]
     else:
         res, link_ns, bound_name, limit, mean_size = {}, np.zeros(n), "device", 0.0, 1.0
-    terms = np.stack([link_ns, dev_ns, path_ns])
+    if host.any():
+        warps["latency"] = loaded_chain_ns(link_ns, warps["latency"], host_latency_ns(system),
+                                           _host_demand(stream, system, n), mean_size, bw)
+    terms = np.stack([link_ns, dev_ns, warps["latency"], warps["waves"], warps["sm_issue"]])
     kernel_ns = terms.max(axis=0)
     which = terms.argmax(axis=0)
-    share = np.bincount(which, weights=kernel_ns, minlength=3)
-    bound = (bound_name, "device", "latency")[int(np.argmax(share))]
+    share = np.bincount(which, weights=kernel_ns, minlength=len(terms))
+    bound = (bound_name, "device", "latency", "latency", "sm_issue")[int(np.argmax(share))]
     kernel_total = kernel_ns.sum()
     reads_ns = link_ns.sum()
     if host.any() and kernel_total > 0:
@@ -314,7 +347,8 @@ def _zerocopy_analytic(stream, system, common) -> dict:
             "outstanding_peak": peak, "wire_B_down": costs["wire"]["down"],
             "wire_B_up": costs["wire"]["up"], "dram_B": int(costs["host_dram_B"]),
             "extra": {"analytic": res, "kernel_terms_ns": {
-                "link": link_ns.tolist(), "device": dev_ns.tolist(), "latency": path_ns.tolist()}}}
+                "link": link_ns.tolist(), "device": dev_ns.tolist(),
+                **{name: v.tolist() for name, v in warps.items()}}}}
 
 
 def des_bound(stats: dict, kernel_ns: float, limits: dict) -> tuple[str, dict]:
@@ -401,16 +435,19 @@ def _run_des(stream, system, common, engine, nbins, as_device) -> dict:
 
 
 def _device_analytic(stream, system, common) -> dict:
+    """Every request served by device memory: each launch takes the longest of its
+    bytes at device bandwidth and :func:`launch_terms_ns`'s terms."""
     gpu = system.gpu
     size = stream.size_B.astype(np.float64)
     bytes_ns = _per_launch_sum(stream, np.ones(len(stream), dtype=bool), size) / gpu.device_bw_GBps
-    path_ns = critical_path_ns(stream, host_latency_ns(system), gpu.device_lat_ns,
-                               gpu.loads_in_flight_per_warp, as_device=True,
-                               atomic_extra_ns=gpu.atomic_extra_ns,
-                               atomic_spread_ns=gpu.atomic_spread_ns)
-    kernel_ns = np.maximum(bytes_ns, path_ns)
-    bound = "device" if bytes_ns.sum() >= path_ns.sum() else "latency"
-    return {"kernel_ns": kernel_ns, "bound": bound, "extra": {}}
+    warps = launch_terms_ns(stream, system, as_device=True)
+    terms = np.stack([bytes_ns, warps["latency"], warps["waves"], warps["sm_issue"]])
+    kernel_ns = terms.max(axis=0)
+    share = np.bincount(terms.argmax(axis=0), weights=kernel_ns, minlength=len(terms))
+    bound = ("device", "latency", "latency", "sm_issue")[int(np.argmax(share))]
+    return {"kernel_ns": kernel_ns, "bound": bound, "extra": {
+        "kernel_terms_ns": {"device": bytes_ns.tolist(),
+                            **{name: v.tolist() for name, v in warps.items()}}}}
 
 
 def _uvm(stream, system, common, read_mostly: bool, options: dict, fidelity: str = "analytic",
