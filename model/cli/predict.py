@@ -1,7 +1,12 @@
 """``hostlink predict``: time and bandwidth of a trace on a system.
 
 ``hostlink predict --system NAME_OR_TOML --trace DIR --mode MODE [--fidelity
-{analytic,des}] [--set KEY=VALUE ...] [--json] [--out DIR]``
+{des,analytic}] [--set KEY=VALUE ...] [--json] [--out DIR]``
+
+The default fidelity is ``des``, the one the validation reports use; ``analytic``
+is its closed-form counterpart (:mod:`hostlink.model.analytic_launch`), within
+15% of it on the committed first-run traversal cases and the Accel-Sim traces
+(``tests/bench/bench_fidelity_agreement.py``).
 
 The trace (an Accel-Sim folder or a trace store; a gem5 packet trace is taken
 as the requests it holds) is coalesced into requests
@@ -19,6 +24,12 @@ import argparse
 
 MODES = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")   # as hostlink.model.predict.MODES
 FIDELITIES = ("analytic", "des")
+#: which fidelity to trust, and why (the agreement: tests/bench/results/fidelity_agreement.json)
+FIDELITY_NOTES = {
+    "des": "des, the discrete-event model the validation reports are made with",
+    "analytic": "analytic, closed forms within 15% of des on the committed first-run "
+                "traversals and the Accel-Sim traces; take des for numbers you report",
+}
 SUMMARY_KEYS = ("time_s", "bw_GBps", "link_bw_GBps", "requests", "requests_by_size_B",
                 "outstanding_mean", "outstanding_peak", "read_amplification", "bound")
 
@@ -35,8 +46,11 @@ def register(subparsers) -> None:
                         "or a gem5 packet trace file")
     p.add_argument("--mode", choices=MODES, default="zerocopy",
                    help="where the host arrays live and how they move (default zerocopy)")
-    p.add_argument("--fidelity", choices=FIDELITIES, default="analytic",
-                   help="closed-form bounds (analytic, default) or the discrete-event model (des)")
+    p.add_argument("--fidelity", choices=FIDELITIES, default="des",
+                   help="des (default): the discrete-event model, the one the validation "
+                        "reports use; analytic: closed forms, within 15%% of des on the "
+                        "committed first-run traversals and the Accel-Sim traces, "
+                        "for quick looks and wide sweeps")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a system key, e.g. --set link.rtt_ns='1.2 us' (repeatable)")
     p.add_argument("--regions", metavar="TOML",
@@ -115,6 +129,7 @@ def _predict(args) -> int:
     for key in ("outstanding_mean", "outstanding_peak", "read_amplification"):
         value = data[key]
         print(f"  {key}: {'n/a' if value is None else f'{value:.4g}'}")
+    print(f"  fidelity: {FIDELITY_NOTES[pred.fidelity]}")
     if args.out:
         print(f"  wrote {Path(args.out) / 'prediction.json'}, rows.csv, system.toml")
     return 0
