@@ -1,7 +1,8 @@
 """Closed forms for the time of one kernel launch from its request stream.
 
 The analytic fidelity times a launch as the longest of a few terms, each a
-bound the discrete-event model (:mod:`hostlink.model.des.events`) obeys too.
+bound the discrete-event model (:mod:`hostlink.model.des.events`) obeys too
+(the queueing term an estimate, not a bound).
 This module holds the terms that come from the warps and the SMs; the link,
 DRAM and tag bounds are :mod:`hostlink.model.analytic`'s.
 
@@ -21,6 +22,10 @@ DRAM and tag bounds are :mod:`hostlink.model.analytic`'s.
   scheduling of jobs on m slots ends no earlier than the longest job and than
   the jobs' sum over m (Graham, "Bounds on multiprocessing timing anomalies",
   SIAM J. Appl. Math. 17(2), 1969): the launch takes the larger of the two.
+- Queueing (:func:`loaded_chain_ns`): while a launch's host reads run at the
+  bandwidth bound, the longest warp's reads wait behind everyone else's, one
+  mean wait per launch from Little's law (Little, "A proof for the queuing
+  formula L = lambda W", Operations Research 9(3), 1961).
 - The SM's issue stage (:func:`launch_terms`): an SM lets at most one read line
   leave every ``gpu.sm_request_ns``; a CTA runs on SM ``slot mod sm_count``
   (the first wave round robin), so the SM with the most lines takes at least
@@ -28,8 +33,9 @@ DRAM and tag bounds are :mod:`hostlink.model.analytic`'s.
   latency of the launch's reads.
 
 Assumptions: compute between memory instructions is free (as in the DES);
-queueing at the link, DRAM and the SM is left to the bounds, not added to the
-chains; CTAs of later waves are spread over the SMs as the first wave is.
+queueing at the SM is left to its bound, and queueing for the link to one
+mean wait over a launch's busy phase; CTAs of later waves are spread over the
+SMs as the first wave is.
 The costs are the DES's, measured as its docstring says
 (validation/results/h100/request_cost and request_share for the issue stage).
 """
@@ -164,3 +170,44 @@ def launch_terms(chains: WarpChains, stream: RequestStream, n_launch: int, sm_co
         out["sm"] = np.where(busiest > 0, busiest * float(sm_request_ns)
                              + np.where(np.isfinite(tail), tail, 0.0), 0.0)
     return out
+
+
+def loaded_chain_ns(link_ns: np.ndarray, chain_ns: np.ndarray, lat_ns: float,
+                    demand: np.ndarray, bytes_per_read: float, bw_GBps: float) -> np.ndarray:
+    """The longest warp's chain when it shares the link with a launch's busy phase.
+
+    While the host reads run at the bandwidth bound (``link_ns`` of the launch),
+    the reads wanted at once (``demand``: the resident warps with host reads,
+    times their loads in flight and requests per instruction) queue for it, so
+    by Little's law each read takes ``R = max(lat, demand x bytes / bandwidth)``
+    (1 GB/s = 1 B/ns). A warp's chain advances ``lat / R`` as fast as unloaded
+    during that phase and at full speed after it: the launch takes
+    ``link + max(0, chain - link x lat / R)``. A lone warp (R = lat) keeps its
+    chain; warps all alike finish with the busy phase (their chains are what
+    Little's law gives it); a long warp among many (a hub of a power-law graph)
+    loses most of the busy phase to queueing."""
+    link_ns = np.asarray(link_ns, dtype=np.float64)
+    chain_ns = np.asarray(chain_ns, dtype=np.float64)
+    if not (bw_GBps > 0 and np.isfinite(bw_GBps)) or lat_ns <= 0:
+        return chain_ns
+    r_ns = np.maximum(lat_ns, np.asarray(demand, dtype=np.float64) * bytes_per_read / bw_GBps)
+    return np.where(link_ns > 0, link_ns + np.maximum(0.0, chain_ns - link_ns * lat_ns / r_ns),
+                    chain_ns)
+
+
+def host_demand(stream: RequestStream, gpu, n: int) -> np.ndarray:
+    """Per launch: host reads its warps want at once (resident warps with host reads x
+    loads in flight per warp x host read requests per instruction)."""
+    reads = (stream.space == SPACE_HOST) & ~stream.is_write
+    if not reads.any():
+        return np.zeros(n)
+    la = stream.launch.astype(np.int64)[reads]
+    wa = stream.warp.astype(np.int64)[reads]
+    ia = stream.inst.astype(np.int64)[reads]
+    warps = np.unique(la * (int(wa.max()) + 1) + wa) // (int(wa.max()) + 1)
+    n_warps = np.bincount(warps, minlength=n).astype(np.float64)
+    span = (int(wa.max()) + 1) * (int(ia.max()) + 1)
+    insts = np.unique(la * span + wa * (int(ia.max()) + 1) + ia) // span
+    per_inst = np.bincount(la, minlength=n) / np.maximum(1, np.bincount(insts, minlength=n))
+    resident = gpu.sm_count * gpu.max_warps_per_sm
+    return np.minimum(n_warps, resident) * max(1, gpu.loads_in_flight_per_warp) * per_inst

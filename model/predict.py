@@ -37,9 +37,11 @@ whose least bound gives the bandwidth. Each launch then takes the longest of
 (its bytes over that bandwidth, its device bytes over device bandwidth, its
 critical path: the warp whose instructions, each one load-to-use latency
 (:func:`host_latency_ns`, ``gpu.host_path_ns + link.rtt_ns``, for host,
-``device_lat_ns`` for device, more for a device atomic that returns:
-:func:`critical_path_ns`) and at most ``loads_in_flight`` at a time, take
-longest), plus the launch overhead and, after the first launch,
+``device_lat_ns`` for device, more for a device atomic that returns, plus
+its lines' issue gaps; a store holds nothing: :func:`critical_path_ns`) and
+at most ``loads_in_flight`` at a time, take longest, lengthened by queueing
+behind the launch's busy phase; its CTA waves; its
+busiest SM's issue stage: :func:`launch_terms_ns`), plus the launch overhead and, after the first launch,
 the level synchronisation (or the host loop's items). Zero-copy, des: the discrete-event model
 (:mod:`hostlink.model.des`). UVM: the UVM model's service and device time per
 launch plus the same overheads, at either fidelity (it is itself a
@@ -51,7 +53,8 @@ requests are served by device memory (the analytic bound is bandwidth and
 latency as above; the DES runs the stream with every request on the device path).
 
 Assumptions: compute between memory instructions is free; launches run one
-after another; the analytic critical path ignores queueing.
+after another; the analytic critical path takes queueing as one mean wait per
+launch (:func:`hostlink.model.analytic_launch.loaded_chain_ns`).
 
 A stream's own counts and its engine runs are kept with the stream
 (:mod:`hostlink.model.stream_memo`; the runs keyed by every part of the system but
@@ -259,54 +262,14 @@ def _tlb_miss_rate(stream: RequestStream, system: SystemConfig) -> float:
     return stream_translation(stream, system.translation, resident).tlb_miss_rate
 
 
-def loaded_chain_ns(link_ns: np.ndarray, chain_ns: np.ndarray, lat_ns: float,
-                    demand: np.ndarray, bytes_per_read: float, bw_GBps: float) -> np.ndarray:
-    """The longest warp's chain when it shares the link with a launch's busy phase.
-
-    While the host reads run at the bandwidth bound (``link_ns`` of the launch),
-    the reads wanted at once (``demand``: the resident warps with host reads,
-    times their loads in flight and requests per instruction) queue for it, so
-    by Little's law each read takes ``R = max(lat, demand x bytes / bandwidth)``
-    (1 GB/s = 1 B/ns). A warp's chain advances ``lat / R`` as fast as unloaded
-    during that phase and at full speed after it: the launch takes
-    ``link + max(0, chain - link x lat / R)``. A lone warp (R = lat) keeps its
-    chain; warps all alike finish with the busy phase (their chains are what
-    Little's law gives it); a long warp among many (a hub of a power-law graph)
-    loses most of the busy phase to queueing."""
-    link_ns = np.asarray(link_ns, dtype=np.float64)
-    chain_ns = np.asarray(chain_ns, dtype=np.float64)
-    if not (bw_GBps > 0 and np.isfinite(bw_GBps)) or lat_ns <= 0:
-        return chain_ns
-    r_ns = np.maximum(lat_ns, np.asarray(demand, dtype=np.float64) * bytes_per_read / bw_GBps)
-    return np.where(link_ns > 0, link_ns + np.maximum(0.0, chain_ns - link_ns * lat_ns / r_ns),
-                    chain_ns)
-
-
-def _host_demand(stream: RequestStream, system: SystemConfig, n: int) -> np.ndarray:
-    """Per launch: host reads its warps want at once (resident warps with host reads x
-    loads in flight per warp x host read requests per instruction)."""
-    gpu = system.gpu
-    reads = (stream.space == SPACE_HOST) & ~stream.is_write
-    if not reads.any():
-        return np.zeros(n)
-    la = stream.launch.astype(np.int64)[reads]
-    wa = stream.warp.astype(np.int64)[reads]
-    ia = stream.inst.astype(np.int64)[reads]
-    warps = np.unique(la * (int(wa.max()) + 1) + wa) // (int(wa.max()) + 1)
-    n_warps = np.bincount(warps, minlength=n).astype(np.float64)
-    span = (int(wa.max()) + 1) * (int(ia.max()) + 1)
-    insts = np.unique(la * span + wa * (int(ia.max()) + 1) + ia) // span
-    per_inst = np.bincount(la, minlength=n) / np.maximum(1, np.bincount(insts, minlength=n))
-    resident = gpu.sm_count * gpu.max_warps_per_sm
-    return np.minimum(n_warps, resident) * max(1, gpu.loads_in_flight_per_warp) * per_inst
-
-
 def _zerocopy_analytic(stream, system, common) -> dict:
     """Each launch takes the longest of its terms: its host bytes at the analytic
     model's bandwidth (``link``, named after the binding bound), its device bytes at
-    device bandwidth (``device``) and :func:`launch_terms_ns`'s (``latency``,
-    ``waves``, ``sm_issue``; the CTA waves are named ``latency`` too, the warps'
-    chains in turn); the run's bound is the term that takes the most time."""
+    device bandwidth (``device``) and :func:`launch_terms_ns`'s (``latency``, the
+    longest chain lengthened by queueing behind the bandwidth term,
+    :func:`hostlink.model.analytic_launch.loaded_chain_ns`; ``waves``, which count
+    as ``latency`` too; ``sm_issue``); the run's bound is the term that takes the
+    most time."""
     from hostlink.model.analytic import predict_system, translation_params
     n = common["launches"]
     host = common["host"]
@@ -326,8 +289,9 @@ def _zerocopy_analytic(stream, system, common) -> dict:
     else:
         res, link_ns, bound_name, limit, mean_size = {}, np.zeros(n), "device", 0.0, 1.0
     if host.any():
+        from hostlink.model.analytic_launch import host_demand, loaded_chain_ns
         warps["latency"] = loaded_chain_ns(link_ns, warps["latency"], host_latency_ns(system),
-                                           _host_demand(stream, system, n), mean_size, bw)
+                                           host_demand(stream, gpu, n), mean_size, bw)
     terms = np.stack([link_ns, dev_ns, warps["latency"], warps["waves"], warps["sm_issue"]])
     kernel_ns = terms.max(axis=0)
     which = terms.argmax(axis=0)

@@ -97,3 +97,30 @@ def test_chains_count_each_warps_lines():
     t = launch_terms(c, stream(rows), 1, sm_count=1, max_warps_per_sm=1, sm_request_ns=2.0)
     assert t["sm"][0] == pytest.approx(3 * 2.0 + 1000.0)
     assert t["waves"][0] == pytest.approx(2010.0)
+
+
+def test_loaded_chain_limits():
+    from hostlink.model.analytic_launch import loaded_chain_ns
+    # a lone warp (one read wanted at a time, R = lat) keeps its chain
+    assert loaded_chain_ns([500.0], [3000.0], 1000.0, [1.0], 128.0, 10.0)[0] == 3000.0
+    # no busy phase: the chain alone
+    assert loaded_chain_ns([0.0], [3000.0], 1000.0, [500.0], 128.0, 10.0)[0] == 3000.0
+    # 500 reads wanted at 10 B/ns, 128 B each: R = 6400 ns; a 3000 ns chain gains
+    # 500 x 1000 / 6400 ns during a 500 ns busy phase
+    got = loaded_chain_ns([500.0], [3000.0], 1000.0, [500.0], 128.0, 10.0)[0]
+    assert got == pytest.approx(500.0 + 3000.0 - 500.0 * 1000.0 / 6400.0)
+
+
+def test_a_long_warp_among_many_waits_behind_them():
+    """511 warps of 4 dependent host reads and one of 40, on 32 tags: the long warp's
+    reads queue behind the others' while they last, as in the DES."""
+    rows = [(w, i, (w * 64 + i) * 4096, SPACE_HOST, False)
+            for w in range(512) for i in range(40 if w == 0 else 4)]
+    s = stream(rows, warps_per_cta=4)
+    sysc = system(**{"link.tags": 32})
+    des = des_ns(s, sysc)
+    a = predict(s, sysc, fidelity="analytic")
+    terms = a.extra["kernel_terms_ns"]
+    # neither the bandwidth term nor the unloaded chain alone comes near the DES
+    assert max(terms["link"][0], launch_terms_ns(s, sysc)["latency"][0]) < 0.8 * des
+    assert a.per_launch_kernel_s[0] * 1e9 == pytest.approx(des, rel=0.15)
