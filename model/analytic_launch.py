@@ -22,8 +22,9 @@ DRAM and tag bounds are :mod:`hostlink.model.analytic`'s.
   scheduling of jobs on m slots ends no earlier than the longest job and than
   the jobs' sum over m (Graham, "Bounds on multiprocessing timing anomalies",
   SIAM J. Appl. Math. 17(2), 1969): the launch takes the larger of the two.
-- Queueing (:func:`loaded_chain_ns`): while a launch's host reads run at the
-  bandwidth bound, the longest warp's reads wait behind everyone else's, one
+- Queueing (:func:`loaded_chain_ns`): while a launch's reads run at their
+  bandwidth bound (the link's, or device memory's), the longest warp's reads
+  wait behind everyone else's, one
   mean wait per launch from Little's law (Little, "A proof for the queuing
   formula L = lambda W", Operations Research 9(3), 1961).
 - The SM's issue stage (:func:`launch_terms`): an SM lets at most one read line
@@ -33,8 +34,8 @@ DRAM and tag bounds are :mod:`hostlink.model.analytic`'s.
   latency of the launch's reads.
 
 Assumptions: compute between memory instructions is free (as in the DES);
-queueing at the SM is left to its bound, and queueing for the link to one
-mean wait over a launch's busy phase; CTAs of later waves are spread over the
+queueing at the SM is left to its bound, and queueing for the link or device
+memory to one mean wait over a launch's busy phase; CTAs of later waves are spread over the
 SMs as the first wave is.
 The costs are the DES's, measured as its docstring says
 (validation/results/h100/request_cost and request_share for the issue stage).
@@ -174,9 +175,10 @@ def launch_terms(chains: WarpChains, stream: RequestStream, n_launch: int, sm_co
 
 def loaded_chain_ns(link_ns: np.ndarray, chain_ns: np.ndarray, lat_ns: float,
                     demand: np.ndarray, bytes_per_read: float, bw_GBps: float) -> np.ndarray:
-    """The longest warp's chain when it shares the link with a launch's busy phase.
+    """The longest warp's chain when it shares a server with a launch's busy phase.
 
-    While the host reads run at the bandwidth bound (``link_ns`` of the launch),
+    While the reads run at their bandwidth bound (``link_ns`` of the launch: the
+    link's for host reads, device memory's for device reads),
     the reads wanted at once (``demand``: the resident warps with host reads,
     times their loads in flight and requests per instruction) queue for it, so
     by Little's law each read takes ``R = max(lat, demand x bytes / bandwidth)``
@@ -195,10 +197,13 @@ def loaded_chain_ns(link_ns: np.ndarray, chain_ns: np.ndarray, lat_ns: float,
                     chain_ns)
 
 
-def host_demand(stream: RequestStream, gpu, n: int) -> np.ndarray:
-    """Per launch: host reads its warps want at once (resident warps with host reads x
-    loads in flight per warp x host read requests per instruction)."""
-    reads = (stream.space == SPACE_HOST) & ~stream.is_write
+def read_demand(stream: RequestStream, gpu, n: int, host_only: bool = True) -> np.ndarray:
+    """Per launch: reads its warps want at once (resident warps that read x loads in
+    flight per warp x read requests per instruction), of host memory alone or, with
+    ``host_only`` False, of any memory."""
+    reads = ~stream.is_write
+    if host_only:
+        reads = reads & (stream.space == SPACE_HOST)
     if not reads.any():
         return np.zeros(n)
     la = stream.launch.astype(np.int64)[reads]

@@ -289,9 +289,9 @@ def _zerocopy_analytic(stream, system, common) -> dict:
     else:
         res, link_ns, bound_name, limit, mean_size = {}, np.zeros(n), "device", 0.0, 1.0
     if host.any():
-        from hostlink.model.analytic_launch import host_demand, loaded_chain_ns
+        from hostlink.model.analytic_launch import loaded_chain_ns, read_demand
         warps["latency"] = loaded_chain_ns(link_ns, warps["latency"], host_latency_ns(system),
-                                           host_demand(stream, gpu, n), mean_size, bw)
+                                           read_demand(stream, gpu, n), mean_size, bw)
     terms = np.stack([link_ns, dev_ns, warps["latency"], warps["waves"], warps["sm_issue"]])
     kernel_ns = terms.max(axis=0)
     which = terms.argmax(axis=0)
@@ -400,11 +400,21 @@ def _run_des(stream, system, common, engine, nbins, as_device) -> dict:
 
 def _device_analytic(stream, system, common) -> dict:
     """Every request served by device memory: each launch takes the longest of its
-    bytes at device bandwidth and :func:`launch_terms_ns`'s terms."""
+    bytes at device bandwidth and :func:`launch_terms_ns`'s terms (the chain
+    lengthened by queueing behind the bytes' busy phase,
+    :func:`hostlink.model.analytic_launch.loaded_chain_ns`)."""
     gpu = system.gpu
     size = stream.size_B.astype(np.float64)
     bytes_ns = _per_launch_sum(stream, np.ones(len(stream), dtype=bool), size) / gpu.device_bw_GBps
     warps = launch_terms_ns(stream, system, as_device=True)
+    if len(stream):
+        from hostlink.model.analytic_launch import loaded_chain_ns, read_demand
+        reads = ~stream.is_write
+        mean_B = float(size[reads].mean()) if reads.any() else 0.0
+        warps["latency"] = loaded_chain_ns(
+            bytes_ns, warps["latency"], float(gpu.device_lat_ns),
+            read_demand(stream, gpu, len(bytes_ns), host_only=False), mean_B,
+            float(gpu.device_bw_GBps))
     terms = np.stack([bytes_ns, warps["latency"], warps["waves"], warps["sm_issue"]])
     kernel_ns = terms.max(axis=0)
     share = np.bincount(terms.argmax(axis=0), weights=kernel_ns, minlength=len(terms))

@@ -83,7 +83,7 @@ def _with_predict(fn, call):
 
 
 def traversal_rows(gpu: str, scale: int | None, limit: int | None, preds: dict,
-                   every: int = 1, reuse: dict | None = None):
+                   every: int = 1, reuse: dict | None = None, pattern: str | None = None):
     """Kernel ms of each fidelity per traversal case of a first run (every ``every``-th)."""
     from hostlink.model.config import load_any_system
     from hostlink.validation.twin_common import load_run
@@ -93,7 +93,8 @@ def traversal_rows(gpu: str, scale: int | None, limit: int | None, preds: dict,
     system = load_any_system(str(report_system(run_dir)))
     graphs = GraphSource(run)
     cases = [(c, p) for c, p in run.cases.items() if p.get("kind") == "traversal"
-             and (scale is None or re.search(rf"\D{scale}$", p["graph"]))]
+             and (scale is None or re.search(rf"\D{scale}$", p["graph"]))
+             and (pattern is None or re.search(pattern, c))]
     # the memory modes of one configuration share its emulated stream: keep them
     # together, and sample configurations (every ``every``-th), not cases
     def config(params):
@@ -140,6 +141,7 @@ def main(argv=None) -> int:
     ap.add_argument("--gpu", action="append", choices=("h200", "h100"))
     ap.add_argument("--scale", type=int, default=14, help="graph scale (0: all)")
     ap.add_argument("--limit", type=int, default=None, help="first N cases per GPU")
+    ap.add_argument("--case", metavar="REGEX", help="only the cases whose name matches")
     ap.add_argument("--every", type=int, default=1, help="every N-th configuration (a sample)")
     ap.add_argument("--traces-only", action="store_true")
     ap.add_argument("--no-traces", action="store_true")
@@ -188,7 +190,7 @@ def main(argv=None) -> int:
     if not args.traces_only:
         for gpu in args.gpu or ["h200", "h100"]:
             for row in traversal_rows(gpu, args.scale or None, args.limit, preds, args.every,
-                                      reuse):
+                                      reuse, args.case):
                 keep(row)
     summary = summarise(pd.DataFrame(rows), [n for n in preds if n != "des"])
     summary["seconds"] = time.time() - t0
