@@ -198,9 +198,9 @@ def loaded_chain_ns(link_ns: np.ndarray, chain_ns: np.ndarray, lat_ns: float,
 
 
 def read_demand(stream: RequestStream, gpu, n: int, host_only: bool = True) -> np.ndarray:
-    """Per launch: reads its warps want at once (resident warps that read x loads in
-    flight per warp x read requests per instruction), of host memory alone or, with
-    ``host_only`` False, of any memory."""
+    """Per launch: reads its warps want at once (resident warps that read x
+    instructions in flight per warp, :func:`_in_flight`, x read requests per
+    instruction), of host memory alone or, with ``host_only`` False, of any memory."""
     reads = ~stream.is_write
     if host_only:
         reads = reads & (stream.space == SPACE_HOST)
@@ -215,4 +215,22 @@ def read_demand(stream: RequestStream, gpu, n: int, host_only: bool = True) -> n
     insts = np.unique(la * span + wa * (int(ia.max()) + 1) + ia) // span
     per_inst = np.bincount(la, minlength=n) / np.maximum(1, np.bincount(insts, minlength=n))
     resident = gpu.sm_count * gpu.max_warps_per_sm
-    return np.minimum(n_warps, resident) * max(1, gpu.loads_in_flight_per_warp) * per_inst
+    return np.minimum(n_warps, resident) * _in_flight(stream, gpu.loads_in_flight_per_warp) \
+        * per_inst
+
+
+def _in_flight(stream: RequestStream, loads_in_flight: int) -> float:
+    """Instructions a warp has in flight on average: ``loads_in_flight``, or fewer
+    where the stream marks instructions that wait for the warp's earlier ones (each
+    run from one that waits to the next takes ``ceil(k / loads_in_flight)`` rounds)."""
+    lif = max(1, int(loads_in_flight))
+    if stream.waits is None or lif == 1 or len(stream) == 0:
+        return float(lif)
+    from hostlink.model.des.inputs import program_order
+    order = program_order(stream)
+    la, wa, _, starts = _instructions(stream, order)
+    first = np.ones(len(starts), dtype=bool)
+    first[1:] = (la[starts][1:] != la[starts][:-1]) | (wa[starts][1:] != wa[starts][:-1])
+    seg = np.flatnonzero(first | stream.waits[order][starts])
+    k = np.diff(np.append(seg, len(starts)))
+    return float(len(starts) / np.ceil(k / lif).sum())
