@@ -60,7 +60,8 @@ class WarpChains:
 
 
 def _instructions(stream: RequestStream, order: np.ndarray):
-    """Starts of the instructions in ``order`` (program order) and the new-instruction mask."""
+    """Launch and warp per request in ``order`` (program order), the mask of requests
+    that start an instruction, and those requests' indices."""
     la = stream.launch.astype(np.int64)[order]
     wa = stream.warp.astype(np.int64)[order]
     ia = stream.inst.astype(np.int64)[order]
