@@ -8,7 +8,7 @@ is its closed-form counterpart (:mod:`hostlink.model.analytic_launch`), within
 15% of it on the committed first-run traversal cases and the Accel-Sim traces
 (``tests/bench/bench_fidelity_agreement.py``), except device-memory kernels whose
 warps wait on their own stores: the DES queues a store at device memory, the
-closed forms do not (PageRank on the H100, up to 28% low). The summary says so.
+closed forms do not (PageRank on the H100, up to 24% low). The summary says so.
 
 The trace (an Accel-Sim folder or a trace store; a gem5 packet trace is taken
 as the requests it holds) is coalesced into requests
@@ -31,7 +31,7 @@ FIDELITY_NOTES = {
     "des": "des, the discrete-event model the validation reports are made with",
     "analytic": "analytic, closed forms within 15% of des on the committed first-run "
                 "traversals and the Accel-Sim traces, except kernels in device memory "
-                "that wait on their own stores (PageRank on the H100: up to 28% low, as "
+                "that wait on their own stores (PageRank on the H100: up to 24% low, as "
                 "the closed forms charge a store no wait at device memory); take des for "
                 "those and for numbers you report",
 }
