@@ -180,7 +180,7 @@ def loaded_chain_ns(link_ns: np.ndarray, chain_ns: np.ndarray, lat_ns: float,
 
     While the reads run at their bandwidth bound (``link_ns`` of the launch: the
     link's for host reads, device memory's for device reads),
-    the reads wanted at once (``demand``: the resident warps with host reads,
+    the reads wanted at once (``demand``: the resident warps that read them,
     times their loads in flight and requests per instruction) queue for it, so
     by Little's law each read takes ``R = max(lat, demand x bytes / bandwidth)``
     (1 GB/s = 1 B/ns). A warp's chain advances ``lat / R`` as fast as unloaded
