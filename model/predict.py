@@ -42,9 +42,11 @@ whose least bound gives the bandwidth. Each launch then takes the longest of
 (its bytes over that bandwidth, its device bytes over device bandwidth, its
 critical path: the warp whose instructions, each one load-to-use latency
 (:func:`host_latency_ns`, ``gpu.host_path_ns + link.rtt_ns``, for host,
-``device_lat_ns`` for device, more for a device atomic that returns:
-:func:`critical_path_ns`) and at most ``loads_in_flight`` at a time, take
-longest), plus the launch overhead and, after the first launch,
+``device_lat_ns`` for device, more for a device atomic that returns, plus
+its lines' issue gaps; a store holds nothing: :func:`critical_path_ns`) and
+at most ``loads_in_flight`` at a time, take longest, lengthened by queueing
+behind the launch's busy phase; its CTA waves; its
+busiest SM's issue stage: :func:`launch_terms_ns`), plus the launch overhead and, after the first launch,
 the level synchronisation (or the host loop's items). Zero-copy, des: the discrete-event model
 (:mod:`hostlink.model.des`). UVM: the UVM model's service and device time per
 launch plus the same overheads, at either fidelity (it is itself a
@@ -57,7 +59,8 @@ latency as above; the DES runs the stream with every request on the device path)
 
 Assumptions: compute between memory instructions is free beyond the issue of every warp
 instruction (:mod:`hostlink.model.compute`, the bound ``compute``); launches run one
-after another; the analytic critical path ignores queueing.
+after another; the analytic critical path takes queueing as one mean wait per
+launch (:func:`hostlink.model.analytic_launch.loaded_chain_ns`).
 
 A stream's own counts and its engine runs are kept with the stream
 (:mod:`hostlink.model.stream_memo`; the runs keyed by every part of the system but
@@ -203,61 +206,47 @@ def host_latency_ns(system: SystemConfig) -> float:
 def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
                      loads_in_flight: int, as_device: bool = False,
                      atomic_extra_ns: float = 0.0,
-                     atomic_spread_ns: float | None = None) -> np.ndarray:
+                     atomic_spread_ns: float | None = None, *, host_gap_ns: float = 0.0,
+                     device_gap_ns: float = 0.0) -> np.ndarray:
     """Per launch: the longest warp's dependent chain of instructions.
 
-    An instruction that touches host memory costs ``host_lat_ns``, one that
-    touches only device memory ``device_lat_ns`` (plus ``atomic_extra_ns``, and
+    An instruction that reads host memory costs ``host_lat_ns``, one that reads
+    only device memory ``device_lat_ns`` (plus ``atomic_extra_ns``, and
     ``atomic_spread_ns * log2(k)`` for its k lines, where the stream marks it an atomic
-    that returns, ``stream.atomic``); a warp keeps at most
+    that returns, ``stream.atomic``), one that only writes nothing (stores are
+    posted); an instruction of k lines waits (k - 1) issue gaps more
+    (``host_gap_ns`` or ``device_gap_ns``); a warp keeps at most
     ``loads_in_flight`` in flight, so its chain is its summed latency over that.
     Where the stream marks instructions that wait for the warp's earlier ones
     (``stream.waits``), each run of instructions from one that waits to the next
-    takes ``ceil(k / loads_in_flight)`` rounds of its slowest latency."""
-    n = n_launches(stream)
-    out = np.zeros(n)
-    if len(stream) == 0:
-        return out
-    from hostlink.model.des.inputs import program_order
-    order = program_order(stream)
-    la = stream.launch.astype(np.int64)[order]
-    wa = stream.warp.astype(np.int64)[order]
-    ia = stream.inst.astype(np.int64)[order]
-    on_host = (stream.space[order] == SPACE_HOST) & (not as_device)
-    new = np.ones(len(la), dtype=bool)
-    new[1:] = (la[1:] != la[:-1]) | (wa[1:] != wa[:-1]) | (ia[1:] != ia[:-1])
-    starts = np.flatnonzero(new)
-    inst_host = np.logical_or.reduceat(on_host, starts)
-    inst_lat = np.where(inst_host, host_lat_ns, device_lat_ns)
-    if stream.atomic is not None:
-        atomic = ~inst_host & stream.atomic[order][starts]
-        extra = np.full(len(starts), float(atomic_extra_ns))
-        if atomic_spread_ns is not None and atomic.any():
-            from hostlink.model.geometry import LINE_B
-            line = stream.addr[order] // np.uint64(LINE_B)
-            lead = new.copy()
-            lead[1:] |= line[1:] != line[:-1]
-            width = 1 if stream.lines is None else stream.lines[order].astype(np.int64)
-            k = np.add.reduceat(lead * width, starts)
-            extra += float(atomic_spread_ns) * np.log2(np.maximum(k, 1))
-        inst_lat = inst_lat + np.where(atomic, extra, 0.0)
-    lif = max(1, loads_in_flight)
-    i_la, i_wa = la[starts], wa[starts]
-    wnew = np.ones(len(starts), dtype=bool)
-    wnew[1:] = (i_la[1:] != i_la[:-1]) | (i_wa[1:] != i_wa[:-1])
-    if stream.waits is not None:
-        # the instructions from one that waits to the next run loads_in_flight at a time,
-        # each round as long as the slowest of them
-        seg = np.flatnonzero(wnew | stream.waits[order][starts])
-        k = np.diff(np.append(seg, len(inst_lat)))
-        lat = np.zeros(len(inst_lat))
-        lat[seg] = np.ceil(k / lif) * np.maximum.reduceat(inst_lat, seg)
-    else:
-        lat = inst_lat / lif
-    wstarts = np.flatnonzero(wnew)
-    per_warp = np.add.reduceat(lat, wstarts)
-    np.maximum.at(out, i_la[wstarts], per_warp)
+    takes ``ceil(k / loads_in_flight)`` rounds of its slowest latency
+    (:func:`hostlink.model.analytic_launch.warp_chains`)."""
+    from hostlink.model.analytic_launch import warp_chains
+    out = np.zeros(n_launches(stream))
+    chains = warp_chains(stream, host_lat_ns, device_lat_ns, loads_in_flight,
+                         as_device=as_device, atomic_extra_ns=atomic_extra_ns,
+                         atomic_spread_ns=atomic_spread_ns, host_gap_ns=host_gap_ns,
+                         device_gap_ns=device_gap_ns)
+    np.maximum.at(out, chains.launch, chains.chain_ns)
     return out
+
+
+def launch_terms_ns(stream: RequestStream, system: SystemConfig,
+                    as_device: bool = False) -> dict[str, np.ndarray]:
+    """Per launch, the analytic fidelity's terms from the warps and the SMs: the
+    longest warp's chain (``latency``), the CTA waves (``waves``) and the busiest
+    SM's issue stage (``sm_issue``), with the system's latencies and issue costs
+    (:mod:`hostlink.model.analytic_launch`)."""
+    from hostlink.model.analytic_launch import launch_terms, warp_chains
+    gpu = system.gpu
+    chains = warp_chains(stream, host_latency_ns(system), gpu.device_lat_ns,
+                         gpu.loads_in_flight_per_warp, as_device=as_device,
+                         atomic_extra_ns=gpu.atomic_extra_ns,
+                         atomic_spread_ns=gpu.atomic_spread_ns,
+                         host_gap_ns=gpu.host_request_gap_ns, device_gap_ns=gpu.request_gap_ns)
+    terms = launch_terms(chains, stream, n_launches(stream), gpu.sm_count,
+                         gpu.max_warps_per_sm, gpu.sm_request_ns)
+    return {"latency": terms["path"], "waves": terms["waves"], "sm_issue": terms["sm"]}
 
 
 def _per_launch_sum(stream: RequestStream, sel: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -283,6 +272,13 @@ def _tlb_miss_rate(stream: RequestStream, system: SystemConfig) -> float:
 
 
 def _zerocopy_analytic(stream, system, common) -> dict:
+    """Each launch takes the longest of its terms: its host bytes at the analytic
+    model's bandwidth (``link``, named after the binding bound), its device bytes at
+    device bandwidth (``device``) and :func:`launch_terms_ns`'s (``latency``, the
+    longest chain lengthened by queueing behind the bandwidth term,
+    :func:`hostlink.model.analytic_launch.loaded_chain_ns`; ``waves``, which count
+    as ``latency`` too; ``sm_issue``); the run's bound is the term that takes the
+    most time."""
     from hostlink.model.analytic import predict_system, translation_params
     n = common["launches"]
     host = common["host"]
@@ -290,10 +286,7 @@ def _zerocopy_analytic(stream, system, common) -> dict:
     costs = _host_costs(stream, system)
     dev = ~host
     dev_ns = _per_launch_sum(stream, dev, stream.size_B.astype(np.float64)) / gpu.device_bw_GBps
-    path_ns = critical_path_ns(stream, host_latency_ns(system), gpu.device_lat_ns,
-                               gpu.loads_in_flight_per_warp,
-                               atomic_extra_ns=gpu.atomic_extra_ns,
-                               atomic_spread_ns=gpu.atomic_spread_ns)
+    warps = launch_terms_ns(stream, system)
     if host.any():
         res = predict_system(system, size_histogram(stream),
                              **translation_params(system, _tlb_miss_rate(stream, system))).item()
@@ -304,11 +297,15 @@ def _zerocopy_analytic(stream, system, common) -> dict:
         mean_size = res["bytes_per_read"]
     else:
         res, link_ns, bound_name, limit, mean_size = {}, np.zeros(n), "device", 0.0, 1.0
-    terms = np.stack([link_ns, dev_ns, path_ns])
+    if host.any():
+        from hostlink.model.analytic_launch import loaded_chain_ns, read_demand
+        warps["latency"] = loaded_chain_ns(link_ns, warps["latency"], host_latency_ns(system),
+                                           read_demand(stream, gpu, n), mean_size, bw)
+    terms = np.stack([link_ns, dev_ns, warps["latency"], warps["waves"], warps["sm_issue"]])
     kernel_ns = terms.max(axis=0)
     which = terms.argmax(axis=0)
-    share = np.bincount(which, weights=kernel_ns, minlength=3)
-    bound = (bound_name, "device", "latency")[int(np.argmax(share))]
+    share = np.bincount(which, weights=kernel_ns, minlength=len(terms))
+    bound = (bound_name, "device", "latency", "latency", "sm_issue")[int(np.argmax(share))]
     kernel_total = kernel_ns.sum()
     reads_ns = link_ns.sum()
     if host.any() and kernel_total > 0:
@@ -323,7 +320,8 @@ def _zerocopy_analytic(stream, system, common) -> dict:
             "outstanding_peak": peak, "wire_B_down": costs["wire"]["down"],
             "wire_B_up": costs["wire"]["up"], "dram_B": int(costs["host_dram_B"]),
             "extra": {"analytic": res, "kernel_terms_ns": {
-                "link": link_ns.tolist(), "device": dev_ns.tolist(), "latency": path_ns.tolist()}}}
+                "link": link_ns.tolist(), "device": dev_ns.tolist(),
+                **{name: v.tolist() for name, v in warps.items()}}}}
 
 
 def des_bound(stats: dict, kernel_ns: float, limits: dict) -> tuple[str, dict]:
@@ -410,16 +408,29 @@ def _run_des(stream, system, common, engine, nbins, as_device) -> dict:
 
 
 def _device_analytic(stream, system, common) -> dict:
+    """Every request served by device memory: each launch takes the longest of its
+    bytes at device bandwidth and :func:`launch_terms_ns`'s terms (the chain
+    lengthened by queueing behind the bytes' busy phase,
+    :func:`hostlink.model.analytic_launch.loaded_chain_ns`)."""
     gpu = system.gpu
     size = stream.size_B.astype(np.float64)
     bytes_ns = _per_launch_sum(stream, np.ones(len(stream), dtype=bool), size) / gpu.device_bw_GBps
-    path_ns = critical_path_ns(stream, host_latency_ns(system), gpu.device_lat_ns,
-                               gpu.loads_in_flight_per_warp, as_device=True,
-                               atomic_extra_ns=gpu.atomic_extra_ns,
-                               atomic_spread_ns=gpu.atomic_spread_ns)
-    kernel_ns = np.maximum(bytes_ns, path_ns)
-    bound = "device" if bytes_ns.sum() >= path_ns.sum() else "latency"
-    return {"kernel_ns": kernel_ns, "bound": bound, "extra": {}}
+    warps = launch_terms_ns(stream, system, as_device=True)
+    if len(stream):
+        from hostlink.model.analytic_launch import loaded_chain_ns, read_demand
+        reads = ~stream.is_write
+        mean_B = float(size[reads].mean()) if reads.any() else 0.0
+        warps["latency"] = loaded_chain_ns(
+            bytes_ns, warps["latency"], float(gpu.device_lat_ns),
+            read_demand(stream, gpu, len(bytes_ns), host_only=False), mean_B,
+            float(gpu.device_bw_GBps))
+    terms = np.stack([bytes_ns, warps["latency"], warps["waves"], warps["sm_issue"]])
+    kernel_ns = terms.max(axis=0)
+    share = np.bincount(terms.argmax(axis=0), weights=kernel_ns, minlength=len(terms))
+    bound = ("device", "latency", "latency", "sm_issue")[int(np.argmax(share))]
+    return {"kernel_ns": kernel_ns, "bound": bound, "extra": {
+        "kernel_terms_ns": {"device": bytes_ns.tolist(),
+                            **{name: v.tolist() for name, v in warps.items()}}}}
 
 
 def _uvm(stream, system, common, read_mostly: bool, options: dict, fidelity: str = "analytic",

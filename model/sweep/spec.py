@@ -6,7 +6,7 @@ A sweep file is TOML::
     name = "rtt-by-tags"          # the experiment name written with every row
     description = "..."
     system = "h100-pcie5"         # base system preset (or a preset/resolved file)
-    fidelity = "analytic"         # analytic | des
+    fidelity = "analytic"         # analytic | des (default des, the validated one)
 
     [set]                         # fixed overrides for every point
     "link.gen" = 4
@@ -51,6 +51,8 @@ from hostlink.model.textfile import read_toml
 from hostlink.model.sweep.workloads import check_workload_keys, workload_defaults
 
 FIDELITIES = ("analytic", "des")
+#: a sweep's fidelity where its file names none: the one the validation reports use
+DEFAULT_FIDELITY = "des"
 SWEEP_KEYS = ("name", "description", "system", "fidelity", "batch_size")
 TOP_KEYS = ("sweep", "set", "workload", "axis")
 AXIS_FORMS = ("values", "range", "linspace", "geomspace")
@@ -290,7 +292,7 @@ def parse_sweep(data: dict, path: str = "<sweep>", text: str = "") -> SweepSpec:
     system = head.get("system")
     if not isinstance(system, str) or not system:
         raise ConfigError(f"{path}: 'sweep.system' must name a system preset (e.g. \"h100-pcie5\")")
-    fidelity = head.get("fidelity", "analytic")
+    fidelity = head.get("fidelity", DEFAULT_FIDELITY)
     if fidelity not in FIDELITIES:
         raise ConfigError(f"{path}: 'sweep.fidelity' = {fidelity!r} is not one of {', '.join(FIDELITIES)}")
     batch_size = head.get("batch_size")

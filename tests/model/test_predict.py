@@ -220,7 +220,9 @@ def test_cli_text_summary(accelsim_data, capsys):
                "--mode", "uvm"])
     assert rc == 0
     text = capsys.readouterr().out
-    assert "uvm (analytic) on v100-pcie3" in text and "outstanding_mean: n/a" in text
+    # the default fidelity is the validated one, and the summary says so
+    assert "uvm (des) on v100-pcie3" in text and "outstanding_mean: n/a" in text
+    assert "fidelity: des, the discrete-event model the validation reports" in text
 
 
 @pytest.mark.parametrize("argv, message", [

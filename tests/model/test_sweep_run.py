@@ -26,6 +26,7 @@ GRID = """
 [sweep]
 name = "{name}"
 system = "h100-pcie5"
+fidelity = "analytic"
 
 [workload]
 kind = "sizes"
@@ -300,6 +301,7 @@ def test_string_valued_keys_vary_within_one_batch(tmp_path):
         [sweep]
         name = "cs"
         system = "h100-pcie5"
+        fidelity = "analytic"
         [workload]
         kind = "sizes"
         sizes_B = [64, 128]

@@ -204,6 +204,7 @@ def test_run_ids_depend_on_what_is_computed_only(tmp_path):
         [sweep]
         name = "other"
         system = "h100-pcie5"
+        fidelity = "analytic"
         [set]
         "link.rtt_ns" = "1.5 us"
         [workload]
@@ -238,3 +239,10 @@ def test_workload_defaults_fill_in_and_unused_keys_drop(tmp_path):
     assert w["graph"] == "kron" and w["id_bytes"] == 4 and w["mode"] == "zerocopy"
     assert "source" not in w and "iterations" not in w   # CC has no source; not pagerank
     assert resolved[0].run_id != resolved[1].run_id
+
+
+def test_a_sweep_without_a_fidelity_takes_the_validated_one(tmp_path):
+    """The validation reports are made at DES fidelity: a sweep that names none gets it."""
+    path = write(tmp_path, "[sweep]\nsystem = \"h100-pcie5\"\n[workload]\nkind = \"sizes\"\n"
+                 "size_B = 32\n")
+    assert load_sweep(path).fidelity == "des"

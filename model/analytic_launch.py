@@ -1,0 +1,237 @@
+"""Closed forms for the time of one kernel launch from its request stream.
+
+The analytic fidelity times a launch as the longest of a few terms, each a
+bound the discrete-event model (:mod:`hostlink.model.des.events`) obeys too
+(the queueing term an estimate, not a bound).
+This module holds the terms that come from the warps and the SMs; the link,
+DRAM and tag bounds are :mod:`hostlink.model.analytic`'s.
+
+- The warp's chain (:func:`warp_chains`): a warp issues its memory
+  instructions in program order, at most ``loads_in_flight`` at once. An
+  instruction that reads waits the load-to-use latency of its memory (host or
+  device; more for a device atomic that returns) plus the issue gaps of its
+  lines: its k lines leave the warp one ``gpu.host_request_gap_ns`` (host) or
+  ``gpu.request_gap_ns`` (device) apart, so its last line starts (k - 1) gaps
+  after its first. An instruction that only writes does not hold the warp: a
+  store is posted (it is done when it leaves the GPU, a few ns). The warp also
+  issues no faster than one line per gap, so its chain is at least its lines
+  times the gap.
+- CTA waves (:func:`launch_terms`): a launch runs ``sm_count x
+  (max_warps_per_sm // warps_per_cta)`` CTAs at once and starts the next one
+  when one ends; a CTA lasts as long as its longest warp. Greedy list
+  scheduling of jobs on m slots ends no earlier than the longest job and than
+  the jobs' sum over m (Graham, "Bounds on multiprocessing timing anomalies",
+  SIAM J. Appl. Math. 17(2), 1969): the launch takes the larger of the two.
+- Queueing (:func:`loaded_chain_ns`): while a launch's reads run at their
+  bandwidth bound (the link's, or device memory's), the longest warp's reads
+  wait behind everyone else's, one
+  mean wait per launch from Little's law (Little, "A proof for the queuing
+  formula L = lambda W", Operations Research 9(3), 1961).
+- The SM's issue stage (:func:`launch_terms`): an SM lets at most one read line
+  leave every ``gpu.sm_request_ns``; a CTA runs on SM ``slot mod sm_count``
+  (the first wave round robin), so the SM with the most lines takes at least
+  their count times that turn, and its last line then still waits the least
+  latency of the launch's reads.
+
+Assumptions: compute between memory instructions is free (as in the DES);
+queueing at the SM is left to its bound, and queueing for the link or device
+memory to one mean wait over a launch's busy phase; CTAs of later waves are spread over the
+SMs as the first wave is.
+The costs are the DES's, measured as its docstring says
+(validation/results/h100/request_cost and request_share for the issue stage).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hostlink.model.workload import SPACE_HOST, RequestStream
+
+
+@dataclass(frozen=True)
+class WarpChains:
+    """One row per warp that issues a memory instruction, in program order."""
+    launch: np.ndarray      # launch of the warp
+    warp: np.ndarray        # warp id within its launch
+    chain_ns: np.ndarray    # the warp's dependent chain (see the module docstring)
+    read_lines: np.ndarray  # read lines the warp sends through its SM's issue stage
+    tail_ns: np.ndarray     # the least latency of the warp's reads (inf without reads)
+
+
+def _instructions(stream: RequestStream, order: np.ndarray):
+    """Launch and warp per request in ``order`` (program order), the mask of requests
+    that start an instruction, and those requests' indices."""
+    la = stream.launch.astype(np.int64)[order]
+    wa = stream.warp.astype(np.int64)[order]
+    ia = stream.inst.astype(np.int64)[order]
+    new = np.ones(len(la), dtype=bool)
+    new[1:] = (la[1:] != la[:-1]) | (wa[1:] != wa[:-1]) | (ia[1:] != ia[:-1])
+    return la, wa, new, np.flatnonzero(new)
+
+
+def warp_chains(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
+                loads_in_flight: int, *, as_device: bool = False,
+                atomic_extra_ns: float = 0.0, atomic_spread_ns: float | None = None,
+                host_gap_ns: float = 0.0, device_gap_ns: float = 0.0) -> WarpChains:
+    """Each warp's dependent chain of instructions (see the module docstring).
+
+    Where the stream marks instructions that wait for the warp's earlier ones
+    (``stream.waits``), each run of instructions from one that waits to the next
+    takes ``ceil(k / loads_in_flight)`` rounds of its slowest latency; otherwise
+    the chain is the summed latency over ``loads_in_flight``. Either way the
+    chain is at least the warp's lines times their issue gaps."""
+    from hostlink.model.des.inputs import program_order
+    from hostlink.model.geometry import LINE_B
+    empty = np.zeros(0)
+    if len(stream) == 0:
+        return WarpChains(empty.astype(np.int64), empty.astype(np.int64), empty, empty, empty)
+    order = program_order(stream)
+    la, wa, new, starts = _instructions(stream, order)
+    space = stream.space[order]
+    read = ~stream.is_write[order]
+    on_host = (space == SPACE_HOST) & (not as_device)
+    # a line: the reads of one instruction to one 128 B line of one space (their first
+    # leads), unless the stream marks a request to follow its instruction's first
+    line = stream.addr[order] // np.uint64(LINE_B)
+    lead = new.copy()
+    lead[1:] |= (line[1:] != line[:-1]) | (space[1:] != space[:-1])
+    if stream.follows is not None:
+        lead &= ~stream.follows[order] | new
+    width = 1 if stream.lines is None else stream.lines[order].astype(np.int64)
+    k_lines = np.add.reduceat(lead * width * read, starts).astype(np.float64)
+    inst_read = np.logical_or.reduceat(read, starts)
+    inst_host = np.logical_or.reduceat(on_host, starts)
+    inst_lat = np.where(inst_host, host_lat_ns, device_lat_ns)
+    gap = np.where(inst_host, float(host_gap_ns), float(device_gap_ns))
+    spread_lines = np.zeros(len(starts), dtype=bool)
+    if stream.atomic is not None:
+        atomic = ~inst_host & stream.atomic[order][starts]
+        extra = np.full(len(starts), float(atomic_extra_ns))
+        if atomic_spread_ns is not None and atomic.any():
+            k = np.add.reduceat(lead * width, starts)
+            extra += float(atomic_spread_ns) * np.log2(np.maximum(k, 1))
+            spread_lines = atomic      # its lines spread by the log law, not by gaps
+        inst_lat = inst_lat + np.where(atomic, extra, 0.0)
+    # the last line leaves (k - 1) gaps after the first; a store holds nothing
+    issue_ns = np.where(spread_lines, 0.0, np.maximum(k_lines - 1, 0) * gap)
+    tail = np.where(inst_read, inst_lat, np.inf)
+    inst_lat = np.where(inst_read, inst_lat + issue_ns, 0.0)
+    busy_ns = np.where(spread_lines, 0.0, k_lines * gap)    # the warp's own issue time
+    lif = max(1, int(loads_in_flight))
+    i_la, i_wa = la[starts], wa[starts]
+    wnew = np.ones(len(starts), dtype=bool)
+    wnew[1:] = (i_la[1:] != i_la[:-1]) | (i_wa[1:] != i_wa[:-1])
+    if stream.waits is not None:
+        seg = np.flatnonzero(wnew | stream.waits[order][starts])
+        k = np.diff(np.append(seg, len(inst_lat)))
+        lat = np.zeros(len(inst_lat))
+        lat[seg] = np.ceil(k / lif) * np.maximum.reduceat(inst_lat, seg)
+    else:
+        lat = inst_lat / lif
+    wstarts = np.flatnonzero(wnew)
+    chain = np.maximum(np.add.reduceat(lat, wstarts), np.add.reduceat(busy_ns, wstarts))
+    return WarpChains(launch=i_la[wstarts], warp=i_wa[wstarts], chain_ns=chain,
+                      read_lines=np.add.reduceat(k_lines, wstarts),
+                      tail_ns=np.minimum.reduceat(tail, wstarts))
+
+
+def launch_terms(chains: WarpChains, stream: RequestStream, n_launch: int, sm_count: int,
+                 max_warps_per_sm: int, sm_request_ns: float) -> dict[str, np.ndarray]:
+    """Per launch: the longest warp (``path``), the CTA waves (``waves``: the CTAs'
+    summed durations over the CTA slots) and the busiest SM's issue stage (``sm``:
+    its lines' turns, then the least read latency)."""
+    out = {name: np.zeros(n_launch) for name in ("path", "waves", "sm")}
+    if len(chains.chain_ns) == 0:
+        return out
+    np.maximum.at(out["path"], chains.launch, chains.chain_ns)
+    wpc_of = np.ones(n_launch, dtype=np.int64)
+    for k, info in enumerate(stream.launches[:n_launch]):
+        wpc_of[k] = max(1, int(info.warps_per_cta))
+    wpc = wpc_of[chains.launch]
+    cta = chains.warp // wpc
+    # CTAs per launch: key (launch, cta), chains in program order
+    key = chains.launch * (int(cta.max()) + 1) + cta
+    uniq, inv = np.unique(key, return_inverse=True)
+    cta_ns = np.zeros(len(uniq))
+    np.maximum.at(cta_ns, inv, chains.chain_ns)
+    cta_lines = np.bincount(inv, weights=chains.read_lines, minlength=len(uniq))
+    cta_launch = uniq // (int(cta.max()) + 1)
+    # the CTAs that issue requests take the slots in id order: the k-th of a launch
+    # starts on SM k mod sm_count
+    first = np.searchsorted(cta_launch, cta_launch)
+    rank = np.arange(len(uniq)) - first
+    slots = sm_count * np.maximum(1, max_warps_per_sm // wpc_of)
+    out["waves"] = np.bincount(cta_launch, weights=cta_ns, minlength=n_launch) / slots
+    if sm_request_ns > 0:
+        sm = cta_launch * sm_count + rank % sm_count
+        per_sm = np.bincount(sm, weights=cta_lines, minlength=n_launch * sm_count)
+        tail = np.full(n_launch, np.inf)
+        np.minimum.at(tail, chains.launch, chains.tail_ns)
+        busiest = per_sm.reshape(n_launch, sm_count).max(axis=1)
+        out["sm"] = np.where(busiest > 0, busiest * float(sm_request_ns)
+                             + np.where(np.isfinite(tail), tail, 0.0), 0.0)
+    return out
+
+
+def loaded_chain_ns(link_ns: np.ndarray, chain_ns: np.ndarray, lat_ns: float,
+                    demand: np.ndarray, bytes_per_read: float, bw_GBps: float) -> np.ndarray:
+    """The longest warp's chain when it shares a server with a launch's busy phase.
+
+    While the reads run at their bandwidth bound (``link_ns`` of the launch: the
+    link's for host reads, device memory's for device reads),
+    the reads wanted at once (``demand``: the resident warps that read them,
+    times their loads in flight and requests per instruction) queue for it, so
+    by Little's law each read takes ``R = max(lat, demand x bytes / bandwidth)``
+    (1 GB/s = 1 B/ns). A warp's chain advances ``lat / R`` as fast as unloaded
+    during that phase and at full speed after it: the launch takes
+    ``link + max(0, chain - link x lat / R)``. A lone warp (R = lat) keeps its
+    chain; warps all alike finish with the busy phase (their chains are what
+    Little's law gives it); a long warp among many (a hub of a power-law graph)
+    loses most of the busy phase to queueing."""
+    link_ns = np.asarray(link_ns, dtype=np.float64)
+    chain_ns = np.asarray(chain_ns, dtype=np.float64)
+    if not (bw_GBps > 0 and np.isfinite(bw_GBps)) or lat_ns <= 0:
+        return chain_ns
+    r_ns = np.maximum(lat_ns, np.asarray(demand, dtype=np.float64) * bytes_per_read / bw_GBps)
+    return np.where(link_ns > 0, link_ns + np.maximum(0.0, chain_ns - link_ns * lat_ns / r_ns),
+                    chain_ns)
+
+
+def read_demand(stream: RequestStream, gpu, n: int, host_only: bool = True) -> np.ndarray:
+    """Per launch: reads its warps want at once (resident warps that read x
+    instructions in flight per warp, :func:`_in_flight`, x read requests per
+    instruction), of host memory alone or, with ``host_only`` False, of any memory."""
+    reads = ~stream.is_write
+    if host_only:
+        reads = reads & (stream.space == SPACE_HOST)
+    if not reads.any():
+        return np.zeros(n)
+    la = stream.launch.astype(np.int64)[reads]
+    wa = stream.warp.astype(np.int64)[reads]
+    ia = stream.inst.astype(np.int64)[reads]
+    warps = np.unique(la * (int(wa.max()) + 1) + wa) // (int(wa.max()) + 1)
+    n_warps = np.bincount(warps, minlength=n).astype(np.float64)
+    span = (int(wa.max()) + 1) * (int(ia.max()) + 1)
+    insts = np.unique(la * span + wa * (int(ia.max()) + 1) + ia) // span
+    per_inst = np.bincount(la, minlength=n) / np.maximum(1, np.bincount(insts, minlength=n))
+    resident = gpu.sm_count * gpu.max_warps_per_sm
+    return np.minimum(n_warps, resident) * _in_flight(stream, gpu.loads_in_flight_per_warp) \
+        * per_inst
+
+
+def _in_flight(stream: RequestStream, loads_in_flight: int) -> float:
+    """Instructions a warp has in flight on average: ``loads_in_flight``, or fewer
+    where the stream marks instructions that wait for the warp's earlier ones (each
+    run from one that waits to the next takes ``ceil(k / loads_in_flight)`` rounds)."""
+    lif = max(1, int(loads_in_flight))
+    if stream.waits is None or lif == 1 or len(stream) == 0:
+        return float(lif)
+    from hostlink.model.des.inputs import program_order
+    order = program_order(stream)
+    la, wa, _, starts = _instructions(stream, order)
+    first = np.ones(len(starts), dtype=bool)
+    first[1:] = (la[starts][1:] != la[starts][:-1]) | (wa[starts][1:] != wa[starts][:-1])
+    seg = np.flatnonzero(first | stream.waits[order][starts])
+    k = np.diff(np.append(seg, len(starts)))
+    return float(len(starts) / np.ceil(k / lif).sum())
