@@ -68,6 +68,7 @@ presets: $(STAMP)
 	  --description "NVIDIA H100 SXM5 80 GB HBM3 (132 SMs, 700 W), PCIe 5.0 x16 to a virtualised Intel Xeon host; host DRAM taken as DDR5-4800 x8 (not measured)" \
 	  --header "The lent H100 as calibrated for validation/results/h100/first_run's report (make presets:\nvalidation/results/h100/uvm_launches/calibrated.toml).\nKeys without provenance here are their part presets' (which mark their assumptions)."
 	$(BIN)/hostlink config seeds --from h200-pcie5 --out sim_configs/system
+	$(BIN)/python -m hostlink.model.bands --write validation/results
 
 # The H200 chain starts from base_system.toml: h200-pcie5 with the GPU-internal
 # part of a host read measured on the H100 (the H200's own tag-window run came

@@ -17,5 +17,5 @@ for name, folder in FOLDERS.items():
     packages += [f"{name}.{sub}" for sub in find_packages(folder)]
 
 setup(packages=packages, package_dir=package_dir,
-      package_data={"hostlink.model": ["data/*.csv"],
+      package_data={"hostlink.model": ["data/*.csv", "data/*.json"],
                     "hostlink.validation": ["manifests/*.toml", "data/*.json", "effects.toml"]})

@@ -23,13 +23,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-RESULTS = Path(__file__).resolve().parents[1] / "validation" / "results"
 QUANTILE = 0.9
+#: The committed repeats' spread, as package data (written by ``python -m
+#: hostlink.model.bands --write RESULTS``, which ``make presets`` runs): the model
+#: reads no results tree at run time.
+BANDS_JSON = "bands.json"
 GROUPS = {"zerocopy": ("micro/zc_read", "micro/zc_warps"),
           "uvm": ("traversal/uvm", "micro/uvm_touch")}
 
 
-def repeat_cases(root: str | Path = RESULTS) -> pd.DataFrame:
+def repeat_cases(root: str | Path) -> pd.DataFrame:
     """Every committed repeat comparison's cases, with the run they came from."""
     frames = []
     for path in sorted(Path(root).glob("*/*_repeat/repeat_cases.csv")):
@@ -42,8 +45,9 @@ def repeat_cases(root: str | Path = RESULTS) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def spread_pct(root: str | Path = RESULTS, quantile: float = QUANTILE) -> dict[str, dict]:
-    """Per memory mode: the band's half-width in percent, the cases and runs behind it."""
+def measure_spread(root: str | Path, quantile: float = QUANTILE) -> dict[str, dict]:
+    """Per memory mode: the band's half-width in percent, the cases and runs behind it,
+    from the repeat comparisons under ``root`` (a results tree)."""
     cases = repeat_cases(root)
     out = {}
     for mode, prefixes in GROUPS.items():
@@ -53,6 +57,28 @@ def spread_pct(root: str | Path = RESULTS, quantile: float = QUANTILE) -> dict[s
         out[mode] = {"half_width_pct": float(np.quantile(diff, quantile)),
                      "median_pct": float(np.median(diff)), "cases": int(diff.size),
                      "runs": sorted(pick["run"].unique())}
+    return out
+
+
+def spread_pct(root: str | Path | None = None, quantile: float = QUANTILE) -> dict[str, dict]:
+    """:func:`measure_spread` of ``root``; without one, the committed repeats' spread the
+    package carries (``hostlink/model/data/bands.json``)."""
+    if root is not None:
+        return measure_spread(root, quantile)
+    import json
+    from importlib.resources import files
+    data = json.loads(files("hostlink.model").joinpath("data", BANDS_JSON).read_text())
+    return data["modes"]
+
+
+def write_bands(root: str | Path, out: str | Path) -> Path:
+    """Write the spread of ``root``'s repeats as the package's band file ``out``."""
+    import json
+    out = Path(out)
+    out.write_text(json.dumps({"source": "hostlink.model.bands.measure_spread of the "
+                               "committed */*_repeat/repeat_cases.csv under validation/results",
+                               "quantile": QUANTILE, "modes": measure_spread(root)},
+                              indent=1) + "\n")
     return out
 
 
@@ -100,3 +126,10 @@ def add_bands(fig, spread: dict | None = None, alpha: float = 0.15):
             ax.errorbar(xs, ys, yerr=ys * h, fmt="none", ecolor="0.2", elinewidth=0.8,
                         capsize=2)
     return fig
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) != 3 or sys.argv[1] != "--write":
+        sys.exit("usage: python -m hostlink.model.bands --write RESULTS_DIR")
+    print(write_bands(sys.argv[2], Path(__file__).resolve().parent / "data" / BANDS_JSON))

@@ -2,6 +2,9 @@
 ten cases moved from one lease to the other."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,11 +30,19 @@ def test_half_width_is_the_90th_percentile_of_the_absolute_differences(tmp_path)
     assert s["zerocopy"]["cases"] == 21 and s["uvm"]["runs"] == ["h0/x_repeat"]
 
 
+RESULTS = Path(__file__).resolve().parents[2] / "validation" / "results"
+
+
 def test_committed_repeats_give_uvm_a_wider_band_than_zero_copy():
-    cases = repeat_cases()
+    cases = repeat_cases(RESULTS)
     assert len(cases) > 100
     s = spread_pct()
     assert 0 < s["zerocopy"]["half_width_pct"] < s["uvm"]["half_width_pct"]
+
+
+def test_the_packaged_band_is_the_committed_repeats_spread():
+    # make presets writes it; the model reads no results tree at run time
+    assert spread_pct() == json.loads(json.dumps(spread_pct(RESULTS)))
 
 
 def test_with_bands_and_the_figures():
