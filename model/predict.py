@@ -517,10 +517,12 @@ def launch_bounds(part: dict, work_bound: str, kernel_ns: np.ndarray, gaps_ns: n
     terms = (part.get("extra") or {}).get("kernel_terms_ns")
     names = None
     if terms:
-        stacked = np.array([terms["link"], terms["device"], terms["latency"]], dtype=float)
-        if stacked.shape[1] == n:
+        keys = [k for k, v in terms.items() if len(v) == n]
+        if keys:
+            stacked = np.array([terms[k] for k in keys], dtype=float)
             link_name = ((part.get("extra") or {}).get("analytic") or {}).get("bound", "link")
-            names = np.array([link_name, "device", "latency"])[stacked.argmax(axis=0)]
+            names = np.array([link_name if k == "link" else k for k in keys])[
+                stacked.argmax(axis=0)]
     out = []
     for k in range(n):
         if gaps_ns[k] > kernel_ns[k]:

@@ -329,6 +329,8 @@ def _read_results(root: Path, run_ids: set[str] | None) -> pa.Table:
     tables, seen = [], set()
     for path in _parts(root / "results"):
         t = _read(path)
+        if "run_id" not in t.column_names:
+            raise _unreadable(path, ValueError("no run_id column"))
         ids = set(pc.unique(t.column("run_id")).to_pylist())
         drop = ids & seen
         if run_ids is not None:
@@ -337,7 +339,10 @@ def _read_results(root: Path, run_ids: set[str] | None) -> pa.Table:
             t = t.filter(pc.invert(pc.is_in(t.column("run_id"), value_set=pa.array(sorted(drop)))))
         seen |= ids
         if t.num_rows:
-            tables.append(t.cast(TIDY_SCHEMA))
+            try:
+                tables.append(t.cast(TIDY_SCHEMA))
+            except (pa.ArrowException, ValueError, KeyError) as exc:  # another schema
+                raise _unreadable(path, exc) from None
     return pa.concat_tables(tables) if tables else TIDY_SCHEMA.empty_table()
 
 

@@ -213,8 +213,8 @@ def test_a_worker_that_dies_stops_the_report(tmp_path, monkeypatch, run_dir):
 
 KILLER = textwrap.dedent("""
     import os, signal, sys
-    from hostlink.validation import report
-    report.FLUSH_EVERY_CASES = 1
+    from hostlink.validation import report, report_store
+    report_store.FLUSH_EVERY_CASES = 1
     real, calls = report.PredictionStore.add, [0]
     def add(self, *a, **kw):
         real(self, *a, **kw)
