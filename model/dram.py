@@ -6,7 +6,7 @@ rate or at ``host.serve_GBps`` where that is set and lower; every request
 costs whole bursts, so the useful bandwidth is that rate times (bytes asked /
 bytes the bursts fetch). All functions broadcast over NumPy arrays.
 
-Facts (shared/design/REFERENCE.md, the seeds):
+Facts (JEDEC JESD79-4 DDR4 and JESD79-5 DDR5 for burst lengths; the seeds):
 - DDR4 and DDR5 deliver 64 B per access: DDR4 BL8 x 64-bit channel; DDR5
   BL16 x 32-bit subchannel (two subchannels make a 64-bit DIMM channel).
 - A 32 B read still costs a 64 B burst: the seed's DDR4-2400 channel gives

@@ -3,9 +3,9 @@
 A :class:`Prediction` is what :func:`hostlink.model.predict.predict` returns
 for zero-copy, UVM and device-memory runs, from the analytic model and from
 the discrete-event model alike, so that results line up row for row with
-each other and with measurements (``to_rows`` gives the tidy table of
-shared/design/ARCHITECTURE.md: ``run_id, experiment, case, model_kind,
-metric, value, unit, rep``).
+each other and with measurements (``to_rows`` gives the tidy table the
+validation's results use, :mod:`hostlink.validation.results_io`: ``run_id,
+experiment, case, model_kind, metric, value, unit, rep``).
 
 Definitions (all counts over the stream's host-memory requests, the ones
 that cross the link in zero-copy mode):

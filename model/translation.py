@@ -66,9 +66,10 @@ no translation prefetching; L1 TLBs are not modelled (their misses that hit in
 the last level cost little next to a PCIe round trip); walk latency is fixed
 (no page-walk cache). With ``enabled = false`` nothing misses.
 
-References: shared/design/REFERENCE.md (the GPU side); the IOMMU's IOTLB and
-its walk latency are those of the host platform (Intel VT-d, AMD-Vi), also
-assumptions here.
+References: the open NVIDIA UVM driver (NVIDIA/open-gpu-kernel-modules,
+kernel-open/nvidia-uvm/uvm_va_block.c: remote mappings are not cached); the
+IOMMU's IOTLB and its walk latency are those of the host platform (Intel VT-d,
+AMD-Vi), also assumptions here.
 """
 from __future__ import annotations
 

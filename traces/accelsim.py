@@ -2,8 +2,7 @@
 
 Format (accel-sim/accel-sim-framework: util/tracer_nvbit/tracer_tool/tracer_tool.cu
 writes it, traces-processing/post-traces-processing.cpp groups it by thread
-block, gpu-simulator/trace-parser/trace_parser.cc reads it; see also
-shared/design/REFERENCE.md "Accel-Sim traces"):
+block, gpu-simulator/trace-parser/trace_parser.cc reads it):
 
 - ``kernelslist.g``: one command per line, ``MemcpyHtoD,0x<hex dst>,<bytes>``
   or a kernel trace file name (relative to the folder). Other ``Memcpy...``

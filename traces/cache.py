@@ -1,8 +1,9 @@
 """Sector caches that filter the coalescer's sectors: an L1 per SM and a shared L2.
 
 Model (used by :mod:`hostlink.traces.coalescer`):
-- 128 B lines of four 32 B sectors (REFERENCE.md "GPU side"; from Volta on
-  the L1 fetches only the missing sectors of a line), set associative, LRU
+- 128 B lines of four 32 B sectors (NVIDIA CUDA C++ Programming Guide,
+  "Compute Capability 7.x", Global Memory; from Volta on the L1 fetches only
+  the missing sectors of a line), set associative, LRU
   over the lines of a set.
 - A load's sector hits if its line is present and the sector valid;
   otherwise it misses, the line is allocated if absent (evicting the set's

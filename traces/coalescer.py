@@ -5,8 +5,8 @@ never leaves the SM):
 - each active lane's access [addr, addr + width_B) touches the 32 B sectors
   it overlaps (an access crossing a sector boundary touches the next sector
   too), as GPGPU-Sim's coalescer does for compute capability >= 4.0
-  (accel-sim/gpgpu-sim_distribution src/abstract_hardware_model.cc, REFERENCE.md
-  "GPU side");
+  (accel-sim/gpgpu-sim_distribution src/abstract_hardware_model.cc; NVIDIA
+  CUDA C++ Programming Guide, "Compute Capability 7.x", Global Memory);
 - the sectors of an instruction are grouped by 128 B line; for host memory
   one PCIe request is sent per run of contiguous sectors within a line, so
   32, 64, 96 or 128 B, as the seed's FPGA observed (emogi_vldb2020 §3,

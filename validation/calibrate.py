@@ -66,7 +66,8 @@ the fit), after a coarse scan of the parameter range:
    (``micro/zc_warps``): Little's law, the plateau times the round trip, where
    the plateau lies below the link bound. The GPU's limit on reads in flight is
    taken as completion bytes (the PCIe completion data credits a requester
-   reserves, REFERENCE.md), not a count of reads: 128 B reads alone cannot tell
+   reserves, PCIe Base Spec rev. 5.0 §2.6.1), not a count of reads: 128 B
+   reads alone cannot tell
    the two apart, but on an H200 two 64 B reads per line (warps 64 B off the
    line) reach 43 GB/s, 805 reads in flight at the 1.19 us round trip, more
    than a count fitted on 128 B reads (479) or the 768 tags allow, while a

@@ -32,7 +32,8 @@ TRAVERSAL_PRIMARY = "kernel_time_ms"
 
 #: Harness memory mode -> the model's prediction mode.
 #: SetAccessedBy on host-resident managed memory is a remote mapping (no migration
-#: on x86 without ATS, REFERENCE.md "UVM"): its reads are zero-copy reads.
+#: on x86 without ATS, NVIDIA/open-gpu-kernel-modules kernel-open/nvidia-uvm
+#: uvm_gpu_access_counters.c): its reads are zero-copy reads.
 PREDICT_MODE = {"device": "device", "zerocopy": "zerocopy", "registered": "zerocopy",
                 "uvm_accessedby": "zerocopy", "uvm": "uvm", "uvm_readmostly": "uvm_readmostly"}
 ZEROCOPY_MODES = ("zerocopy", "registered", "uvm_accessedby")

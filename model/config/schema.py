@@ -6,9 +6,12 @@ parts with one role each. Each field states its unit in its name, its range
 and its provenance; defaults are the values most presets share, and every
 value that is an assumption rather than a spec or a measurement says so.
 
-References: PCIe Base Specification (rates, MPS/MRRS/RCB ranges, tag widths),
-shared/design/REFERENCE.md (tag limits, UVM driver defaults), the seeds
-(emogi_vldb2020 §3.3: RTT 1.0-1.6 us on PCIe 3.0).
+References: PCI Express Base Specification rev. 5.0 (rates, MPS/MRRS/RCB
+ranges; tag widths, §2.2.6.2) and rev. 6.0 (14-bit tags in flit mode); Intel
+R-Tile Avalon Streaming IP for PCI Express User Guide (10-bit tags 256-1023
+usable); the open NVIDIA UVM driver, NVIDIA/open-gpu-kernel-modules
+kernel-open/nvidia-uvm (driver defaults); the seeds (emogi_vldb2020 §3.3:
+RTT 1.0-1.6 us on PCIe 3.0).
 """
 from __future__ import annotations
 
@@ -64,7 +67,8 @@ class LinkConfig:
 
 def max_tags(gen: int, flit_mode: bool) -> int:
     """Largest usable tag count: 8-bit extended tags (256) up to Gen3, 10-bit (768
-    usable) from Gen4, 14-bit (16384) in flit mode (REFERENCE.md, PCIe tags)."""
+    usable) from Gen4, 14-bit (16384) in flit mode (PCIe Base Spec rev. 5.0
+    §2.2.6.2 and rev. 6.0; Intel R-Tile PCIe IP User Guide for tags 256-1023)."""
     if flit_mode:
         return 16384
     return 768 if gen >= 4 else 256

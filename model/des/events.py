@@ -101,9 +101,10 @@ complex; the round trip does not grow with load beyond the queueing modelled
 here (the seed measured 1.0 to 1.6 us, emogi_vldb2020 §3.3).
 
 References: emogi_vldb2020 §3.3 (tags bound outstanding reads, the round trip,
-32 B reads against 64 B DRAM bursts); shared/design/REFERENCE.md (completion
-credits: outstanding = min(tags, completion headers, completion data); the
-GPU's own outstanding limit); the issue stage's costs,
+32 B reads against 64 B DRAM bursts); PCI Express Base Specification rev. 5.0
+§2.6.1 (flow control: a requester reserves completion credits, so outstanding
+= min(tags, completion headers, completion data)); the GPU's own outstanding
+limit is not published and is fitted by the validation; the issue stage's costs,
 validation/results/h100/request_cost and request_share (a warp's load of
 32 sector requests against one line; 1 to 8 warps per SM); the byte counts are the packetiser's
 (:mod:`hostlink.model.pcie.tlp`) and the DRAM model's (:mod:`hostlink.model.dram`).

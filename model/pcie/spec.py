@@ -1,8 +1,9 @@
 """PCIe specification tables: rates, encodings, packet sizes, DLLP and SKP cadence, tags.
 
 Every number here is from the PCI Express Base Specification (revisions 3.0
-to 6.0) as summarised, with sources, in shared/design/REFERENCE.md, unless it
-is marked ASSUMPTION. Functions take NumPy arrays (or scalars) and broadcast,
+to 6.0; encodings and framing in chapter 4, flit mode in rev. 6.0 §4.2.3, tags
+in §2.2.6.2) or from the source named beside it, unless it is marked
+ASSUMPTION. Functions take NumPy arrays (or scalars) and broadcast,
 so the analytic model can evaluate millions of link configurations at once.
 
 Facts and choices:

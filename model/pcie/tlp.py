@@ -11,8 +11,9 @@ configurations.
 Directions are named from the GPU: "up" is GPU to host (MRd, MWr), "down"
 is host to GPU (CplD).
 
-Rules (PCI Express Base Specification, via shared/design/REFERENCE.md; sizes
-from :mod:`hostlink.model.pcie.spec`):
+Rules (PCI Express Base Specification rev. 5.0: request rules §2.2.7, data
+return and the read completion boundary §2.3.1.1; sizes from
+:mod:`hostlink.model.pcie.spec`):
 - A read of N bytes at address A becomes MRd TLPs that neither exceed MRRS
   nor cross a 4 KiB boundary. The requester splits at MRRS-aligned addresses
   (ASSUMPTION: the usual DMA-engine split; it never crosses 4 KiB because
@@ -23,9 +24,10 @@ from :mod:`hostlink.model.pcie.spec`):
   completer policies: ``cpl_split="mps"`` (default) returns the largest
   completions those rules allow, greedily from the start; ``"rcb"`` returns
   one completion per RCB-aligned block (what some root complexes do). The
-  default is an ASSUMPTION supported by measurement: an RTX 5090 at Gen3 x16
-  copies host-to-device at 13.69 GB/s (REFERENCE.md), above what 64 B or
-  128 B completions allow at 8 B framing (11.9 and 13.5 GB/s).
+  default is an ASSUMPTION supported by a reported measurement (its original
+  source is not recorded): an RTX 5090 at Gen3 x16 copies host-to-device at
+  13.69 GB/s, above what 64 B or 128 B completions allow at 8 B framing (11.9
+  and 13.5 GB/s).
 - Writes become posted MWr TLPs split at MPS-aligned addresses (never
   crossing 4 KiB); no completions.
 - Payloads travel in whole DWs: a request that starts or ends inside a DW

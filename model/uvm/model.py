@@ -217,8 +217,8 @@ faults on both pages; requests are reads unless ``is_write``; the simulation is
 deterministic; ``seed`` (optional) also shuffles the order in which runnable
 warps run between batches, to test sensitivity to the GPU's scheduling.
 
-References: shared/design/REFERENCE.md "UVM"; the open NVIDIA kernel modules
-(kernel-open/nvidia-uvm: uvm_perf_prefetch.c, uvm_pmm_gpu.c,
+References: the open NVIDIA kernel modules (NVIDIA/open-gpu-kernel-modules,
+kernel-open/nvidia-uvm: uvm_perf_prefetch.c, uvm_pmm_gpu.c,
 uvm_perf_thrashing.c, uvm_gpu_replayable_faults.c, uvm_va_block.c,
 uvm_policy.c, uvm_migrate.c); Allen & Ge, "In-Depth
 Analyses of Unified Virtual Memory System for GPU Accelerated Computing",

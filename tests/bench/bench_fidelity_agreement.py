@@ -7,7 +7,8 @@ first source of each case) and for the Accel-Sim traces under
 kernel time with ``fidelity="analytic"`` and ``fidelity="des"`` on the
 calibrated system each first run's report was made with (its report's header:
 ``made with ... --system <toml>``), and writes one row per case with the
-kernel time of each fidelity. The target is agreement within 15% (issue 44). Prints a summary; writes the table to
+kernel time of each fidelity. The target is agreement within 15% (the project's target, as in
+tests/validation/test_fidelity_agreement.py). Prints a summary; writes the table to
 tests/bench/results/fidelity_agreement.csv and the summary to
 tests/bench/results/fidelity_agreement.json.
 

@@ -1,4 +1,4 @@
-"""The fuzz suite's size: at least 10,000 inputs in all (the issue's floor), counted
+"""The fuzz suite's size: at least 10,000 inputs in all (the project's floor), counted
 from each fuzz test's max_examples times its parametrizations."""
 from __future__ import annotations
 

@@ -27,8 +27,9 @@ def test_seed_32B_reads_are_tag_bound():
 
 
 def test_link_bound_is_not_below_measured_copies():
-    # REFERENCE.md: an RTX 5090 at Gen3 x16 copies H2D at 13.69 GB/s with the
-    # copy engine's 256 B reads; emogi_vldb2020 §5.3.2: cudaMemcpy 12.3 GB/s
+    # A reported measurement (original source not recorded): an RTX 5090 at
+    # Gen3 x16 copies H2D at 13.69 GB/s with the copy engine's 256 B reads;
+    # emogi_vldb2020 §5.3.2: cudaMemcpy 12.3 GB/s
     # on V100 Gen3 x16. A bound must not be below a measurement.
     r = evaluate(SizeHistogram.of(256), gen=3, lanes=16, tags=768, rtt_ns=1000.0, mps_B=256)
     assert r.bw_link_GBps >= 13.69

@@ -470,7 +470,7 @@ def test_page_walks_add_their_latency_and_queue_for_walkers():
 ])
 def test_streaming_reads_match_the_analytic_bound_within_1pct(overrides, bound):
     """All-128 B reads, 5120 warps, enough tags: the analytic model is exact there,
-    and the DES must agree within 1% (ARCHITECTURE.md)."""
+    and the DES must agree within 1% (hostlink's design target)."""
     sysc = system(**overrides)
     s = streaming(n_warps=20480, per_warp=40)
     x, out = simulate(s, sysc)

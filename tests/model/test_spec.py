@@ -41,12 +41,14 @@ def test_flit_mode_rules():
 def test_dllp_cadence_is_in_symbol_times_per_lane():
     # Gen3 x16, MPS 256: interval 168 symbol times; two 8 B DLLPs per interval
     # over 16 lanes = 16 / (168 * 16) = 0.60%; with SKP (16 of every 6016
-    # symbols) about 0.86%: REFERENCE.md's "about 0.9%".
+    # symbols) about 0.86%, the "about 0.9%" of the Base Spec rev. 5.0 tables
+    # read in symbol times per lane.
     assert spec.dllp_interval_symbols(3, 16, 256) == 168
     assert spec.dllp_overhead(3, 16, 256) == pytest.approx(16 / (168 * 16))
     total = spec.dllp_overhead(3, 16, 256) + spec.skp_overhead(3)
     assert total == pytest.approx(0.0086, abs=0.0002)
-    # Treating the same table as bytes (no lane factor) gives REFERENCE.md's 9.8%.
+    # Treating the same table as bytes (no lane factor), as
+    # pcie-bench/pcie-model model/pcie.py does, gives about 9.8%.
     as_bytes = spec.DLLPS_PER_INTERVAL * spec.DLLP_B / 168 + 4 / 1538
     assert as_bytes == pytest.approx(0.098, abs=0.001)
     assert as_bytes / total > 10

@@ -48,7 +48,8 @@ def test_size_by_gen(tmp_path, capsys):
     bw = table.to_numpy()
     assert (np.diff(bw, axis=0) >= -1e-9).all()             # never slower on a faster link
     assert (np.diff(bw[:3], axis=0) > 0).all()               # Gen3 -> 4 -> 5: the link binds
-    # no point exceeds its generation's raw x16 rate (REFERENCE.md table)
+    # no point exceeds its generation's raw x16 rate (PCIe Base Spec rates and
+    # encodings, hostlink.model.pcie.spec.GENERATIONS)
     assert (wide["bw_GBps"] <= wide["raw_GBps"]).all()
     # the preset's host serves whole 64 B lines at host.serve_GBps (measured on the H100:
     # validation/results/h100/first_run; the lines: validation/results/h200/cpl_offsets),

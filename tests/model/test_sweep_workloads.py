@@ -30,7 +30,7 @@ def write(tmp_path, text, name="sweep.toml"):
 
 def test_size_mix_des_agrees_with_analytic_where_the_analytic_model_is_exact(tmp_path):
     """Streaming 128 B reads from 8192 warps: the DES must land on the analytic bound
-    (ARCHITECTURE.md: within 1% where the analytic model is exact); the DES time also
+    (hostlink's design target: within 1% where the analytic model is exact); the DES time also
     holds the preset's 5 us launch overhead (an assumption of the system presets), at
     most 0.7% of these runs, hence 1.7%."""
     path = write(tmp_path, """

@@ -1,7 +1,7 @@
 """``hostlink graph gen|info|convert`` and ``hostlink trace gen``, run through the CLI entry point.
 
 File sizes follow the EMOGI binary CSR layout (16 B header + u64 offsets,
-u64 ids, u32 weights; REFERENCE.md "Graph inputs"); the request counts a
+u64 ids, u32 weights; illinois-impact/EMOGI bfs.cu); the request counts a
 written trace gives back are those the emulator's fast path computes on the
 same run, so the written file is checked against an independent reading.
 """

@@ -1,7 +1,8 @@
 """Host read requests of emulated kernels: the fast path, the coalescer, closed forms.
 
-The request rule (emogi_vldb2020.txt §3.3 and Figure 3; REFERENCE.md "GPU
-side"): per warp instruction, the 32 B sectors the lanes touch, grouped by
+The request rule (emogi_vldb2020.txt §3.3 and Figure 3; GPGPU-Sim's
+coalescer, accel-sim/gpgpu-sim_distribution src/abstract_hardware_model.cc):
+per warp instruction, the 32 B sectors the lanes touch, grouped by
 128 B line; one request per run of contiguous sectors within a line (32, 64,
 96 or 128 B). Seed observations checked here: the naive kernel's requests
 are "nearly all" 32 B (§5.3.1, Figure 5; 1.3 % larger on FS); merged cuts

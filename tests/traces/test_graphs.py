@@ -1,7 +1,7 @@
 """Graph generators and the CSR type (traces/graphs).
 
-Sources of the numbers: GAP's generator parameters (REFERENCE.md "Graph
-inputs", sbeamer/gapbs src/generator.h: R-MAT A=.57 B=.19 C=.19, weights in
+Sources of the numbers: GAP's generator parameters (sbeamer/gapbs
+src/generator.h: R-MAT A=.57 B=.19 C=.19, weights in
 [1, 255], N = 2**scale, N * degree sampled edges, default seed 27491095);
 tolerances of statistical checks are a few binomial standard deviations,
 derived next to each assertion.

@@ -2,7 +2,7 @@
 
 Expected CSRs are written out by hand from the small files below. The binary
 layout (16 B header: u64 count, u64 unused; u64 offsets, u64 ids, u32
-weights) is REFERENCE.md "Graph inputs" / illinois-impact/EMOGI bfs.cu.
+weights) is illinois-impact/EMOGI bfs.cu's.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The analytic fidelity agrees with the DES within 15% (issue 44): on committed
+"""The analytic fidelity agrees with the DES within 15% (the project's target): on committed
 first-run traversal cases of both GPUs (the twins' workloads, first source, with
 the calibrated system each report names in its 'made with' line) and on the
 Accel-Sim traces in ../shared/data/accelsim. The full table of every scale-14
@@ -15,7 +15,7 @@ from hostlink.model.predict import as_stream, predict
 
 REPO = Path(__file__).resolve().parents[2]
 ACCELSIM = REPO.parent / "shared" / "data" / "accelsim"
-TOLERANCE = 0.15     # issue 44: analytic and des agree within 15%
+TOLERANCE = 0.15     # the project's target: analytic and des agree within 15%
 
 # every kernel and variant, both id widths and every memory mode, on both graphs
 CASES = [

@@ -1,6 +1,7 @@
 """Synthetic graphs in the style of the GAP benchmark suite: kron (R-MAT) and urand.
 
-What is generated (sbeamer/gapbs ``src/generator.h``, REFERENCE.md "Graph inputs"):
+What is generated (sbeamer/gapbs ``src/generator.h``; Beamer, Asanović and
+Patterson, "The GAP Benchmark Suite", arXiv:1508.03619):
 - N = 2**scale vertices and N * degree sampled edges;
 - kron: each edge picks one quadrant per bit of the vertex id with the R-MAT
   probabilities A = 0.57, B = 0.19, C = 0.19, D = 0.05; vertex ids are then

@@ -1,6 +1,9 @@
 """Graph readers: Matrix Market, SNAP and CSV edge lists, GAP .el/.wel and EMOGI's binary CSR.
 
-Formats (REFERENCE.md "Graph inputs"):
+Formats (Matrix Market: Boisvert, Pozo and Remington, "The Matrix Market
+Exchange Formats: Initial Design", NIST IR 5935, 1996; SNAP: the edge-list
+files of snap.stanford.edu/data; GAP: sbeamer/gapbs ``src/reader.h``; EMOGI:
+illinois-impact/EMOGI ``bfs.cu``):
 - Matrix Market: ``%%MatrixMarket matrix coordinate <field> <symmetry>``,
   ``%`` comment lines, a size line ``rows cols entries``, then one 1-based
   ``i j [value]`` line per entry. Fields pattern, integer, real (and its alias

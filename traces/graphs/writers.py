@@ -4,7 +4,7 @@
 ``PREFIX.bel.dst`` (u64 neighbour ids, whatever the CSR's id width) and, for a
 weighted graph, ``PREFIX.bel.val`` (u32 weights); each starts with the 16 B
 header (u64 element count, u64 unused, written as 0), little endian
-(REFERENCE.md "Graph inputs"; illinois-impact/EMOGI ``bfs.cu`` reads
+(illinois-impact/EMOGI ``bfs.cu`` reads
 ``.col`` as V + 1 offsets and ``.dst`` as the edge list). Large arrays are
 written in blocks so the u64 widening never holds a second full copy.
 """
