@@ -4,7 +4,7 @@
 of the same kind of machine and writes ``repeat_cases.csv`` (one row per case
 both runs hold, ``diff_pct`` = 100 (second - first) / first on the case's
 primary metric; :mod:`hostlink.validation.repeatability`). The runs under
-``validation/results/*/*_repeat`` are committed. A prediction cannot be
+``validation/experiments/*_repeat/runs/*`` are committed. A prediction cannot be
 judged more finely than that variation, so each what-if point gets a band:
 
 - the cases are pooled per memory mode: zero-copy from the groups

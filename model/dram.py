@@ -14,12 +14,10 @@ Facts (JEDEC JESD79-4 DDR4 and JESD79-5 DDR5 for burst lengths; the seeds):
   32 B reads (emogi_vldb2020 §3.3).
 
 - The host can serve the device's bursts slower than its DRAM delivers them:
-  on an H200's host (8 channels of DDR5-4800, 307 GB/s peak) warp-coalesced
-  zero-copy reads off the 128 B line, which touch three 64 B lines per 128 B
-  read at every offset but 64 B, all ran at 34.7-35.9 GB/s with 4 B per lane
-  (0.81-0.84 G lines a second), where 64 B off the line (two lines) ran at 41.3
-  and aligned reads at 51.2 (validation/results/h200/cpl_offsets). Where the
-  limit sits (root complex, mesh, memory controller) the device cannot tell; it
+  warp-coalesced zero-copy reads off the 128 B line, which touch three 64 B
+  lines per 128 B read at every offset but 64 B, run at one rate of lines far
+  below the DRAM's peak and below what the link allows (the ``cpl_offsets``
+  experiment, validation/experiments/cpl_offsets/). Where the limit sits (root complex, mesh, memory controller) the device cannot tell; it
   costs per burst, so ``host.serve_GBps`` caps the rate of bursts
   (:func:`served_GBps`; unset = the DRAM's own), fitted by calibrate step
   ``host_serve``.

@@ -32,13 +32,10 @@ Calibration. Random 128 B lines over growing regions measure the reach and
 the walk throughput: for independent uniform references the LRU miss rate is
 ``1 - E page_B / R`` (:func:`uniform_miss_rate`), so two regions on the
 walker-bound side fix the reach (:func:`reach_from_two_regions`) and the
-deeper one ``walkers / miss_lat_ns``. On an H200 behind PCIe 5.0 (a
-Firecracker VM) the lines run at 51 GB/s over 1 MiB-256 MiB, 13.4 GB/s over
-1 GiB and 6.05 GB/s over 4 GiB: a reach of about 630 MiB (some 316 entries of
-2 MB) and about 0.04 walks per ns (8 walkers of about 200 ns; a dependent
-pointer chase over 4 GiB is 125-190 ns slower than over 256 MiB, which fits
-that walk latency). Bandwidth alone fixes only the ratio of walkers to walk
-latency; ``walkers`` is kept and the latency fitted. The data do not say which
+deeper one ``walkers / miss_lat_ns`` (the ``first_run`` experiment's random
+lines; a dependent pointer chase over a region past the reach checks the walk
+latency). Bandwidth alone fixes only the ratio of walkers to walk latency;
+``walkers`` is kept and the latency fitted. The data do not say which
 translation cache has that reach: the GPU's last-level TLB over 2 MB pages and
 a host IOTLB over 2 MB pages (the VM's IOMMU) would look the same, and one
 level describes both; a second, smaller level whose misses hit in the first
@@ -47,14 +44,11 @@ modelled.
 
 Managed memory on the host. Managed memory the GPU reads where it lies on the
 host (``cudaMemAdviseSetAccessedBy``, nothing migrating) is mapped by the
-UVM driver, not as pinned memory is, and its misses do not bind alike: on an
-H100 random 128 B lines ran at 48, 45 and 43 GB/s over 1, 4 and 16 GiB of
-it where pinned and registered memory ran at 14, 6.0 and 4.9 GB/s, while a
-dependent chase over either grew by 45-195 ns from 256 MiB to 1 GiB, managed
-no more than pinned (``validation/results/h100/accessedby_reach``; an H200
-read 1, 4 and 16 GiB of it at 51, 51 and 45 GB/s, pinned memory at 14, 6.0
-and 4.9, ``validation/results/h200/accessedby_reach``). The same reach and
-walk latency serve both; the walks in flight differ
+UVM driver, not as pinned memory is, and its misses do not bind alike:
+random lines past the reach run several times faster over it than over pinned
+memory, while a dependent chase over either grows alike (the
+``accessedby_reach`` experiment, ``validation/experiments/accessedby_reach/``).
+The same reach and walk latency serve both; the walks in flight differ
 (``managed_walkers``), and :func:`managed_host_view` gives the system as such
 memory is translated.
 

@@ -23,15 +23,15 @@ Model (used by :mod:`hostlink.traces.coalescer`):
   configs/tested-cfgs/SM90_H100, indexes them linearly, which would put the
   4 KiB-strided lines below into one set; GPGPU-Sim offers XOR set
   functions, ``BITWISE_XORING_FUNCTION`` in gpu-cache.cc). The fold is taken
-  because it reproduces the H200's measurements below and the modulo does
-  not.
+  because it reproduces the measured refetch and hit rates (below) and the
+  modulo does not.
 - Geometry of a GPU's L1 (:meth:`CacheConfig.from_gpu`): ``gpu.l1_B`` (L1 and
   shared memory together) less the shared-memory carve-out the driver gives a
   kernel that uses no shared memory (:data:`NO_SHARED_CARVEOUT_B`, measured on
   Hopper; other architectures keep the upper bound ``gpu.l1_B``; the
   project's kernels use no shared memory), in :data:`GPU_L1_SETS` sets
   (assumption: a power of two, so the fold is even; the ways follow the
-  size, as the carve-out takes whole ways: the H200's 224 KiB are 7 ways).
+  size, as the carve-out takes whole ways: an L1 of 224 KiB is 7 ways).
 
 - Assumption: stores and atomics neither look up nor allocate (write-through,
   no write-allocate; atomics are performed beyond the L1) and leave cached
@@ -45,59 +45,27 @@ Model (used by :mod:`hostlink.traces.coalescer`):
   given; :meth:`CacheConfig.from_gpu`: the L2's 16, the L1's its size over
   :data:`GPU_L1_SETS` sets (assumptions; NVIDIA does not publish them).
 
-Measured on an NVIDIA H200 (PCIe 5.0 x16, driver 580.159.04, 2026-11-22),
-gpu_kernels/micro/zc_read (default cache operator, unroll 4, 256 MiB per
-point) under Nsight Compute with ``--clock-control none``:
-- ``launch__shared_mem_config_size`` = 32 KiB for every point (1 KiB reserved
-  per CTA, up to 32 CTAs per SM): the L1 data cache holds 256 - 32 = 224 KiB.
-- Host bytes fetched per byte read (``lts__t_sectors_srcunit_tex_aperture_
-  sysmem_op_read`` x 32 B over the bytes the program reads; every host
-  request of the strided pattern was one sector), strided pattern, by warps
-  in the grid (132 SMs):
-
-  ======================  ======  ======  ======  ======  ======
-  bytes_per_lane, chunk   2112    4224    5280    6336    8448
-  ======================  ======  ======  ======  ======  ======
-  4 B, 128 B              1.007   1.124                   1.945
-  4 B, 512 B              1.003   1.227                   2.192
-  4 B, 4096 B             1.001   1.019                   1.048
-  8 B, 128 B              1.005   1.093           1.222
-  8 B, 512 B              1.003   1.146           1.441
-  8 B, 4096 B             1.000   1.009           1.028
-  16 B, 128 / 512 / 4096                  1.046 / 1.087 / 1.009
-  ======================  ======  ======  ======  ======  ======
-
-  With 4 B per lane a thread reads each sector in two unrolled groups of
-  four loads, so 2.0 means no sector survived from one group to the next.
-  At 64 warps per SM the 2048 lines the SM's threads read at once
-  (256 KiB) exceed the 224 KiB and nearly all reuse is lost; with 4 KiB
-  chunks only 65 536 threads (about 500 per SM) have a chunk, their lines
-  fit, and nothing is lost, although they are 32 lines apart, which under
-  the modulo index share 1/32 of the sets.
-  L1 hit share of the sectors of random 128 B blocks (4 B per lane, 8448
-  warps): 96.8 % over 64 KiB, 77.4 % over 256 KiB, 19.8 % over 1 MiB.
-- One SM's loads replayed in the twins' issue order (validation/twin_micro.py:
-  warps in turn, a warp's unrolled group back to back) through this L1
-  (tests/traces/test_cache_set_index.py): refetch 1.00 at 16 warps per SM
-  and 2.00 at 64 for 128 B and 512 B chunks, 1.00 for 4 KiB chunks; hit
-  shares 96.8 / 79.1 / 20.4 % for the random blocks. The modulo index
-  refetches 2.0 for 4 KiB chunks. A pseudo-random hash (SplitMix64) of the
-  line with 7 ways was tried as well: 1.7 at 64 warps per SM and 72 % over
-  256 KiB, as its sets fill unevenly.
-- Not modelled: the partial losses between these extremes (1.09-1.23 at
-  32 warps per SM, where the model refetches 1.00) and the loss with 8 B and
-  16 B per lane over 128 B or 512 B chunks (1.05-1.44 at 40-48 warps per
-  SM), where a thread reads each sector in one group only: sectors are lost
-  between the loads of one group, which the LRU never evicts in trace order.
-  Both depend on when the loads reach the L1 and their data returns, which
-  the trace order does not hold; no timed LRU replay gives them either, and the
-  strided microbenchmarks' twins take them from a measurement
-  (:mod:`hostlink.model.l1_losses`).
-- One thread chasing a random cycle of N lines (validation/results/h200/
-  l1_policy, strides 128 B to 2 MiB, device and host memory alike) keeps every
-  line up to 1728 and 86 / 72 / 71 / 48 / 19 / 0 % of its later loads at 1792 /
-  1856 / 1920 / 2048 / 2304 / 2560 lines, where this model keeps 100 / 72 / 47 / 0
-  / 0 / 0 %: its capacity, a softer edge.
+What the measurements fix (the numbers are in the experiments' folders):
+- The ``l1_probe`` experiment (validation/experiments/l1_probe/: zc_read
+  under Nsight Compute, the card's clocks untouched) gives the L1's size
+  after the shared-memory carve-out, the host bytes fetched per byte read of
+  the strided pattern by warps in the grid, and the L1 hit share of random
+  128 B blocks over small regions. Replaying one SM's loads in the twins'
+  issue order (validation/twin_micro.py: warps in turn, a warp's unrolled
+  group back to back) through this L1 reproduces the refetch at low and full
+  occupancy and the hit shares with the XOR fold, not with the modulo index
+  (tests/traces/test_cache_set_index.py checks it).
+- Not modelled: the partial losses between those extremes, and the losses
+  with 8 B and 16 B per lane over short chunks, where a thread reads each
+  sector in one group only: sectors are lost between the loads of one group,
+  which the LRU never evicts in trace order. Both depend on when the loads
+  reach the L1 and their data returns, which the trace order does not hold;
+  no timed LRU replay gives them either, and the strided microbenchmarks'
+  twins take them from a measurement (:mod:`hostlink.model.l1_losses`).
+- One thread chasing a random cycle of lines (the ``l1_policy`` experiment,
+  strides 128 B to 2 MiB, device and host memory alike) keeps every line up
+  to near the L1's capacity and then loses its later loads gradually, where
+  this model drops them at once: the same capacity, a softer edge.
 
 Which request a cached sector came from (for the coalescer's useful bytes):
 every cached sector copy points to a *fill record* of the request that
@@ -207,7 +175,7 @@ def host_read_cache(gpu) -> CacheConfig | None:
     of it, XOR-folded set index; see the module notes), and no L2, when
     ``gpu.caches_host_reads``; else None: the one rule every caller that
     coalesces host reads for a GPU applies (use it with ``cache_host=True``).
-    Measured on an H200 (validation/results/h200/first_run/results.parquet,
+    Measured on an H200 (validation/experiments/first_run/runs/h200/results.parquet,
     README.md there): random 4 B zero-copy loads over a 4 KiB host region run
     at 628 GB/s with the default cache operator and 2.6 GB/s with ``ld.cv``,
     so default loads of host memory are cached; over 64 KiB still 502 GB/s

@@ -7,7 +7,9 @@ config keys so that the predicted twins (:mod:`hostlink.validation.twins`) of
 one set of microbenchmark groups match their measured medians, by
 ``scipy.optimize.least_squares`` on the log ratio predicted / measured (a
 robust soft-L1 loss, so a few cases the model cannot represent do not drag
-the fit), after a coarse scan of the parameter range:
+the fit), after a coarse scan of the parameter range. The measurements behind
+each step, and the values fitted on the committed runs, are in the
+experiments' folders (``validation/experiments/<experiment>/``, named below):
 
 0. ``gpu.launch_ns`` and ``gpu.cta_dispatch_ns`` from empty kernels over grids of 1
    to 2^21 CTAs (``micro/launch/empty``): a launch takes a fixed time plus one
@@ -21,37 +23,36 @@ the fit), after a coarse scan of the parameter range:
    the latency of the level that served them
    (:mod:`hostlink.model.device_memory`), so the time is linear in the three and
    the start is a non-negative least-squares solution. The step runs on a run
-   whose device chases include ``ld.cg`` ones (the ``launch_latency`` manifest's
-   latency sweep: the L1 bypassed beside the default operator, chains from
-   64 KiB to 4 GiB); other runs' device chases are held out and judged.
-   ``gpu.device_lat_ns`` is also what every device request of the traversal
-   twins costs (their device arrays fit the L2);
+   whose device chases include ``ld.cg`` ones (the ``launch_latency``
+   experiment's latency sweep: the L1 bypassed beside the default operator);
+   other runs' device chases are held out and judged. ``gpu.device_lat_ns`` is
+   also what every device request of the traversal twins costs (their device
+   arrays fit the L2);
 1b. ``gpu.atomic_extra_ns`` and ``gpu.atomic_spread_ns`` from device chases whose
-   every step is an ``atomicMin`` that returns the word (``micro/ptr_chase/atomic``):
-   a step the L2 serves waits the extra beyond a load of it, and a step of k lanes
-   (k lines) waits for its slowest line, ``atomic_spread_ns * log2(k)`` more
-   (:func:`hostlink.model.chase.atomic_step_ns`); linear in the two, so the
-   start is a non-negative least-squares solution. Fitted on chases of 1 and 32 lanes
-   over 64 KiB, with the base system's level latencies; the chases of 2 to 16 lanes,
-   over 1 MiB and over fresh nodes are held out. The traversal twins charge SSSP's
-   and CC's ``atomicMin`` with them (:mod:`hostlink.model.des.events`). Then
-   ``gpu.atomic_sm_ns`` (step ``atomic_sm``) from such chases by 16 warps of one SM,
-   32 lanes each: a round takes at least the warps' lines one SM turn apart
-   (:func:`hostlink.model.chase.atomic_round_ns`); the other warp counts
+   every step is an ``atomicMin`` that returns the word (``micro/ptr_chase/atomic``,
+   the ``atomic_chase`` experiment): a step the L2 serves waits the extra beyond a
+   load of it, and a step of k lanes (k lines) waits for its slowest line,
+   ``atomic_spread_ns * log2(k)`` more (:func:`hostlink.model.chase.atomic_step_ns`);
+   linear in the two, so the start is a non-negative least-squares solution.
+   Fitted on chases of 1 and 32 lanes over 64 KiB, with the base system's level
+   latencies; the chases of 2 to 16 lanes, over 1 MiB and over fresh nodes are
+   held out. The traversal twins charge SSSP's and CC's ``atomicMin`` with them
+   (:mod:`hostlink.model.des.events`). Then ``gpu.atomic_sm_ns`` (step
+   ``atomic_sm``, the ``atomic_warps`` experiment) from such chases by 16 warps
+   of one SM, 32 lanes each: a round takes at least the warps' lines one SM turn
+   apart (:func:`hostlink.model.chase.atomic_round_ns`); the other warp counts
    are held out;
 1c. ``gpu.device_bw_GBps``, the rate device memory streams at, from warp-coalesced
    reads of device memory at full occupancy (``micro/zc_read/coalesced`` with
    ``memory_mode = device`` and ``warps = 0``): each line costs its bytes over the
    rate at the DRAM (:mod:`hostlink.model.des.inputs`), so where the DRAM binds
    the bandwidth is proportional to it and the start is the base rate times the
-   median measured over predicted bandwidth. The datasheet's rate is not what the
-   SMs reach: an H100's one-line loads (4 B per lane) read 2.87-2.91 TB/s in every
-   committed H100 run that has them, 86-87% of its 3.35 TB/s, and an H200's 4.40-4.48
-   TB/s with 8 B per lane or more, 92-93% of its 4.8 (validation/results/h200/
-   device_stream). Where the SMs' issue stage binds first (``gpu.sm_request_ns``:
-   an H200's one-line loads at 3.97-4.09 TB/s against the twin's 3.81) the rate is
-   not identifiable and keeps its base value. The traversal twins' device arrays
-   and migrated pages are read at the fitted rate;
+   median measured over predicted bandwidth. Assumption: the SMs reach less than
+   the datasheet's rate, so the rate is fitted rather than taken from the
+   datasheet (the ``device_stream`` experiment). Where the SMs' issue stage binds
+   first (``gpu.sm_request_ns``) the rate is not identifiable and keeps its base
+   value. The traversal twins' device arrays and migrated pages are read at the
+   fitted rate;
 2. ``link.rtt_ns`` from the host pointer chase (``micro/ptr_chase/host``): the
    model's latency of one dependent read is rtt_ns plus its serialisation and
    DRAM service (and a page walk on a TLB miss) plus ``gpu.host_path_ns`` (the
@@ -59,19 +60,18 @@ the fit), after a coarse scan of the parameter range:
    measured latency less those parts; step 4b splits the sum;
 3. ``link.dllp_overhead`` from the copy-engine plateau (``micro/memcpy/*``,
    copies of 16 MiB and more; smaller copies carry a setup cost the model
-   lacks): the share of link time lost beyond what the packetiser counts;
+   lacks): the share of link time lost beyond what the packetiser counts.
    Then ``gpu.copy_setup_ns`` from the copies of every size: what each copy
    takes beyond its transfer (small copies are dominated by it);
 4. ``link.cpl_buffer_B`` from the bandwidth against warps in flight
    (``micro/zc_warps``): Little's law, the plateau times the round trip, where
    the plateau lies below the link bound. The GPU's limit on reads in flight is
    taken as completion bytes (the PCIe completion data credits a requester
-   reserves, PCIe Base Spec rev. 5.0 §2.6.1), not a count of reads: 128 B
-   reads alone cannot tell
-   the two apart, but on an H200 two 64 B reads per line (warps 64 B off the
-   line) reach 43 GB/s, 805 reads in flight at the 1.19 us round trip, more
-   than a count fitted on 128 B reads (479) or the 768 tags allow, while a
-   byte limit leaves the tags (``link.tags``) to bind them. The count
+   reserves, PCIe Base Spec rev. 5.0 §2.6.1), not a count of reads. 128 B
+   reads alone cannot tell the two apart; reads of two 64 B pieces per line
+   (warps 64 B off the line) can, and they keep more reads in flight than a
+   count fitted on 128 B reads allows, while a byte limit leaves the tags
+   (``link.tags``) to bind them (the ``cpl_offsets`` experiment). The count
    ``gpu.max_outstanding_host_reads`` keeps its base value. The same step fits
    ``link.rtt_at_full_link_ns``, the growth of the round trip with the
    link's load (:mod:`hostlink.model.loaded_rtt`), from the
@@ -88,13 +88,11 @@ the fit), after a coarse scan of the parameter range:
 4c. ``host.serve_GBps``, the rate at which the host serves the 64 B bursts of the
    device's reads, from warp-coalesced reads off the 128 B line from pinned memory
    (``micro/zc_read/coalesced`` with ``offset_B`` not a multiple of 128): every
-   offset but 64 B touches three 64 B host lines per 128 B read, and on an H200
-   they all ran at 34.7-35.9 GB/s (4 B per lane), 0.81-0.84 G lines a second,
-   where the link allows more (64 B off the line: 41.3; aligned: 51.2;
-   validation/results/h200/cpl_offsets). The start is the largest measured
-   bandwidth times the burst bytes per byte read; a rate that fits no better than
-   none (the DRAM's own, the key unset) is not kept. The aligned reads are held
-   out;
+   offset but 64 B touches three 64 B host lines per 128 B read, and such reads
+   run below what the link allows (the ``cpl_offsets`` experiment). The start is
+   the largest measured bandwidth times the burst bytes per byte read; a rate
+   that fits no better than none (the DRAM's own, the key unset) is not kept.
+   The aligned reads are held out;
 5. ``translation.tlb_entries`` and ``translation.miss_lat_ns`` from random
    128 B lines over growing regions of host memory (``micro/zc_read/random``): the region
    where bandwidth falls gives the reach (entries x page_B; page_B is kept),
@@ -106,77 +104,69 @@ the fit), after a coarse scan of the parameter range:
 5a. ``translation.managed_walkers`` from random 128 B lines over regions of
    managed memory left on the host (``memory_mode = uvm_accessedby``) beyond
    the reach: the same reach and walk latency, the walks in flight where the
-   bandwidth levels (:func:`hostlink.model.translation.managed_host_view`; an
-   H100 read 1-16 GiB of it at 43-48 GB/s, pinned memory at 4.9-14; an H200 at
-   45-51 against 4.9-14);
+   bandwidth levels (:func:`hostlink.model.translation.managed_host_view`; the
+   ``accessedby_reach`` experiment);
 5b. ``gpu.random_load_ns`` and ``gpu.random_chain_ns``, the
    read kernel's own time per warp load of its random pattern on an SM and in one
-   warp (two 64-bit hashes and a 64-bit modulo pick each line, about 130 SASS
-   instructions, the modulo a called routine), from random lines in device memory
-   (``micro/zc_read/random`` and ``micro/zc_warps/random`` with ``memory_mode =
-   device``, a ``hot_lines`` run), which the caches serve at the SMs' issue rate
-   whatever the region at full occupancy (640-660 GB/s from 4 KiB to 16 MiB on an
-   H100 and an H200) and at one warp's dependent chain with one warp per SM (65-71
-   GB/s over 4 KiB); the same kernel's host reads that hit in the L1 are bounded by
-   them (:func:`hostlink.model.kernel_costs.hashed_lines_floor_ns`). A run without
+   warp (two 64-bit hashes and a 64-bit modulo pick each line, the modulo a
+   called routine), from random lines in device memory (``micro/zc_read/random``
+   and ``micro/zc_warps/random`` with ``memory_mode = device``, the ``hot_lines``
+   experiment), which the caches serve at the SMs' issue rate whatever the region
+   at full occupancy and at one warp's dependent chain with one warp per SM; the
+   same kernel's host reads that hit in the L1 are bounded by them
+   (:func:`hostlink.model.kernel_costs.hashed_lines_floor_ns`). A run without
    such cases keeps the base values (0: no bound);
 5c. ``gpu.cv_line_ns`` and ``gpu.cv_line_gap_ns``: ``ld.cv``
    reads of one host line do not overlap, and a read holds its line for
    ``cv_line_ns`` (at least the host round trip) plus the gap for every line read at
    once. From random ``ld.cv`` lines over host regions of at most 64 KiB with a warp
-   per line (``micro/zc_warps/random``, a ``hot_lines`` run: 2.5 GB/s over 32 lines,
-   23-27 GB/s over 512); the start is a straight line through the per-line hold
-   times. The hold is absolute, not added to the round trip, so a later link that
-   refits the round trip keeps it. A run without such cases keeps the base values
-   (0: a line's read holds it one round trip);
+   per line (``micro/zc_warps/random``, the ``hot_lines`` experiment); the start is
+   a straight line through the per-line hold times. The hold is absolute, not
+   added to the round trip, so a later link that refits the round trip keeps it.
+   A run without such cases keeps the base values (0: a line's read holds it one
+   round trip);
 6. ``uvm.batch_base_us`` and the driver's costs ``uvm.block_us`` (per
    VA block a batch services), ``uvm.copy_page_us`` (per page copied to
    the GPU, migrated or read-duplicated) and ``uvm.move_page_us`` (per
    page moved off the host, which the driver unmaps from the CPU; a
    read-duplicated page does not pay it) and ``uvm.first_fault_us``
    (once per run, with its first batch: the intercept of one line per VA
-   block against the blocks touched, which buffers of 2 MiB up pin and
-   buffers of 64 MiB and more leave loose: 243 us from a ``uvm_sparse`` run
-   on an H100, 103 us from a ``uvm_sizes`` run on the same machine, whose one
-   fault in one VA block takes 0.1 ms in all) from UVM first touch without
+   block against the blocks touched) from UVM first touch without
    advice and with ReadMostly, dense (sequential, random) and sparse (one line
    per 4 KiB page, 64 KiB big page or 2 MiB VA block:
    ``micro/uvm_touch/*/sparse``), on freshly written host pages and on pages
-   prefetched back from the GPU (``.../returned``; the two measured alike).
-   The step runs only on a run that has sparse touch without advice (a
-   ``uvm_sparse`` or ``uvm_sizes`` manifest): dense touch alone cannot tell a
-   batch's, a block's and a page's cost apart, so a run without it keeps the
-   costs of its base calibration and its first-touch groups are held out.
-   The service time is linear in the costs once the fault dynamics are fixed,
-   so the start is a non-negative least-squares solution. Why per page and not per contiguous run
-   (``uvm.move_run_us``, kept at its base value): the driver copies a
-   prefetched run in many small pieces (4 to 8 KiB each on an H100,
-   validation/results/h100/uvm_counters), and run costs fitted on first touch
-   leave BFS twice as fast as the GPU runs it. The transfer curve keeps its
-   base (UVMSmart's, scaled to the link);
+   prefetched back from the GPU (``.../returned``). The step runs only on a run
+   that has sparse touch without advice (the ``uvm_sparse`` or ``uvm_sizes``
+   experiments): dense touch alone cannot tell a batch's, a block's and a
+   page's cost apart, so a run without it keeps the costs of its base
+   calibration and its first-touch groups are held out. The service time is
+   linear in the costs once the fault dynamics are fixed, so the start is a
+   non-negative least-squares solution. The cost is per page, not per
+   contiguous run (``uvm.move_run_us`` keeps its base value): the driver copies
+   a prefetched run in many small pieces (the ``uvm_counters`` experiment), and
+   run costs fitted on first touch leave BFS too fast. The transfer curve keeps
+   its base (UVMSmart's, scaled to the link);
 7. ``uvm.launches_first_fault_us``, where the run splits first touch over
    launches (``uvm_touch`` with ``launches`` > 1:
-   ``micro/uvm_touch/*/launches``, judged on ``first_launch_ms``): a run's
-   one-off cost is the wake-up of the driver's fault servicing, which grows
-   with the host's idle time before the first faulting launch
-   (validation/results/*/uvm_launches), so the single-launch first touch of
-   step 6 (CPU fill, advice, L2 flush before it) and a traversal (residency
-   reset, then launches back to back) pay different ones; a first touch of
-   pages returned to the host split over launches that follow at once is a
-   traversal's context. On two H100 leases it gave 191 and 138 us and their
-   traversals 21.9% and 21.7% MAPE, where step 6 alone gave 0-556 us on four
-   leases and left them at 31-41% (validation/results/h100/uvm_session*). So the
-   two contexts have a key each: the traversal twins and first touch split over
-   launches take this one, a single launch step 6's ``first_fault_us``, and a
-   record without this key (made before it, or by a chain without such a run)
-   gives both contexts ``first_fault_us``
-   (:func:`hostlink.model.uvm.model.first_fault_cost_us`);
-   the start is the median of measured less predicted first launch without it;
+   ``micro/uvm_touch/*/launches``, judged on ``first_launch_ms``). Assumption:
+   a run's one-off cost is the wake-up of the driver's fault servicing, which
+   grows with the host's idle time before the first faulting launch (the
+   ``uvm_launches`` experiment). So the single-launch first touch of step 6
+   (CPU fill, advice, L2 flush before it) and a traversal (residency reset,
+   then launches back to back) pay different ones; a first touch of pages
+   returned to the host split over launches that follow at once is a
+   traversal's context (the ``uvm_session`` experiment compares the two). The
+   two contexts therefore have a key each: the traversal twins and first touch
+   split over launches take this one, a single launch step 6's
+   ``first_fault_us``, and a record without this key (made before it, or by a
+   chain without such a run) gives both contexts ``first_fault_us``
+   (:func:`hostlink.model.uvm.model.first_fault_cost_us`); the start is the
+   median of measured less predicted first launch without it;
 8. ``uvm.prefetch_call_us``, ``cudaMemPrefetchAsync``'s fixed cost per
    call, from prefetched first touch of at most 16 MiB
-   (``micro/uvm_touch/prefetch/*``, a ``uvm_sizes`` run; larger prefetches
-   hide it, and a run without small ones keeps the base value and holds the
-   prefetch groups out);
+   (``micro/uvm_touch/prefetch/*``, the ``uvm_sizes`` experiment; larger
+   prefetches hide it, and a run without small ones keeps the base value and
+   holds the prefetch groups out);
 9. the host loop's item costs (``host_loop.launch_gap_us``, ``memset_small_us``,
    ``memset_us``, ``copy_us``, ``copy_return_us``, ``sync_us``, ``run_us``) from
    the ``host_loop`` microbenchmark's loops made of parts (walk, sync, a flag's
@@ -207,12 +197,11 @@ report judges only the others.
 
 A calibration may pool other runs' points with its own (``pool``, the CLI's
 ``--pool``): each step is then fitted on the points of every run at once, each
-point predicted by its own run's twin, for a cost that differs from lease to
-lease more than within one (a run's one-off fault cost, step 7: 95-191 us on
-six H100 leases and 148-191 us on five H200 leases where it was measured in a
-traversal's context), where one lease's value would carry that lease's
-deviation into every prediction. Each run weighs the same in the fit and in its
-residual MAPE, however many points it has. The record keeps each pooled run's residuals
+point predicted by its own run's twin. This serves a cost that differs from
+lease to lease more than within one (a run's one-off fault cost, step 7),
+where one lease's value would carry that lease's deviation into every
+prediction. Each run weighs the same in the fit and in its residual MAPE,
+however many points it has. The record keeps each pooled run's residuals
 (``FitRecord.pooled_residuals_pct``) and puts a link per pooled run into its
 chain, so that a report of a pooled run judges the points fitted there as
 fitted.
@@ -667,8 +656,8 @@ def _guess_uvm_costs(prob, system, base):
 
 #: first touch without advice and with ReadMostly, on freshly written host pages and on
 #: pages prefetched back from the GPU (``/returned``: what a traversal's timed
-#: repetitions find; the two measured alike on an H100,
-#: validation/results/h100/uvm_host_state)
+#: repetitions find; the two measure alike: the uvm_host_state experiment,
+#: validation/experiments/uvm_host_state/)
 HOST_STATES = ("", "/returned")
 UVM_TOUCH_GROUPS = tuple(f"micro/uvm_touch/{advice}/{pattern}{state}"
                          for advice in ("none", "readmostly")

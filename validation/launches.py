@@ -1,9 +1,9 @@
 """Per-launch times of a traversal case: measured against its twin's.
 
-A whole run's error can hide launches that err both ways: scale-24 UVM BFS on
-the H100 spends its time in two or three of its launches, and which of them
-migrates the edge list decides how the 4 B and 8 B ids compare
-(validation/results/h100/uvm_order). The traversal programs record every
+A whole run's error can hide launches that err both ways: a UVM traversal may
+spend its time in a few of its launches, and which of them migrates the edge
+list decides how its variants compare (the ``uvm_order`` experiment,
+validation/experiments/uvm_order/). The traversal programs record every
 launch's time (CUDA events around each launch: ``detail.launch_ms`` of each
 repetition in the run's raw program output); the twin predicts each launch's
 kernel time (``hostlink.validation.twin_traversal.predict_traversal``'s

@@ -52,8 +52,8 @@ times, round by round (every group once, then every group again), each time
 with the group's ``reps``; repetition ``r`` of round ``k`` is recorded as rep
 ``k * reps + r``. A drop of the host's bandwidth that lasts a moment then
 touches one round of many cases rather than every repetition of one (the lent
-H100s showed drops of up to half the bandwidth over two or three back-to-back
-repetitions: validation/results/h100/micro_session).
+H100s showed such drops over back-to-back repetitions: the ``micro_session``
+experiment, validation/experiments/micro_session/).
 
 Case names: ``<kernel>/<graph>/<variant>/<memory_mode>/<id_bytes>B`` for
 traversal runs, ``micro/<benchmark>/<key>=<value>,...`` for microbenchmark

@@ -64,7 +64,7 @@ those whose lines are lost, so over a long grid-stride run they drift apart, and
 their lines then crowd some sets past the L1's ways; where the SM's lines exceed the
 L1 no line survives a round trip, every warp is held back alike and they stay in
 step. Checked against the H200's Nsight Compute counts
-(``validation/results/h200/l1_probe`` and ``unroll_probe``) by
+(``validation/experiments/l1_probe/runs/h200`` and ``unroll_probe``) by
 tests/validation/test_twin_strided_l1.py. The twin's prefix holds a few sectors per
 lane, so the lines a warp leaves behind (which the LRU evicts first) do not enter
 it, nor do the refetches of 16 B per lane (one sector per round trip: nothing to

@@ -21,7 +21,8 @@ rule (:data:`RULES`) that says how its value moves when a part changes:
   measured value where the caller gives one (``measured``), else the new
   part preset's (or the default, an assumption). The root complex sets the
   round trip and its completion sizes: emogi_vldb2020 §3.3 measured 1.0-1.6 us
-  on its PCIe 3.0 platform, where the H200's host gives 0.64 us.
+  on its PCIe 3.0 platform, well above what the calibrated H200's host gives
+  (``sim_configs/system/h200-pcie5.toml``).
 - ``cycles``: an SM-side cost in ns is a count of SM clock cycles, so it
   scales by old clock / new clock (Jia et al., "Dissecting the NVIDIA Volta
   GPU Architecture via Microbenchmarking", arXiv:1804.06826, 2018, measure
@@ -34,11 +35,11 @@ The round trip's growth with the link's load (``link.rtt_at_full_link_ns``)
 is classed with the host, not the link. Were it the link's own queueing, it
 would scale with the link's time per byte (an M/D/1 queue's mean wait is
 rho S / (2 (1 - rho)) at utilisation rho and service time S; Kleinrock,
-Queueing Systems vol. 1, 1975): the H200's 484 ns at Gen5 would become
-1.9 us at Gen3. So scaled, merged BFS on the moved V100 is held by its 256
-tags at 8.9 GB/s, where the seed measured up to 11 GB/s and round trips of
-1.0-1.6 us (emogi_vldb2020 §3.3, §5.3.2). The growth is kept per host, and
-the V100 takes the seed's 0.6 us (1.6 less 1.0).
+Queueing Systems vol. 1, 1975): the growth fitted at Gen5 would become about
+four times larger at Gen3. So scaled, merged BFS on the moved V100 would be
+held by its 256 tags below the up to 11 GB/s the seed measured with round
+trips of 1.0-1.6 us (emogi_vldb2020 §3.3, §5.3.2). The growth is therefore
+kept per host, and the V100 takes the seed's 0.6 us (1.6 less 1.0).
 
 :func:`transfer` applies the rules; the provenance of each moved key names
 its source system and rule. Values a seed measured on the target system

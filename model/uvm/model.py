@@ -27,13 +27,13 @@ runnable warps are taken (and their faults queued) as the k-th warp of every
 SM before the (k+1)-th of any, CTAs dealt to the SMs round robin (CTA c on SM
 c mod ``gpu.sm_count``, the CTA size from the stream's launch records) and a
 CTA's warps in order. An assumption about the hardware's scheduling; it
-decides which pages share the oldest 256 entries: a random first touch of
-64 MiB on an H200 then moves its prefetched pages in about 560 separate runs
-rather than 140, and a BFS batch spans more neighbour lists. With it, the
-costs below fitted on the H200's first touch without advice predict its
-ReadMostly first touch within 10% (tests/model/test_uvm_readmostly.py); taken
-warp by warp, the best non-negative batch, block and run costs miss the
-64 MiB random point without advice by 46%.
+decides which pages share the oldest 256 entries: a random first touch moves
+its prefetched pages in more, smaller runs than warp order gives, and a BFS
+batch spans more neighbour lists. With it, the costs below fitted on first
+touch without advice carry over to ReadMostly first touch
+(tests/model/test_uvm_readmostly.py checks how far); taken warp by warp, no
+non-negative batch, block and run costs fit random first touch (the
+``uvm_faults`` experiment, ``validation/experiments/uvm_faults/``).
 ``fault_order="warp"`` takes the warps in index order (the model before this
 option).
 
@@ -67,7 +67,7 @@ block the batch services (the driver services a batch block by block:
 locking, residency and prefetch masks, chunk allocation, the copy push, the
 GPU page-table update), plus ``copy_page_us`` for every page it copies to the
 GPU, migrated or read-duplicated (the driver copies a prefetched run in many
-small pieces: 4 to 8 KiB each on an H100, validation/results/h100/uvm_counters),
+small pieces: the ``uvm_counters`` experiment, validation/experiments/uvm_counters/),
 plus ``move_run_us`` for every contiguous run of pages within a VA block that
 it moves off the host and ``move_page_us`` for every such page (the CPU
 unmapping below; a read-duplicated page pays neither), plus ``fault_us`` for
@@ -85,36 +85,26 @@ stays. ``block_us``, ``copy_page_us``, ``move_page_us``, ``move_run_us``,
 (default 0, the model before they were added; keywords of :func:`simulate_uvm`
 override them); ``hostlink validate calibrate`` fits ``block_us``,
 ``copy_page_us``, ``move_page_us`` and ``first_fault_us`` with
-``batch_base_us`` from dense and sparse first touch without advice and with ReadMostly (its docstring says why
-these four). Costs per contiguous run or per fault fitted on first touch do
-not carry over to BFS, whose batches span many more neighbour lists: fitted
-on an H100's first touch, run costs left kron21 BFS 40% too fast and fault
-costs 40-80% too slow, page costs within 4-25% (validation/results/h100).
+``batch_base_us`` from dense and sparse first touch without advice and with
+ReadMostly (its docstring says why these four). Costs per contiguous run or
+per fault fitted on first touch do not carry over to BFS, whose batches span
+many more neighbour lists; costs per page do (the ``uvm_counters`` experiment
+shows why: the driver moves pages in small copies, not one copy per run).
 ``raised_fault_us`` (``uvm.raised_fault_us``, default 0, fitted by no calibration step) is charged
 for every fault the warps raise on a page that no queued fault is pending for
 (``UvmResult.faults_raised``: warps that miss on a page whose fault is queued
 wait on it, as the GPU's TLBs coalesce misses in flight), with the next
 batch, whether or not the prefetcher brings the page before a batch fetches
-the fault. On the H200 (validation/results/h200/uvm_faults) sparse first
-touch of 512 MiB with ReadMostly, which moves every page whatever the stride
-from 4 to 64 KiB, took 49.0, 30.9, 22.4, 18.5 and 16.9 ms for 131072 down to
-8192 lines, straight in the lines touched (0.26 us each, residuals within
-4%; a repeat minutes later scatters up to 19% about its line), where the
-faults a batch fetches stay flat between 8 and 16 KiB in the model; dense
-touch, which raises a fault on every page, took what one line per page took
-in that run (50.4 against 49.0 ms) but not in the repeat (47.1 against 37.4)
-nor on an H100 (validation/results/h100/uvm_faults). Added to the fitted
-costs, it takes the first-touch fit's residual from 22.4% to 16.4% on that
-H200 and from 22.0% to 15.5% and 23.8% to 17.2% on two H100 runs
-(validation/results/h100/uvm_session, uvm_faults), ``fault_us`` to 17.9%,
-16.4% and 19.7%; but the traversals held out go from 25.0% to 27.7%
-(``raised_fault_us``) and 34.3% (``fault_us``) on the H200 and from 20.1% to
-20.2% and 20.7%, and 20.7% to 21.1% and 23.7%, on the H100s (``cost_forms.py``
-in the H200's folder, the same 144 cases on each). A cost per fault fitted on first touch does not carry over to a BFS
-level's scattered lists, so calibrate keeps the per-page form.
-A run's one-off cost (``first_fault_us``: about 0.1 ms on that H100, where
-one fault in one VA block takes 0.1 ms in all, validation/results/h100/uvm_sizes)
-is what small traversals (a few MB of edges) lose most without.
+the fault. Why it exists: sparse first touch that moves every page takes a
+time that grows with the lines touched, where the faults a batch fetches stay
+flat in the model. A cost per raised fault (or per fetched fault,
+``fault_us``) closes part of the first-touch fit's residual but makes the
+held-out traversals worse: a cost per fault fitted on first touch does not
+carry over to a BFS level's scattered lists, so calibrate keeps the per-page
+form (the ``uvm_faults`` experiment; its ``cost_forms.py`` compares the forms
+on the same cases). A run's one-off cost (``first_fault_us``; the
+``uvm_sizes`` experiment measures it) is what small traversals (a few MB of
+edges) lose most without.
 
 Moving a page off the host unmaps it from the CPU. A migrating service
 (``uvm_va_block_make_resident_copy`` in the open driver's ``uvm_va_block.c``)
@@ -180,14 +170,13 @@ range calls ``uvm_va_block_make_resident_read_duplicate`` for the pages
 already resident (``uvm_policy.c``), which revokes the CPU's write access
 (``block_prep_read_duplicate_mapping``; the CPU's write revocation is an
 unmap and a read-only remap, ``block_revoke_cpu_write``); a fault then finds
-the pages read-only on the CPU and leaves the CPU's page tables alone. On an
-H200 (driver 580), ``cudaMemAdvise(SetReadMostly)`` on 256 MiB the CPU had
-written took 23 ms (0.35 us a page) and 0.001 ms on untouched memory. With
-the costs fitted on migrating first touch, ReadMostly's sequential front
-keeps the per-batch and per-block costs of its many batches, while its random
-first touch (few batches) loses most of its cost, the per-run unmapping, as
-the H200 measured (sequential 48 ms, random 40 ms for 512 MiB, against 65
-and 89 ms without advice). SetAccessedBy on
+the pages read-only on the CPU and leaves the CPU's page tables alone. The
+advice call itself pays for that revocation on memory the CPU has written
+(the ``uvm_probe`` experiment measures it). With the costs fitted on
+migrating first touch, ReadMostly's sequential front keeps the per-batch and
+per-block costs of its many batches, while its random first touch (few
+batches) loses most of its cost, the per-run unmapping (the ``uvm_sparse``
+experiment compares ReadMostly with no advice). SetAccessedBy on
 CPU-resident data, on x86 without ATS (access-counter migration off): no
 faults, no migration; every host request is a remote zero-copy read or write,
 returned in ``remote`` for the zero-copy model. ReadMostly wins if both are
