@@ -15,7 +15,8 @@ kernel (``%globaltimer``), so no launch cost enters it.
 - Host memory: the loads the L1 misses go through the memory model as one 32 B request
   each, one after another; each load the L1 holds costs ``gpu.l1_hit_ns`` (the chain
   waits for it; the SM's L1 serves a host line as it serves a device one:
-  ``validation/experiments/micro_tags_c/runs/h100``, ``validation/experiments/first_run/runs/h200``).
+  ``validation/experiments/micro_tags_c/runs/h100``,
+  ``validation/experiments/first_run/runs/h200``).
 
 Assumptions: a step's latency does not depend on the address beyond the level that
 serves it; the lanes of a step leave the SM as one warp's lines do.

@@ -17,8 +17,9 @@ Facts (JEDEC JESD79-4 DDR4 and JESD79-5 DDR5 for burst lengths; the seeds):
   warp-coalesced zero-copy reads off the 128 B line, which touch three 64 B
   lines per 128 B read at every offset but 64 B, run at one rate of lines far
   below the DRAM's peak and below what the link allows (the ``cpl_offsets``
-  experiment, validation/experiments/cpl_offsets/). Where the limit sits (root complex, mesh, memory controller) the device cannot tell; it
-  costs per burst, so ``host.serve_GBps`` caps the rate of bursts
+  experiment, validation/experiments/cpl_offsets/). Where the limit sits
+  (root complex, mesh, memory controller) the device cannot tell; it costs
+  per burst, so ``host.serve_GBps`` caps the rate of bursts
   (:func:`served_GBps`; unset = the DRAM's own), fitted by calibrate step
   ``host_serve``.
 
