@@ -71,7 +71,8 @@ experiments' folders (``validation/experiments/<experiment>/``, named below):
    reads alone cannot tell the two apart; reads of two 64 B pieces per line
    (warps 64 B off the line) can, and they keep more reads in flight than a
    count fitted on 128 B reads allows, while a byte limit leaves the tags
-   (``link.tags``) to bind them (the ``cpl_offsets`` experiment). The count
+   (``link.tags``) to bind them (the ``first_run`` and ``cpl_offsets``
+   experiments). The count
    ``gpu.max_outstanding_host_reads`` keeps its base value. The same step fits
    ``link.rtt_at_full_link_ns``, the growth of the round trip with the
    link's load (:mod:`hostlink.model.loaded_rtt`), from the

@@ -32,8 +32,8 @@ its prefetched pages in more, smaller runs than warp order gives, and a BFS
 batch spans more neighbour lists. With it, the costs below fitted on first
 touch without advice carry over to ReadMostly first touch
 (tests/model/test_uvm_readmostly.py checks how far); taken warp by warp, no
-non-negative batch, block and run costs fit random first touch (the
-``uvm_faults`` experiment, ``validation/experiments/uvm_faults/``).
+non-negative batch, block and run costs fit random first touch (the H200's
+``first_run`` experiment, ``validation/experiments/first_run/runs/h200``).
 ``fault_order="warp"`` takes the warps in index order (the model before this
 option).
 
@@ -175,8 +175,8 @@ advice call itself pays for that revocation on memory the CPU has written
 (the ``uvm_probe`` experiment measures it). With the costs fitted on
 migrating first touch, ReadMostly's sequential front keeps the per-batch and
 per-block costs of its many batches, while its random first touch (few
-batches) loses most of its cost, the per-run unmapping (the ``uvm_sparse``
-experiment compares ReadMostly with no advice). SetAccessedBy on
+batches) loses most of its cost, the per-run unmapping (the H200's
+``first_run`` experiment measured both, with and without advice). SetAccessedBy on
 CPU-resident data, on x86 without ATS (access-counter migration off): no
 faults, no migration; every host request is a remote zero-copy read or write,
 returned in ``remote`` for the zero-copy model. ReadMostly wins if both are
