@@ -107,6 +107,7 @@ class Job:
     case_of: Callable[[Measurement], str | None] = field(repr=False, default=lambda m: None)
     trace_dir: Path | None = None
     rep_offset: int = 0  # added to the program's rep (rounds of a micro group)
+    group: str = ""  # jobs of one group run at once (hostlink.validation.placement)
 
 
 @dataclass
@@ -465,6 +466,9 @@ def run(manifest_path: str | Path, out_dir: str | Path, *, build: bool = True, a
     prefixes, graph_info = ensure_graphs(m, gdir, log_dir, dry_run)
     sources = _sources(m, prefixes, dry_run)
     jobs = plan_jobs(m, bin_dir, prefixes, sources, out)
+    if m.placement is not None:
+        from hostlink.validation.placement import expand_jobs
+        jobs = expand_jobs(jobs, m.placement, out / "gates")
     if not dry_run and not (out / LOADS_IN_FLIGHT).exists():
         record_loads_in_flight(out, [Path(j.argv[0]) for j in jobs if Path(j.argv[0]).is_file()])
     if only:
@@ -479,14 +483,23 @@ def run(manifest_path: str | Path, out_dir: str | Path, *, build: bool = True, a
 
     bar = _Progress(len(jobs), progress)
     try:
-        for j in jobs:
-            if _finished(raw_dir / f"{j.id}.jsonl"):
-                results.append(JobResult(id=j.id, kind=j.kind, argv=j.argv, status="skipped"))
-                bar.step(j, "done earlier", None)
+        for k, j in enumerate(jobs):
+            if j.group and k and jobs[k - 1].group == j.group:
+                continue  # run with the first of its group
+            group = [x for x in jobs[k:] if j.group and x.group == j.group] or [j]
+            if all(_finished(raw_dir / f"{x.id}.jsonl") for x in group):
+                for x in group:
+                    results.append(JobResult(id=x.id, kind=x.kind, argv=x.argv, status="skipped"))
+                    bar.step(x, "done earlier", None)
                 continue
-            r = run_job(j, raw_dir, log_dir, timeout_s)
-            results.append(r)
-            bar.step(j, r.status, r.wall_s)
+            if j.group:
+                from hostlink.validation.placement import run_group
+                done = run_group(group, run_job, raw_dir, log_dir, timeout_s)
+            else:
+                done = [run_job(j, raw_dir, log_dir, timeout_s)]
+            for x, r in zip(group, done):
+                results.append(r)
+                bar.step(x, r.status, r.wall_s)
     finally:
         bar.close()
     meta = collect_results(m, out, jobs, results, run_id, prefixes, graph_info, sources, session)
