@@ -184,3 +184,34 @@ def load_topology(data: Any, where: str) -> TopologyConfig:
         raise ConfigError(f"{where}: 'topology.switches' names a switch twice")
     return TopologyConfig(name=name, sockets=sockets, inter_socket=inter_socket,
                           switches=switches, gpus=tuple(gpus))
+
+
+def topology_lines(system) -> list[str]:
+    """``hostlink config show``'s lines for a system's topology: each value with its
+    source, assumptions marked as such."""
+    topo = system.topology
+    prov = system.provenance
+    lines = [f"[topology] {topo.name}"]
+    for k, s in enumerate(topo.sockets):
+        h = s.host
+        lines.append(f"  socket {k} ({s.name}): host {h.name}, {h.channels} x "
+                     f"{h.dram_type}-{h.transfer_rate_MTps:g}")
+    if prov.get("topology.sockets"):
+        lines.append(f"    # {prov['topology.sockets']}")
+    docs = {f.name: f.metadata for f in dataclasses.fields(InterSocketConfig)}
+    for key in ("bandwidth_GBps", "lat_ns"):
+        source = prov.get(f"topology.inter_socket.{key}", "")
+        backed = source.startswith(("seed", "measured", "datasheet"))
+        flag = "  (assumption)" if docs[key]["provenance"] == "assumption" and not backed else ""
+        lines.append(f"  inter_socket.{key} = {getattr(topo.inter_socket, key)!r}{flag}"
+                     + (f"  # {source}" if source else ""))
+    for s in topo.switches:
+        lines.append(f"  switch {s.name}: socket {s.socket}, uplink gen{s.uplink.gen} "
+                     f"x{s.uplink.lanes}")
+    for k, g in enumerate(topo.gpus):
+        where = f"switch {g.switch}" if g.switch else "root port"
+        own = f", system {g.system}" if g.system else ""
+        lines.append(f"  gpu {k} ({g.name}): socket {g.socket}, {where}{own}")
+    if prov.get("topology.gpus"):
+        lines.append(f"    # {prov['topology.gpus']}")
+    return lines

@@ -83,3 +83,12 @@ def test_cli_bad_topology_is_one_line_exit_2(tmp_path, capsys):
     rc = main(["predict-multi", "--system", str(path), "--run", "0:0:copy:1MiB"])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "topology.gpus[0].socket" in err
+
+
+def test_config_show_lists_the_topology_and_its_assumptions(capsys):
+    assert main(["config", "show", "firepro-s9150-2s-pcie3"]) == 0
+    out = capsys.readouterr().out.split("[topology]", 1)[1]
+    lines = {ln.split("=")[0].strip(): ln for ln in out.splitlines() if "=" in ln}
+    assert "(assumption)" in lines["inter_socket.lat_ns"]
+    assert "(assumption)" not in lines["inter_socket.bandwidth_GBps"]
+    assert "gpu 3 (gpu3): socket 1" in out
