@@ -141,3 +141,22 @@ def _open_gate(gate: Path, n: int, futures: list) -> None:
             break
         time.sleep(0.005)
     (gate / "go").touch()
+
+
+def placed_case_params(params: dict, cases: list[str]) -> dict:
+    """Each placed case's parameters: its base case's, plus the GPU, the host node and
+    the GPUs it ran with (``together``: empty when alone)."""
+    out = {}
+    for case in cases:
+        base, sep, where = case.partition("@")
+        if not sep or base not in params:
+            continue
+        head, _, own = where.partition("/")
+        gpus, _, node = head.partition(":node")
+        if own:  # gpus0+1:node1/gpu0
+            together = [int(g) for g in gpus[len("gpus"):].split("+")]
+            gpu = int(own[len("gpu"):])
+        else:    # gpu0:node1
+            together, gpu = [], int(gpus[len("gpu"):])
+        out[case] = {**params[base], "gpu": gpu, "host_node": node, "together": together}
+    return out

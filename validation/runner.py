@@ -415,6 +415,14 @@ def _case_params(m: Manifest, sources: dict[str, list[int]]) -> dict[str, dict]:
     return params
 
 
+def _placed(params: dict, cases: list[str], m: Manifest) -> dict:
+    """``params`` with the placed cases' own (hostlink.validation.placement)."""
+    if m.placement is None:
+        return params
+    from hostlink.validation.placement import placed_case_params
+    return {**params, **placed_case_params(params, cases)}
+
+
 def _load_json(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text())
@@ -512,6 +520,7 @@ def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobRe
     raw_dir = out / "raw"
     tables, device = [], None
     dropped: dict[str, list[str]] = {}
+    host_lines: dict[str, list[dict]] = {}  # where each job bound its host buffers
     got_cases: set[str] = set()
     for j in jobs:
         path = raw_dir / f"{j.id}.jsonl"
@@ -521,6 +530,8 @@ def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobRe
                 continue
         parsed = read_output(path)
         device = device or parsed.device
+        if parsed.host:
+            host_lines[j.id] = parsed.host
         wanted = set(j.expected_cases)
         df = rows_from_output(parsed, run_id, m.name, lambda meas, j=j: j.case_of(meas))
         if j.rep_offset:
@@ -554,9 +565,10 @@ def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobRe
         "jobs": job_rows,
         # what a case ran with, as recorded when it ran: a reparse keeps it (a default
         # added later, e.g. load_ahead 4, was not what an earlier run's programs used)
-        "cases": {**_case_params(m, sources), **(old.get("cases") or {})},
+        "cases": {**_placed(_case_params(m, sources), expected, m), **(old.get("cases") or {})},
         "missing_cases": [c for c in expected if c not in got_cases],
         "dropped_cases": dropped,
+        **({"host_placement": host_lines} if host_lines else {}),
         "check_failures": int(sum(r.get("check_failures", 0) or 0 for r in job_rows)),
         "rows": int(len(table)),
     }

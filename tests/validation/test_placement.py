@@ -45,6 +45,9 @@ GATED = r'''
 import os, sys, time, runpy
 from pathlib import Path
 args = sys.argv[1:]
+if "--host-node" in args:
+    print('{"type":"host_binding","asked":"%s","node":0,"cpus":"0"}'
+          % args[args.index("--host-node") + 1], flush=True)
 gate = None
 out = []
 i = 0
@@ -126,6 +129,12 @@ def test_run_with_gate_names_cases_by_placement(tmp_path):
     base = "micro/memcpy/direction=h2d,size_B=4096"
     assert {base + alone_suffix(0, "0"), base + alone_suffix(1, "0"),
             base + together_suffix((0, 1), "0", 0), base + together_suffix((0, 1), "0", 1)} <= cases
+    placed = meta["cases"][base + together_suffix((0, 1), "0", 1)]
+    assert (placed["gpu"], placed["host_node"], placed["together"]) == (1, "0", [0, 1])
+    assert placed["direction"] == "h2d" and placed["benchmark"] == "memcpy"
+    assert meta["cases"][base + alone_suffix(0, "0")]["together"] == []
+    # where each job bound its host memory, as the programs printed it
+    assert meta["host_placement"]["micro__0__memcpy__g1n0"][0]["asked"] == "0"
     # the gate opened once both programs were ready
     gate = out / "gates" / "micro__0__memcpy__all0+1n0"
     assert (gate / "go").exists() and len(list(gate.glob("ready.*"))) == 2
