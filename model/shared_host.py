@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from hostlink.model.errors import ConfigError, HostlinkError
 
@@ -53,12 +53,14 @@ from hostlink.model.errors import ConfigError, HostlinkError
 class GpuRun:
     """One GPU's workload: ``source`` (anything :func:`predict` takes) in ``mode`` on
     GPU ``gpu`` of the topology, its host buffers on NUMA node ``node`` (None: the
-    GPU's own socket)."""
+    GPU's own socket); ``adjust``: what the workload changes of the GPU's system (its
+    loads in flight, say), applied before the prediction."""
     gpu: int
     source: Any
     mode: str = "zerocopy"
     node: int | None = None
     label: str = ""
+    adjust: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -226,6 +228,8 @@ def predict_shared(runs, system, fidelity: str = "analytic", **predict_options) 
             raise ConfigError(f"run {k}: NUMA node {node} is not in the topology of "
                               f"{system.name} ({len(topo.sockets)} node(s))")
         sysk = gpu_system(system, run.gpu, node)
+        if run.adjust is not None:
+            sysk = run.adjust(sysk)
         nodes.append(node)
         systems.append(sysk)
         preds.append(predict(run.source, sysk, mode=run.mode, fidelity=fidelity,

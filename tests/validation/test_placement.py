@@ -148,3 +148,22 @@ def test_host_lines_are_kept_apart_from_measurements():
         '{"type":"done","program":"memcpy_bw"}'])
     assert out.finished and not out.measurements
     assert [h["type"] for h in out.host] == ["host_binding", "host_buffer"]
+
+
+def test_a_placed_run_is_predicted_case_by_case(tmp_path):
+    # the stand-in run of a copy and a BFS, predicted on a two-GPU topology
+    from hostlink.model.config import load_system
+    from hostlink.validation.multigpu import compare
+    path = _manifest(tmp_path, '[placement]\ngpus = [0, 1]\nhost_nodes = [0]\n')
+    tiny_graph(tmp_path / "tiny")
+    out = tmp_path / "out"
+    meta = runner.run(path, out, bin_dir=gated_bin(tmp_path), progress=False)
+    sysfile = tmp_path / "two.toml"
+    sysfile.write_text('[system]\nname = "two"\nlink = "pcie/gen4_x16"\nhost = "host/ddr4_2933_4ch"\n'
+                       'gpu = "gpu/a100_sxm4"\n[topology]\n'
+                       'sockets = [{host = "host/ddr4_2933_4ch"}]\ngpus = [{}, {}]\n')
+    table = compare(out, load_system(str(sysfile)), graph_dir=tmp_path)
+    assert sorted(table["case"]) == sorted(c for c in meta["cases"] if "@" in c)
+    assert set(table["kind"]) == {"memcpy", "traversal"}
+    assert (table["predicted_ms"] > 0).all() and table["measured_ms"].notna().all()
+    assert set(table["together"]) == {"0", "1", "0+1"}
