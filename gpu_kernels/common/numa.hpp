@@ -21,6 +21,7 @@
 // sched_setaffinity(2); Documentation/ABI/stable/sysfs-devices-node (cpulist).
 #pragma once
 
+#include <dirent.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -99,13 +100,31 @@ inline int pci_numa_node(const std::string& bus_id) {
   return *end ? -1 : static_cast<int>(n);
 }
 
-// The node --host-node asks for: -1 for none; `local` is the GPU's (exit 2 where
-// sysfs does not know it); a number must name a node under sysfs.
+// The NUMA nodes sysfs lists (devices/system/node/node<N>).
+inline std::vector<int> host_nodes() {
+  std::vector<int> nodes;
+  DIR* d = opendir((sysfs_root() + "/devices/system/node").c_str());
+  if (!d) return nodes;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() > 4 && name.compare(0, 4, "node") == 0 &&
+        name.find_first_not_of("0123456789", 4) == std::string::npos)
+      nodes.push_back(std::atoi(name.c_str() + 4));
+  }
+  closedir(d);
+  return nodes;
+}
+
+// The node --host-node asks for: -1 for none; `local` is the GPU's (on a host of one
+// node, that node even where sysfs gives the GPU none, as in a virtual machine; exit 2
+// where several nodes leave it unknown); a number must name a node under sysfs.
 inline int resolve_host_node(const std::string& value, const std::string& gpu_bus_id) {
   if (value.empty()) return -1;
   int node;
   if (value == "local") {
     node = pci_numa_node(gpu_bus_id);
+    std::vector<int> nodes = host_nodes();
+    if (node < 0 && nodes.size() == 1) node = nodes[0];
     if (node < 0)
       fail(kExitUsage, "usage", "--host-node local: sysfs gives no NUMA node for the GPU at %s", gpu_bus_id.c_str());
   } else {

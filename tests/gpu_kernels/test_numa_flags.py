@@ -53,6 +53,18 @@ def test_local_is_the_gpus_node(host_check, tmp_path):
     assert (line["node"], line["cpus"], line["gpu_node"]) == (1, "4,5,9", 1)
 
 
+def test_local_on_a_host_of_one_node(host_check, tmp_path):
+    # a virtual machine: sysfs gives the GPU no node (-1) and the host has one
+    root = tmp_path / "vm"
+    (root / "devices" / "system" / "node" / "node0").mkdir(parents=True)
+    (root / "devices" / "system" / "node" / "node0" / "cpulist").write_text("0-15\n")
+    dev = root / "bus" / "pci" / "devices" / "0000:18:00.0"
+    dev.mkdir(parents=True)
+    (dev / "numa_node").write_text("-1\n")
+    line = json.loads(_run(host_check, root, "numa", "0000:18:00.0", "--host-node", "local").stdout)
+    assert (line["node"], line["gpu_node"]) == (0, -1)
+
+
 def test_a_numbered_node(host_check, tmp_path):
     p = _run(host_check, _sysfs(tmp_path), "numa", "0000:17:00.0", "--host-node", "0")
     assert json.loads(p.stdout)["cpus"] == "0,1,2,3"
