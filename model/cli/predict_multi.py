@@ -75,33 +75,33 @@ def parse_run(spec: str, system, mode: str):
     if kind in ("copy", "copy-d2h"):
         return GpuRun(gpu, Copy(_size(arg, spec), to_device=kind == "copy"), "zerocopy", node,
                       spec)
-    if kind == "read":
-        return GpuRun(gpu, _read_run(_size(arg, spec), system, gpu), mode, node, spec)
     if kind == "trace":
         return GpuRun(gpu, arg, mode, node, spec)
+    gpu_cfg = _own_gpu(system, gpu)
+    if kind == "read":
+        return GpuRun(gpu, _read_run(_size(arg, spec), gpu_cfg), mode, node, spec)
     from hostlink.traces.cli_gen import _default_source
     from hostlink.traces.graphs import read_graph
     from hostlink.traces.traversal import traversal_workload
     csr = read_graph(arg, id_bytes=8)
-    source = _default_source(csr)
+    return GpuRun(gpu, traversal_workload(csr, "bfs", "merged_aligned", gpu_cfg,
+                                          source=_default_source(csr)), mode, node, spec)
+
+
+def _own_gpu(system, gpu: int):
+    """The GpuConfig of the topology's GPU ``gpu`` (its own system's, where it names one)."""
     topo = system.topology
-    gpu_cfg = system.gpu if not 0 <= gpu < len(topo.gpus) or topo.gpus[gpu].system is None \
-        else _own_gpu(topo.gpus[gpu].system)
-    return GpuRun(gpu, traversal_workload(csr, "bfs", "merged_aligned", gpu_cfg, source=source),
-                  mode, node, spec)
-
-
-def _own_gpu(preset: str):
+    if not 0 <= gpu < len(topo.gpus) or topo.gpus[gpu].system is None:
+        return system.gpu
     from hostlink.model.config import load_any_system
-    return load_any_system(preset).gpu
+    return load_any_system(topo.gpus[gpu].system).gpu
 
 
-def _read_run(size_B: int, system, gpu: int):
-    """Zero-copy 128 B reads over ``size_B`` bytes by every warp the GPU holds, as a
+def _read_run(size_B: int, g):
+    """Zero-copy 128 B reads over ``size_B`` bytes by every warp GPU ``g`` holds, as a
     sample of :data:`READ_SAMPLE_REQUESTS` requests whose steady state stands for the run."""
     from hostlink.model.sweep.evaluate import synthetic_stream
     from hostlink.model.workload import SampledRun
-    g = system.gpu
     warps = g.sm_count * g.max_warps_per_sm
     n = max(1, min(READ_SAMPLE_REQUESTS, size_B // 128))
     stream = synthetic_stream({"requests": n, "warps": min(warps, n), "seed": 0,

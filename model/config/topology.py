@@ -90,7 +90,9 @@ class TopologyConfig:
         raise ConfigError(f"topology: no switch '{name}'")
 
     def hops(self, gpu: int, node: int) -> int:
-        """Inter-socket links a read from GPU ``gpu`` of memory on ``node`` crosses."""
+        """Inter-socket links a read from GPU ``gpu`` of memory on ``node`` crosses: every
+        other socket is one link away (the sockets fully connected, as in two-socket
+        hosts and the four-socket Xeon E5-4600/E7 rings' direct neighbours)."""
         return 0 if self.gpus[gpu].socket == node else 1
 
 

@@ -91,7 +91,7 @@ def test_remote_round_trip_lowers_a_tag_limited_rate(tmp_path):
     s = _system(tmp_path, 'sockets = [{}, {}]\ninter_socket = {lat_ns = 1000.0}\n'
                 'gpus = [{socket = 0}]', link="[link]\ntags = 16\nrtt_ns = 1000.0\n")
     assert gpu_system(s, 0, 1).link.rtt_ns == 2000.0
-    run = _read_run(64 * 2**20, s, 0)
+    run = _read_run(64 * 2**20, s.gpu)
     local, remote = (predict_shared([GpuRun(0, run, node=n)], s).runs[0] for n in (0, 1))
     assert local.shared_GBps == pytest.approx(16 * 128 / 1000.0, rel=0.05)
     assert remote.shared_GBps / local.shared_GBps == pytest.approx(0.5, rel=0.05)
@@ -126,3 +126,14 @@ def test_cli_bad_run_is_one_line_exit_2(run, capsys):
     rc = main(["predict-multi", "--system", "firepro-s9150-2s-pcie3", "--run", run])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and run in err
+
+
+def test_a_gpu_with_its_own_system_keeps_its_calibration(tmp_path):
+    s = _system(tmp_path, 'sockets = [{}, {}]\ngpus = [{socket = 0, system = "h200-pcie5"}, '
+                '{socket = 1}]')
+    own, other = gpu_system(s, 0, 0), gpu_system(s, 1, 1)
+    h200 = load_system("h200-pcie5")
+    assert (own.link, own.gpu, own.host) == (h200.link, h200.gpu, h200.host)
+    assert other.link.gen == 3 and own.topology is None
+    # remote: its own round trip plus the inter-socket latency (60 ns by default)
+    assert gpu_system(s, 0, 1).link.rtt_ns == pytest.approx(h200.link.rtt_ns + 60.0)
