@@ -19,7 +19,9 @@ TOML shape (in a file under ``sim_configs/system/``)::
     gpus = [{socket = 0}, {switch = "sw0"}, {socket = 1, system = "h200-pcie5"}]
 
 Provenance of topology values goes into the system's ``[provenance]`` table
-under ``topology.*`` keys, so the config stays hashable.
+under ``topology.*`` keys, so the config stays hashable. A resolved system file
+(:func:`hostlink.model.config.write_resolved`) holds one GPU's system: it leaves
+the topology out.
 
 References: PCIe Base Specification (a switch's upstream port carries all its
 downstream ports' traffic); the Linux NUMA model (``numactl --membind``: each
