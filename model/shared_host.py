@@ -38,7 +38,9 @@ Assumptions: the runs overlap for their whole length (a run's time is its
 useful bytes over its shared rate); the arbitration of every shared resource
 is fair per run, not per request; the inter-socket link carries whole DRAM
 bursts; remote reads change nothing but the round trip and the inter-socket
-link (no coherence traffic, no IIO buffer limits).
+link (no coherence traffic, no IIO buffer limits); a GPU's own prediction takes
+its own system's host memory, and the DRAM of the node its buffers live on
+enters as the shared resource only.
 """
 from __future__ import annotations
 
