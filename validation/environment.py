@@ -9,6 +9,8 @@ missing; failures are listed under ``unavailable``):
 - the PCIe link as Linux sees it (``/sys/bus/pci/devices/<id>/``: link speed
   and width, NUMA node of the GPU);
 - host: CPU model and count, memory, NUMA nodes, kernel, hostname;
+- every GPU with its NUMA node, ``nvidia-smi topo -m`` and each NUMA node's
+  CPUs, memory and distances (``topology``: :mod:`hostlink.validation.topology_env`);
 - software: nvcc version, Python version, git SHA (``git rev-parse``, or the
   ``HOSTLINK_GIT_SHA`` variable where the tree has no .git).
 
@@ -167,6 +169,9 @@ def collect(repo: Path, devinfo: Path | None = None) -> dict:
     host["numa_nodes"] = len(nodes) or None
     host["cpu_count"] = os.cpu_count()
     env["host"] = host
+    from hostlink.validation.topology_env import collect as collect_topology
+    env["topology"], missing = collect_topology(_run)
+    unavailable += missing
     env.update(git_sha(repo))
     env["unavailable"] = unavailable
     return env

@@ -14,6 +14,11 @@ Layout (every key is checked; an unknown key or a bad value raises
     description = "..."        # optional
     micro_rounds = 1           # optional: rounds over every [[micro]] group (below)
 
+    [placement]                # optional: GPUs and host NUMA nodes (validation/placement.py)
+    gpus = [0, 1]
+    host_nodes = ["local", 0, 1]
+    together = true
+
     [graphs.kron20]            # one table per graph, keyed by its name
     kind = "kron"              # kron | urand (generated) | file (read)
     scale = 20                 # kron/urand: 2**scale vertices
@@ -267,6 +272,8 @@ class Manifest:
     micro: list[MicroGroup] = field(default_factory=list)
     #: rounds over every [[micro]] group, each with the group's reps (experiment.micro_rounds)
     micro_rounds: int = 1
+    #: GPUs and host NUMA nodes to run on ([placement], hostlink.validation.placement)
+    placement: Any = None
 
     def traversal_cases(self) -> list[TraversalCase]:
         out, seen = [], set()
@@ -482,7 +489,7 @@ def load_manifest(path: str | Path) -> Manifest:
     path = Path(path)
     doc = read_toml(path, "manifest")[0]
     c = _Checker(path)
-    c.no_unknown(doc, {"experiment", "graphs", "traversal", "self_trace", "micro"}, "")
+    c.no_unknown(doc, {"experiment", "graphs", "traversal", "self_trace", "micro", "placement"}, "")
 
     exp = c.table(doc.get("experiment"), "experiment") if "experiment" in doc else None
     if exp is None:
@@ -609,5 +616,10 @@ def load_manifest(path: str | Path) -> Manifest:
             if case in owner:
                 raise c.err(f"traversal[{i}]", f"case '{case}' is measured by {owner[case]} already")
             owner[case] = f"traversal[{i}]"
+    placement = None
+    if "placement" in doc:
+        from hostlink.validation.placement import load_placement
+        placement = load_placement(doc["placement"], c.err)
     return Manifest(path=path, name=name, seed=seed, description=description, graphs=graphs,
-                    traversal=traversal, self_trace=traces, micro=micro, micro_rounds=micro_rounds)
+                    traversal=traversal, self_trace=traces, micro=micro, micro_rounds=micro_rounds,
+                    placement=placement)

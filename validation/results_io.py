@@ -38,7 +38,7 @@ from hostlink.model.textfile import decode_utf8
 
 RESULT_COLUMNS = ("run_id", "experiment", "case", "model_kind", "metric", "value", "unit", "rep")
 MODEL_KINDS = ("analytic", "des", "measured")
-LINE_TYPES = ("device", "measurement", "trace", "error", "done")
+LINE_TYPES = ("device", "measurement", "trace", "error", "done", "host_binding", "host_buffer")
 
 # Metric-name suffix -> unit string (longest suffix wins).
 _SUFFIX_UNITS = {
@@ -83,6 +83,8 @@ class ProgramOutput:
     measurements: list[Measurement] = field(default_factory=list)
     errors: list[dict] = field(default_factory=list)
     done: dict | None = None
+    #: where the program bound its host buffers (gpu_kernels/common/numa.hpp)
+    host: list[dict] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
@@ -110,6 +112,8 @@ def parse_lines(lines: Iterable[str], source: str = "<output>") -> ProgramOutput
             out.errors.append(obj)
         elif kind == "done":
             out.done = obj
+        elif kind in ("host_binding", "host_buffer"):
+            out.host.append(obj)
         else:
             out.measurements.append(_measurement(obj, source, no))
     return out

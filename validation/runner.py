@@ -107,6 +107,7 @@ class Job:
     case_of: Callable[[Measurement], str | None] = field(repr=False, default=lambda m: None)
     trace_dir: Path | None = None
     rep_offset: int = 0  # added to the program's rep (rounds of a micro group)
+    group: str = ""  # jobs of one group run at once (hostlink.validation.placement)
 
 
 @dataclass
@@ -414,6 +415,14 @@ def _case_params(m: Manifest, sources: dict[str, list[int]]) -> dict[str, dict]:
     return params
 
 
+def _placed(params: dict, cases: list[str], m: Manifest) -> dict:
+    """``params`` with the placed cases' own (hostlink.validation.placement)."""
+    if m.placement is None:
+        return params
+    from hostlink.validation.placement import placed_case_params
+    return {**params, **placed_case_params(params, cases)}
+
+
 def _load_json(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text())
@@ -465,6 +474,9 @@ def run(manifest_path: str | Path, out_dir: str | Path, *, build: bool = True, a
     prefixes, graph_info = ensure_graphs(m, gdir, log_dir, dry_run)
     sources = _sources(m, prefixes, dry_run)
     jobs = plan_jobs(m, bin_dir, prefixes, sources, out)
+    if m.placement is not None:
+        from hostlink.validation.placement import expand_jobs
+        jobs = expand_jobs(jobs, m.placement, out / "gates")
     if not dry_run and not (out / LOADS_IN_FLIGHT).exists():
         record_loads_in_flight(out, [Path(j.argv[0]) for j in jobs if Path(j.argv[0]).is_file()])
     if only:
@@ -479,14 +491,23 @@ def run(manifest_path: str | Path, out_dir: str | Path, *, build: bool = True, a
 
     bar = _Progress(len(jobs), progress)
     try:
-        for j in jobs:
-            if _finished(raw_dir / f"{j.id}.jsonl"):
-                results.append(JobResult(id=j.id, kind=j.kind, argv=j.argv, status="skipped"))
-                bar.step(j, "done earlier", None)
+        for k, j in enumerate(jobs):
+            if j.group and k and jobs[k - 1].group == j.group:
+                continue  # run with the first of its group
+            group = [x for x in jobs[k:] if j.group and x.group == j.group] or [j]
+            if all(_finished(raw_dir / f"{x.id}.jsonl") for x in group):
+                for x in group:
+                    results.append(JobResult(id=x.id, kind=x.kind, argv=x.argv, status="skipped"))
+                    bar.step(x, "done earlier", None)
                 continue
-            r = run_job(j, raw_dir, log_dir, timeout_s)
-            results.append(r)
-            bar.step(j, r.status, r.wall_s)
+            if j.group:
+                from hostlink.validation.placement import run_group
+                done = run_group(group, run_job, raw_dir, log_dir, timeout_s)
+            else:
+                done = [run_job(j, raw_dir, log_dir, timeout_s)]
+            for x, r in zip(group, done):
+                results.append(r)
+                bar.step(x, r.status, r.wall_s)
     finally:
         bar.close()
     meta = collect_results(m, out, jobs, results, run_id, prefixes, graph_info, sources, session)
@@ -499,6 +520,7 @@ def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobRe
     raw_dir = out / "raw"
     tables, device = [], None
     dropped: dict[str, list[str]] = {}
+    host_lines: dict[str, list[dict]] = {}  # where each job bound its host buffers
     got_cases: set[str] = set()
     for j in jobs:
         path = raw_dir / f"{j.id}.jsonl"
@@ -508,6 +530,8 @@ def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobRe
                 continue
         parsed = read_output(path)
         device = device or parsed.device
+        if parsed.host:
+            host_lines[j.id] = parsed.host
         wanted = set(j.expected_cases)
         df = rows_from_output(parsed, run_id, m.name, lambda meas, j=j: j.case_of(meas))
         if j.rep_offset:
@@ -541,9 +565,10 @@ def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobRe
         "jobs": job_rows,
         # what a case ran with, as recorded when it ran: a reparse keeps it (a default
         # added later, e.g. load_ahead 4, was not what an earlier run's programs used)
-        "cases": {**_case_params(m, sources), **(old.get("cases") or {})},
+        "cases": {**_placed(_case_params(m, sources), expected, m), **(old.get("cases") or {})},
         "missing_cases": [c for c in expected if c not in got_cases],
         "dropped_cases": dropped,
+        **({"host_placement": host_lines} if host_lines else {}),
         "check_failures": int(sum(r.get("check_failures", 0) or 0 for r in job_rows)),
         "rows": int(len(table)),
     }

@@ -32,6 +32,7 @@
 #include "../common/check.cuh"
 #include "../common/device.cuh"
 #include "../common/json.hpp"
+#include "../common/numa.hpp"
 
 namespace {
 
@@ -122,7 +123,9 @@ int main(int argc, char** argv) {
   args.flag("iterations", "16", "loop iterations per run (list)");
   args.flag("reps", "10", "timed runs per point, after one untimed run");
   args.flag("device", "0", "CUDA device ordinal");
+  hl::declare_host_flags(args);
   args.parse(argc, argv);
+  hl::check_host_flags(args);
 
   const auto loops = args.choices("loop", loop_names());
   const auto vertices_list = args.sizes("vertices");
@@ -145,6 +148,8 @@ int main(int argc, char** argv) {
 
   hl::DeviceInfo dev = hl::query_device(static_cast<int>(args.integer("device")));
   hl::print_device(dev);
+  hl::bind_host(args, hl::sysfs_bus_id(dev.pci_domain, dev.pci_bus, dev.pci_device));
+  hl::start_gate(args, dev.device);
 
   const uint64_t max_v = *std::max_element(vertices_list.begin(), vertices_list.end());
   uint8_t* dbuf = nullptr;  // memset:V target (and the 4 B flag at its start)

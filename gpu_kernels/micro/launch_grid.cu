@@ -26,6 +26,7 @@
 #include "../common/check.cuh"
 #include "../common/device.cuh"
 #include "../common/json.hpp"
+#include "../common/numa.hpp"
 
 __global__ void empty_kernel() {}
 
@@ -93,7 +94,9 @@ int main(int argc, char** argv) {
   args.flag("spin-us", "20", "work spin: how long a live warp spins, us (the GPU's global timer)");
   args.flag("reps", "10", "timed launches per point");
   args.flag("device", "0", "CUDA device ordinal");
+  hl::declare_host_flags(args);
   args.parse(argc, argv);
+  hl::check_host_flags(args);
 
   auto ctas_list = args.sizes("ctas");
   auto works = args.choices("work", {"empty", "label", "spin"});
@@ -116,6 +119,8 @@ int main(int argc, char** argv) {
 
   hl::DeviceInfo dev = hl::query_device(static_cast<int>(args.integer("device")));
   hl::print_device(dev);
+  hl::bind_host(args, hl::sysfs_bus_id(dev.pci_domain, dev.pci_bus, dev.pci_device));
+  hl::start_gate(args, dev.device);
 
   const uint64_t max_ctas = *std::max_element(ctas_list.begin(), ctas_list.end());
   const uint64_t max_warps = max_ctas * (threads / 32);

@@ -12,6 +12,7 @@
 #include "../common/check.cuh"
 #include "../common/device.cuh"
 #include "../common/json.hpp"
+#include "../common/numa.hpp"
 
 int main(int argc, char** argv) {
   hl::Args args("memcpy_bw", "pinned cudaMemcpy H2D/D2H bandwidth by size");
@@ -20,7 +21,9 @@ int main(int argc, char** argv) {
   args.flag("reps", "5", "timed repetitions per point");
   args.flag("min-bytes-B", "256MiB", "bytes each timed repetition moves at least");
   args.flag("device", "0", "CUDA device ordinal");
+  hl::declare_host_flags(args);
   args.parse(argc, argv);
+  hl::check_host_flags(args);
 
   auto dirs = args.choices("direction", {"h2d", "d2h"});
   auto sizes = args.sizes("size-B");
@@ -32,6 +35,7 @@ int main(int argc, char** argv) {
 
   hl::DeviceInfo dev = hl::query_device(static_cast<int>(args.integer("device")));
   hl::print_device(dev);
+  hl::HostBinding bound = hl::bind_host(args, hl::sysfs_bus_id(dev.pci_domain, dev.pci_bus, dev.pci_device));
 
   uint64_t max_size = *std::max_element(sizes.begin(), sizes.end());
   void *host = nullptr, *dbuf = nullptr;
@@ -39,6 +43,8 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaMalloc(&dbuf, max_size));
   std::memset(host, 0x5a, max_size);
   CUDA_CHECK(cudaMemset(dbuf, 0xa5, max_size));
+  hl::print_buffer_node("host", host, bound.node);
+  hl::start_gate(args, dev.device);
 
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreate(&stream));

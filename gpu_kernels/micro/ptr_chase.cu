@@ -28,6 +28,7 @@
 #include "../common/check.cuh"
 #include "../common/device.cuh"
 #include "../common/json.hpp"
+#include "../common/numa.hpp"
 #include "../common/memory.cuh"
 
 template <int CACHE>
@@ -72,7 +73,9 @@ int main(int argc, char** argv) {
   args.flag("reps", "3", "timed repetitions per point");
   args.flag("seed", "1", "seed of the random order");
   args.flag("device", "0", "CUDA device ordinal");
+  hl::declare_host_flags(args);
   args.parse(argc, argv);
+  hl::check_host_flags(args);
 
   auto modes = args.choices("memory-mode", {"zerocopy", "registered", "uvm_accessedby", "device"});
   auto strides = args.sizes("stride-B");
@@ -97,6 +100,8 @@ int main(int argc, char** argv) {
 
   hl::DeviceInfo dev = hl::query_device(static_cast<int>(args.integer("device")));
   hl::print_device(dev);
+  hl::bind_host(args, hl::sysfs_bus_id(dev.pci_domain, dev.pci_bus, dev.pci_device));
+  hl::start_gate(args, dev.device);
   hl::L2Flusher flusher(dev);
   uint64_t* out = nullptr;
   CUDA_CHECK(cudaMalloc(&out, 3 * sizeof(uint64_t)));

@@ -45,6 +45,7 @@
 #include "../common/check.cuh"
 #include "../common/device.cuh"
 #include "../common/json.hpp"
+#include "../common/numa.hpp"
 #include "../common/memory.cuh"
 
 constexpr uint64_t kPermMultiplier = 2654435761ull;  // a prime
@@ -77,7 +78,9 @@ int main(int argc, char** argv) {
   args.flag("warps", "0", "warps in the grid, 0 = as many as fit on the GPU at once");
   args.flag("reps", "3", "timed repetitions per point");
   args.flag("device", "0", "CUDA device ordinal");
+  hl::declare_host_flags(args);
   args.parse(argc, argv);
+  hl::check_host_flags(args);
 
   auto sizes = args.sizes("size-B");
   auto patterns = args.choices("pattern", {"seq", "random", "sparse"});
@@ -100,6 +103,8 @@ int main(int argc, char** argv) {
 
   hl::DeviceInfo dev = hl::query_device(static_cast<int>(args.integer("device")));
   hl::print_device(dev);
+  hl::bind_host(args, hl::sysfs_bus_id(dev.pci_domain, dev.pci_bus, dev.pci_device));
+  hl::start_gate(args, dev.device);
   if (!dev.concurrent_managed_access)
     hl::fail(hl::kExitRefused, "refused", "the GPU has no concurrent managed access; UVM first touch is not measured");
   hl::L2Flusher flusher(dev);

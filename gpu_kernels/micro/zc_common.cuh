@@ -45,6 +45,7 @@
 #include "../common/device.cuh"
 #include "../common/json.hpp"
 #include "../common/memory.cuh"
+#include "../common/numa.hpp"
 
 namespace zc {
 
@@ -294,7 +295,9 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
   args.flag("reps", "5", "timed repetitions per point");
   args.flag("seed", "1", "seed of the random pattern");
   args.flag("device", "0", "CUDA device ordinal");
+  hl::declare_host_flags(args);
   args.parse(argc, argv);
+  hl::check_host_flags(args);
 
   auto patterns = args.choices("pattern", {"coalesced", "strided", "random", "scatter"});
   auto ops = args.choices("op", {"load", "store", "red"});
@@ -337,6 +340,8 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
 
   hl::DeviceInfo dev = hl::query_device(static_cast<int>(args.integer("device")));
   hl::print_device(dev);
+  hl::HostBinding bound = hl::bind_host(args, hl::sysfs_bus_id(dev.pci_domain, dev.pci_bus, dev.pci_device));
+  bool gated = false;
   hl::L2Flusher flusher(dev);
 
   // One buffer per memory mode, large enough for every point.
@@ -367,6 +372,11 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
           std::memcpy(static_cast<char*>(buf.host) + off, fill.data(), n);
       }
       hl::apply_advice(buf);
+    }
+    hl::print_buffer_node(mode_name.c_str(), buf.host, bound.node);
+    if (!gated) {  // timed work starts with the first mode's buffer filled
+      hl::start_gate(args, dev.device);
+      gated = true;
     }
     for (const auto& pname : patterns) {
       int pattern = pname == "coalesced" ? kCoalesced : pname == "strided" ? kStrided

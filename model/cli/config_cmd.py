@@ -109,6 +109,9 @@ def _show(args) -> int:
             backed = source.startswith(("seed", "measured", "datasheet", "set "))
             flag = "  (assumption)" if kind == "assumption" and not backed else ""
             print(f"  {key} = {value!r}{flag}" + (f"  # {source}" if source else ""))
+    if system.topology is not None:
+        from hostlink.model.config.topology import topology_lines
+        print("\n".join(topology_lines(system)))
     return 0
 
 

@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "hostlink.model.cli.config_cmd",  # hostlink config
     "hostlink.traces.cli",            # hostlink trace, hostlink graph
     "hostlink.model.cli.predict",     # hostlink predict
+    "hostlink.model.cli.predict_multi",  # hostlink predict-multi
     "hostlink.validation.cli",        # hostlink validate
     "hostlink.model.cli.sweep",       # hostlink sweep, hostlink plot
     "hostlink.model.cli.run",         # hostlink run (the main job)

@@ -192,7 +192,7 @@ def load_system(name_or_path: str | Path = "v100-pcie3",
     path = find_preset("system", str(name_or_path))
     data = _read_toml(path)
     where = str(path)
-    _split_sections(data, where, {"system", "provenance", *SECTIONS})
+    _split_sections(data, where, {"system", "provenance", "topology", *SECTIONS})
     head = data.get("system")
     if not isinstance(head, dict):
         raise ConfigError(f"{where}: missing section [system]")
@@ -218,7 +218,11 @@ def load_system(name_or_path: str | Path = "v100-pcie3",
         for key, value in _table(data, section, where).items():
             parts.setdefault(section, {})[key] = coerce_value(cls, key, value, where)
     provenance.update({k: v for k, v in _table(data, "provenance", where).items()})
-    return _build(parts, scalars, provenance, _normalise_overrides(overrides), where)
+    built = _build(parts, scalars, provenance, _normalise_overrides(overrides), where)
+    if "topology" in data:
+        from hostlink.model.config.topology import load_topology
+        built = dataclasses.replace(built, topology=load_topology(data["topology"], where))
+    return built
 
 
 def _build(parts: dict, scalars: dict, provenance: dict, overrides: dict, where: str) -> SystemConfig:
@@ -298,7 +302,8 @@ def system_with(system: SystemConfig, overrides: Mapping[str, Any] | list[str]) 
     d = system_to_dict(system)
     provenance = d.pop("provenance")
     parts = {s: d.pop(s) for s in SECTIONS}
-    return _build(parts, d, provenance, _normalise_overrides(overrides), "override")
+    return dataclasses.replace(_build(parts, d, provenance, _normalise_overrides(overrides),
+                                      "override"), topology=system.topology)
 
 
 def system_to_dict(system: SystemConfig) -> dict:

@@ -113,7 +113,7 @@ class GpuConfig:
     """The GPU: its parallelism, caches, device memory and host-read limits."""
     name: str = param("custom", doc="preset name")
     arch: str = param("volta", doc="architecture", choices=("pascal", "volta", "turing", "ampere", "ada",
-                                                            "hopper", "blackwell"))
+                                                            "hopper", "blackwell", "gcn"))
     sm_count: int = param(80, doc="streaming multiprocessors", ge=1, le=1024, provenance="datasheet")
     max_warps_per_sm: int = param(64, doc="resident warps per SM", ge=1, le=128, provenance="datasheet")
     l1_B: int = param(128 * 1024, doc="L1 data cache per SM (combined with shared memory)",
@@ -328,6 +328,8 @@ class SystemConfig:
                                  "for a stream without a program's host loop",
                                  ge=0, provenance="assumption")
     provenance: dict = field(default_factory=dict)  # "section.key" -> source text
+    #: sockets, switches and GPUs of a host with several (hostlink.model.config.topology)
+    topology: "TopologyConfig | None" = None
 
 
 SECTIONS = {"link": LinkConfig, "host": HostMemoryConfig, "gpu": GpuConfig,

@@ -2,12 +2,16 @@
 // traversal programs (graph loader, references, trace writer) without a GPU.
 //   host_check ref PREFIX bfs|sssp|cc|pagerank SOURCE   results, one a line
 //   host_check trace DIR SEED                          writes a synthetic trace
+//   host_check numa BUSID [--host-node N] [--start-gate DIR]
+//                                                      resolves the NUMA flags (no binding)
+//   host_check cpulist TEXT                            the CPUs of a sysfs cpulist
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "common/numa.hpp"
 #include "traversal/graph.hpp"
 #include "traversal/reference.hpp"
 #include "traversal/trace_format.hpp"
@@ -63,6 +67,18 @@ int main(int argc, char** argv) {
       for (int l = 0; l < 32; ++l) std::printf(" %llu", static_cast<unsigned long long>(r.addr[l]));
       std::printf("\n");
     }
+    return 0;
+  }
+  if (mode == "numa") {
+    hl::Args args("host_check numa", "NUMA flags");
+    hl::declare_host_flags(args);
+    args.parse(argc - 2, argv + 2);
+    hl::check_host_flags(args);
+    hl::bind_host(args, argv[2], /*apply=*/false);
+    return 0;
+  }
+  if (mode == "cpulist" && argc == 3) {
+    for (int c : hl::parse_cpulist(argv[2], "cpulist")) std::printf("%d\n", c);
     return 0;
   }
   return 2;

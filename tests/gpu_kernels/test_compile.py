@@ -47,6 +47,8 @@ def test_program_compiles(program, nvcc, tmp_path):
     # the program answers --help without touching a GPU
     h = subprocess.run([str(tmp_path / program), "--help"], capture_output=True, text=True, timeout=30)
     assert h.returncode == 0 and "--device" in h.stdout
+    if program != "devinfo":  # every program that allocates host memory takes a NUMA node
+        assert "--host-node" in h.stdout and "--start-gate" in h.stdout
 
 
 def test_bad_flag_is_one_json_error_line(nvcc, tmp_path):
@@ -111,3 +113,12 @@ def test_uvm_counters_without_an_output_path_does_nothing(cupti, tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0 and p.stdout.strip() == "1"
     assert p.stderr.strip() == "uvm_counters: HOSTLINK_UVM_COUNTERS_OUT is not set; nothing recorded"
+
+
+def test_bad_host_node_stops_before_the_gpu(nvcc, tmp_path):
+    # checked right after the flags are read: exit 2 here, with no GPU to query
+    subprocess.run(["make", "-C", str(KERNELS), f"BIN={tmp_path}", f"{tmp_path}/memcpy_bw"], check=True,
+                   capture_output=True)
+    p = subprocess.run([str(tmp_path / "memcpy_bw"), "--host-node", "east"], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert p.stdout.startswith('{"type":"error","kind":"usage"') and "host-node" in p.stdout
