@@ -69,12 +69,18 @@ WORDING = {
 
 
 def dotted(loc: tuple, prefix: str = "") -> str:
-    """``("traversal", 0, "reps")`` -> ``traversal[0].reps`` (after ``prefix``)."""
+    """``("traversal", 0, "reps")`` -> ``traversal[0].reps`` (after ``prefix``). An
+    item of a list of plain values is named by its list (its value is in the
+    message), a faulty table key by the key."""
+    while loc and isinstance(loc[-1], int):
+        loc = loc[:-1]
     out = prefix
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif not str(part).startswith(("function-", "lax-", "json-")):
+        elif part == "[key]" or str(part).startswith(("function-", "lax-", "json-")):
+            continue
+        else:
             out += f".{part}" if out else str(part)
     return out
 
