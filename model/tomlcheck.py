@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError
 from pydantic_core import PydanticCustomError
 
 from hostlink.model.errors import ConfigError, HostlinkError
@@ -42,6 +42,24 @@ def fault(text: str, **ctx: Any) -> PydanticCustomError:
     """A validator's fault in its own words: ``text`` follows the quoted key
     (``" = 384 is not a power of two"``); ``{name}`` fields are filled from ``ctx``."""
     return PydanticCustomError(_OWN, text, ctx)
+
+
+def _whole_bytes(value: Any) -> Any:
+    """A size string (``"64 MiB"``) as whole bytes; other values as they are."""
+    if not isinstance(value, str):
+        return value
+    from hostlink.model.units import UnitError, parse_quantity
+    try:
+        q = parse_quantity(value, "size_B")
+    except UnitError as exc:
+        raise fault(": {problem}", problem=str(exc)) from None
+    if q != int(q):
+        raise fault(": '{value}' is not a whole number of bytes", value=value)
+    return int(q)
+
+
+#: a size in bytes: an integer, or a string with a unit ("4 KiB")
+Bytes = Annotated[int, BeforeValidator(_whole_bytes)]
 
 
 #: pydantic error type -> what follows the key (str.format fields: input, ctx's keys)

@@ -87,9 +87,8 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 
 from hostlink.model.errors import ConfigError
 from hostlink.model.textfile import read_toml
-from hostlink.model.tomlcheck import TomlModel, check, fault
+from hostlink.model.tomlcheck import Bytes, TomlModel, check, fault
 from hostlink.model.host_loop import LOOPS as HOST_LOOPS
-from hostlink.model.units import UnitError, parse_quantity
 
 KERNELS = ("bfs", "sssp", "cc", "pagerank")
 VARIANTS = ("naive", "merged", "merged_aligned", "chunked", "balanced")
@@ -471,19 +470,6 @@ class ManifestFile(TomlModel):
     micro: list[dict[str, Any]] = []
 
 
-def _size(value: Any) -> Any:
-    """A size string (``"64 MiB"``) as whole bytes; other values as they are."""
-    if not isinstance(value, str):
-        return value
-    try:
-        q = parse_quantity(value, "size_B")
-    except UnitError as exc:
-        raise fault(": {problem}", problem=str(exc)) from None
-    if q != int(q):
-        raise fault(": '{value}' is not a whole number of bytes", value=value)
-    return int(q)
-
-
 def _one_value(value: Any) -> Any:
     if isinstance(value, list):
         raise fault(" is a setting and takes one value, not a list")
@@ -493,8 +479,7 @@ def _one_value(value: Any) -> Any:
 def _param_kind(p: Param) -> Any:
     if p.kind == "choice":
         return Literal[p.choices]
-    bounded = Annotated[int, Field(ge=p.minimum)]
-    return Annotated[bounded, BeforeValidator(_size)] if p.kind == "size" else bounded
+    return Annotated[Bytes if p.kind == "size" else int, Field(ge=p.minimum)]
 
 
 @functools.cache
