@@ -66,17 +66,10 @@ MAX_DENSE_FREE = 1 << 20
 
 
 # --------------------------------------------------------------- text helpers
-def _is_int(tok: str) -> bool:
+def _parses(tok: str, kind: type) -> bool:
+    """Whether ``kind(tok)`` (int or float) reads ``tok``."""
     try:
-        int(tok)
-        return True
-    except ValueError:
-        return False
-
-
-def _is_num(tok: str) -> bool:
-    try:
-        float(tok)
+        kind(tok)
         return True
     except ValueError:
         return False
@@ -128,17 +121,17 @@ def _columns_check(ncols: tuple[int, ...], kinds: str, min_id: int = 0) -> Calla
         for i, tok in enumerate(tokens):
             kind = kinds[i]
             if kind == "i":
-                if not _is_int(tok):
+                if not _parses(tok, int):
                     return f"vertex id '{tok}' is not an integer"
                 if int(tok) < min_id:
                     return f"vertex id {tok} is below {min_id}"
             elif kind == "w":
-                if not _is_int(tok):
+                if not _parses(tok, int):
                     return f"weight '{tok}' is not an integer"
                 if not 0 <= int(tok) <= _U32_MAX:
                     return f"weight {tok} is outside [0, 2**32){PATTERN_HINT}"
             elif kind == "r":
-                if not _is_num(tok) or not np.isfinite(float(tok)):
+                if not _parses(tok, float) or not np.isfinite(float(tok)):
                     return f"value '{tok}' is not a finite number"
         return None
     return check
@@ -381,7 +374,7 @@ def read_snap(path, *, symmetrize: bool = False, name: str | None = None,
     if not lineno:
         raise _no_edges(path)
     first = lineno
-    if sep is not None and fields and not _is_num(fields[0]):
+    if sep is not None and fields and not _parses(fields[0], float):
         first = lineno + 1  # a CSV header
         lineno, fields = _first_data_line(path, "#", sep, start=first)
         if not lineno:
