@@ -77,6 +77,7 @@ WORDING = {
     "float_type": " must be a number, not {input!r}",
     "string_type": " must be a string, not {input!r}",
     "list_type": " must be a list, not {input!r:.60}",
+    "tuple_type": " must be a list, not {input!r:.60}",
     "dict_type": " must be a table, not {input!r:.60}",
     "model_type": " must be a table, not {input!r:.60}",
     "model_attributes_type": " must be a table, not {input!r:.60}",

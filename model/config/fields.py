@@ -57,20 +57,18 @@ def field_docs(cls) -> dict[str, dict]:
     return {f.name: dict(f.metadata, type=f.type) for f in fields(cls)}
 
 
-def field_kind(f) -> tuple[type, bool]:
-    """The value type of a config field and whether it takes None."""
-    kind = f.type
-    if isinstance(kind, str):
-        kind = eval(kind, {"float": float, "int": int, "bool": bool, "str": str, "dict": dict,
-                           "None": None})
-    if typing.get_origin(kind) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(kind) if a is not type(None)]
-        return args[0], True
-    return kind, False
+def field_kind(annotation) -> tuple[Any, bool]:
+    """The value type of a config field's (resolved) annotation and whether it takes None."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) < len(typing.get_args(annotation)):
+            return (args[0] if len(args) == 1 else typing.Union[tuple(args)]), True
+    return annotation, False
 
 
 def _converter(key: str, kind: type) -> Callable[[Any], Any]:
-    """Unit strings to the key's unit; whole floats to int, ints to float."""
+    """Unit strings to the key's unit; whole floats to int, ints to float, lists to
+    tuples."""
     def convert(value: Any) -> Any:
         if isinstance(value, str) and kind is not str and unit_suffix(key) is not None:
             try:
@@ -79,6 +77,8 @@ def _converter(key: str, kind: type) -> Callable[[Any], Any]:
                 raise fault(": {problem}", problem=str(exc)) from None
         if isinstance(value, bool):
             return value
+        if isinstance(value, list) and typing.get_origin(kind) is tuple:  # TOML arrays
+            return tuple(value)
         if kind is float and isinstance(value, int):
             return float(value)
         if kind is int and isinstance(value, float):
@@ -110,10 +110,11 @@ def section_model(cls) -> type[TomlModel]:
     every key optional (the dataclass holds the defaults), each checked against
     its type, unit, range, choices and ``check``."""
     spec = {}
+    hints = typing.get_type_hints(cls)
     for f in fields(cls):
         if not f.metadata:
             continue
-        kind, nullable = field_kind(f)
+        kind, nullable = field_kind(hints[f.name])
         bounds = {b: f.metadata.get(b) for b in ("ge", "gt", "le", "lt")
                   if f.metadata.get(b) is not None}
         checked = Annotated[kind, BeforeValidator(_converter(f.name, kind)), Field(**bounds),
