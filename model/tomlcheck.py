@@ -21,7 +21,7 @@ import types
 import typing
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 from pydantic_core import PydanticCustomError
 
 from hostlink.model.errors import ConfigError, HostlinkError
@@ -64,7 +64,6 @@ Bytes = Annotated[int, BeforeValidator(_whole_bytes)]
 
 #: pydantic error type -> what follows the key (str.format fields: input, ctx's keys)
 WORDING = {
-    "extra_forbidden": " is not a known key",
     "missing": " is required",
     "greater_than": " = {input} must be > {gt}",
     "greater_than_equal": " = {input} must be >= {ge}",
@@ -153,7 +152,7 @@ def message(exc: ValidationError, where: str, prefix: str = "", model: Any = Non
     template = WORDING.get(kind)
     if template is None:  # a validator's own fault (fault()) or a rare pydantic one
         text = err["msg"]
-        return f"{where}: '{key}'{text if kind in _OWN else ': ' + text}"
+        return f"{where}: '{key}'{text if kind == _OWN else ': ' + text}"
     try:
         text = template.format(input=err.get("input"), **ctx)
     except (KeyError, ValueError):
@@ -161,28 +160,11 @@ def message(exc: ValidationError, where: str, prefix: str = "", model: Any = Non
     return f"{where}: '{key}'{text}"
 
 
-def check(model: Any, data: Any, where: str, prefix: str = "",
-          error: type[HostlinkError] = ConfigError, context: dict | None = None) -> Any:
-    """``data`` validated by ``model`` (a pydantic model class or a type for a
-    :class:`~pydantic.TypeAdapter`); a fault raises ``error`` with one line."""
+def check(model: type[BaseModel], data: Any, where: str, prefix: str = "",
+          error: type[HostlinkError] = ConfigError) -> Any:
+    """``data`` validated by the pydantic model ``model``; a fault raises ``error``
+    with one line naming ``where`` and the key (after ``prefix``)."""
     try:
-        if isinstance(model, type) and issubclass(model, BaseModel):
-            return model.model_validate(data, context=context)
-        return _adapter(model).validate_python(data, context=context)
+        return model.model_validate(data)
     except ValidationError as exc:
         raise error(message(exc, where, prefix, model)) from None
-
-
-_ADAPTERS: dict[Any, TypeAdapter] = {}
-
-
-def _adapter(kind: Any) -> TypeAdapter:
-    try:
-        return _ADAPTERS[kind]
-    except (KeyError, TypeError):
-        adapter = TypeAdapter(kind, config=STRICT)
-        try:
-            _ADAPTERS[kind] = adapter
-        except TypeError:  # an unhashable type: not kept
-            pass
-        return adapter

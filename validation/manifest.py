@@ -463,7 +463,7 @@ class SelfTraceTable(TomlModel):
 
 
 class ManifestFile(TomlModel):
-    experiment: dict[str, Any]
+    experiment: ExperimentTable
     graphs: dict[Name, dict[str, Any]] = {}
     traversal: list[TraversalTable] = []
     self_trace: list[SelfTraceTable] = []
@@ -535,7 +535,7 @@ def load_manifest(path: str | Path) -> Manifest:
     path = Path(path)
     where = str(path)
     doc = check(ManifestFile, read_toml(path, "manifest")[0], where)
-    exp = check(ExperimentTable, doc.experiment, where, "experiment")
+    exp = doc.experiment
     graphs = {gname: _graph(gname, g, path) for gname, g in doc.graphs.items()}
 
     def graph_ref(gn: str, key: str) -> str:

@@ -7,8 +7,8 @@ come last. Every key is checked against the schema once, here, by pydantic
 models built from the fields' :func:`~hostlink.model.config.fields.param`
 metadata: unknown keys, wrong types, impossible values raise
 :class:`ConfigError` naming the file and the key
-(:mod:`hostlink.model.tomlcheck`). Values may be written with unit strings (``rtt_ns = "1.2 us"``);
-they are converted to the unit in the key's name.
+(:mod:`hostlink.model.tomlcheck`). Values may be written with unit strings
+(``rtt_ns = "1.2 us"``); they are converted to the unit in the key's name.
 
 Preset search path: the folders in ``$HOSTLINK_CONFIG_PATH`` (colon
 separated), then the repository's ``sim_configs/``.
