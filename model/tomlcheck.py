@@ -81,6 +81,7 @@ WORDING = {
     "model_type": " must be a table, not {input!r:.60}",
     "model_attributes_type": " must be a table, not {input!r:.60}",
     "too_short": " must not be empty",
+    "string_too_short": " must not be empty",
     "too_long": " holds more than {max_length} items",
     "finite_number": " = {input} must be a finite number",
 }

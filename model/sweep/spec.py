@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Iterator, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from hostlink.model.config.schema import SECTIONS, SYSTEM_SCALARS
 from hostlink.model.errors import ConfigError
@@ -155,7 +155,16 @@ def _flatten(table: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-Number = int | float
+def _number(value: Any) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise fault(" must be a number, not {value}", value=repr(value))
+    if not math.isfinite(value):
+        raise fault(" = {value} must be a finite number", value=value)
+    return value
+
+
+#: an integer or a finite float, as written
+Number = Annotated[Any, AfterValidator(_number)]
 
 
 class RangeForm(TomlModel):
@@ -239,9 +248,15 @@ class AxisEntry(TomlModel):
         return (self.key,), [(v,) for v in values]
 
 
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise fault(" must be a non-empty string")
+    return text
+
+
 class SweepHead(TomlModel):
     """The ``[sweep]`` table."""
-    name: Annotated[str, Field(pattern=r"\S")] | None = None
+    name: Annotated[str, AfterValidator(_not_blank)] | None = None
     description: str = ""
     system: Annotated[str, Field(min_length=1)]
     fidelity: Fidelity = DEFAULT_FIDELITY

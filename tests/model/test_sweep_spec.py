@@ -106,6 +106,8 @@ def test_generated_ranges(tmp_path):
     ("[[axis]]\nkey = \"link.gen\"\nvalues = [3]\nrange = {start = 1, stop = 2, step = 1}\n",
      ["exactly one"]),
     ("[[axis]]\nkey = \"link.gen\"\nrange = {start = 1, stop = 4, step = -1}\n", ["range.step"]),
+    ("[[axis]]\nkey = \"link.rtt_ns\"\nrange = {start = inf, stop = 4, step = 1}\n",
+     ["axis[0].range.start", "finite"]),
     ("[[axis]]\nkey = \"link.gen\"\nvalues = [3]\n[[axis]]\nkey = \"link.gen\"\nvalues = [4]\n",
      ["axis[1]", "link.gen", "already varied"]),
     ("[set]\n\"link.gen\" = 4\n[[axis]]\nkey = \"link.gen\"\nvalues = [3]\n",
