@@ -392,9 +392,8 @@ def evaluate(hist: SizeHistogram, *, gen, lanes, tags, rtt_ns, mps_B=256, mrrs_B
         rtt_ns=b(rtt))
 
 
-def system_params(system) -> dict:
-    """The keyword arguments of :func:`evaluate` for a SystemConfig."""
-    link, host, gpu = system.link, system.host, system.gpu
+def link_params(link) -> dict:
+    """The keyword arguments of :func:`evaluate` that a LinkConfig gives."""
     return {
         "gen": link.gen, "lanes": link.lanes, "tags": link.tags, "rtt_ns": link.rtt_ns,
         "mps_B": link.mps_B, "mrrs_B": link.mrrs_B, "rcb_B": link.rcb_B,
@@ -404,6 +403,14 @@ def system_params(system) -> dict:
         "dllp_overhead": np.nan if link.dllp_overhead is None else link.dllp_overhead,
         "cpl_buffer_B": link.cpl_buffer_B, "cpl_buffer_hdrs": link.cpl_buffer_hdrs,
         "cpl_split": getattr(link, "cpl_split", "mps"),
+    }
+
+
+def system_params(system) -> dict:
+    """The keyword arguments of :func:`evaluate` for a SystemConfig."""
+    host, gpu = system.host, system.gpu
+    return {
+        **link_params(system.link),
         "requester_limit": gpu.max_outstanding_host_reads,
         "dram_GBps": dram_model.served_GBps(host),
         "dram_burst_B": host.burst_B,

@@ -19,21 +19,24 @@ size. tests/traces/test_store.py measures this bound.
 
 Regions files (TOML, :func:`load_regions`): an array of tables ``[[region]]``
 with ``name``, ``start`` (integer or "0x..." string), ``size_B`` (integer or
-a quantity like "4 KiB") and ``location`` ("host" or "device").
+a quantity like "4 KiB") and ``location`` ("host" or "device"), checked by
+the pydantic model :class:`RegionsFile` (:mod:`hostlink.model.tomlcheck`).
 """
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
+from pydantic import BeforeValidator, Field
 
 from hostlink.model.errors import ConfigError, TraceError
 from hostlink.model.textfile import read_toml
-from hostlink.model.units import UnitError, parse_quantity
+from hostlink.model.tomlcheck import Bytes, TomlModel, check, fault
 from hostlink.traces.schema import (INST_DTYPES, MAX_SRC_REGS, OPTIONAL_DTYPES, WARP_SIZE,
                                     InstTable, KernelLaunch, MemcpyRecord, Region, WarpTrace,
                                     merge_regions)
@@ -277,56 +280,36 @@ def trace_format(path) -> str:
 
 # --------------------------------------------------------------------------- regions files
 
-_REGION_KEYS = {"name", "start", "size_B", "location"}
+def _address(value: Any) -> Any:
+    """An address written as a string ("0x7f0000000000") as an integer."""
+    if isinstance(value, str):
+        try:
+            return int(value, 0)
+        except ValueError:
+            raise fault(" = {value} is not an integer", value=repr(value)) from None
+    return value
+
+
+class RegionTable(TomlModel):
+    """One ``[[region]]`` of a regions file."""
+    name: str
+    start: Annotated[int, BeforeValidator(_address), Field(ge=0)]
+    size_B: Annotated[Bytes, Field(ge=0)]
+    location: Literal["host", "device"]
+
+
+class RegionsFile(TomlModel):
+    region: list[RegionTable] = []
 
 
 def load_regions(path) -> list[Region]:
     """Read a regions TOML file (see the module docstring)."""
     path = Path(path)
-    data = read_toml(path, "regions file")[0]
-    unknown = set(data) - {"region"}
-    if unknown:
-        raise ConfigError(f"{path}: unknown key '{sorted(unknown)[0]}' (expected [[region]] tables)")
-    items = data.get("region", [])
-    if not isinstance(items, list):
-        raise ConfigError(f"{path}: 'region' must be an array of tables ([[region]])")
-    out = []
-    for i, item in enumerate(items):
-        where = f"{path}: region {i + 1}"
-        if not isinstance(item, dict):
-            raise ConfigError(f"{where}: not a table")
-        extra = set(item) - _REGION_KEYS
-        if extra:
-            raise ConfigError(f"{where}: unknown key '{sorted(extra)[0]}'")
-        missing = _REGION_KEYS - set(item)
-        if missing:
-            raise ConfigError(f"{where}: missing key '{sorted(missing)[0]}'")
-        name = item["name"]
-        where = f"{path}: region '{name}'"
-        start = item["start"]
-        if isinstance(start, str):
-            try:
-                start = int(start, 0)
-            except ValueError:
-                raise ConfigError(f"{where}: start '{start}' is not an integer") from None
-        if not isinstance(start, int) or isinstance(start, bool):
-            raise ConfigError(f"{where}: start must be an integer")
-        size = item["size_B"]
-        if isinstance(size, str):
-            try:
-                size_f = parse_quantity(size, "size_B")
-            except UnitError as exc:
-                raise ConfigError(f"{where}: size_B: {exc}") from None
-            if size_f != int(size_f):
-                raise ConfigError(f"{where}: size_B '{size}' is not a whole number of bytes")
-            size = int(size_f)
-        if not isinstance(size, int) or isinstance(size, bool):
-            raise ConfigError(f"{where}: size_B must be an integer or a quantity string")
-        try:
-            out.append(Region(str(name), start, size, item["location"]))
-        except ValueError as exc:
-            raise ConfigError(f"{path}: {exc}") from None
-    return out
+    doc = check(RegionsFile, read_toml(path, "regions file")[0], str(path))
+    try:
+        return [Region(r.name, r.start, r.size_B, r.location) for r in doc.region]
+    except ValueError as exc:  # a region beyond the 64-bit address space
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def save_regions(regions: list[Region], path) -> Path:

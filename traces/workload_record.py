@@ -5,20 +5,37 @@ and the graph's vertex count next to the trace, so that ``hostlink predict
 --trace`` can time the trace as that program's whole run: its warps' loads in
 flight (:func:`hostlink.traces.traversal.requests_ahead`), its host loop between
 launches (:mod:`hostlink.model.host_loop`) and its launches back to back.
-A trace folder without the file is a plain trace.
+A trace folder without the file is a plain trace. The file is checked by the
+pydantic model :class:`RecordFile` (:mod:`hostlink.model.tomlcheck`).
 """
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import tomli_w
 
-from hostlink.model.errors import TraceError
+from hostlink.model.errors import ConfigError, TraceError
+from hostlink.model.textfile import read_toml
+from hostlink.model.tomlcheck import TomlModel, check
 
 RECORD = "workload.toml"
-KEYS = {"kernel": str, "variant": str, "id_bytes": int, "source": int, "vertices": int,
-        "load_ahead": int}
+
+
+class WorkloadRecord(TomlModel):
+    """The ``[workload]`` table of a trace folder's record."""
+    kernel: str
+    variant: str
+    id_bytes: int
+    source: int
+    vertices: int
+    load_ahead: int
+
+
+class RecordFile(TomlModel):
+    workload: WorkloadRecord
+
+
+KEYS = {name: f.annotation for name, f in WorkloadRecord.model_fields.items()}
 
 
 def write_workload_record(folder: Path, **values) -> Path:
@@ -37,17 +54,10 @@ def read_workload_record(folder: Path) -> dict | None:
     if not Path(folder).is_dir() or not path.is_file():
         return None
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8")).get("workload")
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise TraceError(f"{path}: not a workload record ({exc})") from None
-    if not isinstance(data, dict):
-        raise TraceError(f"{path}: missing section [workload]")
-    out = {}
-    for key, kind in KEYS.items():
-        if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
-            raise TraceError(f"{path}: 'workload.{key}' must be a {kind.__name__}")
-        out[key] = data[key]
-    return out
+        data = read_toml(path, "workload record")[0]
+    except ConfigError as exc:
+        raise TraceError(str(exc)) from None
+    return check(RecordFile, data, str(path), error=TraceError).workload.model_dump()
 
 
 def traced_workload(trace, record: dict, system, coalesce_options=None, trace_options=None):

@@ -5,8 +5,9 @@ run the CUDA programs of ``gpu_kernels/``; the predictor reads the same file
 to predict every case, so each measured case has a predicted twin with the
 same case name.
 
-Layout (every key is checked; an unknown key or a bad value raises
-:class:`~hostlink.model.errors.ConfigError` naming the file and the key)::
+Layout (every key is checked by the pydantic models below; an unknown key
+or a bad value raises :class:`~hostlink.model.errors.ConfigError` naming the
+file and the key, :mod:`hostlink.model.tomlcheck`)::
 
     [experiment]
     name = "h100-first"        # letters, digits, '-', '_', '.'
@@ -77,19 +78,23 @@ name), so the runner and the predictor pick the same ones.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field,
+                      create_model)
 
 from hostlink.model.errors import ConfigError
 from hostlink.model.textfile import read_toml
+from hostlink.model.tomlcheck import Bytes, TomlModel, check, fault
+from hostlink.validation.placement import PlacementTable
 from hostlink.model.host_loop import LOOPS as HOST_LOOPS
-from hostlink.model.units import UnitError, parse_quantity
 
 KERNELS = ("bfs", "sssp", "cc", "pagerank")
 VARIANTS = ("naive", "merged", "merged_aligned", "chunked", "balanced")
@@ -390,236 +395,195 @@ def read_offsets(prefix: Path) -> np.ndarray:
 # Loading and checking
 
 
-class _Checker:
-    def __init__(self, path: Path):
-        self.path = path
+def _name(value: str) -> str:
+    if not _NAME.match(value):
+        raise fault(" = {value} may hold only letters, digits, '-', '_' and '.'", value=repr(value))
+    return value
 
-    def err(self, key: str, msg: str) -> ConfigError:
-        return ConfigError(f"{self.path}: key '{key}': {msg}")
 
-    def table(self, obj: Any, key: str) -> dict:
-        if not isinstance(obj, dict):
-            raise self.err(key, "must be a table")
-        return obj
+Name = Annotated[str, AfterValidator(_name)]
 
-    def no_unknown(self, obj: dict, allowed: set[str], key: str) -> None:
-        for k in obj:
-            if k not in allowed:
-                where = f"{key}.{k}" if key else k
-                raise self.err(where, f"unknown key (allowed: {', '.join(sorted(allowed))})")
 
-    def integer(self, obj: dict, k: str, key: str, default=None, lo=None, hi=None) -> int:
-        if k not in obj:
-            if default is None:
-                raise self.err(f"{key}.{k}", "is required")
-            return default
-        v = obj[k]
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise self.err(f"{key}.{k}", f"must be an integer, not {v!r}")
-        if lo is not None and v < lo or hi is not None and v > hi:
-            raise self.err(f"{key}.{k}", f"{v} is outside [{lo}, {hi}]")
-        return v
+def _one_or_list(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else (value,)
 
-    def boolean(self, obj: dict, k: str, key: str, default: bool) -> bool:
-        v = obj.get(k, default)
-        if not isinstance(v, bool):
-            raise self.err(f"{key}.{k}", f"must be true or false, not {v!r}")
-        return v
 
-    def string(self, obj: dict, k: str, key: str, default=None, choices=None) -> str:
-        if k not in obj:
-            if default is None:
-                raise self.err(f"{key}.{k}", "is required")
-            return default
-        v = obj[k]
-        if not isinstance(v, str):
-            raise self.err(f"{key}.{k}", f"must be a string, not {v!r}")
-        if choices is not None and v not in choices:
-            raise self.err(f"{key}.{k}", f"'{v}' is not one of: {', '.join(map(str, choices))}")
-        return v
+def _unique(values: tuple) -> tuple:
+    return tuple(dict.fromkeys(values))
 
-    def str_list(self, obj: dict, k: str, key: str, default=None, choices=None) -> tuple:
-        if k not in obj:
-            if default is None:
-                raise self.err(f"{key}.{k}", "is required")
-            return tuple(default)
-        v = obj[k]
-        items = v if isinstance(v, list) else [v]
-        if not items:
-            raise self.err(f"{key}.{k}", "must not be empty")
-        out = []
-        for x in items:
-            if not isinstance(x, str):
-                raise self.err(f"{key}.{k}", f"items must be strings, not {x!r}")
-            if choices is not None and x not in choices:
-                raise self.err(f"{key}.{k}", f"'{x}' is not one of: {', '.join(map(str, choices))}")
-            if x not in out:
-                out.append(x)
-        return tuple(out)
 
-    def micro_value(self, p: Param, name: str, key: str, v: Any) -> Any:
-        where = f"{key}.{name}"
-        if p.kind == "size":
-            if isinstance(v, str):
-                try:
-                    q = parse_quantity(v, name)
-                except UnitError as exc:
-                    raise self.err(where, str(exc)) from None
-                if q != int(q):
-                    raise self.err(where, f"'{v}' is not a whole number of bytes")
-                v = int(q)
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise self.err(where, f"must be a size in bytes (integer or string with unit), not {v!r}")
-            if v < p.minimum:
-                raise self.err(where, f"{v} is below the minimum {p.minimum}")
-            return v
-        if p.kind == "int":
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise self.err(where, f"must be an integer, not {v!r}")
-            if v < p.minimum:
-                raise self.err(where, f"{v} is below the minimum {p.minimum}")
-            return v
-        if v not in p.choices or isinstance(v, bool):
-            raise self.err(where, f"{v!r} is not one of: {', '.join(map(str, p.choices))}")
-        return v
+def OneOrList(kind: Any) -> Any:
+    """One value or a non-empty list of them, as a tuple without repeats."""
+    return Annotated[tuple[kind, ...], BeforeValidator(_one_or_list), Field(min_length=1),
+                     AfterValidator(_unique)]
+
+
+Count = Annotated[int, Field(ge=1, le=1000)]
+Seed = Annotated[int, Field(ge=0)]
+
+
+class ExperimentTable(TomlModel):
+    name: Name
+    seed: Seed = GAP_SEED
+    description: str = ""
+    micro_rounds: Annotated[int, Field(ge=1, le=100)] = 1
+
+
+class _Kind(BaseModel):
+    """The ``kind`` of a graph or the ``benchmark`` of a micro group, read first: it
+    says which model checks the rest."""
+    model_config = ConfigDict(extra="ignore", strict=True)
+    kind: Literal[GRAPH_KINDS] = None  # type: ignore[valid-type]
+    benchmark: Literal[tuple(MICRO_BENCHMARKS)] = None  # type: ignore[valid-type]
+
+
+class GeneratedGraphTable(TomlModel):
+    kind: Literal["kron", "urand"]
+    scale: Annotated[int, Field(ge=1, le=31)]
+    degree: Annotated[int, Field(ge=1, le=4096)]
+    seed: Seed = GAP_SEED
+
+
+class FileGraphTable(TomlModel):
+    kind: Literal["file"]
+    path: str
+
+
+class TraversalTable(TomlModel):
+    kernels: OneOrList(Literal[KERNELS])
+    graphs: OneOrList(str)
+    variants: OneOrList(Literal[VARIANTS]) = VARIANTS
+    memory_modes: OneOrList(Literal[MEMORY_MODES]) = MEMORY_MODES
+    id_bytes: OneOrList(Literal[ID_BYTES]) = (8,)
+    sources: Count = 4
+    reps: Count = 3
+    iterations: Count = 10
+    warmup: bool = True
+    load_ahead: Literal[LOAD_AHEAD] = 4
+
+
+class SelfTraceTable(TomlModel):
+    kernel: Literal[KERNELS]
+    graph: str
+    variant: Literal[VARIANTS]
+    memory_mode: Literal[MEMORY_MODES]
+    id_bytes: Literal[ID_BYTES] = 8
+
+
+class ManifestFile(TomlModel):
+    experiment: ExperimentTable
+    graphs: dict[Name, dict[str, Any]] = {}
+    traversal: list[TraversalTable] = []
+    self_trace: list[SelfTraceTable] = []
+    micro: list[dict[str, Any]] = []
+    placement: PlacementTable | None = None
+
+
+def _one_value(value: Any) -> Any:
+    if isinstance(value, list):
+        raise fault(" is a setting and takes one value, not a list")
+    return value
+
+
+def _param_kind(p: Param) -> Any:
+    if p.kind == "choice":
+        return Literal[p.choices]
+    return Annotated[Bytes if p.kind == "size" else int, Field(ge=p.minimum)]
+
+
+@functools.cache
+def micro_model(benchmark: str) -> type[TomlModel]:
+    """The model of a ``[[micro]]`` group of ``benchmark``: naming parameters take one
+    value or a list, settings one value (see :class:`Param`)."""
+    fields = {name: (OneOrList(_param_kind(p)) if p.naming
+                     else Annotated[_param_kind(p), BeforeValidator(_one_value)], None)
+              for name, p in MICRO_BENCHMARKS[benchmark][1].items()}
+    return create_model(f"Micro_{benchmark}", __base__=TomlModel,
+                        benchmark=(Literal[benchmark], ...), **fields)
+
+
+def _micro_group(m: dict, where: str, key: str) -> MicroGroup:
+    bench = check(_Kind, m, where, key).benchmark
+    if bench is None:
+        raise ConfigError(f"{where}: '{key}.benchmark' is required")
+    spec = MICRO_BENCHMARKS[bench][1]
+    given = check(micro_model(bench), m, where, key)
+    lists = {n: getattr(given, n) for n in given.model_fields_set if n != "benchmark"
+             and spec[n].naming}
+    lists = {n: lists[n] for n in spec if n in lists}  # in the benchmark's order
+    settings = {n: p.default if getattr(given, n) is None else getattr(given, n)
+                for n, p in spec.items() if not p.naming}
+    if bench == "ptr_chase":
+        if any(v > 32 for v in lists.get("lanes", ())):
+            raise ConfigError(f"{where}: '{key}.lanes': {max(lists['lanes'])}: the threads of "
+                              "one warp chase, at most 32")
+        if any(v > 32 for v in lists.get("warps", ())):
+            raise ConfigError(f"{where}: '{key}.warps': {max(lists['warps'])}: the warps of "
+                              "one CTA chase, at most 32")
+        if "atomic" in lists.get("cache", ()) and any(
+                mm != "device" for mm in lists.get("memory_mode", (spec["memory_mode"].default,))):
+            raise ConfigError(f"{where}: '{key}.cache': 'atomic' chases device memory only: "
+                              "set memory_mode = \"device\"")
+    return MicroGroup(bench, lists, settings)
+
+
+def _graph(gname: str, g: dict, path: Path) -> GraphSpec:
+    key = f"graphs.{gname}"
+    kind = check(_Kind, g, str(path), key).kind
+    if kind is None:
+        raise ConfigError(f"{path}: '{key}.kind' is required")
+    if kind == "file":
+        p = Path(check(FileGraphTable, g, str(path), key).path)
+        return GraphSpec(gname, kind, path=p if p.is_absolute() else path.parent / p)
+    t = check(GeneratedGraphTable, g, str(path), key)
+    return GraphSpec(gname, kind, scale=t.scale, degree=t.degree, seed=t.seed)
 
 
 def load_manifest(path: str | Path) -> Manifest:
     """Read and check a manifest; see the module docstring for the layout."""
     path = Path(path)
-    doc = read_toml(path, "manifest")[0]
-    c = _Checker(path)
-    c.no_unknown(doc, {"experiment", "graphs", "traversal", "self_trace", "micro", "placement"}, "")
-
-    exp = c.table(doc.get("experiment"), "experiment") if "experiment" in doc else None
-    if exp is None:
-        raise c.err("experiment", "is required")
-    c.no_unknown(exp, {"name", "seed", "description", "micro_rounds"}, "experiment")
-    name = c.string(exp, "name", "experiment")
-    if not _NAME.match(name):
-        raise c.err("experiment.name", f"'{name}' may hold only letters, digits, '-', '_' and '.'")
-    seed = c.integer(exp, "seed", "experiment", default=GAP_SEED, lo=0)
-    description = c.string(exp, "description", "experiment", default="")
-    micro_rounds = c.integer(exp, "micro_rounds", "experiment", default=1, lo=1, hi=100)
-
-    graphs: dict[str, GraphSpec] = {}
-    for gname, g in c.table(doc.get("graphs", {}), "graphs").items():
-        key = f"graphs.{gname}"
-        if not _NAME.match(gname):
-            raise c.err(key, "graph names may hold only letters, digits, '-', '_' and '.'")
-        g = c.table(g, key)
-        kind = c.string(g, "kind", key, choices=GRAPH_KINDS)
-        if kind == "file":
-            c.no_unknown(g, {"kind", "path"}, key)
-            p = Path(c.string(g, "path", key))
-            graphs[gname] = GraphSpec(gname, kind, path=p if p.is_absolute() else path.parent / p)
-        else:
-            c.no_unknown(g, {"kind", "scale", "degree", "seed"}, key)
-            graphs[gname] = GraphSpec(gname, kind, scale=c.integer(g, "scale", key, lo=1, hi=31),
-                                      degree=c.integer(g, "degree", key, lo=1, hi=4096),
-                                      seed=c.integer(g, "seed", key, default=GAP_SEED, lo=0))
+    where = str(path)
+    doc = check(ManifestFile, read_toml(path, "manifest")[0], where)
+    exp = doc.experiment
+    graphs = {gname: _graph(gname, g, path) for gname, g in doc.graphs.items()}
 
     def graph_ref(gn: str, key: str) -> str:
         if gn not in graphs:
-            raise c.err(key, f"graph '{gn}' is not defined under [graphs]")
+            raise ConfigError(f"{where}: '{key}': graph '{gn}' is not defined under [graphs]")
         return gn
 
     traversal = []
-    for i, t in enumerate(doc.get("traversal", []) if isinstance(doc.get("traversal", []), list) else [None]):
-        key = f"traversal[{i}]"
-        t = c.table(t, key)
-        c.no_unknown(t, {"kernels", "graphs", "variants", "memory_modes", "id_bytes", "sources", "reps",
-                         "iterations", "warmup", "load_ahead"}, key)
-        ahead = c.integer(t, "load_ahead", key, default=4)
-        if ahead not in LOAD_AHEAD:
-            raise c.err(f"{key}.load_ahead", f"{ahead} is not one of: {', '.join(map(str, LOAD_AHEAD))}")
-        gl = c.str_list(t, "graphs", key)
-        for gn in gl:
-            graph_ref(gn, f"{key}.graphs")
-        ids = t.get("id_bytes", [8])
-        ids = ids if isinstance(ids, list) else [ids]
-        if not ids or any(isinstance(b, bool) or b not in ID_BYTES for b in ids):
-            raise c.err(f"{key}.id_bytes", f"{t.get('id_bytes')!r}: each must be 4 or 8")
+    for i, t in enumerate(doc.traversal):
+        for gn in t.graphs:
+            graph_ref(gn, f"traversal[{i}].graphs")
         traversal.append(TraversalGroup(
-            kernels=c.str_list(t, "kernels", key, choices=KERNELS), graphs=gl,
-            variants=c.str_list(t, "variants", key, default=VARIANTS, choices=VARIANTS),
-            memory_modes=c.str_list(t, "memory_modes", key, default=MEMORY_MODES, choices=MEMORY_MODES),
-            id_bytes=tuple(dict.fromkeys(ids)),
-            sources=c.integer(t, "sources", key, default=4, lo=1, hi=1000),
-            reps=c.integer(t, "reps", key, default=3, lo=1, hi=1000),
-            iterations=c.integer(t, "iterations", key, default=10, lo=1, hi=1000),
-            warmup=c.boolean(t, "warmup", key, True), load_ahead=ahead))
-
-    traces = []
-    for i, t in enumerate(doc.get("self_trace", []) if isinstance(doc.get("self_trace", []), list) else [None]):
-        key = f"self_trace[{i}]"
-        t = c.table(t, key)
-        c.no_unknown(t, {"kernel", "graph", "variant", "memory_mode", "id_bytes"}, key)
-        idb = c.integer(t, "id_bytes", key, default=8)
-        if idb not in ID_BYTES:
-            raise c.err(f"{key}.id_bytes", f"{idb} is not 4 or 8")
-        traces.append(SelfTraceSpec(
-            kernel=c.string(t, "kernel", key, choices=KERNELS),
-            graph=graph_ref(c.string(t, "graph", key), f"{key}.graph"),
-            variant=c.string(t, "variant", key, choices=VARIANTS),
-            memory_mode=c.string(t, "memory_mode", key, choices=MEMORY_MODES), id_bytes=idb))
-
-    micro = []
-    for i, m in enumerate(doc.get("micro", []) if isinstance(doc.get("micro", []), list) else [None]):
-        key = f"micro[{i}]"
-        m = c.table(m, key)
-        bench = c.string(m, "benchmark", key, choices=tuple(MICRO_BENCHMARKS))
-        spec = MICRO_BENCHMARKS[bench][1]
-        c.no_unknown(m, {"benchmark", *spec}, key)
-        lists, settings = {}, {}
-        for pname, p in spec.items():
-            if pname not in m:
-                if not p.naming:
-                    settings[pname] = p.default
-                continue
-            raw = m[pname]
-            if p.naming:
-                items = raw if isinstance(raw, list) else [raw]
-                if not items:
-                    raise c.err(f"{key}.{pname}", "must not be empty")
-                vals = [c.micro_value(p, pname, key, x) for x in items]
-                lists[pname] = tuple(dict.fromkeys(vals))
-            else:
-                if isinstance(raw, list):
-                    raise c.err(f"{key}.{pname}", "is a setting and takes one value, not a list")
-                settings[pname] = c.micro_value(p, pname, key, raw)
-        if bench == "ptr_chase":
-            if any(v > 32 for v in lists.get("lanes", ())):
-                raise c.err(f"{key}.lanes", f"{max(lists['lanes'])}: the threads of one warp "
-                            "chase, at most 32")
-            if any(v > 32 for v in lists.get("warps", ())):
-                raise c.err(f"{key}.warps", f"{max(lists['warps'])}: the warps of one CTA "
-                            "chase, at most 32")
-            if "atomic" in lists.get("cache", ()) and any(
-                    mm != "device" for mm in lists.get("memory_mode", (spec["memory_mode"].default,))):
-                raise c.err(f"{key}.cache", "'atomic' chases device memory only: set "
-                            "memory_mode = \"device\"")
-        micro.append(MicroGroup(bench, lists, settings))
+            kernels=t.kernels, graphs=t.graphs, variants=t.variants,
+            memory_modes=t.memory_modes, id_bytes=t.id_bytes, sources=t.sources, reps=t.reps,
+            iterations=t.iterations, warmup=t.warmup, load_ahead=t.load_ahead))
+    traces = [SelfTraceSpec(kernel=t.kernel, graph=graph_ref(t.graph, f"self_trace[{i}].graph"),
+                            variant=t.variant, memory_mode=t.memory_mode, id_bytes=t.id_bytes)
+              for i, t in enumerate(doc.self_trace)]
+    micro = [_micro_group(m, where, f"micro[{i}]") for i, m in enumerate(doc.micro)]
 
     if not traversal and not micro and not traces:
-        raise c.err("traversal", "the manifest has no [[traversal]], [[self_trace]] or [[micro]] group")
+        raise ConfigError(f"{where}: 'traversal': the manifest has no [[traversal]], "
+                          "[[self_trace]] or [[micro]] group")
     # every case is measured by one group only (its rows would collide otherwise)
     owner: dict[str, str] = {}
     for i, g in enumerate(micro):
         for case in g.cases():
             if case in owner:
-                raise c.err(f"micro[{i}]", f"case '{case}' is measured by {owner[case]} already")
+                raise ConfigError(f"{where}: 'micro[{i}]': case '{case}' is measured by "
+                                  f"{owner[case]} already")
             owner[case] = f"micro[{i}]"
     for i, t in enumerate(traversal):
         for k, gr, v, mm, b in itertools.product(t.kernels, t.graphs, t.variants, t.memory_modes, t.id_bytes):
             case = traversal_case_name(k, gr, v, mm, b)
             if case in owner:
-                raise c.err(f"traversal[{i}]", f"case '{case}' is measured by {owner[case]} already")
+                raise ConfigError(f"{where}: 'traversal[{i}]': case '{case}' is measured by "
+                                  f"{owner[case]} already")
             owner[case] = f"traversal[{i}]"
-    placement = None
-    if "placement" in doc:
-        from hostlink.validation.placement import load_placement
-        placement = load_placement(doc["placement"], c.err)
-    return Manifest(path=path, name=name, seed=seed, description=description, graphs=graphs,
-                    traversal=traversal, self_trace=traces, micro=micro, micro_rounds=micro_rounds,
-                    placement=placement)
+    return Manifest(path=path, name=exp.name, seed=exp.seed, description=exp.description,
+                    graphs=graphs, traversal=traversal, self_trace=traces, micro=micro,
+                    micro_rounds=exp.micro_rounds,
+                    placement=doc.placement.placement() if doc.placement else None)

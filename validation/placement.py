@@ -29,7 +29,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Annotated, Any, Callable
+
+from pydantic import AfterValidator, Field
+
+from hostlink.model.tomlcheck import TomlModel, fault
 
 #: seconds run_group waits for the programs of a group to be ready
 READY_TIMEOUT_S = 600.0
@@ -42,33 +46,30 @@ class Placement:
     together: bool = True
 
 
-def load_placement(table, err: Callable[[str, str], Exception]) -> Placement:
-    """The ``[placement]`` table, checked (``err(key, message)`` makes the error)."""
-    if not isinstance(table, dict):
-        raise err("placement", "must be a table")
-    for k in table:
-        if k not in ("gpus", "host_nodes", "together"):
-            raise err(f"placement.{k}", "unknown key (allowed: gpus, host_nodes, together)")
-    gpus = table.get("gpus", [0])
-    if (not isinstance(gpus, list) or not gpus
-            or any(isinstance(g, bool) or not isinstance(g, int) or g < 0 for g in gpus)
-            or len(set(gpus)) != len(gpus)):
-        raise err("placement.gpus", f"{gpus!r} must be a list of distinct device ordinals >= 0")
-    nodes = table.get("host_nodes", ["local"])
-    if not isinstance(nodes, list) or not nodes:
-        raise err("placement.host_nodes", f"{nodes!r} must be a list of node numbers or 'local'")
-    out = []
-    for n in nodes:
-        ok = n == "local" or (isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1024)
-        if not ok:
-            raise err("placement.host_nodes", f"{n!r} is not a NUMA node number or 'local'")
-        if str(n) in out:
-            raise err("placement.host_nodes", f"{n!r} is listed twice")
-        out.append(str(n))
-    together = table.get("together", True)
-    if not isinstance(together, bool):
-        raise err("placement.together", f"must be true or false, not {together!r}")
-    return Placement(tuple(gpus), tuple(out), together)
+def _distinct(values: tuple) -> tuple:
+    if len(set(values)) != len(values):
+        raise fault(" = {v} lists a value twice", v=list(values))
+    return values
+
+
+def _node(value: Any) -> str:
+    ok = value == "local" or (isinstance(value, int) and not isinstance(value, bool)
+                              and 0 <= value < 1024)
+    if not ok:
+        raise fault(" = {v} is not a NUMA node number or 'local'", v=repr(value))
+    return str(value)
+
+
+class PlacementTable(TomlModel):
+    """The ``[placement]`` table of a manifest."""
+    gpus: Annotated[tuple[Annotated[int, Field(ge=0)], ...], Field(min_length=1),
+                    AfterValidator(_distinct)] = (0,)
+    host_nodes: Annotated[tuple[Annotated[Any, AfterValidator(_node)], ...], Field(min_length=1),
+                          AfterValidator(_distinct)] = ("local",)
+    together: bool = True
+
+    def placement(self) -> Placement:
+        return Placement(self.gpus, self.host_nodes, self.together)
 
 
 def alone_suffix(gpu: int, node: str) -> str:

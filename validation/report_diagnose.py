@@ -12,37 +12,46 @@ data), with the committed result folders its text cites.
 from __future__ import annotations
 
 import math
-import tomllib
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
-from hostlink.model.errors import HostlinkError
+from hostlink.model.errors import ConfigError
+from hostlink.model.textfile import read_toml
+from hostlink.model.tomlcheck import TomlModel, check
 from hostlink.validation.report_judge import GroupStats
+
+Text = Annotated[str, Field(min_length=1)]
 
 #: The known gaps of the model (:func:`load_effects`).
 EFFECTS_TOML = Path(__file__).with_name("effects.toml")
+
+
+class Effect(TomlModel):
+    """One ``[[effect]]`` of ``effects.toml``."""
+    group: Text
+    cites: list[str] = []
+    too_fast: Text
+    too_slow: Text
+
+
+class EffectsFile(TomlModel):
+    effect: list[Effect] = []
 
 
 def load_effects(path: str | Path = EFFECTS_TOML) -> dict[str, tuple[str, str]]:
     """Candidate effects per group, from ``path``: group -> (the effect when the
     model is too fast, when it is too slow), in the file's order."""
     path = Path(path)
-    try:
-        doc = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise HostlinkError(f"{path}: cannot read the model's known gaps ({exc})") from None
+    doc = check(EffectsFile, read_toml(path, "file of the model's known gaps")[0], str(path))
     out: dict[str, tuple[str, str]] = {}
-    for i, entry in enumerate(doc.get("effect") or []):
-        texts = [entry.get(k) if isinstance(entry, dict) else None
-                 for k in ("group", "too_fast", "too_slow")]
-        if not all(isinstance(t, str) and t for t in texts):
-            raise HostlinkError(f"{path}: effect {i + 1} needs the strings group, too_fast "
-                                "and too_slow")
-        if texts[0] in out:
-            raise HostlinkError(f"{path}: effect {i + 1}: group {texts[0]} given twice")
-        out[texts[0]] = (texts[1], texts[2])
+    for i, entry in enumerate(doc.effect):
+        if entry.group in out:
+            raise ConfigError(f"{path}: 'effect[{i}].group': {entry.group} given twice")
+        out[entry.group] = (entry.too_fast, entry.too_slow)
     return out
 
 

@@ -62,18 +62,18 @@ USER_OVERRIDE = "user override"   # the provenance the config loader gives a --s
 def user_file_keys(spec: str) -> tuple[str, set[str]]:
     """The user's system file named by ``spec`` and the dotted keys it sets with no
     provenance of its own; ("", empty) for a preset, a preset file or a resolved system."""
-    import tomllib
     from pathlib import Path
 
     from hostlink.model.config import config_path
     from hostlink.model.config.schema import SECTIONS
+    from hostlink.model.textfile import read_toml
     path = Path(spec)
     if path.suffix != ".toml" or not path.is_file():
         return "", set()
     real = path.resolve()
     if any(real.is_relative_to(root.resolve()) for root in config_path()):
         return "", set()
-    data = tomllib.loads(path.read_bytes().decode("utf-8"))  # the loader read it already
+    data = read_toml(path, "config file")[0]  # the loader read and checked it already
     if "resolved_system" in data:
         return "", set()
     given = data.get("provenance", {})

@@ -1,15 +1,26 @@
 """Declarative config fields: type, unit, range, choices and provenance.
 
-Each config dataclass declares its fields with :func:`param`; the loader uses
-the metadata to check values once, at the config boundary, so model code sees
-plain numbers in the unit of their names. Provenance is ``spec``, ``seed``,
-``datasheet``, ``measured`` or ``assumption``; assumptions are listed by
-``hostlink config show`` so nobody mistakes them for facts.
+Each config dataclass declares its fields with :func:`param`; the metadata is
+the one declaration of a key. :func:`section_model` turns it into a pydantic
+model, which checks values once, at the config boundary, so model code sees
+plain numbers in the unit of their names (unit strings such as ``"1.2 us"``
+are converted to the unit of the key's name by :mod:`hostlink.model.units`).
+Provenance is ``spec``, ``seed``, ``datasheet``, ``measured`` or
+``assumption``; assumptions are listed by ``hostlink config show`` so nobody
+mistakes them for facts.
 """
 from __future__ import annotations
 
+import functools
+import types
+import typing
 from dataclasses import MISSING, field, fields
-from typing import Any, Callable
+from typing import Annotated, Any, Callable
+
+from pydantic import AfterValidator, BeforeValidator, Field, create_model
+
+from hostlink.model.tomlcheck import TomlModel, fault
+from hostlink.model.units import UnitError, parse_quantity, unit_suffix
 
 PROVENANCE_KINDS = ("spec", "seed", "datasheet", "measured", "assumption", "derived", "user")
 
@@ -44,3 +55,70 @@ def power_of_two(value: int) -> str | None:
 def field_docs(cls) -> dict[str, dict]:
     """Metadata of each field of a config dataclass, by name."""
     return {f.name: dict(f.metadata, type=f.type) for f in fields(cls)}
+
+
+def field_kind(annotation) -> tuple[Any, bool]:
+    """The value type of a config field's (resolved) annotation and whether it takes None."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) < len(typing.get_args(annotation)):
+            return (args[0] if len(args) == 1 else typing.Union[tuple(args)]), True
+    return annotation, False
+
+
+def _converter(key: str, kind: type) -> Callable[[Any], Any]:
+    """Unit strings to the key's unit; whole floats to int, ints to float, lists to
+    tuples."""
+    def convert(value: Any) -> Any:
+        if isinstance(value, str) and kind is not str and unit_suffix(key) is not None:
+            try:
+                value = parse_quantity(value, key)
+            except UnitError as exc:
+                raise fault(": {problem}", problem=str(exc)) from None
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, list) and typing.get_origin(kind) is tuple:  # TOML arrays
+            return tuple(value)
+        if kind is float and isinstance(value, int):
+            return float(value)
+        if kind is int and isinstance(value, float):
+            if not value.is_integer():  # nor inf or nan
+                raise fault(" = {value} must be a whole number", value=value)
+            return int(value)
+        return value
+    return convert
+
+
+def _meta_check(meta: dict) -> Callable[[Any], Any]:
+    """The choices and the ``check`` function of a field's metadata."""
+    choices, check = meta.get("choices"), meta.get("check")
+
+    def after(value: Any) -> Any:
+        if choices is not None and value not in choices:
+            raise fault(" = {value} is not allowed (one of: {options})", value=repr(value),
+                        options=", ".join(str(c) for c in choices))
+        problem = check(value) if check is not None else None
+        if problem:
+            raise fault(": {problem}", problem=problem)
+        return value
+    return after
+
+
+@functools.cache
+def section_model(cls) -> type[TomlModel]:
+    """A pydantic model of the :func:`param` fields of config dataclass ``cls``:
+    every key optional (the dataclass holds the defaults), each checked against
+    its type, unit, range, choices and ``check``."""
+    spec = {}
+    hints = typing.get_type_hints(cls)
+    for f in fields(cls):
+        if not f.metadata:
+            continue
+        kind, nullable = field_kind(hints[f.name])
+        bounds = {b: f.metadata.get(b) for b in ("ge", "gt", "le", "lt")
+                  if f.metadata.get(b) is not None}
+        checked = Annotated[kind, BeforeValidator(_converter(f.name, kind)), Field(**bounds),
+                            AfterValidator(_meta_check(f.metadata))]
+        spec[f.name] = (checked | None if nullable and f.metadata.get("optional") else checked,
+                        None)
+    return create_model(f"{cls.__name__}Keys", __base__=TomlModel, **spec)

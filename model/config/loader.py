@@ -3,10 +3,12 @@
 A system preset (``sim_configs/system/NAME.toml``) names one preset per part
 (``link = "pcie/gen3_x16"``) and may override any of their keys in sections
 named after the parts; overrides given at run time (``link.rtt_ns=1.2us``)
-come last. Every key is checked against the schema once, here: unknown keys,
-wrong types, impossible values raise :class:`ConfigError` naming the file and
-the key. Values may be written with unit strings (``rtt_ns = "1.2 us"``);
-they are converted to the unit in the key's name.
+come last. Every key is checked against the schema once, here, by pydantic
+models built from the fields' :func:`~hostlink.model.config.fields.param`
+metadata: unknown keys, wrong types, impossible values raise
+:class:`ConfigError` naming the file and the key
+(:mod:`hostlink.model.tomlcheck`). Values may be written with unit strings
+(``rtt_ns = "1.2 us"``); they are converted to the unit in the key's name.
 
 Preset search path: the folders in ``$HOSTLINK_CONFIG_PATH`` (colon
 separated), then the repository's ``sim_configs/``.
@@ -14,17 +16,19 @@ separated), then the repository's ``sim_configs/``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import tomllib
-import types
-import typing
 from pathlib import Path
 from typing import Any, Mapping
 
+from pydantic import create_model
+
+from hostlink.model.config.fields import section_model
 from hostlink.model.config.schema import SECTIONS, SYSTEM_SCALARS, SystemConfig
 from hostlink.model.errors import ConfigError
 from hostlink.model.textfile import read_toml
-from hostlink.model.units import UnitError, parse_quantity, unit_suffix
+from hostlink.model.tomlcheck import TomlModel, check
 
 REPO_CONFIGS = Path(__file__).resolve().parents[2] / "sim_configs"
 COMPONENT_KINDS = {"link": "pcie", "host": "host", "gpu": "gpu", "uvm": "uvm",
@@ -64,68 +68,16 @@ def _read_toml(path: Path) -> dict:
     return read_toml(path, "config file")[0]
 
 
-def _allowed_types(annotation) -> tuple[type, ...]:
-    if isinstance(annotation, str):
-        annotation = eval(annotation, {"float": float, "int": int, "bool": bool, "str": str,
-                                       "dict": dict, "None": None})
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        return tuple(a for a in typing.get_args(annotation) if a is not type(None))
-    return (annotation,)
-
-
 def coerce_value(cls, key: str, value: Any, where: str) -> Any:
     """Check one value against its field's type, unit and range; return it converted."""
-    spec = {f.name: f for f in dataclasses.fields(cls)}.get(key)
-    section = _section_name(cls)
-    if spec is None or not spec.metadata:
-        known = ", ".join(f.name for f in dataclasses.fields(cls) if f.metadata)
-        raise ConfigError(f"{where}: unknown key '{section}.{key}' (known: {known})")
-    meta = spec.metadata
-    full = f"{section}.{key}"
-    if value is None:
-        if meta.get("optional"):
-            return None
-        raise ConfigError(f"{where}: '{full}' must be set")
-    allowed = _allowed_types(spec.type)
-    if isinstance(value, str) and str not in allowed:
-        if unit_suffix(key) is None:
-            raise ConfigError(f"{where}: '{full}' must be a {allowed[0].__name__}, not the string '{value}'")
-        try:
-            value = parse_quantity(value, key)
-        except UnitError as exc:
-            raise ConfigError(f"{where}: '{full}': {exc}") from None
-        if int in allowed and float not in allowed:
-            if not float(value).is_integer():
-                raise ConfigError(f"{where}: '{full}' = {value} must be a whole number")
-            value = int(value)
-    if bool in allowed:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: '{full}' must be true or false, not {value!r}")
-    elif isinstance(value, bool):
-        raise ConfigError(f"{where}: '{full}' must be a {allowed[0].__name__}, not {value!r}")
-    elif float in allowed and isinstance(value, int):
-        value = float(value)
-    elif int in allowed and isinstance(value, float):
-        if not value.is_integer():  # nor inf or nan
-            raise ConfigError(f"{where}: '{full}' = {value} must be a whole number")
-        value = int(value)
-    if not isinstance(value, allowed):
-        names = " or ".join(t.__name__ for t in allowed)
-        raise ConfigError(f"{where}: '{full}' must be a {names}, not {type(value).__name__} {value!r}")
-    if meta.get("choices") is not None and value not in meta["choices"]:
-        opts = ", ".join(str(c) for c in meta["choices"])
-        raise ConfigError(f"{where}: '{full}' = {value!r} is not allowed (one of: {opts})")
-    for bound, ok, text in (("ge", lambda v, b: v >= b, ">="), ("gt", lambda v, b: v > b, ">"),
-                            ("le", lambda v, b: v <= b, "<="), ("lt", lambda v, b: v < b, "<")):
-        b = meta.get(bound)
-        if b is not None and not ok(value, b):
-            raise ConfigError(f"{where}: '{full}' = {value} must be {text} {b}")
-    if meta.get("check") is not None:
-        problem = meta["check"](value)
-        if problem:
-            raise ConfigError(f"{where}: '{full}': {problem}")
-    return value
+    return check_values(cls, {key: value}, where)[key]
+
+
+def check_values(cls, values: Any, where: str) -> dict[str, Any]:
+    """The keys of ``values`` (a table of config dataclass ``cls``), checked and converted
+    by :func:`~hostlink.model.config.fields.section_model`."""
+    checked = check(section_model(cls), values, where, _section_name(cls))
+    return {k: getattr(checked, k) for k in checked.model_fields_set}
 
 
 def _section_name(cls) -> str:
@@ -135,34 +87,31 @@ def _section_name(cls) -> str:
     return "system"
 
 
-def _table(data: dict, key: str, where: str) -> dict:
-    """``data[key]`` (empty if absent), which must be a table."""
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where}: '{key}' must be a table ([{key}]), not "
-                          f"{type(value).__name__} {value!r:.40}")
-    return value
+@functools.cache
+def _file_model(head: str | None, sections: tuple[str, ...]) -> type[TomlModel]:
+    """The top level of a preset file: its ``head`` table (required), the tables of
+    ``sections`` and [provenance], no other key."""
+    spec: dict[str, Any] = {s: (dict[str, Any], {}) for s in sections}
+    if head is not None:
+        spec[head] = (dict[str, Any], ...)
+    return create_model(f"{head or sections[0]}File", __base__=TomlModel,
+                        provenance=(dict[str, Any], {}), **spec)
 
 
-def _split_sections(data: dict, where: str, allowed: set[str]) -> None:
-    for key in data:
-        if key not in allowed:
-            raise ConfigError(f"{where}: unknown section or key '{key}' "
-                              f"(allowed: {', '.join(sorted(allowed))})")
+@functools.cache
+def _head_model() -> type[TomlModel]:
+    """The [system] table: a preset per part, and the system's own keys."""
+    parts = {key: (str | None, None) for key in COMPONENT_KINDS}
+    return create_model("SystemHead", __base__=section_model(SystemConfig), **parts)
 
 
 def load_component(section: str, name_or_path: str) -> tuple[dict, dict, Path]:
     """Values and provenance of one part's preset (e.g. section ``link``)."""
     path = find_preset(COMPONENT_KINDS[section], name_or_path)
-    data = _read_toml(path)
     where = str(path)
-    _split_sections(data, where, {section, "provenance"})
-    values = data.get(section)
-    if not isinstance(values, dict):
-        raise ConfigError(f"{where}: missing section [{section}]")
-    cls = SECTIONS[section]
-    checked = {k: coerce_value(cls, k, v, where) for k, v in values.items()}
-    prov = {f"{section}.{k}": v for k, v in _table(data, "provenance", where).items()}
+    doc = check(_file_model(section, ()), _read_toml(path), where)
+    checked = check_values(SECTIONS[section], getattr(doc, section), where)
+    prov = {f"{section}.{k}": v for k, v in doc.provenance.items()}
     return checked, prov, path
 
 
@@ -190,34 +139,25 @@ def load_system(name_or_path: str | Path = "v100-pcie3",
                 overrides: Mapping[str, Any] | list[str] | None = None) -> SystemConfig:
     """Load a system preset by name or path, apply ``overrides``, check everything."""
     path = find_preset("system", str(name_or_path))
-    data = _read_toml(path)
     where = str(path)
-    _split_sections(data, where, {"system", "provenance", "topology", *SECTIONS})
-    head = data.get("system")
-    if not isinstance(head, dict):
-        raise ConfigError(f"{where}: missing section [system]")
+    data = _read_toml(path)
+    doc = check(_file_model("system", (*SECTIONS, "topology")), data, where)
+    head = check(_head_model(), doc.system, where, "system")
     parts: dict[str, dict] = {}
     provenance: dict[str, str] = {}
-    scalars: dict[str, Any] = {}
-    for key, value in head.items():
-        if key in SECTIONS:
-            if not isinstance(value, str):
-                raise ConfigError(f"{where}: 'system.{key}' must name a {COMPONENT_KINDS[key]} preset")
-            try:
-                values, prov, _ = load_component(key, value)
-            except ConfigError as exc:  # say which system file named the preset
-                raise ConfigError(f"{where}: 'system.{key}': {exc}") from None
-            parts[key] = values
-            provenance.update(prov)
-        elif key in SYSTEM_SCALARS:
-            scalars[key] = coerce_value(SystemConfig, key, value, where)
-        else:
-            allowed = ", ".join([*SECTIONS, *SYSTEM_SCALARS])
-            raise ConfigError(f"{where}: unknown key 'system.{key}' (allowed: {allowed})")
+    scalars = {k: getattr(head, k) for k in head.model_fields_set if k in SYSTEM_SCALARS}
+    for key in COMPONENT_KINDS:
+        preset = getattr(head, key)
+        if preset is None:
+            continue
+        try:
+            parts[key], prov, _ = load_component(key, preset)
+        except ConfigError as exc:  # say which system file named the preset
+            raise ConfigError(f"{where}: 'system.{key}': {exc}") from None
+        provenance.update(prov)
     for section, cls in SECTIONS.items():
-        for key, value in _table(data, section, where).items():
-            parts.setdefault(section, {})[key] = coerce_value(cls, key, value, where)
-    provenance.update({k: v for k, v in _table(data, "provenance", where).items()})
+        parts.setdefault(section, {}).update(check_values(cls, getattr(doc, section), where))
+    provenance.update(doc.provenance)
     built = _build(parts, scalars, provenance, _normalise_overrides(overrides), where)
     if "topology" in data:
         from hostlink.model.config.topology import load_topology
@@ -284,16 +224,10 @@ def system_from_dict(data: Mapping[str, Any], where: str = "<dict>") -> SystemCo
     """A system from a resolved dict (as written by :func:`system_to_dict`)."""
     data = dict(data)
     provenance = dict(data.pop("provenance", {}) or {})
-    parts, scalars = {}, {}
-    for key, value in data.items():
-        if key in SECTIONS:
-            if not isinstance(value, Mapping):
-                raise ConfigError(f"{where}: '{key}' must be a table")
-            parts[key] = {k: coerce_value(SECTIONS[key], k, v, where) for k, v in value.items()}
-        elif key in SYSTEM_SCALARS:
-            scalars[key] = coerce_value(SystemConfig, key, value, where)
-        else:
-            raise ConfigError(f"{where}: unknown key '{key}'")
+    tables = {k: data.pop(k) for k in SECTIONS if k in data}
+    doc = check(_file_model(None, tuple(SECTIONS)), tables, where)
+    scalars = check_values(SystemConfig, data, where)
+    parts = {s: check_values(cls, getattr(doc, s), where) for s, cls in SECTIONS.items()}
     return _build(parts, scalars, provenance, {}, where)
 
 

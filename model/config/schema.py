@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 from hostlink.model.config.fields import param, power_of_two
 
+# Every field below is one param() declaration (doc, range, provenance); the
+# declarations repeat in shape on purpose: one key, one declaration.
 LANE_CHOICES = (1, 2, 4, 8, 16)
 GEN_CHOICES = (1, 2, 3, 4, 5, 6)
 

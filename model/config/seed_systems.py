@@ -45,6 +45,17 @@ class SeedSystem:
     measured: dict[str, tuple[Any, str]] = field(default_factory=dict)
 
 
+def _dgx_a100(gen: int, link_text: str, transfer_peak_GBps: float) -> SeedSystem:
+    """The DGX A100 of emogi_vldb2020 §5.5 with its link at PCIe ``gen``."""
+    return SeedSystem(
+        f"a100-pcie{gen}-from-h200", f"a100-pcie{gen}",
+        f"A100 SXM4 40GB, {link_text}, EPYC 7742, DDR4-3200 x8 (DGX A100, emogi_vldb2020 "
+        "§5.5), moved from the calibrated H200",
+        f"pcie/gen{gen}_x16", "host/ddr4_3200_8ch", "gpu/a100_sxm4",
+        {"link.rtt_ns": (1500.0, DGX_RTT),
+         "uvm.transfer_peak_GBps": (transfer_peak_GBps, "seed: " + EMOGI_PCIE4)})
+
+
 SEED_SYSTEMS = (
     SeedSystem(
         "v100-pcie3-from-h200", "v100-pcie3",
@@ -68,20 +79,8 @@ SEED_SYSTEMS = (
          "link.cpl_split": ("rcb", "seed, the same root port: " + EMOGI_RCB),
          "uvm.transfer_peak_GBps": (12.3, "seed, measured with the V100 on the same "
                                     "platform: " + EMOGI_MEMCPY)}),
-    SeedSystem(
-        "a100-pcie3-from-h200", "a100-pcie3",
-        "A100 SXM4 40GB, root port at PCIe 3.0 x16, EPYC 7742, DDR4-3200 x8 (DGX A100, "
-        "emogi_vldb2020 §5.5), moved from the calibrated H200",
-        "pcie/gen3_x16", "host/ddr4_3200_8ch", "gpu/a100_sxm4",
-        {"link.rtt_ns": (1500.0, DGX_RTT),
-         "uvm.transfer_peak_GBps": (12.0, "seed: " + EMOGI_PCIE4)}),
-    SeedSystem(
-        "a100-pcie4-from-h200", "a100-pcie4",
-        "A100 SXM4 40GB, PCIe 4.0 x16, EPYC 7742, DDR4-3200 x8 (DGX A100, emogi_vldb2020 "
-        "§5.5), moved from the calibrated H200",
-        "pcie/gen4_x16", "host/ddr4_3200_8ch", "gpu/a100_sxm4",
-        {"link.rtt_ns": (1500.0, DGX_RTT),
-         "uvm.transfer_peak_GBps": (24.0, "seed: " + EMOGI_PCIE4)}),
+    _dgx_a100(3, "root port at PCIe 3.0 x16", 12.0),
+    _dgx_a100(4, "PCIe 4.0 x16", 24.0),
 )
 
 

@@ -125,6 +125,7 @@ SKP_8B10B = (4, 1538)
 SKP_128B130B = (16, 375 * 16)
 
 # Ack / UpdateFC cadence in symbol times, indexed [rate group][lanes][MPS].
+# The rows repeat in shape on purpose: they are the spec's tables as printed.
 # Rate groups: 0 = 2.5 GT/s, 1 = 5 GT/s, 2 = 8 GT/s and above.
 # Columns follow LANE_CHOICES (x1, x2, x4, x8, x16); rows follow MPS_CHOICES.
 _DLLP_INTERVAL_SYMBOLS = np.array([

@@ -277,17 +277,21 @@ def _flat_format(fmt: TlpFormat, shape) -> TlpFormat:
                         for f in fields(fmt)})
 
 
+def _flat_requests(addr, size_B, fmt: TlpFormat | None, link: dict):
+    """Requests' byte spans [s, e) and the format, broadcast together and flattened."""
+    fmt = fmt if fmt is not None else TlpFormat.resolve(**link)
+    s, e = request_span(addr, size_B)
+    shape = np.broadcast_shapes(s.shape, *(np.shape(getattr(fmt, f.name)) for f in fields(fmt)))
+    return (np.broadcast_to(s, shape).ravel(), np.broadcast_to(e, shape).ravel(),
+            _flat_format(fmt, shape))
+
+
 def expand_reads(addr, size_B, fmt: TlpFormat | None = None, **link) -> tuple[TlpList, TlpList]:
     """The MRd TLPs and the CplD TLPs of reads, one row per TLP.
 
     Inputs broadcast and are flattened (C order); ``request`` indexes the
     flattened requests. Sums per request equal :func:`packetize_reads`."""
-    fmt = fmt if fmt is not None else TlpFormat.resolve(**link)
-    s, e = request_span(addr, size_B)
-    shape = np.broadcast_shapes(s.shape, *(np.shape(getattr(fmt, f.name)) for f in fields(fmt)))
-    s = np.broadcast_to(s, shape).ravel()
-    e = np.broadcast_to(e, shape).ravel()
-    f = _flat_format(fmt, shape)
+    s, e, f = _flat_requests(addr, size_B, fmt, link)
 
     req, ms, me = _expand(s, e, f.mrrs_B, f.mrrs_B)
     partial = np.where(f.flit[req], ((ms % 4 != 0) | (me % 4 != 0)), False)
@@ -311,12 +315,7 @@ def expand_reads(addr, size_B, fmt: TlpFormat | None = None, **link) -> tuple[Tl
 
 def expand_writes(addr, size_B, fmt: TlpFormat | None = None, **link) -> TlpList:
     """The MWr TLPs of writes, one row per TLP (sums equal :func:`packetize_writes`)."""
-    fmt = fmt if fmt is not None else TlpFormat.resolve(**link)
-    s, e = request_span(addr, size_B)
-    shape = np.broadcast_shapes(s.shape, *(np.shape(getattr(fmt, f.name)) for f in fields(fmt)))
-    s = np.broadcast_to(s, shape).ravel()
-    e = np.broadcast_to(e, shape).ravel()
-    f = _flat_format(fmt, shape)
+    s, e, f = _flat_requests(addr, size_B, fmt, link)
     req, ws, we = _expand(s, e, f.mps_B, f.mps_B)
     data = _ceil(we, spec.DW_B) - (ws & -spec.DW_B)
     partial = np.where(f.flit[req], ((ws % 4 != 0) | (we % 4 != 0)), False)

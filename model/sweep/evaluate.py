@@ -89,22 +89,6 @@ def size_histogram(workload: dict[str, Any]):
 _HOST_GPU_KEYS = {"requester_limit", "dram_GBps", "dram_burst_B"}
 
 
-def _link_params(link) -> dict[str, Any]:
-    """The link's keywords of :func:`hostlink.model.analytic.evaluate`, as
-    :func:`hostlink.model.analytic.system_params` maps them (checked against it
-    at run time by :func:`_analytic_params`)."""
-    return {
-        "gen": link.gen, "lanes": link.lanes, "tags": link.tags, "rtt_ns": link.rtt_ns,
-        "mps_B": link.mps_B, "mrrs_B": link.mrrs_B, "rcb_B": link.rcb_B,
-        "addr_64bit": link.addr_64bit, "ecrc": link.ecrc,
-        "framing_B": np.nan if link.framing_B is None else link.framing_B,
-        "flit_mode": link.uses_flit_mode,
-        "dllp_overhead": np.nan if link.dllp_overhead is None else link.dllp_overhead,
-        "cpl_buffer_B": link.cpl_buffer_B, "cpl_buffer_hdrs": link.cpl_buffer_hdrs,
-        "cpl_split": getattr(link, "cpl_split", "mps"),
-    }
-
-
 def _same(a: dict, b: dict) -> bool:
     if a.keys() != b.keys():
         return False
@@ -122,12 +106,12 @@ def _analytic_params(systems: list[tuple[dict, dict]]) -> dict[str, Any]:
 
     The host and GPU parts are mapped by ``system_params`` once per distinct
     pair; the link part (distinct at almost every point of a link sweep) by
-    :func:`_link_params`, whose agreement with ``system_params`` is checked on
-    the first point of every pair (any difference: every point goes through
-    ``system_params``)."""
+    :func:`hostlink.model.analytic.link_params`, whose agreement with
+    ``system_params`` is checked on the first point of every pair (any
+    difference: every point goes through ``system_params``)."""
     from types import SimpleNamespace
 
-    from hostlink.model.analytic import system_params
+    from hostlink.model.analytic import link_params, system_params
     pairs: dict[tuple[int, int], dict] = {}
     links: dict[int, dict] = {}
     rows = []
@@ -136,7 +120,7 @@ def _analytic_params(systems: list[tuple[dict, dict]]) -> dict[str, Any]:
         link = parts["link"]
         lp = links.get(id(link))
         if lp is None:
-            lp = links[id(link)] = _link_params(link)
+            lp = links[id(link)] = link_params(link)
         key = (id(parts["host"]), id(parts["gpu"]))
         other = pairs.get(key)
         if other is None:

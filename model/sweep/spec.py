@@ -33,28 +33,33 @@ whole link preset such as ``"pcie/gen4_x16"``: the generation's keys change,
 the base system's round trip and other platform keys stay) or a workload
 parameter (``workload.variant``). A change of ``link.gen`` clamps tags the
 new generation does not allow (:mod:`hostlink.model.config.link_change`).
-Every mistake is a :class:`ConfigError` naming the file and the key; values are checked per point, for all points,
-before anything runs (:mod:`hostlink.model.sweep.resolve`).
+The file's shape is a pydantic model (:class:`SweepFile`); every mistake is
+a :class:`ConfigError` naming the file and the key
+(:mod:`hostlink.model.tomlcheck`). Config values are checked per point, for
+all points, before anything runs (:mod:`hostlink.model.sweep.resolve`).
 """
 from __future__ import annotations
 
 import dataclasses
 import itertools
 import math
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Annotated, Any, Iterator, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from hostlink.model.config.schema import SECTIONS, SYSTEM_SCALARS
 from hostlink.model.errors import ConfigError
 from hostlink.model.textfile import read_toml
+from hostlink.model.tomlcheck import TomlModel, check, fault
 from hostlink.model.sweep.workloads import check_workload_keys, workload_defaults
 
-FIDELITIES = ("analytic", "des")
+Fidelity = Literal["analytic", "des"]
+FIDELITIES = typing.get_args(Fidelity)
 #: a sweep's fidelity where its file names none: the one the validation reports use
 DEFAULT_FIDELITY = "des"
-SWEEP_KEYS = ("name", "description", "system", "fidelity", "batch_size")
-TOP_KEYS = ("sweep", "set", "workload", "axis")
 AXIS_FORMS = ("values", "range", "linspace", "geomspace")
 # Scalars a sweep may vary; name and description label a system, they are not parameters.
 SWEEPABLE_SCALARS = tuple(k for k in SYSTEM_SCALARS if k not in ("name", "description"))
@@ -150,160 +155,165 @@ def _flatten(table: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _scalar_ok(value: Any) -> bool:
-    return isinstance(value, (bool, int, float, str))
+def _number(value: Any) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise fault(" must be a number, not {value}", value=repr(value))
+    if not math.isfinite(value):
+        raise fault(" = {value} must be a finite number", value=value)
+    return value
 
 
-def _generated(form: str, spec: Any, where: str) -> list[Any]:
-    """Values of a ``range``/``linspace``/``geomspace`` table (stop inclusive)."""
-    if not isinstance(spec, dict):
-        raise ConfigError(f"{where}: '{form}' must be a table like {{start = 1, stop = 8, "
-                          f"{'step' if form == 'range' else 'num'} = 4}}")
-    need = ("start", "stop", "step") if form == "range" else ("start", "stop", "num")
-    extra = set(spec) - set(need)
-    missing = [k for k in need if k not in spec]
-    if extra or missing:
-        bad = f"unknown key '{sorted(extra)[0]}'" if extra else f"missing '{missing[0]}'"
-        raise ConfigError(f"{where}: '{form}': {bad} (needs {', '.join(need)})")
-    for k in need:
-        if isinstance(spec[k], bool) or not isinstance(spec[k], (int, float)):
-            raise ConfigError(f"{where}: '{form}.{k}' must be a number, not {spec[k]!r}")
-    start, stop = spec["start"], spec["stop"]
-    if form == "range":
-        step = spec["step"]
-        if step == 0 or (stop - start) * step < 0:
-            raise ConfigError(f"{where}: 'range.step' = {step} does not lead from {start} to {stop}")
-        n = int(math.floor((stop - start) / step + 1e-9)) + 1
-        values = [start + i * step for i in range(n)]
-        if all(isinstance(spec[k], int) for k in need):
+#: an integer or a finite float, as written
+Number = Annotated[Any, AfterValidator(_number)]
+
+
+class RangeForm(TomlModel):
+    """``range = {start, stop, step}``: start, start + step, ... up to stop."""
+    start: Number
+    stop: Number
+    step: Number
+
+    @field_validator("step")
+    @classmethod
+    def _leads_to_stop(cls, step, info):
+        start, stop = info.data.get("start"), info.data.get("stop")
+        if start is not None and stop is not None and (step == 0 or (stop - start) * step < 0):
+            raise fault(" = {step} does not lead from {start} to {stop}", step=step,
+                        start=start, stop=stop)
+        return step
+
+    def values(self) -> list[Any]:
+        n = int(math.floor((self.stop - self.start) / self.step + 1e-9)) + 1
+        values = [self.start + i * self.step for i in range(n)]
+        if all(isinstance(v, int) for v in (self.start, self.stop, self.step)):
             return [int(v) for v in values]
         return [float(f"{v:.12g}") for v in values]
-    num = spec["num"]
-    if not isinstance(num, int) or num < 1:
-        raise ConfigError(f"{where}: '{form}.num' must be a whole number >= 1, not {num!r}")
-    if num > MAX_POINTS:
-        raise ConfigError(f"{where}: '{form}.num' = {num} is more than {MAX_POINTS} points")
-    if form == "geomspace" and (start <= 0 or stop <= 0):
-        raise ConfigError(f"{where}: 'geomspace' needs start and stop > 0")
-    if num == 1:
-        return [start]
-    if form == "linspace":
-        values = [start + (stop - start) * i / (num - 1) for i in range(num)]
-    else:
-        ratio = math.log(stop / start)
-        values = [start * math.exp(ratio * i / (num - 1)) for i in range(num)]
-    return [float(f"{v:.12g}") for v in values]
 
 
-def _axis_values(entry: dict, where: str) -> list[Any]:
-    forms = [f for f in AXIS_FORMS if f in entry]
-    if len(forms) != 1:
-        raise ConfigError(f"{where}: give exactly one of {', '.join(AXIS_FORMS)}"
-                          + (f" (got {', '.join(forms)})" if forms else ""))
-    form = forms[0]
-    if form == "values":
-        values = entry["values"]
-        if not isinstance(values, list):
-            raise ConfigError(f"{where}: 'values' must be a list, not {values!r}")
-    else:
-        values = _generated(form, entry[form], where)
-    return values
+class SpaceForm(TomlModel):
+    """``linspace``/``geomspace = {start, stop, num}`` (stop inclusive)."""
+    start: Number
+    stop: Number
+    num: Annotated[int, Field(ge=1, le=MAX_POINTS)]
+
+    def values(self, geometric: bool) -> list[Any]:
+        start, stop, num = self.start, self.stop, self.num
+        if num == 1:
+            return [start]
+        if geometric:
+            ratio = math.log(stop / start)
+            values = [start * math.exp(ratio * i / (num - 1)) for i in range(num)]
+        else:
+            values = [start + (stop - start) * i / (num - 1) for i in range(num)]
+        return [float(f"{v:.12g}") for v in values]
 
 
-def _parse_axis(entry: Any, i: int, where_file: str) -> Axis:
-    where = f"{where_file}: axis {i + 1}"
-    if not isinstance(entry, dict):
-        raise ConfigError(f"{where}: must be a table ([[axis]])")
-    if "zip" in entry:
-        extra = set(entry) - {"zip"}
-        if extra:
-            raise ConfigError(f"{where}: unknown key '{sorted(extra)[0]}' beside 'zip'")
-        table = entry["zip"]
-        if not isinstance(table, dict) or not table:
-            raise ConfigError(f"{where}: 'zip' must be a table of key = [values]")
-        flat = _flatten(table)
-        lengths = {}
+class AxisEntry(TomlModel):
+    """One ``[[axis]]``: a key and one form of values, or ``zip`` alone."""
+    key: Annotated[str, Field(min_length=1)] | None = None
+    values: list[Any] | None = None
+    range: RangeForm | None = None
+    linspace: SpaceForm | None = None
+    geomspace: SpaceForm | None = None
+    zip: Annotated[dict[str, Any], Field(min_length=1)] | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self):
+        forms = [f for f in AXIS_FORMS if getattr(self, f) is not None]
+        if self.zip is not None:
+            if self.key is not None or forms:
+                raise fault(": 'zip' stands alone (no key, {forms})",
+                            forms=", ".join(AXIS_FORMS))
+            return self
+        if self.key is None:
+            raise fault(": 'key' must name what the axis varies (e.g. \"link.gen\")")
+        if len(forms) != 1:
+            raise fault(": give exactly one of {all}{got}", all=", ".join(AXIS_FORMS),
+                        got=f" (got {', '.join(forms)})" if forms else "")
+        if self.geomspace is not None and (self.geomspace.start <= 0 or self.geomspace.stop <= 0):
+            raise fault(": 'geomspace' needs start and stop > 0")
+        return self
+
+    def steps(self) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+        """The axis's keys and one tuple of values per step."""
+        if self.zip is not None:
+            flat = _flatten(self.zip)
+            return tuple(flat), list(zip(*flat.values()))
+        if self.values is not None:
+            values = self.values
+        elif self.range is not None:
+            values = self.range.values()
+        else:
+            values = (self.linspace or self.geomspace).values(self.geomspace is not None)
+        return (self.key,), [(v,) for v in values]
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise fault(" must be a non-empty string")
+    return text
+
+
+class SweepHead(TomlModel):
+    """The ``[sweep]`` table."""
+    name: Annotated[str, AfterValidator(_not_blank)] | None = None
+    description: str = ""
+    system: Annotated[str, Field(min_length=1)]
+    fidelity: Fidelity = DEFAULT_FIDELITY
+    batch_size: Annotated[int, Field(ge=1)] | None = None
+
+
+class SweepFile(TomlModel):
+    """A whole sweep file."""
+    sweep: SweepHead
+    set: dict[str, Any] = {}
+    workload: dict[str, Any]
+    axis: list[AxisEntry] = []
+
+
+def _parse_axis(entry: AxisEntry, i: int, path: str) -> Axis:
+    where = f"{path}: 'axis[{i}]'"
+    keys, steps = entry.steps()
+    if entry.zip is not None:
+        flat = _flatten(entry.zip)
         for key, values in flat.items():
             if not isinstance(values, list):
                 raise ConfigError(f"{where}: zip key '{key}' must be a list of values")
-            lengths[key] = len(values)
+        lengths = {k: len(v) for k, v in flat.items()}
         if len(set(lengths.values())) != 1:
             desc = ", ".join(f"'{k}' has {n}" for k, n in lengths.items())
             raise ConfigError(f"{where}: zipped keys must have equal lengths ({desc})")
-        keys = tuple(flat)
-        steps = tuple(zip(*(flat[k] for k in keys)))
-        if not steps:
-            raise ConfigError(f"{where}: zip key '{keys[0]}' has no values")
-    else:
-        known = {"key", *AXIS_FORMS}
-        extra = set(entry) - known
-        if extra:
-            raise ConfigError(f"{where}: unknown key '{sorted(extra)[0]}' (allowed: key, "
-                              f"{', '.join(AXIS_FORMS)}, or zip)")
-        key = entry.get("key")
-        if not isinstance(key, str) or not key:
-            raise ConfigError(f"{where}: 'key' must name what the axis varies (e.g. \"link.gen\")")
-        values = _axis_values(entry, f"{where} ('{key}')")
-        if not values:
-            raise ConfigError(f"{where}: axis '{key}' has no values")
-        keys = (key,)
-        steps = tuple((v,) for v in values)
-    for key in keys:
+    if not steps:
+        raise ConfigError(f"{where}: axis '{keys[0]}' has no values")
+    for col, key in enumerate(keys):
         try:
             classify_key(key)
         except KeyError as exc:
             raise ConfigError(f"{where}: {exc.args[0]}") from None
-        col = keys.index(key)
         for step in steps:
-            if not _scalar_ok(step[col]) and not (key.startswith("workload.")
-                                                  and isinstance(step[col], list)):
-                raise ConfigError(f"{where}: '{key}' value {step[col]!r} must be a number, "
+            value = step[col]
+            if not _scalar_ok(value) and not (key.startswith("workload.")
+                                              and isinstance(value, list)):
+                raise ConfigError(f"{where}: '{key}' value {value!r} must be a number, "
                                   "string or boolean")
-        if key == "fidelity":
-            for step in steps:
-                if step[col] not in FIDELITIES:
-                    raise ConfigError(f"{where}: 'fidelity' = {step[col]!r} is not one of "
-                                      f"{', '.join(FIDELITIES)}")
-        if key == "system":
-            for step in steps:
-                if not isinstance(step[col], str):
-                    raise ConfigError(f"{where}: 'system' = {step[col]!r} must name a preset")
-    return Axis(keys=keys, steps=steps)
+            if key == "fidelity" and value not in FIDELITIES:
+                raise ConfigError(f"{where}: 'fidelity' = {value!r} is not one of "
+                                  f"{', '.join(FIDELITIES)}")
+            if key == "system" and not isinstance(value, str):
+                raise ConfigError(f"{where}: 'system' = {value!r} must name a preset")
+    return Axis(keys=keys, steps=tuple(steps))
+
+
+def _scalar_ok(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, str))
 
 
 def parse_sweep(data: dict, path: str = "<sweep>", text: str = "") -> SweepSpec:
     """A checked :class:`SweepSpec` from the parsed TOML of a sweep file."""
-    for key in data:
-        if key not in TOP_KEYS:
-            raise ConfigError(f"{path}: unknown section or key '{key}' "
-                              f"(allowed: {', '.join(TOP_KEYS)})")
-    head = data.get("sweep")
-    if not isinstance(head, dict):
-        raise ConfigError(f"{path}: missing section [sweep]")
-    for key in head:
-        if key not in SWEEP_KEYS:
-            raise ConfigError(f"{path}: unknown key 'sweep.{key}' (allowed: {', '.join(SWEEP_KEYS)})")
-    name = head.get("name", Path(path).stem)
-    if not isinstance(name, str) or not name.strip():
-        raise ConfigError(f"{path}: 'sweep.name' must be a non-empty string")
-    description = head.get("description", "")
-    if not isinstance(description, str):
-        raise ConfigError(f"{path}: 'sweep.description' must be a string")
-    system = head.get("system")
-    if not isinstance(system, str) or not system:
-        raise ConfigError(f"{path}: 'sweep.system' must name a system preset (e.g. \"h100-pcie5\")")
-    fidelity = head.get("fidelity", DEFAULT_FIDELITY)
-    if fidelity not in FIDELITIES:
-        raise ConfigError(f"{path}: 'sweep.fidelity' = {fidelity!r} is not one of {', '.join(FIDELITIES)}")
-    batch_size = head.get("batch_size")
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
-                                   or batch_size < 1):
-        raise ConfigError(f"{path}: 'sweep.batch_size' must be a whole number >= 1")
-
-    raw_set = data.get("set", {})
-    if not isinstance(raw_set, dict):
-        raise ConfigError(f"{path}: [set] must be a table of key = value")
-    overrides = _flatten(raw_set)
+    doc = check(SweepFile, data, path)
+    head = doc.sweep
+    name = (head.name or Path(path).stem).strip()
+    overrides = _flatten(doc.set)
     for key, value in overrides.items():
         try:
             kind = classify_key(key)
@@ -314,30 +324,22 @@ def parse_sweep(data: dict, path: str = "<sweep>", text: str = "") -> SweepSpec:
                               "[sweep], the workload in [workload])")
         if not _scalar_ok(value):
             raise ConfigError(f"{path}: [set]: '{key}' = {value!r} must be a number, string or boolean")
-
-    workload = data.get("workload")
-    if not isinstance(workload, dict):
-        raise ConfigError(f"{path}: missing section [workload] (kind = \"sizes\", \"graph\" or \"trace\")")
-
-    raw_axes = data.get("axis", [])
-    if not isinstance(raw_axes, list):
-        raise ConfigError(f"{path}: axes are written [[axis]] (an array of tables)")
-    axes = tuple(_parse_axis(e, i, path) for i, e in enumerate(raw_axes))
+    axes = tuple(_parse_axis(e, i, path) for i, e in enumerate(doc.axis))
     seen: dict[str, int] = {}
     for i, axis in enumerate(axes):
         for key in axis.keys:
             if key in seen:
-                raise ConfigError(f"{path}: axis {i + 1}: key '{key}' is already varied by axis "
-                                  f"{seen[key] + 1}")
+                raise ConfigError(f"{path}: 'axis[{i}]': key '{key}' is already varied by "
+                                  f"axis[{seen[key]}]")
             if key in overrides:
-                raise ConfigError(f"{path}: axis {i + 1}: key '{key}' is also fixed in [set]")
+                raise ConfigError(f"{path}: 'axis[{i}]': key '{key}' is also fixed in [set]")
             seen[key] = i
     # The workload's own keys are checked with every value an axis gives them.
     axis_workload = {k[len("workload."):] for k in seen if k.startswith("workload.")}
-    check_workload_keys(workload, axis_workload, path)
-    spec = SweepSpec(path=path, name=name.strip(), description=description, system=system,
-                     fidelity=fidelity, overrides=overrides, workload=dict(workload), axes=axes,
-                     batch_size=batch_size, text=text)
+    check_workload_keys(doc.workload, axis_workload, path)
+    spec = SweepSpec(path=path, name=name, description=head.description, system=head.system,
+                     fidelity=head.fidelity, overrides=overrides, workload=dict(doc.workload),
+                     axes=axes, batch_size=head.batch_size, text=text)
     if spec.num_points > MAX_POINTS:
         raise ConfigError(f"{path}: {spec.num_points} points is more than {MAX_POINTS}")
     return spec

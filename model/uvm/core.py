@@ -175,6 +175,29 @@ def _allocate(c, l, svc, now_us, n_alloc, capacity_chunks, chunk_pages, alloc, c
 
 
 @numba.njit(cache=True)
+def _claim_chunk(c, l, svc, now_us, n_alloc, lru_on_migrate, mem):
+    """Chunk ``c`` joins the VA block being serviced (stamped ``svc``): it gets GPU
+    memory where it has none (:func:`_allocate`, whose state ``mem`` holds), else
+    moves to the LRU tail where a migration counts as a use. Returns the
+    allocated-chunk count and the write-back time in us."""
+    (capacity_chunks, chunk_pages, alloc, cstamp, cevict_us, cthr, thrashing, lprev, lnext,
+     head_tail, resident, wb, stats, thrash_events, thrash_window_us, page_B, linear,
+     per_KB_us, a_GBps, k_per_KB) = mem
+    add_us = 0.0
+    if alloc[c] == 0:
+        n_alloc, add_us = _allocate(c, l, svc, now_us, n_alloc, capacity_chunks, chunk_pages,
+                                    alloc, cstamp, cevict_us, cthr, thrashing, lprev, lnext,
+                                    head_tail, resident, wb, stats, thrash_events,
+                                    thrash_window_us, page_B, linear, per_KB_us, a_GBps,
+                                    k_per_KB)
+    elif lru_on_migrate:
+        _lru_remove(c, lprev, lnext, head_tail)
+        _lru_push_tail(c, lprev, lnext, head_tail)
+    cstamp[c] = svc
+    return n_alloc, add_us
+
+
+@numba.njit(cache=True)
 def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                     n_pages, block_pages, big_pages, chunk_pages, capacity_chunks,
                     batch_size, unique_cap, dup_per_unique,
@@ -222,6 +245,9 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
     lnext = np.full(n_chunks, -1, dtype=np.int64)
     head_tail = np.full(2, -1, dtype=np.int64)
     n_alloc = 0
+    mem = (capacity_chunks, chunk_pages, alloc, cstamp, cevict_us, cthr, thrashing, lprev, lnext,
+           head_tail, resident, wb, stats, thrash_events, thrash_window_us, page_B, linear,
+           per_KB_us, a_GBps, k_per_KB)
 
     cur_inst = np.empty(n_warps, dtype=np.int64)
     for w in range(n_warps):
@@ -391,18 +417,9 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                 # ---- the faulted pages' chunks first: allocation, eviction, thrashing detection
                 for e in range(nfo):
                     c = (base + foffs[e]) // chunk_pages
-                    if alloc[c] == 0:
-                        n_alloc, add_us = _allocate(c, l, svc, now_us + t_us + h2d_us + d2h_us,
-                                                    n_alloc, capacity_chunks, chunk_pages, alloc,
-                                                    cstamp, cevict_us, cthr, thrashing, lprev,
-                                                    lnext, head_tail, resident, wb, stats,
-                                                    thrash_events, thrash_window_us, page_B,
-                                                    linear, per_KB_us, a_GBps, k_per_KB)
-                        d2h_us += add_us
-                    elif lru_on_migrate:
-                        _lru_remove(c, lprev, lnext, head_tail)
-                        _lru_push_tail(c, lprev, lnext, head_tail)
-                    cstamp[c] = svc
+                    n_alloc, add_us = _claim_chunk(c, l, svc, now_us + t_us + h2d_us + d2h_us,
+                                                   n_alloc, lru_on_migrate, mem)
+                    d2h_us += add_us
                 for k in range(block_pages):
                     mig[k] = 0
                 if prefetch:
@@ -439,18 +456,9 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                             break
                     if not need:
                         continue
-                    if alloc[c] == 0:
-                        n_alloc, add_us = _allocate(c, l, svc, now_us + t_us + h2d_us + d2h_us,
-                                                    n_alloc, capacity_chunks, chunk_pages, alloc,
-                                                    cstamp, cevict_us, cthr, thrashing, lprev,
-                                                    lnext, head_tail, resident, wb, stats,
-                                                    thrash_events, thrash_window_us, page_B,
-                                                    linear, per_KB_us, a_GBps, k_per_KB)
-                        d2h_us += add_us
-                    elif lru_on_migrate:
-                        _lru_remove(c, lprev, lnext, head_tail)
-                        _lru_push_tail(c, lprev, lnext, head_tail)
-                    cstamp[c] = svc
+                    n_alloc, add_us = _claim_chunk(c, l, svc, now_us + t_us + h2d_us + d2h_us,
+                                                   n_alloc, lru_on_migrate, mem)
+                    d2h_us += add_us
                 # ---- migrate: contiguous runs move as one transfer each
                 n_mig = 0
                 n_move = 0

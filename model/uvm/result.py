@@ -6,6 +6,8 @@ from dataclasses import dataclass, field, fields
 from hostlink.model.workload import RequestStream
 
 
+# UvmLaunch repeats UvmResult's counters on purpose: the same names, one
+# launch's share, so that per-launch rows and totals read alike.
 @dataclass(frozen=True)
 class UvmLaunch:
     """One kernel launch of a UVM simulation."""

@@ -62,4 +62,4 @@ def test_error_with_a_quoted_line_break_stays_one_line(tmp_path, capsys):
     f.write_text('[[region]]\nname = "e"\nstart = 0\nsize_B = 4\nlocation = "\\nhost"\n')
     assert main(["trace", "stats", TRACE + "/edge_v4", "--regions", str(f)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "not '\\nhost'" in err
+    assert err.count("\n") == 1 and "= '\\nhost' is not one of" in err

@@ -175,13 +175,14 @@ def test_regions_file_round_trip(tmp_path):
 
 @pytest.mark.parametrize("text,what", [
     ('[[region]]\nname = "a"\nstart = 0\nsize_B = 4\nlocation = "host"\ncolour = 1\n',
-     "region 1: unknown key 'colour'"),
-    ('[[region]]\nname = "a"\nstart = 0\nlocation = "host"\n', "region 1: missing key 'size_B'"),
-    ('[[region]]\nname = "a"\nstart = 0\nsize_B = 4\nlocation = "gpu"\n', "location must be"),
+     "unknown key 'region\\[0\\].colour'"),
+    ('[[region]]\nname = "a"\nstart = 0\nlocation = "host"\n', "'region\\[0\\].size_B' is required"),
+    ('[[region]]\nname = "a"\nstart = 0\nsize_B = 4\nlocation = "gpu"\n',
+     "'region\\[0\\].location' = 'gpu' is not one of"),
     ('[[region]]\nname = "a"\nstart = 0\nsize_B = "4 GB/s"\nlocation = "host"\n',
-     "region 'a': size_B"),
+     "'region\\[0\\].size_B': unit 'GB/s' does not fit"),
     ('[[region]]\nname = "a"\nstart = "zz"\nsize_B = 4\nlocation = "host"\n',
-     "region 'a': start 'zz'"),
+     "'region\\[0\\].start' = 'zz' is not an integer"),
     ('regions = 1\n', "unknown key 'regions'"),
     ('[[region]\n', "not valid TOML"),
 ])

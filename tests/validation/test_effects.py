@@ -65,9 +65,10 @@ def test_the_diagnosis_quotes_the_files_text_by_the_sign_of_the_error(tmp_path, 
 
 
 @pytest.mark.parametrize("text, where", [
-    ("[[effect]\n", "cannot read"),
-    ('[[effect]]\ngroup = "g"\ntoo_fast = "x"\n', "effect 1 needs"),
-    ('[[effect]]\ngroup = "g"\ntoo_fast = "x"\ntoo_slow = "y"\n' * 2, "effect 2: group g given twice"),
+    ("[[effect]\n", "not valid TOML"),
+    ('[[effect]]\ngroup = "g"\ntoo_fast = "x"\n', "'effect[0].too_slow' is required"),
+    ('[[effect]]\ngroup = "g"\ntoo_fast = "x"\ntoo_slow = "y"\n' * 2,
+     "'effect[1].group': g given twice"),
 ])
 def test_a_bad_file_is_one_line_naming_it(tmp_path, text, where):
     path = tmp_path / "effects.toml"

@@ -9,6 +9,9 @@ illinois-impact/EMOGI ``bfs.cu``):
   ``i j [value]`` line per entry. Fields pattern, integer, real (and its alias
   double); symmetries general (a directed graph) and symmetric (one triangle
   stored; both directions are built). The vertex count is max(rows, cols).
+  The parser (fast_matrix_market, through SciPy) reads an integer field's
+  value up to its first non-digit and ignores fields past those the header
+  names; a NUL byte is refused before it parses.
 - SNAP: ``#`` comment lines, then whitespace separated ``from to`` pairs, or
   ``from to weight`` triples (every line the same). Ids need not be
   contiguous: they are renumbered 0..n-1 in ascending order of the original
@@ -24,9 +27,11 @@ illinois-impact/EMOGI ``bfs.cu``):
 
 Every reader removes self-loops and duplicate edges (through
 :func:`~hostlink.traces.graphs.csr.from_edges`; the binary CSR is taken as
-stored and only checked). Text files are parsed in bulk by pandas' C parser;
-when that fails, or a value is out of range, the file is scanned line by line
-to raise a :class:`GraphError` naming the file and the line.
+stored and only checked). Matrix Market files are parsed by
+:func:`scipy.io.mmread` (fast_matrix_market), other text files in bulk by
+pandas' C parser; when that fails, or a value is out of range, the error
+names the file and the line (the parser's, or found by scanning the file line
+by line).
 
 A file without a single edge is an error (a traversal of it reads nothing);
 so are 0-based ids (.el, .wel, .mtx sizes) that give more than 2**20 vertices
@@ -64,17 +69,10 @@ MAX_DENSE_FREE = 1 << 20
 
 
 # --------------------------------------------------------------- text helpers
-def _is_int(tok: str) -> bool:
+def _parses(tok: str, kind: type) -> bool:
+    """Whether ``kind(tok)`` (int or float) reads ``tok``."""
     try:
-        int(tok)
-        return True
-    except ValueError:
-        return False
-
-
-def _is_num(tok: str) -> bool:
-    try:
-        float(tok)
+        kind(tok)
         return True
     except ValueError:
         return False
@@ -126,17 +124,17 @@ def _columns_check(ncols: tuple[int, ...], kinds: str, min_id: int = 0) -> Calla
         for i, tok in enumerate(tokens):
             kind = kinds[i]
             if kind == "i":
-                if not _is_int(tok):
+                if not _parses(tok, int):
                     return f"vertex id '{tok}' is not an integer"
                 if int(tok) < min_id:
                     return f"vertex id {tok} is below {min_id}"
             elif kind == "w":
-                if not _is_int(tok):
+                if not _parses(tok, int):
                     return f"weight '{tok}' is not an integer"
                 if not 0 <= int(tok) <= _U32_MAX:
                     return f"weight {tok} is outside [0, 2**32){PATTERN_HINT}"
             elif kind == "r":
-                if not _is_num(tok) or not np.isfinite(float(tok)):
+                if not _parses(tok, float) or not np.isfinite(float(tok)):
                     return f"value '{tok}' is not a finite number"
         return None
     return check
@@ -248,72 +246,123 @@ def _locate_row(path: Path, first_line: int, comment: str | None, bad_row: int,
 # -------------------------------------------------------------- Matrix Market
 def read_mtx(path, *, symmetrize: bool | None = None, weighted: bool = True,
              name: str | None = None, pattern_only: bool = False) -> CSR:
-    """A Matrix Market coordinate file as a CSR (see module doc).
+    """A Matrix Market coordinate file as a CSR (see module doc), parsed by
+    :func:`scipy.io.mmread` (fast_matrix_market).
 
     ``symmetrize`` defaults to the file's symmetry (symmetric files are
     always built with both directions). ``pattern_only`` ignores the values.
     """
+    import scipy.io
+
     path = Path(path)
     name = name or path.name.split(".")[0]
+    size_line = _mtx_size_line(path)
     try:
-        f = open(path, "r", encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise GraphError(f"{path}: cannot open ({exc.strerror})") from None
-    with f:
-        header = f.readline()
-        parts = header.split()
-        if len(parts) != 5 or parts[0].lower() != "%%matrixmarket":
-            raise GraphError(f"{path}:1: not a Matrix Market header "
-                             "('%%MatrixMarket matrix coordinate <field> <symmetry>')")
-        obj, fmt, field, symmetry = (p.lower() for p in parts[1:])
-        if obj != "matrix" or fmt != "coordinate":
-            raise GraphError(f"{path}:1: only 'matrix coordinate' files are graphs, not '{obj} {fmt}'")
-        if field not in ("pattern", "integer", "real", "double"):
-            raise GraphError(f"{path}:1: field '{field}' is not supported "
-                             "(pattern, integer or real)")
-        if symmetry not in ("general", "symmetric"):
-            raise GraphError(f"{path}:1: symmetry '{symmetry}' is not supported (general or symmetric)")
-        lineno = 1
-        size_line = None
-        for line in f:
-            lineno += 1
-            text = line.strip()
-            if not text or text.startswith("%"):
-                continue
-            size_line = text
-            break
-    if size_line is None:
-        raise GraphError(f"{path}:{lineno}: the size line 'rows cols entries' is missing")
-    toks = size_line.split()
-    if len(toks) != 3 or not all(_is_int(t) and int(t) >= 0 for t in toks):
-        raise GraphError(f"{path}:{lineno}: size line must be three non-negative integers "
-                         f"'rows cols entries', not '{size_line}'")
-    rows, cols, nnz = (int(t) for t in toks)
+        rows, cols, nnz, fmt, field, symmetry = scipy.io.mminfo(path)
+    except (ValueError, OverflowError) as exc:
+        raise _mtx_error(path, exc, size_line) from None
+    if fmt != "coordinate":
+        raise GraphError(f"{path}:1: only 'matrix coordinate' files are graphs, not 'matrix {fmt}'")
+    if field not in ("pattern", "integer", "real", "double"):
+        raise GraphError(f"{path}:1: field '{field}' is not supported "
+                         "(pattern, integer or real)")
+    if symmetry not in ("general", "symmetric"):
+        raise GraphError(f"{path}:1: symmetry '{symmetry}' is not supported (general or symmetric)")
     if nnz == 0:
         raise _no_edges(path)
+    # an entry takes at least 4 bytes ("1 1\n"): refuse a count the file cannot hold
+    # before the parser allocates it
+    if nnz > os.path.getsize(path) // 4:
+        raise GraphError(f"{path}: the size line (line {size_line}) announces {nnz:,} "
+                         f"entries, more than the file's {os.path.getsize(path):,} B can hold")
     _check_sparsity(path, max(rows, cols), nnz)
-    first = lineno + 1
-    ncols = 2 if field == "pattern" else 3
-    value_kind = "w" if field == "integer" and not pattern_only else "r"
-    kinds = "ii" + ("" if field == "pattern" else value_kind)
-    data = _read_table(path, first, "%", ncols, kinds, min_id=1)
-    if len(data) != nnz:
-        raise GraphError(f"{path}: the size line (line {lineno}) announces {nnz} entries, "
-                         f"the file holds {len(data)}")
-    i = data[:, 0].astype(np.int64)
-    j = data[:, 1].astype(np.int64)
-    for arr, limit, what in ((i, rows, "row"), (j, cols, "column")):
-        if len(arr) and arr.max() > limit:
-            bad = int(np.argmax(arr > limit))
-            _locate_row(path, first, "%", bad, f"{what} index {int(arr[bad])} exceeds {limit}")
+    try:
+        coo = scipy.io.mmread(path, spmatrix=False)
+    except (ValueError, OverflowError) as exc:
+        raise _mtx_error(path, exc, size_line, (rows, cols), nnz) from None
+    # the file's own entries come first (a symmetric file's mirror follows them)
+    i = coo.row[:nnz].astype(np.int64)
+    j = coo.col[:nnz].astype(np.int64)
     weights = None
     if weighted and field != "pattern" and not pattern_only:
-        w = data[:, 2]
-        if field in ("real", "double"):
-            w = _u32_weights(path, first, "%", w)
+        w = coo.data[:nnz]
+        if field == "integer":
+            bad = (w < 0) | (w > _U32_MAX)
+            if bad.any():
+                row = int(np.argmax(bad))
+                _locate_row(path, size_line + 1, "%", row,
+                            f"weight {int(w[row])} is outside [0, 2**32){PATTERN_HINT}")
+        else:
+            if not np.isfinite(w).all():
+                row = int(np.argmax(~np.isfinite(w)))
+                _locate_row(path, size_line + 1, "%", row, f"value {w[row]} is not a finite "
+                            f"number{PATTERN_HINT}")
+            w = _u32_weights(path, size_line + 1, "%", w)
         weights = w.astype(np.int64)
     sym = symmetry == "symmetric" if symmetrize is None else (symmetrize or symmetry == "symmetric")
-    return from_edges(i - 1, j - 1, max(rows, cols), weights, symmetrize=sym, name=name)
+    return from_edges(i, j, max(rows, cols), weights, symmetrize=sym, name=name)
+
+
+def _mtx_size_line(path: Path, block_B: int = 1 << 24) -> int:
+    """The line number of a Matrix Market file's size line (the first line after the
+    banner that is neither blank nor a ``%`` comment; the last line where there is
+    none). A NUL byte anywhere is refused here: the parser is not given binary data."""
+    lineno, size_line, lines_before = 0, 0, 0
+    try:
+        with open(path, "rb") as f:
+            for lineno, raw in enumerate(f, start=1):  # the header: a few lines
+                if b"\0" in raw:
+                    raise GraphError(f"{path}:{lineno}: binary data (NUL byte) in a text graph")
+                if lineno > 1 and raw.strip() and not raw.lstrip().startswith(b"%"):
+                    size_line = lineno
+                    break
+            lines_before = lineno
+            while block := f.read(block_B):  # the entries, in blocks
+                at = block.find(b"\0")
+                if at >= 0:
+                    line = lines_before + block.count(b"\n", 0, at) + 1
+                    raise GraphError(f"{path}:{line}: binary data (NUL byte) in a text graph")
+                lines_before += block.count(b"\n")
+    except OSError as exc:
+        raise GraphError(f"{path}: cannot open ({exc.strerror or exc})") from None
+    return size_line or max(lineno, 1)
+
+
+def _mtx_error(path: Path, exc: Exception, size_line: int, shape: tuple | None = None,
+               nnz: int | None = None) -> GraphError:
+    """The parser's message as one line naming the file and its line: fast_matrix_market
+    writes "Line N: what"; one without a line is the size line's (header read,
+    ``shape`` None) or the file's (entries read)."""
+    text = str(exc).strip().rstrip(".") or type(exc).__name__
+    if text.startswith("Line "):
+        line, _, what = text[5:].partition(": ")
+        what = what[:1].lower() + what[1:]
+        if line == "1":
+            return GraphError(f"{path}:1: not a Matrix Market header ('%%MatrixMarket matrix "
+                              f"coordinate <field> <symmetry>'): {what}")
+        if "Premature EOF" in what:
+            return GraphError(f"{path}:{size_line}: the size line 'rows cols entries' is missing")
+        if "index out of bounds" in what and shape is not None:
+            what += f" (rows 1 to {shape[0]}, columns 1 to {shape[1]})"
+        quoted = _line_text(path, int(line)) if line.isdigit() else ""
+        return GraphError(f"{path}:{line}: {what}" + (f" in '{quoted}'" if quoted else ""))
+    if "Truncated file" in text:
+        return GraphError(f"{path}: the size line (line {size_line}) announces {nnz} entries, "
+                          f"the file holds fewer ({text})")
+    if shape is None:
+        return GraphError(f"{path}:{size_line}: size line must be three non-negative integers "
+                          f"'rows cols entries' ({text})")
+    return GraphError(f"{path}: cannot be parsed ({text})")
+
+
+def _line_text(path: Path, lineno: int, limit: int = 60) -> str:
+    """Line ``lineno`` of ``path`` (1-based), stripped and cut to ``limit`` characters."""
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, start=1):
+            if n == lineno:
+                text = raw.decode("utf-8", errors="replace").strip()
+                return text if len(text) <= limit else text[:limit] + "..."
+    return ""
 
 
 # ----------------------------------------------------------------------- SNAP
@@ -328,7 +377,7 @@ def read_snap(path, *, symmetrize: bool = False, name: str | None = None,
     if not lineno:
         raise _no_edges(path)
     first = lineno
-    if sep is not None and fields and not _is_num(fields[0]):
+    if sep is not None and fields and not _parses(fields[0], float):
         first = lineno + 1  # a CSV header
         lineno, fields = _first_data_line(path, "#", sep, start=first)
         if not lineno:
