@@ -46,7 +46,7 @@ class Placement:
     together: bool = True
 
 
-def _distinct(values: tuple) -> tuple:
+def _distinct(values: list) -> list:
     if len(set(values)) != len(values):
         raise fault(" = {v} lists a value twice", v=list(values))
     return values
@@ -62,14 +62,14 @@ def _node(value: Any) -> str:
 
 class PlacementTable(TomlModel):
     """The ``[placement]`` table of a manifest."""
-    gpus: Annotated[tuple[Annotated[int, Field(ge=0)], ...], Field(min_length=1),
-                    AfterValidator(_distinct)] = (0,)
-    host_nodes: Annotated[tuple[Annotated[Any, AfterValidator(_node)], ...], Field(min_length=1),
-                          AfterValidator(_distinct)] = ("local",)
+    gpus: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1),
+                    AfterValidator(_distinct)] = [0]
+    host_nodes: Annotated[list[Annotated[Any, AfterValidator(_node)]], Field(min_length=1),
+                          AfterValidator(_distinct)] = ["local"]
     together: bool = True
 
     def placement(self) -> Placement:
-        return Placement(self.gpus, self.host_nodes, self.together)
+        return Placement(tuple(self.gpus), tuple(self.host_nodes), self.together)
 
 
 def alone_suffix(gpu: int, node: str) -> str:

@@ -12,6 +12,7 @@ mistakes them for facts.
 from __future__ import annotations
 
 import functools
+import sys
 import types
 import typing
 from dataclasses import MISSING, field, fields
@@ -105,16 +106,23 @@ def _meta_check(meta: dict) -> Callable[[Any], Any]:
 
 
 @functools.cache
+def _hint(cls, f) -> Any:
+    """The type of a :func:`param` field, its string annotation resolved in the
+    dataclass's module (only param fields: others may name types imported late)."""
+    if not isinstance(f.type, str):
+        return f.type
+    return eval(f.type, vars(sys.modules[cls.__module__]))  # noqa: S307 (own annotations)
+
+
 def section_model(cls) -> type[TomlModel]:
     """A pydantic model of the :func:`param` fields of config dataclass ``cls``:
     every key optional (the dataclass holds the defaults), each checked against
     its type, unit, range, choices and ``check``."""
     spec = {}
-    hints = typing.get_type_hints(cls)
     for f in fields(cls):
         if not f.metadata:
             continue
-        kind, nullable = field_kind(hints[f.name])
+        kind, nullable = field_kind(_hint(cls, f))
         bounds = {b: f.metadata.get(b) for b in ("ge", "gt", "le", "lt")
                   if f.metadata.get(b) is not None}
         checked = Annotated[kind, BeforeValidator(_converter(f.name, kind)), Field(**bounds),
