@@ -21,7 +21,9 @@ least bound, ``latency``, ``translation``, ``uvm_service``, ...) and, in
 or too few loads per warp), ``translation``, ``host_serve`` (the host's DRAM or
 root complex), ``host_threads``, ``uvm_service``, ``device``, ``issue`` or
 ``launch``. ``extra["sample"]["launch_bounds"]`` keeps the sample's per-launch
-bounds (:func:`hostlink.model.predict.launch_bounds`).
+bounds (:func:`hostlink.model.predict.launch_bounds`). A sample whose warps' latency
+chain only waits behind the link term's busy phase (the two within 1%) is named
+after the link term's bound: the chain is the queue, not its cause.
 
 Assumptions: every warp of the sample does the same work on random rows (the
 steady state of the first rounds is that of the run); the run's exact request
@@ -105,4 +107,16 @@ def predict_gather(run: Gather, system, mode: str, fidelity: str, opts: dict) ->
                          sample_B=float(run.sample_rows * run.row_B),
                          loads_in_flight=run.loads_in_flight)
     pred = _sampled(sampled, system, stream_mode, fidelity, opts)
-    return _with_counts(pred, run, mode, {})
+    return _with_counts(replace(pred, bound=_behind_link(pred)), run, mode, {})
+
+
+def _behind_link(pred: Prediction) -> str:
+    """The analytic sample's bound, with a latency chain that only waits behind the
+    link term's busy phase (within 1% of it) named after the link term's own bound
+    (the analytic model's least: the link, tags, translation, the host's DRAM)."""
+    sample = pred.extra.get("sample") or {}
+    terms, link_bound = sample.get("kernel_terms_ns"), sample.get("link_bound")
+    if pred.bound != "latency" or not terms or not link_bound:
+        return pred.bound
+    link, chain = sum(terms.get("link", [])), sum(terms.get("latency", []))
+    return link_bound if chain > 0 and link >= 0.99 * chain else pred.bound

@@ -125,7 +125,9 @@ def _sampled(run: SampledRun, system, mode, fidelity, opts) -> Prediction:
                  kernel_ns=[body_ns],
                  extra={"sample": {"kernel_s": kernel_ns * 1e-9, "bw_GBps": bw,
                                    "bound": pred.bound,
-                                   "launch_bounds": pred.extra.get("launch_bounds", [])},
+                                   "launch_bounds": pred.extra.get("launch_bounds", []),
+                                   "kernel_terms_ns": pred.extra.get("kernel_terms_ns"),
+                                   "link_bound": (pred.extra.get("analytic") or {}).get("bound")},
                         "hashed_lines_floor_s": floor_ns * 1e-9})
 
 
