@@ -309,3 +309,16 @@ def gather_workload(spec: GatherSpec, ids: str, gpu, *, seed: int = 1, csr=None,
                   pages=table_pages(spec, ids_of, page_B),
                   sample_pages=table_pages(spec, ids_of, page_B, sample_rows),
                   loads_in_flight=min(insts, UNROLL), host_threads=host_threads)
+
+
+def warp_trace(spec: GatherSpec, ids_of, gpu, where: str = LOCATION_HOST):
+    """The gather kernel's whole trace as a :class:`~hostlink.traces.schema.WarpTrace`
+    whose chunks are emulated as they are read (one chunk in memory at a time)."""
+    from hostlink.traces.schema import WarpTrace
+
+    class _Chunks:
+        def __iter__(self):
+            return iter_insts(spec, ids_of, gpu)
+
+    return WarpTrace(launches=[launch_of(spec, gpu)], opcodes=["LDG.E", "STG.E"],
+                     regions=regions_of(spec, where), chunks=_Chunks())
