@@ -8,8 +8,9 @@ nodes from a table of ``table_rows`` rows of ``row_B`` bytes (Min's dissertation
 
 The kernel: warp ``w`` of ``W`` copies rows ``w, w + W, ...`` of the id list;
 each lane moves ``lane_B`` bytes (4, 8 or 16) per instruction, so one warp
-instruction covers ``32 * lane_B`` bytes. A row's loads read host memory, its
-stores write the output buffer in device memory at the same offsets.
+instruction covers ``32 * lane_B`` bytes. A warp loads the row's id (8 B, device
+memory), then issues the row's host loads :data:`UNROLL` at a time, each group
+followed by its stores into the output buffer in device memory.
 
 - ``naive``: the warp starts at the row's first byte. A row that does not start
   on a 128 B line (``row_B`` not a multiple of 128) makes every instruction
@@ -58,6 +59,7 @@ LINE_B = 128
 #: where the emulated table and output live (2 MiB aligned, far apart)
 TABLE_BASE = 1 << 40
 OUT_BASE = 1 << 46
+IDS_BASE = 1 << 47
 THREADS_PER_CTA = 256
 #: rows of the id list one emulated chunk holds, at most
 CHUNK_ROWS = 1 << 14
@@ -168,15 +170,17 @@ def launch_of(spec: GatherSpec, gpu) -> KernelLaunch:
 
 
 def regions_of(spec: GatherSpec, where: str = LOCATION_HOST) -> list[Region]:
-    """The table (in ``where``) and the output buffer (device)."""
+    """The table (in ``where``), the output buffer and the id list (device)."""
     return [Region("table", TABLE_BASE, spec.table_B, where),
-            Region("out", OUT_BASE, spec.gathered_B, LOCATION_DEVICE)]
+            Region("out", OUT_BASE, spec.gathered_B, LOCATION_DEVICE),
+            Region("ids", IDS_BASE, 8 * spec.rows, LOCATION_DEVICE)]
 
 
 def _row_insts(spec: GatherSpec, ids: np.ndarray, first: int, warps: int,
                wpc: int) -> InstTable:
-    """The warp instructions of id-list rows ``first .. first + len(ids) - 1``: per row its
-    loads, each followed by its store (the kernel's program order)."""
+    """The warp instructions of id-list rows ``first .. first + len(ids) - 1`` in the
+    kernel's program order: per row, the load of its id (8 B, device memory), then in
+    groups of :data:`UNROLL` its host loads followed by their stores."""
     i = np.arange(first, first + len(ids), dtype=np.int64)
     src = TABLE_BASE + ids.astype(np.int64) * spec.row_B
     dst = OUT_BASE + i * spec.row_B
@@ -190,17 +194,25 @@ def _row_insts(spec: GatherSpec, ids: np.ndarray, first: int, warps: int,
     bits = np.left_shift(np.uint64(1), np.arange(WARP_SIZE, dtype=np.uint64))
     mask = (inside.astype(np.uint64) * bits).sum(axis=1).astype(np.uint32)
     d = a - src[row_of, None] + dst[row_of, None]
-    load_addr = np.where(inside, a, 0).astype(np.uint64)
-    store_addr = np.where(inside, d, 0).astype(np.uint64)
-    n = len(row_of)
-    gw = i[row_of] % warps
-    addrs = np.empty((2 * n, WARP_SIZE), dtype=np.uint64)
-    addrs[0::2], addrs[1::2] = load_addr, store_addr
-    op = np.tile(np.array([OP_LOAD, OP_STORE], dtype=np.uint8), n)
-    return InstTable(launch=np.zeros(2 * n, np.uint32), cta=np.repeat(gw // wpc, 2),
-                     warp=np.repeat(gw % wpc, 2), pc=np.tile(np.array([0x10, 0x20]), n),
-                     opcode=op.astype(np.uint16), op=op, space=np.full(2 * n, SPACE_GLOBAL),
-                     width_B=np.full(2 * n, spec.lane_B), mask=np.repeat(mask, 2), addrs=addrs)
+    n, r = len(row_of), len(ids)
+    # rows: id loads (r), host loads (n), stores (n); program order by these keys
+    addrs = np.zeros((r + 2 * n, WARP_SIZE), dtype=np.uint64)
+    addrs[:r] = (IDS_BASE + i * 8).astype(np.uint64)[:, None]
+    addrs[r:r + n] = np.where(inside, a, 0).astype(np.uint64)
+    addrs[r + n:] = np.where(inside, d, 0).astype(np.uint64)
+    row_all = np.concatenate([np.arange(r), row_of, row_of])
+    group = np.concatenate([np.full(r, -1), k // UNROLL, k // UNROLL])
+    part = np.concatenate([np.zeros(r), np.zeros(n), np.ones(n)])
+    order = np.lexsort((np.concatenate([np.zeros(r), k, k]), part, group, row_all))
+    op = np.concatenate([np.full(r + n, OP_LOAD), np.full(n, OP_STORE)]).astype(np.uint8)[order]
+    width = np.concatenate([np.full(r, 8), np.full(2 * n, spec.lane_B)])[order]
+    masks = np.concatenate([np.full(r, 0xFFFFFFFF, dtype=np.uint32), mask, mask])[order]
+    gw = i[row_all[order]] % warps
+    pc = np.concatenate([np.full(r, 0x10), np.full(n, 0x20), np.full(n, 0x30)])[order]
+    opcode = np.concatenate([np.full(r, 0), np.full(n, 0), np.full(n, 1)])[order]
+    return InstTable(launch=np.zeros(len(order), np.uint32), cta=gw // wpc, warp=gw % wpc,
+                     pc=pc, opcode=opcode, op=op, space=np.full(len(order), SPACE_GLOBAL),
+                     width_B=width, mask=masks, addrs=addrs[order])
 
 
 def iter_insts(spec: GatherSpec, ids_of, gpu, rows: int | None = None) -> Iterator[InstTable]:
