@@ -286,8 +286,29 @@ def trace_stream(workload: dict[str, Any], gpu=None):
                     cache_host=cache is not None)
 
 
+def gather_stream(workload: dict[str, Any], gpu=None):
+    """The gather's :class:`~hostlink.model.workload.Gather` on ``gpu`` (its grid and
+    caches; :func:`hostlink.traces.gather.gather_workload`), which predict() times."""
+    from hostlink.model.config import load_system
+    from hostlink.traces.gather import GatherSpec, gather_workload
+    if gpu is None:
+        gpu = load_system("h100-pcie5").gpu
+    w = workload
+    spec = GatherSpec(w["row_B"], w["table_B"] // w["row_B"], w["rows"], w["variant"],
+                      w["lane_B"])
+    kw = {}
+    if w["ids"] == "sampled":
+        from hostlink.traces.graphs import generate
+        kw = {"csr": generate("kron", w["graph_scale"], 16, weighted=False),
+              "fanouts": tuple(int(f) for f in w["fanouts"].split(",")), "batch": w["batch"]}
+    return gather_workload(spec, w["ids"], gpu, seed=w["seed"], exact_counts=False,
+                           host_threads=w.get("threads", 16), **kw)
+
+
 def build_stream(workload: dict[str, Any], gpu=None):
     kind = workload["kind"]
+    if kind == "gather":
+        return gather_stream(workload, gpu)
     if kind == "sizes":
         return synthetic_stream(workload)
     if kind == "graph":
@@ -304,6 +325,8 @@ def stream_key(workload: dict[str, Any], gpu=None) -> str:
     w = dict(workload)
     if w.get("mode") in ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly"):
         w["mode"] = "host"
+    if w.get("kind") == "gather":
+        w.pop("mode", None)             # one Gather serves every mode
     if gpu is not None and w.get("kind") != "sizes":
         w["_caches"] = [gpu.caches_host_reads, gpu.sm_count, gpu.l1_B, gpu.l2_B,
                         gpu.max_warps_per_sm]
