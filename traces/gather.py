@@ -298,6 +298,29 @@ def table_pages(spec: GatherSpec, ids_of, page_B: int, rows: int | None = None) 
     return int(seen.sum())
 
 
+def merge_unrolled(stream: RequestStream) -> RequestStream:
+    """The stream with each group of a warp's host loads issued back to back (the
+    :data:`UNROLL` loads before their stores) as one instruction: the convention of the
+    microbenchmark twins (:mod:`hostlink.validation.twin_micro`: loads a warp issues
+    before it uses them are one instruction that completes with its last load, and the
+    warp keeps one such instruction in flight). Requests of consecutive host-read
+    instructions of a warp, with no other request between them, are one group."""
+    from hostlink.model.workload import OPTIONAL_COLUMNS, REQUEST_DTYPES, SPACE_HOST
+    if not len(stream):
+        return stream
+    read = (stream.space == SPACE_HOST) & ~stream.is_write
+    same_warp = np.r_[False, (stream.warp[1:] == stream.warp[:-1])
+                      & (stream.launch[1:] == stream.launch[:-1])]
+    same_inst = np.r_[False, stream.inst[1:] == stream.inst[:-1]]
+    both_read = np.r_[False, read[1:] & read[:-1]]
+    new = np.cumsum(~(same_warp & (same_inst | both_read)))
+    first = np.flatnonzero(~same_warp)              # each warp's first request
+    base = np.repeat(new[first], np.diff(np.r_[first, len(new)]))
+    cols = {k: getattr(stream, k) for k in REQUEST_DTYPES if k != "inst"}
+    optional = {k: getattr(stream, k) for k in OPTIONAL_COLUMNS}
+    return RequestStream(**cols, inst=new - base, launches=stream.launches, **optional)
+
+
 def gather_workload(spec: GatherSpec, ids: str, gpu, *, seed: int = 1, csr=None,
                     fanouts: tuple[int, ...] = (10, 25), batch: int = 1024,
                     sample_rounds: int = 4, exact_counts: bool = True, page_B: int = 4096,
@@ -312,15 +335,14 @@ def gather_workload(spec: GatherSpec, ids: str, gpu, *, seed: int = 1, csr=None,
     ctas, wpc = grid_of(gpu)
     sample_rows = min(spec.rows, max(1, sample_rounds) * ctas * wpc)
     opts = coalesce_defaults(gpu)
-    stream = stream_of(spec, ids_of, gpu, rows=sample_rows, **opts)
+    stream = merge_unrolled(stream_of(spec, ids_of, gpu, rows=sample_rows, **opts))
     counts = host_request_counts(spec, ids_of, gpu) if exact_counts else {}
-    insts = int(spec.insts_per_row().max())
     return Gather(stream=stream, rows=spec.rows, row_B=spec.row_B, table_B=spec.table_B,
                   sample_rows=sample_rows, variant=spec.variant, lane_B=spec.lane_B,
                   requests_by_size_B=tuple(sorted(counts.items())),
                   pages=table_pages(spec, ids_of, page_B),
                   sample_pages=table_pages(spec, ids_of, page_B, sample_rows),
-                  loads_in_flight=min(insts, UNROLL), host_threads=host_threads)
+                  loads_in_flight=1, host_threads=host_threads)
 
 
 def warp_trace(spec: GatherSpec, ids_of, gpu, where: str = LOCATION_HOST):

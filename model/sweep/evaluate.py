@@ -302,7 +302,7 @@ def gather_stream(workload: dict[str, Any], gpu=None):
         kw = {"csr": generate("kron", w["graph_scale"], 16, weighted=False),
               "fanouts": tuple(int(f) for f in w["fanouts"].split(",")), "batch": w["batch"]}
     return gather_workload(spec, w["ids"], gpu, seed=w["seed"], exact_counts=False,
-                           host_threads=w.get("threads", 16), **kw)
+                           sample_rounds=w.get("sample_rounds", 4), **kw)
 
 
 def build_stream(workload: dict[str, Any], gpu=None):
@@ -325,8 +325,9 @@ def stream_key(workload: dict[str, Any], gpu=None) -> str:
     w = dict(workload)
     if w.get("mode") in ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly"):
         w["mode"] = "host"
-    if w.get("kind") == "gather":
-        w.pop("mode", None)             # one Gather serves every mode
+    if w.get("kind") == "gather":       # one Gather serves every mode and thread count
+        w.pop("mode", None)
+        w.pop("threads", None)
     if gpu is not None and w.get("kind") != "sizes":
         w["_caches"] = [gpu.caches_host_reads, gpu.sm_count, gpu.l1_B, gpu.l2_B,
                         gpu.max_warps_per_sm]
@@ -368,6 +369,9 @@ def evaluate_stream(task: Task) -> dict[str, np.ndarray]:
     for rid, case, (parts, scalars) in zip(task.run_ids, task.cases, task.systems):
         system = SystemConfig(**scalars, **parts)
         stream = cached_stream(task, system.gpu)
+        if task.workload["kind"] == "gather":
+            from dataclasses import replace
+            stream = replace(stream, host_threads=task.workload.get("threads", 16))
         prediction = predict(stream, system, mode=mode, fidelity=task.fidelity)
         rows.extend(prediction_rows(prediction, rid, task.experiment, case))
     return _row_columns(rows)

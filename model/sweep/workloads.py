@@ -33,7 +33,8 @@ one with ``workload.<param>``):
   ``uniform`` or ``sampled`` (neighbour sampling with ``fanouts`` and ``batch``
   on a kron graph of ``graph_scale``, degree 16), ``seed``; memory ``mode`` any
   of predict's, ``uvm_warm`` (a resident managed table) and ``cpu_gather``
-  (``threads`` host threads gather, one copy moves the rows).
+  (``threads`` host threads gather, one copy moves the rows); ``sample_rounds``:
+  the rows per warp of the sample whose steady state stands for the run.
 
 Paths (``path``) are relative to the sweep file's folder.
 
@@ -191,6 +192,7 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable, str]]] = {
         "batch": (1024, _int(lo=1), "sampled ids: seed vertices per minibatch"),
         "seed": (1, _int(lo=0), "seed of the row ids"),
         "threads": (16, _int(lo=1, hi=1024), "host threads of cpu_gather"),
+        "sample_rounds": (4, _int(lo=1, hi=64), "rows per warp of the sample the model times"),
         "mode": ("zerocopy", _str(GATHER_MODES), "where the table lives and how rows move"),
     },
 }

@@ -5,8 +5,8 @@ import pytest
 from hostlink.model.config import load_any_system
 from hostlink.traces.gather import (TABLE_BASE, GatherError, GatherSpec, gather_workload,
                                     host_request_counts, ids_function, iter_requests,
-                                    sampled_vertices, stream_of, table_pages, uniform_ids,
-                                    vertex_rows)
+                                    merge_unrolled, sampled_vertices, stream_of, table_pages,
+                                    uniform_ids, vertex_rows)
 from hostlink.traces.graphs import generate
 
 GPU = load_any_system("h200-pcie5").gpu
@@ -95,3 +95,15 @@ def test_workload_counts_pages_and_samples():
     # a 4 KiB row on 4 KiB boundaries touches one page
     ids = uniform_ids(50000, 1 << 14, 1)
     assert w.pages == len(np.unique(ids)) == table_pages(spec, ids_function("uniform", spec), 4096)
+
+
+def test_a_warps_unrolled_loads_are_one_instruction():
+    # 480 B aligned rows at 4 B lanes: 5 loads a row, in groups of 4 and 1 (gather.cu's
+    # UNROLL), each group before its stores; the id load and the stores keep their own
+    spec = GatherSpec(480, 1000, 2, "aligned", 4)
+    s = stream_of(spec, lambda start, n: np.array([1, 5])[start:start + n], GPU)
+    m = merge_unrolled(s)
+    reads = (s.space == 0) & ~s.is_write
+    assert len(np.unique(s.inst[reads & (s.warp == 0)])) == 5
+    assert len(np.unique(m.inst[reads & (m.warp == 0)])) == 2
+    assert np.array_equal(m.addr, s.addr) and (np.diff(m.inst[m.warp == 0].astype(int)) >= 0).all()
