@@ -159,3 +159,14 @@ def test_twins_build_the_workload_and_call_predict(tmp_path):
         direct = predict(work, SYSTEM, mode=mode, fidelity="analytic")
         assert got["bw_GBps"] == pytest.approx(direct.bw_GBps)
         assert got["time_ms"] == pytest.approx(direct.time_s * 1e3)
+
+
+def test_gather_groups_carry_the_acceptance_targets():
+    from hostlink.validation.report_judge import target_for
+    from hostlink.validation.twin_common import micro_group
+    expect = {"zerocopy": 10.0, "registered": 10.0, "uvm_accessedby": 10.0, "cpu_gather": 15.0,
+              "uvm": 25.0}
+    for mode, pct in expect.items():
+        group = micro_group({"benchmark": "gather", "memory_mode": mode})
+        assert target_for(group, set())[1] == pct, mode
+    assert micro_group({"benchmark": "gather", "memory_mode": "uvm_warm"}) == "micro/gather/device"
