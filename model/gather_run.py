@@ -54,13 +54,15 @@ def bound_class(bound: str) -> str:
     return BOUND_CLASSES.get(bound, bound)
 
 
-def _with_counts(pred: Prediction, run: Gather, mode: str, extra: dict) -> Prediction:
+def _with_counts(pred: Prediction, run: Gather, mode: str) -> Prediction:
+    """``pred`` under the gather's mode, with the run's exact request counts where the
+    workload carries them and the bound's class."""
     counts = {}
     if run.requests_by_size_B and mode not in ("device", "uvm_warm", "cpu_gather"):
         by_size = {int(s): int(c) for s, c in run.requests_by_size_B}
         counts = {"requests_by_size_B": by_size, "requests": sum(by_size.values()),
                   "requested_B": sum(s * c for s, c in by_size.items())}
-    merged = dict(pred.extra, **extra, bound_class=bound_class(pred.bound))
+    merged = dict(pred.extra, bound_class=bound_class(pred.bound))
     return replace(pred, mode=mode, extra=merged, **counts)
 
 
@@ -95,19 +97,19 @@ def _cpu_gather(run: Gather, system, fidelity) -> Prediction:
 
 def predict_gather(run: Gather, system, mode: str, fidelity: str, opts: dict) -> Prediction:
     """Prediction of a gather on a resolved system (see the module notes)."""
-    if run.sample_rows < 1 or run.rows < 1 or not len(run.stream) and mode != "cpu_gather":
+    if run.sample_rows < 1 or run.rows < 1 or (not len(run.stream) and mode != "cpu_gather"):
         raise HostlinkError("gather: the workload has no sampled rows to time")
     if mode == "cpu_gather":
-        return _with_counts(_cpu_gather(run, system, fidelity), run, mode, {})
+        return _with_counts(_cpu_gather(run, system, fidelity), run, mode)
     if mode in ("uvm", "uvm_readmostly"):
-        return _with_counts(_first_touch(run, system, mode, fidelity, opts), run, mode, {})
+        return _with_counts(_first_touch(run, system, mode, fidelity, opts), run, mode)
     from hostlink.model.runs import _sampled
     stream_mode = "device" if mode == "uvm_warm" else mode
     sampled = SampledRun(stream=run.stream, full_B=float(run.rows * run.row_B),
                          sample_B=float(run.sample_rows * run.row_B),
                          loads_in_flight=run.loads_in_flight)
     pred = _sampled(sampled, system, stream_mode, fidelity, opts)
-    return _with_counts(replace(pred, bound=_behind_link(pred)), run, mode, {})
+    return _with_counts(replace(pred, bound=_behind_link(pred)), run, mode)
 
 
 def _behind_link(pred: Prediction) -> str:

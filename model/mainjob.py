@@ -122,13 +122,15 @@ def gather_table(rows: pd.DataFrame, value: str = "bw_GBps") -> pd.DataFrame:
 
 def run_gather_sweep(out: Path, *, jobs: int | None = None, progress: bool = True,
                      link: str | None = None, sweep_file: str | Path = GATHER_SWEEP) -> pd.DataFrame:
-    """The gather sweep's points (:func:`gather_rows`), written to ``out/gather.csv``."""
+    """The gather sweep's points (:func:`gather_rows`), written to ``out/gather.csv``;
+    the sweep itself in ``attrs["sweep"]``."""
     from hostlink.model.sweep import load_results, load_sweep, run_sweep
     from hostlink.model.sweep.spec import with_link
     spec = with_link(load_sweep(sweep_file), link)
     run_sweep(spec, out / "gather_results", jobs=jobs, progress=progress)
     rows = gather_rows(load_results(out / "gather_results", experiment=spec.name, wide=True))
     rows.to_csv(out / "gather.csv", index=False)
+    rows.attrs["sweep"] = spec
     return rows
 
 
@@ -258,8 +260,7 @@ Files: `summary.csv` (every point), `requests_by_size.csv`, `results/` (the
 sweep's tidy Parquet rows and resolved configs).
 """
     if gather is not None and len(gather):
-        from hostlink.model.sweep import load_sweep
-        g = load_sweep(GATHER_SWEEP)
+        g = gather.attrs["sweep"]
         text += f"""
 ## GNN feature gather (GB/s of gathered rows)
 

@@ -233,8 +233,8 @@ def _gather(run, system, mode, fidelity, opts) -> Prediction:
     return predict_gather(run, system, mode, fidelity, opts)
 
 
-_TIMERS = {Gather: _gather, SampledRun: _sampled, FirstTouch: _first_touch, PointerChase: _chase, Copy: _copy,
-           LaunchGrid: _launch_grid, HostLoopRun: _host_loop}
+_TIMERS = {Gather: _gather, SampledRun: _sampled, FirstTouch: _first_touch,
+           PointerChase: _chase, Copy: _copy, LaunchGrid: _launch_grid, HostLoopRun: _host_loop}
 
 
 def predict_workload(workload, system, mode: str, fidelity: str, **opts) -> Prediction:

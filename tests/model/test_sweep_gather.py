@@ -62,5 +62,6 @@ def test_bad_gather_workloads_name_the_key(tmp_path):
     bad = bad.replace('values = [480, 1024]', 'values = [1000]')
     with pytest.raises(ConfigError, match="workload.row_B"):
         run_sweep(write(tmp_path, bad), tmp_path / "out", jobs=1)
+    sampled = SWEEP.replace("rows = 20000", 'rows = 20000\n    ids = "sampled"\n    fanouts = "10;25"')
     with pytest.raises(ConfigError, match="workload.fanouts"):
-        run_sweep(write(tmp_path, SWEEP.replace("rows = 20000", "rows = 20000\n    ids = \"sampled\"\n    fanouts = \"10;25\"")), tmp_path / "o2", jobs=1)
+        run_sweep(write(tmp_path, sampled), tmp_path / "o2", jobs=1)
