@@ -10,7 +10,8 @@ The kernel: warp ``w`` of ``W`` copies rows ``w, w + W, ...`` of the id list;
 each lane moves ``lane_B`` bytes (4, 8 or 16) per instruction, so one warp
 instruction covers ``32 * lane_B`` bytes. A warp loads the row's id (8 B, device
 memory), then issues the row's host loads :data:`UNROLL` at a time, each group
-followed by its stores into the output buffer in device memory.
+followed by its stores into the output buffer in device memory. The sample a
+prediction times takes each such group as one instruction (:func:`merge_unrolled`).
 
 - ``naive``: the warp starts at the row's first byte. A row that does not start
   on a 128 B line (``row_B`` not a multiple of 128) makes every instruction
@@ -63,6 +64,8 @@ IDS_BASE = 1 << 47
 THREADS_PER_CTA = 256
 #: rows of the id list one emulated chunk holds, at most
 CHUNK_ROWS = 1 << 14
+#: loads a warp of the gather kernel issues before it stores them (gather.cu's kUnroll)
+UNROLL = 4
 
 
 class GatherError(HostlinkError):
@@ -275,9 +278,6 @@ def ids_function(kind: str, spec: GatherSpec, *, seed: int = 1, csr=None,
                        csr.num_vertices, spec.table_rows)
     return lambda start, n: rows[start:start + n]
 
-
-#: loads a warp of the gather kernel issues before it stores them (gather.cu's UNROLL)
-UNROLL = 4
 
 
 def table_pages(spec: GatherSpec, ids_of, page_B: int, rows: int | None = None) -> int:
