@@ -12,7 +12,10 @@ configs), ``summary.csv`` (one row per variant, mode and generation),
 ``gem5/merged_aligned_zerocopy_pcieN.trc.gz`` (the merged_aligned zero-copy
 run's host requests as a gem5 packet trace, ticked by the discrete-event
 model at the preset's own PCIe generation N: :func:`write_gem5_run`) and
-``report.md``; prints the same table.
+``report.md``; prints the same table. A second sweep,
+``sim_configs/sweeps/main_gather.toml``, gives the report's second table: a GNN
+feature gather's GB/s by row size and memory mode (``gather.csv``, results in
+``gather_results/``; :func:`gather_table`).
 """
 from __future__ import annotations
 
@@ -24,6 +27,12 @@ import pandas as pd
 from hostlink.model.config.loader import REPO_CONFIGS
 
 MAIN_SWEEP = REPO_CONFIGS / "sweeps" / "main.toml"
+GATHER_SWEEP = REPO_CONFIGS / "sweeps" / "main_gather.toml"
+#: the gather table's columns: (mode, variant) -> heading
+GATHER_COLUMNS = {("zerocopy", "naive"): "zero-copy naive", ("zerocopy", "aligned"): "zero-copy aligned",
+                  ("uvm_accessedby", "aligned"): "AccessedBy", ("uvm", "aligned"): "UVM first touch",
+                  ("uvm_warm", "aligned"): "UVM warm", ("device", "aligned"): "device",
+                  ("cpu_gather", "aligned"): "CPU gather + copy"}
 VARIANT_ORDER = ("naive", "merged", "merged_aligned", "chunked", "balanced")
 MODE_ORDER = ("zerocopy", "uvm")
 GEM5_VARIANT = "merged_aligned"
@@ -35,6 +44,7 @@ class MainJobResult:
     summary: pd.DataFrame          # variant, mode, gen, bw_GBps, time_ms, bound
     requests: pd.DataFrame         # variant x request size -> count
     sweep_summary: str
+    gather: pd.DataFrame | None = None   # row size x mode -> GB/s (gather_table)
 
 
 def request_mix(wide: pd.DataFrame) -> pd.DataFrame:
@@ -86,6 +96,44 @@ def band_table(summary: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
+def gather_rows(wide: pd.DataFrame) -> pd.DataFrame:
+    """One row per gather point: row size, mode, variant, GB/s, bound and its class."""
+    from hostlink.model.gather_run import bound_class
+    df = wide.drop(columns=["mode"], errors="ignore").rename(
+        columns={"workload.row_B": "row_B", "workload.mode": "mode",
+                 "workload.variant": "variant"})
+    out = df[["row_B", "mode", "variant", "bw_GBps", "bound"]].copy()
+    out["bound_class"] = [bound_class(b) for b in out["bound"]]
+    return out.sort_values(["row_B", "mode", "variant"]).reset_index(drop=True)
+
+
+def gather_table(rows: pd.DataFrame, value: str = "bw_GBps") -> pd.DataFrame:
+    """``value`` with a row per row size and a column per (mode, variant) of
+    :data:`GATHER_COLUMNS`, in that order."""
+    t = rows.pivot_table(index="row_B", columns=["mode", "variant"], values=value,
+                         aggfunc="first")
+    cols = [c for c in GATHER_COLUMNS if c in t.columns]
+    t = t[cols]
+    t.columns = [GATHER_COLUMNS[c] for c in cols]
+    t.index = [f"{int(r)} B" for r in t.index]
+    t.index.name = "row"
+    return t
+
+
+def run_gather_sweep(out: Path, *, jobs: int | None = None, progress: bool = True,
+                     link: str | None = None, sweep_file: str | Path = GATHER_SWEEP) -> pd.DataFrame:
+    """The gather sweep's points (:func:`gather_rows`), written to ``out/gather.csv``;
+    the sweep itself in ``attrs["sweep"]``."""
+    from hostlink.model.sweep import load_results, load_sweep, run_sweep
+    from hostlink.model.sweep.spec import with_link
+    spec = with_link(load_sweep(sweep_file), link)
+    run_sweep(spec, out / "gather_results", jobs=jobs, progress=progress)
+    rows = gather_rows(load_results(out / "gather_results", experiment=spec.name, wide=True))
+    rows.to_csv(out / "gather.csv", index=False)
+    rows.attrs["sweep"] = spec
+    return rows
+
+
 def main_figures(wide: pd.DataFrame) -> dict:
     """The main job's figures by file name: bandwidth against PCIe generation (a line per
     variant and mode) and zero-copy against UVM (a panel per generation)."""
@@ -97,7 +145,8 @@ def main_figures(wide: pd.DataFrame) -> dict:
 
 def run_main_job(out: str | Path = "out/main", *, jobs: int | None = None,
                  progress: bool = True, sweep_file: str | Path = MAIN_SWEEP,
-                 link: str | None = None) -> MainJobResult:
+                 link: str | None = None,
+                 gather_file: str | Path | None = GATHER_SWEEP) -> MainJobResult:
     from hostlink.model import plots
     from hostlink.model.sweep import load_results, load_sweep, run_sweep
     out = Path(out)
@@ -113,8 +162,10 @@ def run_main_job(out: str | Path = "out/main", *, jobs: int | None = None,
     for name, fig in main_figures(wide).items():
         plots.save(fig, out / name)
     gem5 = write_gem5_run(out, spec)
-    _write_report(out, spec, summary, requests, gem5)
-    return MainJobResult(out, summary, requests, report.summary())
+    gather = (run_gather_sweep(out, jobs=jobs, progress=progress, link=link,
+                               sweep_file=gather_file) if gather_file else None)
+    _write_report(out, spec, summary, requests, gem5, gather)
+    return MainJobResult(out, summary, requests, report.summary(), gather)
 
 
 def write_gem5_run(out: Path, spec, variant: str = GEM5_VARIANT) -> Path | None:
@@ -168,7 +219,7 @@ def _band_note() -> str:
 
 
 def _write_report(out: Path, spec, summary: pd.DataFrame, requests: pd.DataFrame,
-                  gem5: Path | None = None) -> None:
+                  gem5: Path | None = None, gather: pd.DataFrame | None = None) -> None:
     from hostlink.model.sweep.workloads import normalise_workload
     w = normalise_workload(spec.workload, spec.name, spec.fidelity)
     bw = bandwidth_table(summary).reset_index()
@@ -207,6 +258,24 @@ Where a second machine of the same kind would likely measure each point:
 
 Files: `summary.csv` (every point), `requests_by_size.csv`, `results/` (the
 sweep's tidy Parquet rows and resolved configs).
+"""
+    if gather is not None and len(gather):
+        g = gather.attrs["sweep"]
+        text += f"""
+## GNN feature gather (GB/s of gathered rows)
+
+{g.description}; system `{g.system}`, {int(g.workload['rows'])} uniform random rows.
+Columns are where the feature table lives and how rows reach the GPU (aligned:
+each warp starts at the 128 B line below its row; min_dissertation_2022 ch. 3).
+
+{_markdown(gather_table(gather).reset_index())}
+
+What binds (link, requests_in_flight, translation, host_serve, uvm_service,
+device, launch):
+
+{_markdown(gather_table(gather, "bound_class").reset_index())}
+
+File: `gather.csv` (every point, with the model's own bound name).
 """
     if gem5 is not None:
         rel = gem5.relative_to(out).as_posix()

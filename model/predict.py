@@ -81,6 +81,9 @@ from hostlink.model.workload import (OPTIONAL_COLUMNS, REQUEST_DTYPES, SPACE_DEV
                                      WORKLOADS, RequestStream, TraversalWorkload)
 
 MODES = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")
+#: modes only a gather takes (:mod:`hostlink.model.gather_run`): its UVM table already
+#: resident, and host threads gathering the rows before one copy
+GATHER_MODES = ("uvm_warm", "cpu_gather")
 FIDELITIES = ("analytic", "des")
 
 
@@ -550,8 +553,10 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
     pages went to the GPU and back (a traversal), which picks the UVM one-off
     cost ``uvm.launches_first_fault_us`` over ``uvm.first_fault_us``; None: a
     stream of more than one launch is such a run."""
-    if mode not in MODES:
-        raise ConfigError(f"mode must be one of {', '.join(MODES)}, not '{mode}'")
+    from hostlink.model.workload import Gather
+    if mode not in MODES and not (mode in GATHER_MODES and isinstance(source, Gather)):
+        extra = f" (a gather also takes {', '.join(GATHER_MODES)})" if mode in GATHER_MODES else ""
+        raise ConfigError(f"mode must be one of {', '.join(MODES)}, not '{mode}'{extra}")
     if fidelity not in FIDELITIES:
         raise ConfigError(f"fidelity must be one of {', '.join(FIDELITIES)}, not '{fidelity}'")
     system = resolve_system(system, overrides)

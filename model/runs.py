@@ -19,6 +19,7 @@ each with the request-stream model and what the description adds:
 - :class:`~hostlink.model.workload.LaunchGrid`: ``launch_ns + max(work, ctas x
   cta_dispatch_ns)`` (as :func:`hostlink.model.predict.launch_floor`), the work the
   sampled CTAs' device time scaled to the grid;
+- :class:`~hostlink.model.workload.Gather`: :mod:`hostlink.model.gather_run`;
 - :class:`~hostlink.model.workload.HostLoopRun`: the loop's time outside its walks
   (:func:`hostlink.model.host_loop.loop_gap_ns`) plus the walks as their events time
   them (``walk_us`` plus an empty launch's ``gpu.launch_ns``).
@@ -33,8 +34,8 @@ import numpy as np
 
 from hostlink.model.errors import HostlinkError
 from hostlink.model.result import Prediction
-from hostlink.model.workload import (Copy, FirstTouch, HostLoopRun, LaunchGrid, PointerChase,
-                                     SampledRun)
+from hostlink.model.workload import (Copy, FirstTouch, Gather, HostLoopRun, LaunchGrid,
+                                     PointerChase, SampledRun)
 
 UVM_MODES = ("uvm", "uvm_readmostly")
 
@@ -123,7 +124,10 @@ def _sampled(run: SampledRun, system, mode, fidelity, opts) -> Prediction:
                  scale=run.full_B / run.sample_B if run.sample_B else 1.0,
                  kernel_ns=[body_ns],
                  extra={"sample": {"kernel_s": kernel_ns * 1e-9, "bw_GBps": bw,
-                                   "bound": pred.bound},
+                                   "bound": pred.bound,
+                                   "launch_bounds": pred.extra.get("launch_bounds", []),
+                                   "kernel_terms_ns": pred.extra.get("kernel_terms_ns"),
+                                   "link_bound": (pred.extra.get("analytic") or {}).get("bound")},
                         "hashed_lines_floor_s": floor_ns * 1e-9})
 
 
@@ -224,8 +228,13 @@ def _host_loop(run: HostLoopRun, system, mode, fidelity, opts) -> Prediction:
                  extra={"gap_per_iteration_ns": gap_ns / run.iterations})
 
 
-_TIMERS = {SampledRun: _sampled, FirstTouch: _first_touch, PointerChase: _chase, Copy: _copy,
-           LaunchGrid: _launch_grid, HostLoopRun: _host_loop}
+def _gather(run, system, mode, fidelity, opts) -> Prediction:
+    from hostlink.model.gather_run import predict_gather
+    return predict_gather(run, system, mode, fidelity, opts)
+
+
+_TIMERS = {Gather: _gather, SampledRun: _sampled, FirstTouch: _first_touch,
+           PointerChase: _chase, Copy: _copy, LaunchGrid: _launch_grid, HostLoopRun: _host_loop}
 
 
 def predict_workload(workload, system, mode: str, fidelity: str, **opts) -> Prediction:

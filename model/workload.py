@@ -329,5 +329,29 @@ class HostLoopRun:
     walk_us: float = 0.0
 
 
+@dataclass(frozen=True)
+class Gather:
+    """A gather of ``rows`` rows of ``row_B`` bytes from a table of ``table_B`` bytes
+    (a GNN's feature gather, :mod:`hostlink.traces.gather`), timed by
+    :mod:`hostlink.model.gather_run`. ``stream``: the requests of its first
+    ``sample_rows`` rows (every warp of the grid, a few rows each);
+    ``requests_by_size_B``: the whole run's host read requests by size ((size, count)
+    pairs; empty: scaled from the sample); ``pages``/``sample_pages``: the distinct
+    ``uvm.page_B`` pages the whole run and the sample touch (0: unknown, scaled by rows);
+    ``host_threads``: the threads of the CPU-gather path."""
+    stream: RequestStream
+    rows: int
+    row_B: int
+    table_B: int
+    sample_rows: int
+    variant: str = "aligned"
+    lane_B: int = 4
+    requests_by_size_B: tuple[tuple[int, int], ...] = ()
+    pages: int = 0
+    sample_pages: int = 0
+    loads_in_flight: int = 1
+    host_threads: int = 16
+
+
 #: the workloads :func:`hostlink.model.predict.predict` takes beside request streams and traces
-WORKLOADS = (SampledRun, FirstTouch, PointerChase, Copy, LaunchGrid, HostLoopRun)
+WORKLOADS = (SampledRun, FirstTouch, PointerChase, Copy, LaunchGrid, HostLoopRun, Gather)

@@ -7,7 +7,8 @@
 - ``graph convert SRC --out PREFIX`` turns a Matrix Market, SNAP or GAP file
   into the binary CSR;
 - ``trace gen --kernel K --variant VAR --graph GRAPH --out DIR`` emulates a
-  kernel of gpu_kernels/KERNELS.md and writes its trace, in the binary store
+  kernel of gpu_kernels/KERNELS.md (``--kernel gather``: a GNN feature gather,
+  :mod:`hostlink.traces.cli_gather`) and writes its trace, in the binary store
   (default: hostlink.traces.store) or as an Accel-Sim folder (``--format
   accelsim``), with the regions beside it in ``regions.toml`` (the format of
   ``hostlink trace stats --regions``).
@@ -27,6 +28,8 @@ from hostlink.traces.folder_regions import REGIONS_FILE
 
 KERNEL_CHOICES = ("bfs", "sssp", "cc", "pagerank")
 VARIANT_CHOICES = ("naive", "merged", "merged_aligned", "chunked", "balanced")
+#: gather (hostlink.traces.cli_gather) beside the traversal kernels
+GEN_KERNELS = KERNEL_CHOICES + ("gather",)
 PATTERN_HELP = "read only which edges exist, not their values (e.g. a matrix with negative values)"
 
 
@@ -132,11 +135,14 @@ def _chunk_rows(text: str) -> int:
 
 def register_trace_commands(sub) -> None:
     from hostlink.model.cli.argtypes import int_at_least
-    gen = sub.add_parser("gen", help="emulate a traversal kernel and write its memory trace")
-    gen.add_argument("--kernel", required=True, choices=KERNEL_CHOICES)
-    gen.add_argument("--variant", required=True, choices=VARIANT_CHOICES)
-    gen.add_argument("--graph", required=True, metavar="GRAPH",
-                     help="binary CSR prefix, or a .mtx/.el/.wel/SNAP file")
+    from hostlink.traces.cli_gather import add_arguments
+    gen = sub.add_parser("gen", help="emulate a traversal kernel or a feature gather and write "
+                         "its memory trace")
+    gen.add_argument("--kernel", required=True, choices=GEN_KERNELS)
+    gen.add_argument("--variant", required=True, choices=VARIANT_CHOICES + ("aligned",))
+    gen.add_argument("--graph", metavar="GRAPH",
+                     help="binary CSR prefix, or a .mtx/.el/.wel/SNAP file (a traversal's "
+                          "graph; a gather's with --ids sampled)")
     gen.add_argument("--source", type=int, default=None,
                      help="BFS/SSSP source (default: the lowest vertex id with degree > 0)")
     gen.add_argument("--id-bytes", type=int, choices=(4, 8), default=4,
@@ -155,6 +161,7 @@ def register_trace_commands(sub) -> None:
     gen.add_argument("--overwrite", action="store_true", help="replace an existing store at DIR")
     gen.add_argument("--json", action="store_true", help="print a JSON summary")
     gen.add_argument("--pattern-only", action="store_true", help=PATTERN_HELP)
+    add_arguments(gen)
     gen.set_defaults(func=_trace_gen)
 
 
@@ -198,6 +205,15 @@ def _trace_gen(args) -> int:
     from hostlink.model.cli.progress import note_first_compile, step
     from hostlink.traces.emulator import DEFAULT_CHUNK_ROWS, emulate
     from hostlink.traces.graphs import read_graph
+    if args.kernel == "gather":
+        from hostlink.traces.cli_gather import gather_gen
+        return gather_gen(args)
+    from hostlink.model.errors import HostlinkError
+    if args.graph is None:
+        raise HostlinkError(f"--kernel {args.kernel} needs --graph")
+    if args.variant not in VARIANT_CHOICES:
+        raise HostlinkError(f"--variant {args.variant}: a traversal is one of "
+                            f"{', '.join(VARIANT_CHOICES)}")
     t0 = time.perf_counter()
     note_first_compile()
     with step(f"reading graph {args.graph}"):

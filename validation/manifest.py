@@ -48,7 +48,9 @@ file and the key, :mod:`hostlink.model.tomlcheck`)::
 
     [[micro]]                  # a group of microbenchmark points
     benchmark = "zc_read"      # memcpy, zc_read, zc_warps, ptr_chase, uvm_touch, launch,
-                               # host_loop
+                               # host_loop, gather (a GNN feature gather: ids uniform or
+                               # sampled from a kron graph of graph_scale, table_B, row_B,
+                               # variant, lane_B, memory_mode; see gather_h200.toml)
     pattern = ["coalesced"]    # each parameter: one value or a list
     offset_B = [0, 32, 64, 96] # sizes: integers (bytes) or strings like "64 MiB"
     reps = 5                   # settings (see MICRO_BENCHMARKS) take one value
@@ -65,7 +67,8 @@ Case names: ``<kernel>/<graph>/<variant>/<memory_mode>/<id_bytes>B`` for
 traversal runs, ``micro/<benchmark>/<key>=<value>,...`` for microbenchmark
 points, with the naming parameters of :data:`MICRO_BENCHMARKS` in their
 listed order (sizes in bytes) and only those that apply to the point (for
-zc_read and zc_warps: offset_B for the coalesced pattern, chunk_B for
+gather: variant and lane_B except for cpu_gather, and only the points whose row_B
+is a multiple of lane_B; for zc_read and zc_warps: offset_B for the coalesced pattern, chunk_B for
 strided, region_B for random; for uvm_touch: stride_B for the sparse
 pattern, host_state where it is ``returned``, launches where the timed read
 is split over more than one launch; for ptr_chase: lanes where more than one
@@ -120,6 +123,13 @@ class Param:
     minimum: int = 0
 
 
+#: where a gather's table lives (gpu_kernels/micro/gather.cu): the traversal modes, a
+#: managed table already resident (uvm_warm) and the CPU-gather-plus-copy path
+GATHER_MEMORY_MODES = ("zerocopy", "registered", "uvm_accessedby", "uvm", "uvm_warm", "device",
+                       "cpu_gather")
+#: fan-outs of a gather's neighbour sampling: DGL's GraphSAGE examples (10,25 and 10,10,10)
+GATHER_FANOUTS = ("10,25", "10,10,10", "5,5")
+
 _ZC = {
     "pattern": Param("choice", "coalesced", ("coalesced", "strided", "random")),
     "offset_B": Param("size", 0),
@@ -172,6 +182,21 @@ MICRO_BENCHMARKS: dict[str, tuple[str, dict[str, Param]]] = {
         "walk_us": Param("int", 50, minimum=0),
         "iterations": Param("int", 16, minimum=1),
         "reps": Param("int", 10, naming=False, minimum=1),
+    }),
+    "gather": ("gather", {
+        "ids": Param("choice", "uniform", ("uniform", "sampled")),
+        "table_B": Param("size", 1 << 30, minimum=4096),
+        "row_B": Param("size", 512, minimum=4),
+        "variant": Param("choice", "aligned", ("naive", "aligned")),
+        "lane_B": Param("choice", 4, (4, 8, 16)),
+        "memory_mode": Param("choice", "zerocopy", GATHER_MEMORY_MODES),
+        "rows": Param("int", 1 << 20, naming=False, minimum=1),
+        "graph_scale": Param("int", 20, naming=False, minimum=1),
+        "fanouts": Param("choice", "10,25", GATHER_FANOUTS, naming=False),
+        "batch": Param("int", 1024, naming=False, minimum=1),
+        "threads": Param("int", 16, naming=False, minimum=1),
+        "reps": Param("int", 5, naming=False, minimum=1),
+        "seed": Param("int", 1, naming=False),
     }),
     "uvm_touch": ("uvm_touch", {
         "size_B": Param("size", 256 << 20, minimum=4096),
@@ -353,6 +378,12 @@ def expand_micro(benchmark: str, lists: dict) -> list[dict]:
                 point.pop("host_state", None)
             if point.get("launches") == 1:
                 point.pop("launches", None)
+        if benchmark == "gather":
+            if point["row_B"] % 4 or point["row_B"] % point["lane_B"]:
+                continue            # a lane's load must be aligned: the program skips it
+            if point["memory_mode"] == "cpu_gather":
+                point.pop("variant", None)
+                point.pop("lane_B", None)
         if benchmark == "ptr_chase":
             for knob in ("lanes", "warps"):
                 if point.get(knob) == 1:
@@ -524,6 +555,8 @@ def _micro_group(m: dict, where: str, key: str) -> MicroGroup:
                 mm != "device" for mm in lists.get("memory_mode", (spec["memory_mode"].default,))):
             raise ConfigError(f"{where}: '{key}.cache': 'atomic' chases device memory only: "
                               "set memory_mode = \"device\"")
+    if bench == "gather":
+        _check_gather(where, key, lists, settings, spec)
     return MicroGroup(bench, lists, settings)
 
 
@@ -537,6 +570,26 @@ def _graph(gname: str, g: dict, path: Path) -> GraphSpec:
         return GraphSpec(gname, kind, path=p if p.is_absolute() else path.parent / p)
     t = check(GeneratedGraphTable, g, str(path), key)
     return GraphSpec(gname, kind, scale=t.scale, degree=t.degree, seed=t.seed)
+
+
+def _check_gather(where: str, key: str, lists: dict, settings: dict, spec: dict) -> None:
+    """A gather group's rows are whole words, some point is left, and a sampled graph's
+    vertices fit every table (a vertex's row is ``v * (table rows // vertices)``)."""
+    rows = lists.get("row_B", (spec["row_B"].default,))
+    if any(r % 4 for r in rows):
+        raise ConfigError(f"{where}: '{key}.row_B': {[r for r in rows if r % 4][0]} is not a "
+                          "multiple of 4 B")
+    if not expand_micro("gather", lists):
+        raise ConfigError(f"{where}: '{key}.lane_B': no row size is a multiple of any lane_B: "
+                          "no point is left")
+    if "sampled" in lists.get("ids", (spec["ids"].default,)):
+        vertices = 1 << settings["graph_scale"]
+        for t in lists.get("table_B", (spec["table_B"].default,)):
+            for r in rows:
+                if t // r < vertices:
+                    raise ConfigError(f"{where}: '{key}.table_B': {t} B of {r} B rows hold "
+                                      f"fewer rows than the sampled graph's {vertices} "
+                                      "vertices (graph_scale)")
 
 
 def load_manifest(path: str | Path) -> Manifest:

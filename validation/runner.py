@@ -10,7 +10,8 @@ Steps, all under the output directory ``OUT``:
    SASS (``loads_in_flight.json``, :func:`record_loads_in_flight`);
 3. generate the manifest's graphs with ``hostlink graph gen`` into
    ``OUT/graphs`` (or ``--graph-dir``), unless their files exist;
-4. draw the traversal sources (:func:`~hostlink.validation.manifest.choose_sources`);
+4. draw the traversal sources (:func:`~hostlink.validation.manifest.choose_sources`) and
+   write the sampled row ids of the gather groups (:mod:`hostlink.validation.gather_ids`);
 5. run the jobs: one per ``[[self_trace]]``, one per ``[[micro]]`` group
    (and round: ``experiment.micro_rounds``, rounds after the first named
    ``<job>__round<k>``, their reps numbered on from the round before),
@@ -49,6 +50,7 @@ import pandas as pd
 
 from hostlink.model.errors import ConfigError, HostlinkError
 from hostlink.validation import environment
+from hostlink.validation.gather_ids import gather_ids_path, write_gather_ids
 from hostlink.validation.manifest import (
     MICRO_BENCHMARKS,
     Manifest,
@@ -167,6 +169,8 @@ def plan_jobs(m: Manifest, bin_dir: Path, prefixes: dict[str, Path], sources: di
                 argv += [flag, ",".join(str(v) for v in g.lists.get(key, (p.default,)))]
             else:
                 argv += [flag, str(g.settings[key])]
+        if g.benchmark == "gather" and "sampled" in g.lists.get("ids", ()):
+            argv += ["--ids-file", str(gather_ids_path(out_dir, len(argvs)))]
         argvs.append(argv)
     for k in range(m.micro_rounds):
         for i, (g, argv) in enumerate(zip(m.micro, argvs)):
@@ -477,6 +481,8 @@ def run(manifest_path: str | Path, out_dir: str | Path, *, build: bool = True, a
     if m.placement is not None:
         from hostlink.validation.placement import expand_jobs
         jobs = expand_jobs(jobs, m.placement, out / "gates")
+    if not dry_run:
+        write_gather_ids(m, out)
     if not dry_run and not (out / LOADS_IN_FLIGHT).exists():
         record_loads_in_flight(out, [Path(j.argv[0]) for j in jobs if Path(j.argv[0]).is_file()])
     if only:

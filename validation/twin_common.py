@@ -161,6 +161,13 @@ def micro_group(params: dict) -> str:
         # the traversal programs' own loops are held out; their parts calibrate
         from hostlink.model.host_loop import PROGRAMS
         return "micro/host_loop/" + ("program" if params.get("loop") in PROGRAMS else "parts")
+    if b == "gather":
+        # the acceptance's classes: zero-copy (pinned, registered, AccessedBy), the CPU
+        # gather plus copy, UVM first touch; a resident table (device, UVM warm)
+        mode = params.get("memory_mode", "zerocopy")
+        cls = {"registered": "zerocopy", "uvm_accessedby": "zerocopy", "uvm_warm": "device",
+               "uvm": "uvm"}.get(mode, mode)
+        return f"micro/gather/{cls}"
     return f"micro/{b}"
 
 

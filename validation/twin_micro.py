@@ -41,7 +41,8 @@ mod n`` or one line every ``stride_B`` (sparse), in the UVM model by advice;
 ``prefetch``: the buffer prefetched, then the kernel on device memory.
 ``memcpy``: a :class:`~hostlink.model.workload.Copy` (:mod:`hostlink.model.copy_engine`).
 ``launch``: a :class:`~hostlink.model.workload.LaunchGrid`; ``host_loop``: a
-:class:`~hostlink.model.workload.HostLoopRun`.
+:class:`~hostlink.model.workload.HostLoopRun`; ``gather``: a
+:class:`~hostlink.model.workload.Gather` (:mod:`hostlink.validation.twin_gather`).
 
 Caches: host loads with the default cache operator go through the caches
 :func:`hostlink.traces.cache.host_read_cache` gives for the system's GPU (the
@@ -900,6 +901,19 @@ def build_host_loop(case: str, params: dict, system) -> MicroTwin:
                      workload=HostLoopRun(loop, iterations, vertices, walk_us))
 
 
+def build_gather(case: str, params: dict, system) -> MicroTwin:
+    """The twin of a gather case (:mod:`hostlink.validation.twin_gather`)."""
+    from hostlink.model.errors import HostlinkError
+    from hostlink.validation.twin_gather import gather_twin
+    try:
+        mode, work = gather_twin(case, params, system)
+    except HostlinkError as exc:
+        raise TwinError(str(exc)) from None
+    full_B = float(work.rows * work.row_B)
+    return MicroTwin(case, "gather", params, mode, work.stream, full_B, full_B,
+                     loads_in_flight=work.loads_in_flight, workload=work)
+
+
 def build_micro(case: str, params: dict, system, *, hints: Callable[[str], float | None] | None = None,
                 max_requests: int = DEFAULT_MAX_REQUESTS,
                 max_uvm_B: int = DEFAULT_MAX_UVM_B,
@@ -923,6 +937,8 @@ def build_micro(case: str, params: dict, system, *, hints: Callable[[str], float
         return build_launch(case, params, system, max_requests=max_requests)
     if bench == "host_loop":
         return build_host_loop(case, params, system)
+    if bench == "gather":
+        return build_gather(case, params, system)
     raise TwinError(f"case '{case}': no twin for benchmark '{bench}'")
 
 

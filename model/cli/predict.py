@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 
 MODES = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")   # as hostlink.model.predict.MODES
+GATHER_MODES = ("uvm_warm", "cpu_gather")     # a gather's trace only (hostlink.model.gather_run)
 FIDELITIES = ("analytic", "des")
 #: which fidelity to trust, and why (the agreement: tests/bench/results/fidelity_agreement.json)
 FIDELITY_NOTES = {
@@ -66,8 +67,9 @@ def register(subparsers) -> None:
                    help="with --graph: the program's load-ahead (default 1)")
     p.add_argument("--iterations", type=int, default=10,
                    help="with --graph: PageRank's iterations (default 10)")
-    p.add_argument("--mode", choices=MODES, default="zerocopy",
-                   help="where the host arrays live and how they move (default zerocopy)")
+    p.add_argument("--mode", choices=MODES + GATHER_MODES, default="zerocopy",
+                   help="where the host arrays live and how they move (default zerocopy; "
+                        "uvm_warm and cpu_gather: a gather's trace only)")
     p.add_argument("--fidelity", choices=FIDELITIES, default="des",
                    help="des (default): the discrete-event model, the one the validation "
                         "reports use; analytic: closed forms, within 15%% of des on the "
@@ -149,9 +151,12 @@ def _predict(args) -> int:
     if args.graph:
         source = _graph_workload(args, system)
     else:
+        from hostlink.traces.gather_record import read_gather_record, recorded_gather
         from hostlink.traces.workload_record import read_workload_record, traced_workload
         record = read_workload_record(Path(args.trace))
-        source = (args.trace if record is None else
+        gathered = read_gather_record(Path(args.trace))
+        source = (recorded_gather(gathered, system.gpu) if gathered is not None else
+                  args.trace if record is None else
                   traced_workload(args.trace, record, system, options, trace_options))
     from hostlink.model.cli.progress import note_first_compile, step
     note_first_compile()
@@ -160,7 +165,7 @@ def _predict(args) -> int:
     with step(f"{what} and predicting ({args.fidelity})"):
         pred = predict(source, system, mode=args.mode, fidelity=args.fidelity,
                        coalesce_options=options, trace_options=trace_options)
-    if args.mode != "device" and pred.requested_B == 0 and args.trace:
+    if args.mode not in ("device",) + GATHER_MODES and pred.requested_B == 0 and args.trace:
         from hostlink.model.cli.notes import trace_reads_no_host, warn
         why = trace_reads_no_host(args.trace, trace_options.get("regions"), args.memcpy_location)
         warn(f"{args.trace}: " + (why or "no access of the trace falls in its host regions; "

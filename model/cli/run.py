@@ -78,6 +78,16 @@ def _run(args) -> int:
     for variant, row in req.iterrows():
         rt.add_row(str(variant), *(f"{int(v):,}" for v in row))
     console.print(rt)
+    if result.gather is not None:
+        from hostlink.model.mainjob import gather_table
+        gt = gather_table(result.gather)
+        t = Table(title="GNN feature gather, GB/s of gathered rows")
+        t.add_column("row")
+        for col in gt.columns:
+            t.add_column(str(col), justify="right")
+        for row, values in gt.iterrows():
+            t.add_row(str(row), *(f"{v:.3g}" for v in values))
+        console.print(t)
     console.print(result.sweep_summary)
     console.print(f"report: {result.out / 'report.md'}")
     return 0

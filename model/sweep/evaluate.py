@@ -270,8 +270,29 @@ def trace_stream(workload: dict[str, Any], gpu=None):
                     cache_host=cache is not None)
 
 
+def gather_stream(workload: dict[str, Any], gpu=None):
+    """The gather's :class:`~hostlink.model.workload.Gather` on ``gpu`` (its grid and
+    caches; :func:`hostlink.traces.gather.gather_workload`), which predict() times."""
+    from hostlink.model.config import load_system
+    from hostlink.traces.gather import GatherSpec, gather_workload
+    if gpu is None:
+        gpu = load_system("h100-pcie5").gpu
+    w = workload
+    spec = GatherSpec(w["row_B"], w["table_B"] // w["row_B"], w["rows"], w["variant"],
+                      w["lane_B"])
+    kw = {}
+    if w["ids"] == "sampled":
+        from hostlink.traces.graphs import generate
+        kw = {"csr": generate("kron", w["graph_scale"], 16, weighted=False),
+              "fanouts": tuple(int(f) for f in w["fanouts"].split(",")), "batch": w["batch"]}
+    return gather_workload(spec, w["ids"], gpu, seed=w["seed"], exact_counts=False,
+                           sample_rounds=w.get("sample_rounds", 4), **kw)
+
+
 def build_stream(workload: dict[str, Any], gpu=None):
     kind = workload["kind"]
+    if kind == "gather":
+        return gather_stream(workload, gpu)
     if kind == "sizes":
         return synthetic_stream(workload)
     if kind == "graph":
@@ -288,6 +309,9 @@ def stream_key(workload: dict[str, Any], gpu=None) -> str:
     w = dict(workload)
     if w.get("mode") in ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly"):
         w["mode"] = "host"
+    if w.get("kind") == "gather":       # one Gather serves every mode and thread count
+        w.pop("mode", None)
+        w.pop("threads", None)
     if gpu is not None and w.get("kind") != "sizes":
         w["_caches"] = [gpu.caches_host_reads, gpu.sm_count, gpu.l1_B, gpu.l2_B,
                         gpu.max_warps_per_sm]
@@ -329,6 +353,9 @@ def evaluate_stream(task: Task) -> dict[str, np.ndarray]:
     for rid, case, (parts, scalars) in zip(task.run_ids, task.cases, task.systems):
         system = SystemConfig(**scalars, **parts)
         stream = cached_stream(task, system.gpu)
+        if task.workload["kind"] == "gather":
+            from dataclasses import replace
+            stream = replace(stream, host_threads=task.workload.get("threads", 16))
         prediction = predict(stream, system, mode=mode, fidelity=task.fidelity)
         rows.extend(prediction_rows(prediction, rid, task.experiment, case))
     return _row_columns(rows)

@@ -27,6 +27,14 @@ one with ``workload.<param>``):
   (default "host": the buffers an Accel-Sim trace copies in with MemcpyHtoD
   are the ones placed in host memory) say which addresses are host memory;
   ``include_device`` also times the device-memory requests.
+- ``gather``: a GNN feature gather (:mod:`hostlink.traces.gather`): ``rows``
+  rows of ``row_B`` bytes (a multiple of 4 and of ``lane_B``) from a table of
+  ``table_B`` bytes, ``variant`` naive or aligned, ``lane_B`` 4, 8 or 16, ids
+  ``uniform`` or ``sampled`` (neighbour sampling with ``fanouts`` and ``batch``
+  on a kron graph of ``graph_scale``, degree 16), ``seed``; memory ``mode`` any
+  of predict's, ``uvm_warm`` (a resident managed table) and ``cpu_gather``
+  (``threads`` host threads gather, one copy moves the rows); ``sample_rounds``:
+  the rows per warp of the sample whose steady state stands for the run.
 
 Paths (``path``) are relative to the sweep file's folder.
 
@@ -40,8 +48,9 @@ from typing import Any, Callable
 
 from hostlink.model.errors import ConfigError
 
-KINDS = ("sizes", "graph", "trace")
+KINDS = ("sizes", "graph", "trace", "gather")
 MODES = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")  # hostlink.model.predict.MODES
+GATHER_MODES = MODES + ("uvm_warm", "cpu_gather")       # and hostlink.model.predict.GATHER_MODES
 KERNELS = ("bfs", "sssp", "cc", "pagerank")
 VARIANTS = ("naive", "merged", "merged_aligned", "chunked", "balanced")
 GRAPHS = ("kron", "urand", "file")
@@ -121,6 +130,12 @@ def _opt_size(v: Any) -> tuple[Any, str | None]:
     return _int(choices=REQUEST_SIZES_B)(v)
 
 
+def _fanouts(v: Any) -> tuple[Any, str | None]:
+    if not isinstance(v, str) or not all(p.strip().isdigit() and int(p) > 0 for p in v.split(",")):
+        return v, f"must be positive integers separated by commas, like \"10,25\", not {v!r}"
+    return ",".join(str(int(p)) for p in v.split(",")), None
+
+
 def _path(v: Any) -> tuple[Any, str | None]:
     if v is None:
         return v, None
@@ -163,6 +178,22 @@ SCHEMA: dict[str, dict[str, tuple[Any, Callable, str]]] = {
         "memcpy_location": ("host", _str(("host", "device")),
                             "where the buffers an Accel-Sim trace copies in (MemcpyHtoD) live"),
         "include_device": (True, _bool, "also time the device-memory requests"),
+    },
+    "gather": {
+        "row_B": (512, _int(lo=4, hi=1 << 20), "bytes per feature row (a multiple of 4)"),
+        "table_B": (1 << 30, _int(lo=4096), "bytes of the feature table"),
+        "rows": (65536, _int(lo=1, hi=1 << 26), "rows gathered"),
+        "variant": ("aligned", _str(("naive", "aligned")), "naive, or aligned to the 128 B "
+                    "line below the row"),
+        "lane_B": (4, _int(choices=(4, 8, 16)), "bytes each lane moves per load"),
+        "ids": ("uniform", _str(("uniform", "sampled")), "row ids: uniform or sampled"),
+        "graph_scale": (16, _int(lo=1, hi=26), "sampled ids: log2 of the kron graph's vertices"),
+        "fanouts": ("10,25", _fanouts, "sampled ids: neighbours drawn per layer"),
+        "batch": (1024, _int(lo=1), "sampled ids: seed vertices per minibatch"),
+        "seed": (1, _int(lo=0), "seed of the row ids"),
+        "threads": (16, _int(lo=1, hi=1024), "host threads of cpu_gather"),
+        "sample_rounds": (4, _int(lo=1, hi=64), "rows per warp of the sample the model times"),
+        "mode": ("zerocopy", _str(GATHER_MODES), "where the table lives and how rows move"),
     },
 }
 
@@ -231,6 +262,8 @@ def normalise_workload(workload: dict[str, Any], where: str,
     elif kind == "trace":
         if not out["path"]:
             raise ConfigError(f"{where}: 'workload.path' must name a trace directory")
+    elif kind == "gather":
+        _normalise_gather(out, where)
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -258,3 +291,20 @@ def _normalise_sizes(out: dict[str, Any], where: str) -> None:
         raise ConfigError(f"{where}: 'workload.offset_B' = {out['offset_B']} puts a "
                           f"{max(out['sizes_B'])} B request across a 128 B line (SM requests stay "
                           "within one line)")
+
+
+def _normalise_gather(out: dict[str, Any], where: str) -> None:
+    if out["row_B"] % 4 or out["row_B"] % out["lane_B"]:
+        raise ConfigError(f"{where}: 'workload.row_B' = {out['row_B']} must be a multiple of 4 "
+                          f"and of 'workload.lane_B' = {out['lane_B']}")
+    if out["table_B"] < out["row_B"]:
+        raise ConfigError(f"{where}: 'workload.table_B' = {out['table_B']} holds no row")
+    if out["ids"] == "sampled":
+        if out["table_B"] // out["row_B"] < 1 << out["graph_scale"]:
+            raise ConfigError(f"{where}: 'workload.table_B' = {out['table_B']} holds fewer rows "
+                              f"than the graph's 2**{out['graph_scale']} vertices")
+    else:
+        for unused in ("graph_scale", "fanouts", "batch"):
+            out[unused] = None
+    if out["mode"] != "cpu_gather":
+        out["threads"] = None

@@ -214,3 +214,23 @@ def test_ptr_chase_atomic_and_lanes(bin_dir):
     run(bin_dir, "ptr_chase", "--memory-mode", "device", "--warps", 33, rc=2)
     # atomics on host memory are refused, not attempted
     run(bin_dir, "ptr_chase", "--memory-mode", "zerocopy", "--cache", "atomic", rc=2)
+
+
+def test_gather_every_mode_passes_its_checks(bin_dir, tmp_path):
+    # 480 B rows (not a multiple of 128 B) and 1024 B rows, both variants, 4 and 16 B
+    # lanes; cpu_gather prints one point per row size
+    modes = "device,zerocopy,registered,uvm_accessedby,uvm,uvm_warm,cpu_gather"
+    m = measurements(run(bin_dir, "gather", "--table-B", "8MiB", "--row-B", "480,1024",
+                         "--variant", "naive,aligned", "--lane-B", "4,16", "--memory-mode", modes,
+                         "--rows", 4096, "--reps", 1, "--threads", 2))
+    assert len(m) == 6 * 2 * 2 * 2 + 2
+    assert all(x["metrics"]["check_pass"] == 1 and x["metrics"]["bw_GBps"] > 0 for x in m)
+
+
+def test_gather_reads_sampled_ids(bin_dir, tmp_path):
+    ids = np.arange(2048, dtype=np.uint64) % 1024
+    path = tmp_path / "ids.u64"
+    np.concatenate([np.array([1024, len(ids)], dtype=np.uint64), ids]).tofile(path)
+    m = measurements(run(bin_dir, "gather", "--ids", "sampled", "--ids-file", path,
+                         "--table-B", "4MiB", "--row-B", "1000", "--rows", 2048, "--reps", 1))
+    assert len(m) == 1 and m[0]["metrics"]["check_pass"] == 1

@@ -7,7 +7,8 @@ import sys
 import pandas as pd
 import pytest
 
-from hostlink.model.mainjob import MAIN_SWEEP, bandwidth_table, run_main_job
+from hostlink.model.mainjob import (GATHER_COLUMNS, GATHER_SWEEP, MAIN_SWEEP, bandwidth_table,
+                                    gather_table, run_main_job)
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +16,11 @@ def small_job(tmp_path_factory):
     out = tmp_path_factory.mktemp("main")
     sweep = out / "small.toml"
     sweep.write_text(MAIN_SWEEP.read_text().replace("scale = 18", "scale = 11"))
-    return run_main_job(out / "job", jobs=1, progress=False, sweep_file=sweep), sweep
+    gather = out / "gather.toml"
+    gather.write_text(GATHER_SWEEP.read_text().replace("values = [128, 480, 1024, 4096]",
+                                                       "values = [480, 1024]"))
+    return run_main_job(out / "job", jobs=1, progress=False, sweep_file=sweep,
+                        gather_file=gather), sweep
 
 
 def test_main_job_writes_its_report_and_tables(small_job):
@@ -73,3 +78,19 @@ def test_cli_runs_the_main_job(small_job):
     assert proc.returncode == 0, proc.stderr
     assert "PCIe 6.0" in proc.stdout and "merged_aligned" in proc.stdout
     assert "a second machine of the same kind: within zerocopy ±" in proc.stdout
+
+
+def test_main_job_tables_the_gather_by_row_size_and_mode(small_job):
+    result, _ = small_job
+    table = gather_table(result.gather)
+    assert list(table.index) == ["480 B", "1024 B"]
+    assert list(table.columns) == list(GATHER_COLUMNS.values())
+    report = (result.out / "report.md").read_text()
+    assert "## GNN feature gather" in report and (result.out / "gather.csv").stat().st_size
+    # 1024 B rows sit on 128 B lines: the two zero-copy layouts send the same requests
+    assert table.loc["1024 B", "zero-copy naive"] == table.loc["1024 B", "zero-copy aligned"]
+    # device memory is the fastest place for the table (a warm managed table reads as
+    # device memory), UVM first touch the slowest
+    assert (table.max(axis=1) == table["device"]).all()
+    assert (table["UVM warm"] == table["device"]).all()
+    assert (table.idxmin(axis=1) == "UVM first touch").all()

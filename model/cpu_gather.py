@@ -1,0 +1,98 @@
+"""Time of the CPU-gather-plus-copy path: host threads gather rows, one copy moves them.
+
+The DMA-based path that PyTorch and DGL took for a GNN's node features (Min's
+dissertation, 2022, ch. 3.4.1, "DMA-based": "uses CPU to gather node features
+into a contiguous buffer", multithreaded, then an asynchronous copy): ``threads``
+host threads copy the minibatch's rows from the feature table into a pinned
+staging buffer, then one cudaMemcpy moves the buffer over the link
+(:func:`hostlink.model.copy_engine.copy_time_ns`). The two run one after the
+other, as one minibatch's gather and copy do.
+
+The gather takes the longer of two terms:
+
+- ``host_serve``: the DRAM bytes it moves at the host's sustained DRAM rate
+  (:func:`hostlink.model.dram.sustained_GBps`): the bursts the rows touch (a row
+  that does not start on a burst reads the partial bursts whole) plus the
+  staging buffer written twice (a store that misses reads its line first,
+  write-allocate, then writes it back);
+- ``host_threads``: each thread keeps ``fill_buffers`` cache-line misses in
+  flight over ``load_lat_ns`` (Little's law), plus ``row_ns`` per row it copies.
+
+Assumptions (no public figure pins them for a given host; the validation's
+``cpu_gather`` cases measure them): 10 line fill buffers per core (Intel 64 and
+IA-32 Architectures Optimization Reference Manual, the L1 data cache's fill
+buffers of Skylake-era cores); 100 ns loaded DRAM latency; 16 threads; no
+per-row cost beyond the lines; the staging buffer is pinned (no second copy by
+the driver); the gather and the copy do not overlap.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hostlink.model.errors import ConfigError
+
+CACHE_LINE_B = 64
+
+
+@dataclass(frozen=True)
+class CpuGatherParams:
+    """The host threads of the gather (see the module notes for the defaults' sources)."""
+    threads: int = 16
+    fill_buffers: int = 10
+    load_lat_ns: float = 100.0
+    row_ns: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.threads < 1 or self.fill_buffers < 1:
+            raise ConfigError("cpu gather: threads and fill_buffers must be >= 1")
+        if self.load_lat_ns <= 0 or self.row_ns < 0:
+            raise ConfigError("cpu gather: load_lat_ns must be > 0 and row_ns >= 0")
+
+
+def thread_rate_GBps(params: CpuGatherParams) -> float:
+    """One thread's gather rate: its misses in flight over their latency, GB/s."""
+    return params.fill_buffers * CACHE_LINE_B / params.load_lat_ns
+
+
+def row_read_B(row_B: int, lead_B: int, burst_B: int) -> int:
+    """DRAM bytes a row of ``row_B`` starting ``lead_B`` into a burst reads."""
+    return -(-(lead_B + row_B) // burst_B) * burst_B
+
+
+def mean_row_read_B(row_B: int, burst_B: int) -> float:
+    """DRAM bytes a row reads, averaged over rows placed back to back in the table
+    (row k starts at ``k * row_B``; the offsets repeat every burst)."""
+    from math import gcd
+    period = burst_B // gcd(row_B, burst_B)
+    return sum(row_read_B(row_B, (k * row_B) % burst_B, burst_B) for k in range(period)) / period
+
+
+def gather_terms_ns(system, rows: int, row_B: int,
+                    params: CpuGatherParams = CpuGatherParams()) -> dict[str, float]:
+    """The gather's two terms and the copy's time, ns."""
+    from hostlink.model.copy_engine import copy_time_ns
+    from hostlink.model.dram import sustained_GBps
+    if rows < 0 or row_B < 1:
+        raise ConfigError("cpu gather: rows must be >= 0 and row_B >= 1")
+    host = system.host
+    dram_GBps = float(sustained_GBps(host.channels, host.transfer_rate_MTps,
+                                     host.channel_width_bits, host.efficiency))
+    gathered_B = rows * row_B
+    dram_B = rows * mean_row_read_B(row_B, host.burst_B) + 2 * gathered_B
+    lines = rows * mean_row_read_B(row_B, CACHE_LINE_B) / CACHE_LINE_B
+    per_thread = CACHE_LINE_B / thread_rate_GBps(params)          # ns per line
+    threads_ns = (lines * per_thread + rows * params.row_ns) / params.threads
+    return {"host_serve": dram_B / dram_GBps, "host_threads": threads_ns,
+            "copy": copy_time_ns(system, gathered_B, True) if gathered_B else 0.0,
+            "dram_B": dram_B}
+
+
+def cpu_gather_time(system, rows: int, row_B: int,
+                    params: CpuGatherParams = CpuGatherParams()) -> tuple[float, str, dict]:
+    """(time ns, bound, terms) of gathering ``rows`` rows of ``row_B`` and copying them:
+    the bound is the gather's larger term, or ``link`` where the copy takes longer."""
+    terms = gather_terms_ns(system, rows, row_B, params)
+    gather_ns = max(terms["host_serve"], terms["host_threads"])
+    gather_bound = "host_serve" if terms["host_serve"] >= terms["host_threads"] else "host_threads"
+    bound = "link" if terms["copy"] > gather_ns else gather_bound
+    return gather_ns + terms["copy"], bound, dict(terms, gather=gather_ns)
