@@ -30,12 +30,16 @@ buffer lives on one node).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from hostlink.model.config.fields import param
+from pydantic import BaseModel, Field, create_model
+
+from hostlink.model.config.fields import param, section_model
 from hostlink.model.config.schema import HostMemoryConfig, LinkConfig
 from hostlink.model.errors import ConfigError
+from hostlink.model.tomlcheck import TomlModel, check
 
 
 @dataclass(frozen=True)
@@ -98,85 +102,66 @@ class TopologyConfig:
         return 0 if self.gpus[gpu].socket == node else 1
 
 
-def _check(cls, key: str, value: Any, where: str, path: str) -> Any:
-    """One value checked against its field (type, unit, range), errors naming ``path``."""
-    from hostlink.model.config.loader import coerce_value
-    try:
-        return coerce_value(cls, key, value, where)
-    except ConfigError as exc:
-        text = str(exc).replace(f"'system.{key}'", f"'{path}.{key}'")
-        raise ConfigError(text.replace("unknown key 'system.", f"unknown key '{path}.")) from None
+def _keys(cls, **parts: Any) -> type[TomlModel]:
+    """The table of a ``cls`` entry: its :func:`param` keys, each checked against its
+    field, and ``parts`` (preset names)."""
+    return create_model(f"{cls.__name__}Table", __base__=section_model(cls), **parts)
 
 
-def _entries(data: dict, key: str, where: str) -> list:
-    value = data.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise ConfigError(f"{where}: 'topology.{key}' must be an array of tables "
-                          f"([[topology.{key}]])")
-    return value
+@functools.cache
+def _topology_model() -> type[TomlModel]:
+    preset = (str | None, None)
+    return create_model(
+        "TopologyTable", __base__=TomlModel,
+        name=(str, "custom"),
+        sockets=(Annotated[list[_keys(SocketConfig, host=preset)], Field(min_length=1)], ...),
+        inter_socket=(section_model(InterSocketConfig), None),
+        switches=(list[_keys(SwitchConfig, uplink=preset)], []),
+        gpus=(Annotated[list[_keys(GpuAttachment)], Field(min_length=1)], ...))
 
 
-def _table(cls, data: dict, where: str, path: str, parts: dict) -> dict:
-    """Scalar keys of ``data`` checked against ``cls``; keys in ``parts`` (preset
-    references) loaded as that part's preset."""
+def _values(table: BaseModel, where: str, path: str, parts: dict | None = None) -> dict:
+    """The keys a table set, its preset names loaded as those parts' presets."""
     from hostlink.model.config.loader import load_component
-    out = {}
-    for key, value in data.items():
-        if key in parts:
-            if not isinstance(value, str):
-                raise ConfigError(f"{where}: '{path}.{key}' must name a preset "
-                                  f"(e.g. {parts[key][1]})")
-            try:
-                values, _, _ = load_component(parts[key][0], value)
-            except ConfigError as exc:
-                raise ConfigError(f"{where}: '{path}.{key}': {exc}") from None
-            out[key] = dataclasses.replace(parts[key][2](), **values)
-        else:
-            out[key] = _check(cls, key, value, where, path)
+    out = {k: getattr(table, k) for k in table.model_fields_set}
+    for key, (section, cls) in (parts or {}).items():
+        if out.get(key) is None:
+            out.pop(key, None)
+            continue
+        try:
+            values, _, _ = load_component(section, out[key])
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: '{path}.{key}': {exc}") from None
+        out[key] = dataclasses.replace(cls(), **values)
     return out
 
 
 def load_topology(data: Any, where: str) -> TopologyConfig:
     """The ``[topology]`` table of a system preset, checked."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where}: 'topology' must be a table ([topology])")
-    allowed = {"name", "sockets", "inter_socket", "switches", "gpus"}
-    for key in data:
-        if key not in allowed:
-            raise ConfigError(f"{where}: unknown key 'topology.{key}' "
-                              f"(allowed: {', '.join(sorted(allowed))})")
-    name = _check(TopologyConfig, "name", data.get("name", "custom"), where, "topology")
-    sockets = tuple(SocketConfig(**_table(SocketConfig, s, where, f"topology.sockets[{i}]",
-                                          {"host": ("host", "host/ddr4_2933_4ch",
-                                                    HostMemoryConfig)}))
-                    for i, s in enumerate(_entries(data, "sockets", where)))
-    if not sockets:
-        raise ConfigError(f"{where}: 'topology.sockets' must list at least one socket")
-    inter = data.get("inter_socket", {})
-    if not isinstance(inter, dict):
-        raise ConfigError(f"{where}: 'topology.inter_socket' must be a table")
-    inter_socket = InterSocketConfig(**_table(InterSocketConfig, inter, where,
-                                              "topology.inter_socket", {}))
-    switches = tuple(SwitchConfig(**_table(SwitchConfig, s, where, f"topology.switches[{i}]",
-                                           {"uplink": ("link", "pcie/gen3_x16", LinkConfig)}))
-                     for i, s in enumerate(_entries(data, "switches", where)))
+    doc = check(_topology_model(), data, where, "topology")
+    sockets = tuple(SocketConfig(**_values(s, where, f"topology.sockets[{i}]",
+                                           {"host": ("host", HostMemoryConfig)}))
+                    for i, s in enumerate(doc.sockets))
+    inter_socket = InterSocketConfig(**(_values(doc.inter_socket, where, "topology.inter_socket")
+                                        if doc.inter_socket is not None else {}))
+    switches = tuple(SwitchConfig(**_values(s, where, f"topology.switches[{i}]",
+                                            {"uplink": ("link", LinkConfig)}))
+                     for i, s in enumerate(doc.switches))
     gpus = []
-    for i, g in enumerate(_entries(data, "gpus", where)):
+    for i, g in enumerate(doc.gpus):
         path = f"topology.gpus[{i}]"
-        values = _table(GpuAttachment, g, where, path, {})
+        values = _values(g, where, path)
         values.setdefault("name", f"gpu{i}")
         if values.get("switch") is not None:
             sw = [s for s in switches if s.name == values["switch"]]
             if not sw:
                 raise ConfigError(f"{where}: '{path}.switch' = '{values['switch']}' names no "
                                   f"switch (known: {', '.join(s.name for s in switches) or 'none'})")
-            if "socket" in g and values["socket"] != sw[0].socket:
+            if "socket" in values and values["socket"] != sw[0].socket:
                 raise ConfigError(f"{where}: '{path}.socket' = {values['socket']} differs from "
                                   f"its switch's socket {sw[0].socket}")
             values["socket"] = sw[0].socket
         gpus.append(GpuAttachment(**values))
-    if not gpus:
-        raise ConfigError(f"{where}: 'topology.gpus' must list at least one GPU")
     for path, socket in ([(f"topology.gpus[{i}].socket", g.socket) for i, g in enumerate(gpus)]
                          + [(f"topology.switches[{i}].socket", s.socket)
                             for i, s in enumerate(switches)]):
@@ -186,7 +171,7 @@ def load_topology(data: Any, where: str) -> TopologyConfig:
     names = [s.name for s in switches]
     if len(set(names)) != len(names):
         raise ConfigError(f"{where}: 'topology.switches' names a switch twice")
-    return TopologyConfig(name=name, sockets=sockets, inter_socket=inter_socket,
+    return TopologyConfig(name=doc.name, sockets=sockets, inter_socket=inter_socket,
                           switches=switches, gpus=tuple(gpus))
 
 

@@ -63,7 +63,7 @@ gpus = [{switch = "sw"}, {switch = "sw"}, {socket = 0}]
     ('sockets = [{host = "host/nope"}]\ngpus = [{}]', "topology.sockets[0].host"),
     ('sockets = [{}]\ngpus = [{colour = 1}]', "topology.gpus[0].colour"),
     ('sockets = []\ngpus = [{}]', "topology.sockets"),
-    ('sockets = [{}]\nrouters = 2', "topology.routers"),
+    ('sockets = [{}]\ngpus = [{}]\nrouters = 2', "topology.routers"),
 ])
 def test_bad_topology_names_file_and_key(tmp_path, topology, key):
     path = _system(tmp_path, "[topology]\n" + topology + "\n")
