@@ -38,7 +38,7 @@ queueing at the SM is left to its bound, and queueing for the link or device
 memory to one mean wait over a launch's busy phase; CTAs of later waves are spread over the
 SMs as the first wave is.
 The costs are the DES's, measured as its docstring says
-(validation/results/h100/request_cost and request_share for the issue stage).
+(validation/experiments/request_cost/runs/h100 and request_share for the issue stage).
 """
 from __future__ import annotations
 

@@ -11,11 +11,11 @@ kernel (``%globaltimer``), so no launch cost enters it.
   its own node, one line each) waits for its slowest lane and :func:`atomic_step_ns`
   more, and takes at least the SM's round of its warps' lines (:func:`atomic_round_ns`),
   as in :mod:`hostlink.model.des.events` (committed runs
-  ``validation/results/h200/atomic_chase`` and ``atomic_warps``).
+  ``validation/experiments/atomic_chase/runs/h200`` and ``atomic_warps``).
 - Host memory: the loads the L1 misses go through the memory model as one 32 B request
   each, one after another; each load the L1 holds costs ``gpu.l1_hit_ns`` (the chain
   waits for it; the SM's L1 serves a host line as it serves a device one:
-  ``validation/results/h100/micro_tags_c``, ``validation/results/h200/first_run``).
+  ``validation/experiments/micro_tags/runs/h100-c``, ``validation/experiments/first_run/runs/h200``).
 
 Assumptions: a step's latency does not depend on the address beyond the level that
 serves it; the lanes of a step leave the SM as one warp's lines do.

@@ -22,8 +22,8 @@ serves each load comes from a cache replay
 Assumptions: one latency per level, with no dependence on the L2 partition a
 line lives in, DRAM row hits or address translation. Measured on an H100 and
 an H200 (``gpu_kernels/micro/ptr_chase``, device chains, fresh nodes after an
-L2 flush; validation/results/h100 and h200, ``launch_latency`` and
-``scale24``): misses cost 339-353 ns whether the nodes lie 128 B, 4 KiB,
+L2 flush; validation/experiments/launch_latency/runs/h100 and h200,
+validation/experiments/scale24/runs/h100 and h200): misses cost 339-353 ns whether the nodes lie 128 B, 4 KiB,
 64 KiB or 2 MiB apart over 4 GiB, so translation misses add no visible time;
 chains the L1 holds revisit at about 21 ns, chains only the L2 holds at
 145-150 ns.

@@ -18,7 +18,7 @@ Facts (shared/design/REFERENCE.md, the seeds):
   zero-copy reads off the 128 B line, which touch three 64 B lines per 128 B
   read at every offset but 64 B, all ran at 34.7-35.9 GB/s with 4 B per lane
   (0.81-0.84 G lines a second), where 64 B off the line (two lines) ran at 41.3
-  and aligned reads at 51.2 (validation/results/h200/cpl_offsets). Where the
+  and aligned reads at 51.2 (validation/experiments/cpl_offsets/runs/h200). Where the
   limit sits (root complex, mesh, memory controller) the device cannot tell; it
   costs per burst, so ``host.serve_GBps`` caps the rate of bursts
   (:func:`served_GBps`; unset = the DRAM's own), fitted by calibrate step

@@ -22,7 +22,7 @@ N and C are numbers, ``V`` (the graph's vertices) or ``V/256``. A run adds
 synchronisation (the run ends synchronised). The costs are additive, each item
 on its own: they hold while the GPU is the bottleneck (each launch long enough
 that the host has enqueued the items after it: 20 us and more measured on an
-H200, ``validation/results/h200/host_loop``); with empty launches the host
+H200, ``validation/experiments/host_loop/runs/h200``); with empty launches the host
 is, and items cost less.
 
 References: CUDA Runtime API (stream ordering of cudaMemsetAsync,

@@ -9,7 +9,7 @@ traffic allows:
 - issue: every SM spends ``gpu.random_load_ns`` per warp load and each warp, whose
   instructions depend on one another (the modulo is a called routine),
   ``gpu.random_chain_ns`` per load (both fitted by calibration on random lines in
-  device memory, committed runs ``validation/results/*/hot_lines``); 0 leaves a
+  device memory, committed runs ``validation/experiments/hot_lines/runs/*``); 0 leaves a
   bound out. A load's own latency is not added to the chain;
 - ``ld.cv`` on host memory: every load goes to the host one at a time, so each warp
   spends its chain time plus a round trip (``link.rtt_ns + gpu.host_path_ns``) per
@@ -22,7 +22,7 @@ traffic allows:
   chain time plus a round trip per load the caches do not serve once warm
   (:func:`steady_miss_fraction`): the kernel keeps one load in flight whatever its
   unroll (the call to the modulo routine waits for the load before it; the SASS in
-  ``validation/results/h200/sass``).
+  ``validation/experiments/sass/runs/h200``).
 
 Assumptions: lines are drawn uniformly from the region; the L1 is the one
 :func:`hostlink.traces.cache.host_read_cache` gives for the GPU (none for ``cv``,

@@ -4,9 +4,9 @@ What a strided zero-copy read through a GH100 L1 fetches from the host per
 sector the kernel reads (``refetch``; 1 = every sector once), taken instead of an
 LRU replay of its loads by the request streams of ``zc_read``/``zc_warps``'
 strided pattern (:mod:`hostlink.validation.twin_micro`). Measured on an H200 by
-``validation/device/l1_policy_probe.sh`` under Nsight Compute
+``validation/experiments/l1_policy/l1_policy_probe.sh`` under Nsight Compute
 (``lts__t_sectors_srcunit_tex_aperture_sysmem_op_read`` over the bytes read / 32 B),
-tabled in the committed run ``validation/results/h200/l1_policy/refetch.csv`` and
+tabled in the committed run ``validation/experiments/l1_policy/runs/h200/refetch.csv`` and
 installed with the package as ``hostlink.model`` data (``data/l1_refetch.csv``,
 read through :mod:`importlib.resources`; its header names the run): chunks of 128 B to
 4 KiB, 4, 8 and 16 B per lane (the compiled kernel's groups at unroll 4: four
@@ -20,10 +20,10 @@ lines in use, from a few dozen warps per SM on, and with 16 B per lane between
 the two loads of one pair (the committed run's README.md gives the numbers). No
 LRU, FIFO or random replay of the loads, in issue order or timed with the link's
 queue, with lines still being filled kept or evicted first, gives these losses
-(``validation/device/l1_replay_ab.py``, the probe's README). Nor is it the time
+(``validation/experiments/l1_policy/l1_replay_ab.py``, the probe's README). Nor is it the time
 a line waits for its data: strided reads of device memory, whose misses are served
 many times sooner, lose the same at the same points
-(``validation/results/h200/l1_latency``). The losses follow the sequence of lines
+(``validation/experiments/l1_latency/runs/h200``). The losses follow the sequence of lines
 the SM's warps touch, by a placement or replacement that is not published.
 
 Interpolation (:func:`strided_refetch`): linear in warps per SM, linear in log2 of
@@ -72,8 +72,8 @@ MEASURED_L1_B = 224 * 1024
 MEASURED_ARCH = "hopper"
 #: the kernels measured: read_kernel<BPL, default, 4, strided> (zc_common.cuh), whose SASS
 #: keeps four loads (4 B per lane) or two pairs (8 and 16 B) in flight per thread
-#: (validation/results/h200/sass); other unrolls lose otherwise (16 B per lane at unroll 2:
-#: nothing at 48 warps per SM, validation/results/h200/unroll_probe)
+#: (validation/experiments/sass/runs/h200); other unrolls lose otherwise (16 B per lane at unroll 2:
+#: nothing at 48 warps per SM, validation/experiments/unroll_probe/runs/h200)
 MEASURED_UNROLL = 4
 MEASURED_BYTES_PER_LANE = (4, 8, 16)
 #: rounds beyond which the losses are taken as settled

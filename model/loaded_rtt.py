@@ -3,7 +3,7 @@
 A zero-copy read's round trip is not fixed: on an H200 (PCIe 5.0 x16) a 128 B
 read takes about 1.22 us with up to 16 warps reading one line each, 1.32 us at
 25% of the link, 1.41 us at 47% and 1.54 us at 85%
-(validation/results/h200/first_run, micro/zc_warps). The engines' queueing adds
+(validation/experiments/first_run/runs/h200, micro/zc_warps). The engines' queueing adds
 only the link's own serialisation, so the growth is modelled outside them, as a
 mean field: the run is predicted with
 

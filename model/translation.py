@@ -51,9 +51,9 @@ UVM driver, not as pinned memory is, and its misses do not bind alike: on an
 H100 random 128 B lines ran at 48, 45 and 43 GB/s over 1, 4 and 16 GiB of
 it where pinned and registered memory ran at 14, 6.0 and 4.9 GB/s, while a
 dependent chase over either grew by 45-195 ns from 256 MiB to 1 GiB, managed
-no more than pinned (``validation/results/h100/accessedby_reach``; an H200
+no more than pinned (``validation/experiments/accessedby_reach/runs/h100``; an H200
 read 1, 4 and 16 GiB of it at 51, 51 and 45 GB/s, pinned memory at 14, 6.0
-and 4.9, ``validation/results/h200/accessedby_reach``). The same reach and
+and 4.9, ``validation/experiments/accessedby_reach/runs/h200``). The same reach and
 walk latency serve both; the walks in flight differ
 (``managed_walkers``), and :func:`managed_host_view` gives the system as such
 memory is translated.

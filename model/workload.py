@@ -76,7 +76,7 @@ class RequestStream:
     stage with its instruction's first request, whatever line it reads, and costs
     the stage nothing of its own: the sector requests of a load that bypasses the
     L1 (``ld.cv``), which cost a warp's round next to nothing where the default
-    operator's cost 14-15 ns each (validation/results/h100/request_cost). None:
+    operator's cost 14-15 ns each (validation/experiments/request_cost/runs/h100). None:
     every line pays. Not stored with a trace either.
 
     ``atomic`` (optional, one bool per row, the same for every row of an
@@ -84,7 +84,7 @@ class RequestStream:
     waits for (an ``ATOM``; a ``RED`` reduction is a write no one waits for). A
     device atomic takes ``gpu.atomic_extra_ns`` beyond a load the L2 serves, and
     its lines leave the warp ``gpu.atomic_request_gap_ns`` apart
-    (validation/results/h200/atomic_chase). None: no instruction is such an atomic
+    (validation/experiments/atomic_chase/runs/h200). None: no instruction is such an atomic
     (or none is known). Set by the coalescer; not stored with a trace."""
     launch: np.ndarray
     warp: np.ndarray

@@ -92,8 +92,8 @@ point) under Nsight Compute with ``--clock-control none``:
   the trace order does not hold; no timed LRU replay gives them either, and the
   strided microbenchmarks' twins take them from a measurement
   (:mod:`hostlink.model.l1_losses`).
-- One thread chasing a random cycle of N lines (validation/results/h200/
-  l1_policy, strides 128 B to 2 MiB, device and host memory alike) keeps every
+- One thread chasing a random cycle of N lines (validation/experiments/
+  l1_policy/runs/h200, strides 128 B to 2 MiB, device and host memory alike) keeps every
   line up to 1728 and 86 / 72 / 71 / 48 / 19 / 0 % of its later loads at 1792 /
   1856 / 1920 / 2048 / 2304 / 2560 lines, where this model keeps 100 / 72 / 47 / 0
   / 0 / 0 %: its capacity, a softer edge.
@@ -206,7 +206,7 @@ def host_read_cache(gpu) -> CacheConfig | None:
     of it, XOR-folded set index; see the module notes), and no L2, when
     ``gpu.caches_host_reads``; else None: the one rule every caller that
     coalesces host reads for a GPU applies (use it with ``cache_host=True``).
-    Measured on an H200 (validation/results/h200/first_run/results.parquet,
+    Measured on an H200 (validation/experiments/first_run/runs/h200/results.parquet,
     README.md there): random 4 B zero-copy loads over a 4 KiB host region run
     at 628 GB/s with the default cache operator and 2.6 GB/s with ``ld.cv``,
     so default loads of host memory are cached; over 64 KiB still 502 GB/s

@@ -33,7 +33,7 @@ config's ``caches_host_reads``, and :func:`hostlink.traces.cache.host_read_cache
 turns it into the caches to pass (with ``cache_host=True``): measured on an
 H200, default zero-copy loads are cached (random 4 B loads over a 4 KiB host
 region run at 628 GB/s, against 2.6 GB/s with ``ld.cv``;
-validation/results/h200/first_run/results.parquet). The seed's naive-kernel
+validation/experiments/first_run/runs/h200/results.parquet). The seed's naive-kernel
 observation, a thread sends a new 32 B request only when it crosses a 32 B
 boundary, so one request serves up to eight 4 B accesses (emogi_vldb2020 §3
 "Strided Access"), is what ``cache_host=True`` with an L1 gives; uncached,

@@ -37,7 +37,7 @@ WEIGHT_B = 4
 #: Edge loads the balanced walk keeps in flight, by load-ahead (the programs are built
 #: with 1 and 4): the SASS of walk<..., kBalanced, ...> on sm_90 waits for the first of
 #: its four windows' loads before it issues the fourth, for every kernel and id width
-#: (validation/results/h200/sass, ``hostlink validate sass``).
+#: (validation/experiments/sass/runs/h200, ``hostlink validate sass``).
 BALANCED_LOADS_IN_FLIGHT = {1: 1, 4: 3}
 
 

@@ -47,8 +47,8 @@ the fit), after a coarse scan of the parameter range:
    median measured over predicted bandwidth. The datasheet's rate is not what the
    SMs reach: an H100's one-line loads (4 B per lane) read 2.87-2.91 TB/s in every
    committed H100 run that has them, 86-87% of its 3.35 TB/s, and an H200's 4.40-4.48
-   TB/s with 8 B per lane or more, 92-93% of its 4.8 (validation/results/h200/
-   device_stream). Where the SMs' issue stage binds first (``gpu.sm_request_ns``:
+   TB/s with 8 B per lane or more, 92-93% of its 4.8 (validation/experiments/
+   device_stream/runs/h200). Where the SMs' issue stage binds first (``gpu.sm_request_ns``:
    an H200's one-line loads at 3.97-4.09 TB/s against the twin's 3.81) the rate is
    not identifiable and keeps its base value. The traversal twins' device arrays
    and migrated pages are read at the fitted rate;
@@ -90,7 +90,7 @@ the fit), after a coarse scan of the parameter range:
    offset but 64 B touches three 64 B host lines per 128 B read, and on an H200
    they all ran at 34.7-35.9 GB/s (4 B per lane), 0.81-0.84 G lines a second,
    where the link allows more (64 B off the line: 41.3; aligned: 51.2;
-   validation/results/h200/cpl_offsets). The start is the largest measured
+   validation/experiments/cpl_offsets/runs/h200). The start is the largest measured
    bandwidth times the burst bytes per byte read; a rate that fits no better than
    none (the DRAM's own, the key unset) is not kept. The aligned reads are held
    out;
@@ -150,7 +150,7 @@ the fit), after a coarse scan of the parameter range:
    so the start is a non-negative least-squares solution. Why per page and not per contiguous run
    (``uvm.move_run_us``, kept at its base value): the driver copies a
    prefetched run in many small pieces (4 to 8 KiB each on an H100,
-   validation/results/h100/uvm_counters), and run costs fitted on first touch
+   validation/experiments/uvm_counters/runs/h100), and run costs fitted on first touch
    leave BFS twice as fast as the GPU runs it. The transfer curve keeps its
    base (UVMSmart's, scaled to the link);
 7. ``uvm.launches_first_fault_us``, where the run splits first touch over
@@ -158,13 +158,13 @@ the fit), after a coarse scan of the parameter range:
    ``micro/uvm_touch/*/launches``, judged on ``first_launch_ms``): a run's
    one-off cost is the wake-up of the driver's fault servicing, which grows
    with the host's idle time before the first faulting launch
-   (validation/results/*/uvm_launches), so the single-launch first touch of
+   (validation/experiments/uvm_launches/runs/*), so the single-launch first touch of
    step 6 (CPU fill, advice, L2 flush before it) and a traversal (residency
    reset, then launches back to back) pay different ones; a first touch of
    pages returned to the host split over launches that follow at once is a
    traversal's context. On two H100 leases it gave 191 and 138 us and their
    traversals 21.9% and 21.7% MAPE, where step 6 alone gave 0-556 us on four
-   leases and left them at 31-41% (validation/results/h100/uvm_session*). So the
+   leases and left them at 31-41% (validation/experiments/uvm_session/runs/h100*). So the
    two contexts have a key each: the traversal twins and first touch split over
    launches take this one, a single launch step 6's ``first_fault_us``, and a
    record without this key (made before it, or by a chain without such a run)
@@ -667,7 +667,7 @@ def _guess_uvm_costs(prob, system, base):
 #: first touch without advice and with ReadMostly, on freshly written host pages and on
 #: pages prefetched back from the GPU (``/returned``: what a traversal's timed
 #: repetitions find; the two measured alike on an H100,
-#: validation/results/h100/uvm_host_state)
+#: validation/experiments/uvm_host_state/runs/h100)
 HOST_STATES = ("", "/returned")
 UVM_TOUCH_GROUPS = tuple(f"micro/uvm_touch/{advice}/{pattern}{state}"
                          for advice in ("none", "readmostly")

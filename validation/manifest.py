@@ -53,7 +53,7 @@ with the group's ``reps``; repetition ``r`` of round ``k`` is recorded as rep
 ``k * reps + r``. A drop of the host's bandwidth that lasts a moment then
 touches one round of many cases rather than every repetition of one (the lent
 H100s showed drops of up to half the bandwidth over two or three back-to-back
-repetitions: validation/results/h100/micro_session).
+repetitions: validation/experiments/micro_session/runs/h100).
 
 Case names: ``<kernel>/<graph>/<variant>/<memory_mode>/<id_bytes>B`` for
 traversal runs, ``micro/<benchmark>/<key>=<value>,...`` for microbenchmark

@@ -139,7 +139,7 @@ def _launch_metrics(metrics: dict, detail: dict, where: str) -> None:
     """``first_launch_ms`` and ``later_launch_ms`` of a uvm_touch point split over
     launches, from its ``detail.launch_ms`` as gpu_kernels/micro/uvm_touch.cu computes
     them (the first launch; the mean of the later ones): builds before those two
-    metrics printed the per-launch times only (validation/results/h200/uvm_launches)."""
+    metrics printed the per-launch times only (validation/experiments/uvm_launches/runs/h200)."""
     launch_ms = detail.get("launch_ms") if isinstance(detail, dict) else None
     if launch_ms is None:
         return

@@ -29,7 +29,7 @@ Model (assumptions):
   the load's write barrier), so those kernels keep one load in flight
   whatever the unroll, with either cache operator (measured: one warp at
   0.085-0.095 GB/s at unroll 1 to 8 over 64 KiB to 1 GiB, on an H200,
-  validation/results/h200/cv_overlap).
+  validation/experiments/cv_overlap/runs/h200).
 - A load is ``LDG`` (global memory; ``LD`` generic, ``LDS`` shared and
   ``LDC`` constant loads are not counted); its destination spans 1, 2 or 4
   registers for 32, 64 and 128 bit widths (``.64``, ``.128``).
@@ -49,12 +49,12 @@ Model (assumptions):
   ``__ldcv``) count like any other: ptxas issues them back to back without a
   wait, and one warp's ld.cv reads of consecutive lines overlap exactly as
   the default operator's (0.10 / 0.19 / 0.37 / 0.71 GB/s at unroll 1 / 2 / 4
-  / 8 with either operator, an H100 and an H200: validation/results/h100/
-  warp_rounds, h200/cv_overlap). What keeps a warp's ld.cv loads of one line
+  / 8 with either operator, an H100 and an H200: validation/experiments/
+  warp_rounds/runs/h100, cv_overlap/runs/h200). What keeps a warp's ld.cv loads of one line
   apart is the memory system's, not the SASS's (the twins').
 
-Checked against measured bandwidth of one warp (validation/results/h200/
-unroll_probe, cv_overlap): the loads in flight found here for the zero-copy
+Checked against measured bandwidth of one warp (validation/experiments/
+unroll_probe/runs/h200, cv_overlap/runs/h200): the loads in flight found here for the zero-copy
 read kernels match the measured bandwidth's steps with ``unroll``
 (tests/validation/test_sass.py).
 """

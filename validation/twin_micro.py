@@ -64,7 +64,7 @@ those whose lines are lost, so over a long grid-stride run they drift apart, and
 their lines then crowd some sets past the L1's ways; where the SM's lines exceed the
 L1 no line survives a round trip, every warp is held back alike and they stay in
 step. Checked against the H200's Nsight Compute counts
-(``validation/results/h200/l1_probe`` and ``unroll_probe``) by
+(``validation/experiments/l1_probe/runs/h200`` and ``unroll_probe``) by
 tests/validation/test_twin_strided_l1.py. The twin's prefix holds a few sectors per
 lane, so the lines a warp leaves behind (which the LRU evicts first) do not enter
 it, nor do the refetches of 16 B per lane (one sector per round trip: nothing to
@@ -123,7 +123,7 @@ MIN_LOADS_PER_WARP = 8
 #: loads in flight of the read kernels for runs without a record of their own: the SASS of
 #: gpu_kernels/micro/zc_read (nvcc 13.0, sm_90; zc_warps holds the same kernels), unchanged
 #: since the first run, as every later run's own record shows; package data of
-#: hostlink.validation, copied from the committed run validation/results/h200/sass (its
+#: hostlink.validation, copied from the committed run validation/experiments/sass/runs/h200 (its
 #: "source" key says so)
 REFERENCE_LOADS_IN_FLIGHT = Path(str(resources.files("hostlink.validation") / "data"
                                      / "zc_read_loads_in_flight.json"))
@@ -354,7 +354,7 @@ def read_kernel_in_flight(params: dict, programs: dict | None = None) -> int | N
     per lane coalesced or strided at unroll 4 issue two pairs, the strided loop at
     unroll 1 four loads (it unrolls the loop), and the random pattern one load
     whatever the unroll (the call to its modulo routine waits for the load before;
-    validation/results/h200/sass, unroll_probe, cv_overlap)."""
+    validation/experiments/sass/runs/h200, unroll_probe, cv_overlap)."""
     cache = str(params.get("cache", "default"))
     pattern = str(params.get("pattern", "coalesced"))
     if cache not in _CACHE_OPERATOR or pattern not in _PATTERN:
@@ -379,7 +379,7 @@ def cv_lines_in_flight(group: int, bytes_per_lane: int) -> int:
     reads consecutive lines at 0.10 / 0.19 / 0.37 / 0.71 GB/s at unroll 1 / 2 / 4 / 8
     with either operator, but its strided ld.cv loads (a lane's next 4-16 B of one
     line) at one load per round trip whatever the unroll: 0.088-0.11 GB/s at 4 B per
-    lane, 0.19-0.24 at 8 B (an H100, validation/results/h100/warp_rounds; the H200's
+    lane, 0.19-0.24 at 8 B (an H100, validation/experiments/warp_rounds/runs/h100; the H200's
     cv_overlap the same). At 16 B per lane the loads come 1.3-1.4 per round trip
     (0.47-0.59 GB/s against 0.38), which this rule leaves out."""
     return max(1, min(group, group * bytes_per_lane // LINE_B))
@@ -503,7 +503,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     op = params.get("op", "load")
     if op != "load":
         raise TwinError(f"case '{case}': op '{op}' has no twin: the twins model loads "
-                        "(device-memory writes: validation/results/h100/write_cost)")
+                        "(device-memory writes: validation/experiments/write_cost/runs/h100)")
     if pattern == "scatter":
         raise TwinError(f"case '{case}': pattern 'scatter' has no twin: which level (L1, L2, "
                         "DRAM) serves each lane's line is not modelled")
@@ -618,7 +618,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     if pattern == "strided" and space == SPACE_HOST and params.get("cache") == "cv":
         # a strided ld.cv load's sector requests leave the SM with its first: 32 of them
         # cost a warp's round what one line does (1208-1323 against 1219-1243 ns, H100,
-        # validation/results/h100/request_cost), where the default operator's cost
+        # validation/experiments/request_cost/runs/h100), where the default operator's cost
         # 14-15 ns each
         stream = stream.with_follows(np.ones(len(stream), dtype=bool))
     # the bytes the twin's loads read (cache hits included), as the program counts them

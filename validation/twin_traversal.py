@@ -214,7 +214,7 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
     at degree 16) keep the edge list's requests and one device request per dependent
     step of the walk (:func:`hostlink.traces.emulator.visits.with_visit_skeleton`), as
     the accesses themselves would need about 14 times the requests (9 GiB for a
-    kron-21 BFS). Measured on the H100 (``validation/results/h100/device_work``): a
+    kron-21 BFS). Measured on the H100 (``validation/experiments/device_work/runs/h100``): a
     hub's warp walks its list alone for a whole launch of a Kronecker graph, and its
     trips are paced by their visits, which the edge list alone leaves out (kron21
     BFS, merged_aligned, zero-copy, 4 B ids, one source: 7.47 ms predicted without

@@ -286,7 +286,7 @@ class HostLoopConfig:
     what each costs on the GPU's timeline (:mod:`hostlink.model.host_loop`). The
     costs hold while the GPU is the bottleneck: each launch runs long enough (20 us
     and more measured) that the host has enqueued the items after it. Defaults:
-    fitted on two leases of an H200's host (validation/results/h200/host_loop, pooled
+    fitted on two leases of an H200's host (validation/experiments/host_loop/runs/h200, pooled
     with host_loop_repeat, 2026-11-29)."""
     launch_gap_us: float = param(1.50, doc="a kernel launch after the stream item before it, "
                                  "outside the launch's own events", ge=0, provenance="measured")

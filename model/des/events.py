@@ -40,7 +40,7 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
   for the warp when served. An atomic whose old value the warp waits for (the
   stream's ``atomic``) is a read that returns ``device_lat_ns +
   atomic_extra_ns`` after its service (the L2's read-modify-write; measured
-  on an H200 where the L2 holds the line: validation/results/h200/atomic_chase).
+  on an H200 where the L2 holds the line: validation/experiments/atomic_chase/runs/h200).
 - The SM's issue stage: a CTA runs on one SM (its CTA slot modulo ``sm_count``;
   a CTA that starts takes the slot the last finished one freed, the first wave
   goes round robin over the SMs). The requests of one instruction reach their
@@ -64,11 +64,11 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
   of its lines holds the SM for ``atomic_sm_ns``, not a load's turn: an atomic
   of k lines waits ``atomic_spread_ns * log2(k)`` more than one of a single
   line, as measured on an H200 for k = 1 to 32 (24-27 ns per doubling up to 4
-  lines, 11-17 beyond: validation/results/h200/atomic_chase), while its 31
+  lines, 11-17 beyond: validation/experiments/atomic_chase/runs/h200), while its 31
   lines would take 134 ns of the turns fitted to loads through the L1; and up
   to 8 warps of one SM each sending such atomics of 32 lines take no longer a
   round than one warp, 16 warps twice as long, about 1 ns a line of the SM
-  (validation/results/h200/atomic_warps).
+  (validation/experiments/atomic_warps/runs/h200).
   A request enters its path when it leaves its SM. The first request of
   an idle warp on an idle SM leaves at once, so neither cost changes an unloaded
   latency. Both 0 (the default): every request leaves the moment its instruction
@@ -104,7 +104,7 @@ References: emogi_vldb2020 §3.3 (tags bound outstanding reads, the round trip,
 32 B reads against 64 B DRAM bursts); shared/design/REFERENCE.md (completion
 credits: outstanding = min(tags, completion headers, completion data); the
 GPU's own outstanding limit); the issue stage's costs,
-validation/results/h100/request_cost and request_share (a warp's load of
+validation/experiments/request_cost/runs/h100 and request_share (a warp's load of
 32 sector requests against one line; 1 to 8 warps per SM); the byte counts are the packetiser's
 (:mod:`hostlink.model.pcie.tlp`) and the DRAM model's (:mod:`hostlink.model.dram`).
 """

@@ -67,7 +67,7 @@ block the batch services (the driver services a batch block by block:
 locking, residency and prefetch masks, chunk allocation, the copy push, the
 GPU page-table update), plus ``copy_page_us`` for every page it copies to the
 GPU, migrated or read-duplicated (the driver copies a prefetched run in many
-small pieces: 4 to 8 KiB each on an H100, validation/results/h100/uvm_counters),
+small pieces: 4 to 8 KiB each on an H100, validation/experiments/uvm_counters/runs/h100),
 plus ``move_run_us`` for every contiguous run of pages within a VA block that
 it moves off the host and ``move_page_us`` for every such page (the CPU
 unmapping below; a read-duplicated page pays neither), plus ``fault_us`` for
@@ -89,13 +89,13 @@ override them); ``hostlink validate calibrate`` fits ``block_us``,
 these four). Costs per contiguous run or per fault fitted on first touch do
 not carry over to BFS, whose batches span many more neighbour lists: fitted
 on an H100's first touch, run costs left kron21 BFS 40% too fast and fault
-costs 40-80% too slow, page costs within 4-25% (validation/results/h100).
+costs 40-80% too slow, page costs within 4-25% (validation/experiments/*/runs/h100).
 ``raised_fault_us`` (``uvm.raised_fault_us``, default 0, fitted by no calibration step) is charged
 for every fault the warps raise on a page that no queued fault is pending for
 (``UvmResult.faults_raised``: warps that miss on a page whose fault is queued
 wait on it, as the GPU's TLBs coalesce misses in flight), with the next
 batch, whether or not the prefetcher brings the page before a batch fetches
-the fault. On the H200 (validation/results/h200/uvm_faults) sparse first
+the fault. On the H200 (validation/experiments/uvm_faults/runs/h200) sparse first
 touch of 512 MiB with ReadMostly, which moves every page whatever the stride
 from 4 to 64 KiB, took 49.0, 30.9, 22.4, 18.5 and 16.9 ms for 131072 down to
 8192 lines, straight in the lines touched (0.26 us each, residuals within
@@ -103,17 +103,17 @@ from 4 to 64 KiB, took 49.0, 30.9, 22.4, 18.5 and 16.9 ms for 131072 down to
 faults a batch fetches stay flat between 8 and 16 KiB in the model; dense
 touch, which raises a fault on every page, took what one line per page took
 in that run (50.4 against 49.0 ms) but not in the repeat (47.1 against 37.4)
-nor on an H100 (validation/results/h100/uvm_faults). Added to the fitted
+nor on an H100 (validation/experiments/uvm_faults/runs/h100). Added to the fitted
 costs, it takes the first-touch fit's residual from 22.4% to 16.4% on that
 H200 and from 22.0% to 15.5% and 23.8% to 17.2% on two H100 runs
-(validation/results/h100/uvm_session, uvm_faults), ``fault_us`` to 17.9%,
+(validation/experiments/uvm_session/runs/h100, uvm_faults), ``fault_us`` to 17.9%,
 16.4% and 19.7%; but the traversals held out go from 25.0% to 27.7%
 (``raised_fault_us``) and 34.3% (``fault_us``) on the H200 and from 20.1% to
 20.2% and 20.7%, and 20.7% to 21.1% and 23.7%, on the H100s (``cost_forms.py``
 in the H200's folder, the same 144 cases on each). A cost per fault fitted on first touch does not carry over to a BFS
 level's scattered lists, so calibrate keeps the per-page form.
 A run's one-off cost (``first_fault_us``: about 0.1 ms on that H100, where
-one fault in one VA block takes 0.1 ms in all, validation/results/h100/uvm_sizes)
+one fault in one VA block takes 0.1 ms in all, validation/experiments/uvm_sizes/runs/h100)
 is what small traversals (a few MB of edges) lose most without.
 
 Moving a page off the host unmaps it from the CPU. A migrating service

@@ -30,7 +30,7 @@ visited one after another, so a wave runs in 8 steps, step j the vertices
 with ``v % 8 == j``; a balanced warp reads its 8 vertices' values at once,
 before its walk. Warps of inactive vertices exit at once, which this
 ignores: an H200 uses their slots again only in part
-(validation/results/h200/warp_slots), and packing the active warps alone
+(validation/experiments/warp_slots/runs/h200), and packing the active warps alone
 into the SMs' slots would bring SSSP's edges closer to the measured ones but
 not its kernel time (that folder's waves_ab.py).
 

@@ -4,7 +4,7 @@
 # each with 1 or 32 lanes on nodes of their own, loads (ld.cg and the default operator)
 # beside atomicMin that returns the word, over 256 KiB (2048 lines the L2 holds after
 # their first lap), 20000 steps, warp 0 timed, 3 repetitions. One warp's atomic of 32
-# lines spreads over 94 ns (validation/results/h200/atomic_chase); the SM's turns fitted
+# lines spreads over 94 ns (validation/experiments/atomic_chase/runs/h200); the SM's turns fitted
 # to loads through the L1 (gpu.sm_request_ns, 4.34 ns a line) would hold 8 such warps
 # 1.1 us a round. Run from the repository root on the lent GPU with OUT set; the
 # results land in $OUT/atomic_warps.tar.gz.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # What slows strided ld.cv reads of host memory once several warps send them
-# (validation/results/h100/warp_rounds: one warp's strided ld.cv load of 32 sectors
+# (validation/experiments/warp_rounds/runs/h100: one warp's strided ld.cv load of 32 sectors
 # takes one line's round trip, but 16 warps on 4 KiB chunks read 1.4-3.6 times
 # slower than the twin, where 128 B chunks do not): gpu_kernels/bin/zc_warps,
 # strided, 4 B per lane, unroll 1, pinned host memory, ld.cv and the default

@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width
 mkdir -p /tmp/ns/hostlink /tmp/dwp_graphs
 for d in model traces validation; do ln -sfn "$PWD/$d" "/tmp/ns/hostlink/$d"; done
 export PYTHONPATH=/tmp/ns PYTHONUNBUFFERED=1
-( time python3 validation/device/pregen.py /tmp/dwp_graphs validation/manifests/first_run.toml ) > "$OUT/graphs.txt" 2>&1
+( time python3 validation/experiments/tools/pregen.py /tmp/dwp_graphs validation/experiments/first_run/manifest.toml ) > "$OUT/graphs.txt" 2>&1
 G=/tmp/dwp_graphs
 declare -A SRC=([kron21]=322668 [urand21]=573449 [kron14]=9198 [urand14]=10374)
 

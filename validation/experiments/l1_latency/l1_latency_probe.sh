@@ -1,9 +1,9 @@
 #!/bin/bash
 # Do the L1's losses of strided reads follow the latency of the memory behind it?
-# (validation/results/h200/l1_latency/README.md)
+# (validation/experiments/l1_latency/README.md)
 # zc_read's strided pattern (unroll 4, default cache operator, every thread one chunk)
 # over device memory and over pinned host memory in one lease, at the points where
-# validation/results/h200/l1_policy/ measured the host losses: chunks of 512 B and
+# validation/experiments/l1_policy/runs/h200/ measured the host losses: chunks of 512 B and
 # 2 KiB, 4 and 16 B per lane, 8 to 48 warps per SM. Device memory answers an L1
 # miss in a few hundred ns, host memory in a microsecond or more: the same warps
 # keep the same lines in use for far less time. Under Nsight Compute

@@ -1,4 +1,4 @@
-"""Tables of the L1 latency probe (validation/device/l1_latency_probe.sh): for each
+"""Tables of the L1 latency probe (validation/experiments/l1_latency/l1_latency_probe.sh): for each
 memory mode, chunk, bytes per lane and warps per SM, the sectors the L2 served the L1
 per sector the program read (1 = every sector fetched once), and the median bandwidth
 of the same points timed without Nsight Compute.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# What the L1 keeps, two ways (validation/results/h200/l1_policy/README.md):
+# What the L1 keeps, two ways (validation/experiments/l1_policy/README.md):
 #  chase/   one thread's pointer chase (gpu_kernels/bin/ptr_chase, default cache
 #           operator, one random cycle) over N lines of device memory at strides
 #           of 128 B to 4 KiB, N from 512 to 3072 lines around the 1792 lines of

@@ -1,4 +1,4 @@
-"""Tables of the L1 probe (validation/device/l1_policy_probe.sh): the chases' median
+"""Tables of the L1 probe (validation/experiments/l1_policy/l1_policy_probe.sh): the chases' median
 latency per link by stride and lines, and the host sectors the strided reads fetched
 per sector read by chunk, rounds, bytes per lane and warps per SM.
 

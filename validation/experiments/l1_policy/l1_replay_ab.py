@@ -1,6 +1,6 @@
 """Replays of one SM's strided loads through an L1 against the GH100's measured losses.
 
-What `validation/results/h200/l1_policy/README.md` says of replays: none of these
+What `validation/experiments/l1_policy/README.md` says of replays: none of these
 reproduces the host sectors the L1 fetches per sector read in the H200's
 `l1_probe` (256 MiB a point) and the H100's `drift_probe` (16 MiB - 1 GiB). Each
 replays SM 0's warps (CTAs of 8 warps dealt to the 132 SMs in turn) reading
@@ -17,7 +17,7 @@ loads; 8 and 16 B: a pair), over 256 sets of 7 ways with the XOR-folded index of
   such a line (and with it, a miss that finds every way of its set so held is not
   cached), and with random replacement.
 
-Usage: python validation/device/l1_replay_ab.py   (about a minute; prints each
+Usage: python validation/experiments/l1_policy/l1_replay_ab.py   (about a minute; prints each
 replay's mean and largest difference from the measurements, in sectors per sector)
 """
 from __future__ import annotations
@@ -194,7 +194,7 @@ def drift_points() -> dict[tuple[int, int, int, int], float]:
     """The H100 drift probe's refetch per point (mean of each point's launches)."""
     sizes = {"16MiB": 16 << 20, "64MiB": 64 << 20, "256MiB": 256 << 20, "1GiB": 1 << 30}
     out = {}
-    for f in sorted((ROOT / "validation/results/h100/drift_probe").glob("ncu_*.csv")):
+    for f in sorted((ROOT / "validation/experiments/drift_probe/runs/h100").glob("ncu_*.csv")):
         m = re.fullmatch(r"ncu_chunk(\d+)_bpl(\d+)_warps(\d+)_total(\w+)\.csv", f.name)
         text = "".join(r for r in f.read_text().splitlines(keepends=True) if r.startswith('"'))
         rows = list(csv.DictReader(io.StringIO(text)))[1:]

@@ -16,7 +16,7 @@ SM's lines queue: the round is the SM's 256 lines one after another, so
 ``round / 256`` is the SM's time per line. Each constant is the mean over the
 two chunk sizes (128 B and 4 KiB).
 
-Usage: python3 validation/device/issue_stage_fit.py COST_DIR SHARE_DIR [COST_DIR SHARE_DIR ...]
+Usage: python3 validation/experiments/request_share/issue_stage_fit.py COST_DIR SHARE_DIR [COST_DIR SHARE_DIR ...]
 (a pair per lease; prints JSON: each lease's constants and the rounds they come
 from, and the constants' mean over the leases, which the GPU presets carry).
 """

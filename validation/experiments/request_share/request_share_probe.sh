@@ -1,5 +1,5 @@
 #!/bin/bash
-# Whether the SM's cost per request of a load (validation/results/h100/request_cost) is
+# Whether the SM's cost per request of a load (validation/experiments/request_cost/runs/h100) is
 # paid per warp or shared by the warps of one SM: gpu_kernels/bin/zc_warps in device
 # memory with 1, 2, 4 and 8 warps on every SM (132 x 1..8 warps in blocks of that many),
 # strided reads (32 sector requests a load; 128 B and 4 KiB chunks) beside coalesced

@@ -52,13 +52,14 @@ fi
 echo "== $(date -u +%FT%TZ) graphs"
 manifests=()
 for spec in "$@"; do manifests+=("${spec%%:*}"); done
-python3 validation/device/pregen.py "$graphs" "${manifests[@]}" | tee "$work/graphs.jsonl"
+python3 validation/experiments/tools/pregen.py "$graphs" "${manifests[@]}" | tee "$work/graphs.jsonl"
 
 i=0
 for spec in "$@"; do
   manifest=${spec%%:*}
   budget=${spec##*:}
   name=$(basename "$manifest" .toml)
+  [ "$name" = manifest ] && name=$(basename "$(dirname "$manifest")")
   dir=$work/run${i}_$name
   echo "== $(date -u +%FT%TZ) validate run $manifest ($budget s)"
   timeout --kill-after=10 "$budget" python3 -m hostlink.validation.cli run "$manifest" --out "$dir" \
@@ -67,6 +68,7 @@ for spec in "$@"; do
   if [ ! -f "$dir/results.csv" ] && [ -f "$dir/run.json" ]; then
     python3 -m hostlink.validation.cli run "$manifest" --out "$dir" --reparse || true
   fi
+  python3 -m hostlink.validation.cli pack "$dir" || true
   mkdir -p "$dir/graphs"
   find "$graphs" -name '*.bel.*' -size -8M -exec cp {} "$dir/graphs/" \;
   (cd "$dir" && tar czf "$OUT/run${i}_$name.tar.gz" .)

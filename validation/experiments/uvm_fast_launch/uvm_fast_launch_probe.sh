@@ -1,6 +1,6 @@
 #!/bin/bash
 # What the UVM driver does in the migrating launch of a BFS that the model times
-# right and of one it times too slow (validation/results/h100/uvm_ids): kron21
+# right and of one it times too slow (validation/experiments/uvm_ids/runs/h100): kron21
 # with 4 B ids from sources 1786844 (11.2 ms measured, 21.0 predicted) and
 # 322668 (24.3 / 25.2), kron20 with 8 B ids from 868962 (13.6 / 20.7) and 653996
 # (23.8 / 23.2); BFS merged_aligned in managed memory, no advice, load-ahead 4,
@@ -21,7 +21,7 @@ for d in model traces validation; do ln -sfn "$repo/$d" "/tmp/ns/hostlink/$d"; d
 export PYTHONPATH=/tmp/ns PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv > $W/gpu.txt 2>&1
 make -C gpu_kernels -j"$(nproc)" bin/bfs bin/libuvm_counters.so > $W/build.log 2>&1 || { tail -20 $W/build.log; exit 1; }
-python3 validation/device/pregen.py "$graphs" validation/manifests/uvm_ids.toml > $W/graphs.jsonl
+python3 validation/experiments/tools/pregen.py "$graphs" validation/experiments/uvm_ids/manifest.toml > $W/graphs.jsonl
 : > $W/index.txt
 run() {
   local name=$1; shift

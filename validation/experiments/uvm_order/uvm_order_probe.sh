@@ -24,7 +24,7 @@ rm -rf "$work"; mkdir -p "$work"
 make -C gpu_kernels -j"$(nproc)" bin/bfs bin/devinfo > /tmp/uop_build.txt 2>&1 || { tail -20 /tmp/uop_build.txt; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv > "$OUT/gpu.txt"
 cat "$OUT/gpu.txt"
-python3 validation/device/pregen.py "$graphs" validation/manifests/uvm_session24.toml | tee "$OUT/graphs.jsonl"
+python3 validation/experiments/tools/pregen.py "$graphs" validation/experiments/uvm_session24/manifest.toml | tee "$OUT/graphs.jsonl"
 
 run() {  # graph source mode ids
   local name="$1_$3_${4/,/-}"

@@ -1,9 +1,9 @@
 """Measured against predicted for this folder's zc_warps points (plain.jsonl): each
 strided point with the warps spread as the program spreads them by default, predicted
-by the micro twin with validation/results/h100/warp_rounds' calibrated system (the
+by the micro twin with validation/experiments/warp_rounds/runs/h100' calibrated system (the
 DES). One JSON line per point on stdout, then the table the README shows.
 
-Usage: python3 validation/results/h100/cv_pages/twin_ab.py (from the repository root)
+Usage: python3 validation/experiments/cv_pages/runs/h100/twin_ab.py (from the repository root)
 """
 import json
 import statistics

@@ -5,7 +5,7 @@ DES) from the edge list alone and with the steps; kernel_time_ms against the med
 that source's measured repetitions. One JSON line per case on stdout.
 
 Usage: python3 steps_ab.py RUN_DIR VARIANTS GRAPHS
-(e.g. validation/results/h100/first_run merged,merged_aligned,chunked kron21,urand21)
+(e.g. validation/experiments/first_run/runs/h100 merged,merged_aligned,chunked kron21,urand21)
 """
 import glob
 import json

@@ -7,7 +7,7 @@ gpu.sm_request_ns); kernel_time_ms against the median of that source's measured
 repetitions. One JSON line per case on stdout.
 
 Usage: python3 issue_ab.py RUN_DIR CASE_REGEX [PRESET]
-(e.g. validation/results/h100/first_run '^bfs/kron21/merged/' h100-pcie5)
+(e.g. validation/experiments/first_run/runs/h100 '^bfs/kron21/merged/' h100-pcie5)
 """
 import json
 import re

@@ -2,8 +2,8 @@
 dependent steps and the SM's issue stage), against the committed report's predictions.
 
 The new predictions come from
-    hostlink validate report validation/results/h100/scale24 \
-        --system SYSTEM --calibration validation/results/h100/scale24/calibration.json \
+    hostlink validate report validation/experiments/scale24/runs/h100 \
+        --system SYSTEM --calibration validation/experiments/scale24/runs/h100/calibration.json \
         --out OUT --max-sources 1 --only micro/,/merged_aligned/
 where SYSTEM is this folder's calibrated.toml with the H100 preset's issue costs
 (gpu.request_gap_ns, gpu.host_request_gap_ns, gpu.sm_request_ns: 6.54, 13.64,

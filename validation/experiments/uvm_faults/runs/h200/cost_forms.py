@@ -1,6 +1,6 @@
 """Which form of the UVM fault-service cost carries from first touch to traversals?
 
-For a run with UVM first touch and UVM traversals (this folder, ../../h100/uvm_session):
+For a run with UVM first touch and UVM traversals (this folder, validation/experiments/uvm_session/runs/h100):
 fit the service costs on the run's first touch as calibrate steps uvm_batches and
 uvm_first_launch do, in four forms, and predict the run's UVM traversals with each:
 
@@ -30,7 +30,7 @@ and each traversal's prediction are sums over those columns.
 
 Usage (from the repository root; a run's traversals take 15-20 min on one core, kept
 in CACHE_JSON and reused):
-    python3 validation/results/h200/uvm_faults/cost_forms.py RUN_DIR CACHE_JSON
+    python3 validation/experiments/uvm_faults/runs/h200/cost_forms.py RUN_DIR CACHE_JSON
 """
 import collections
 import json

@@ -7,7 +7,7 @@ line through time against lines per (advice, size) gives the cost of a touched p
 beyond the pages moved; the dense sequential touch (every page touched) is printed
 beside it. One row per point: median time_ms over the repetitions.
 
-Usage: python3 validation/results/h200/uvm_faults/lines_fit.py [RUN_DIR ...] (from the
+Usage: python3 validation/experiments/uvm_faults/runs/h200/lines_fit.py [RUN_DIR ...] (from the
 repository root; default: this folder and ../uvm_faults_repeat)
 """
 import sys

@@ -1,6 +1,6 @@
 """Edges SSSP and CC read per run: measured against the emulator's schedules of a launch.
 
-Usage (repository root): python validation/results/h200/warp_slots/waves_ab.py [--twins]
+Usage (repository root): python validation/experiments/warp_slots/runs/h200/waves_ab.py [--twins]
 (writes waves_ab.csv beside this file; with ``--twins`` also waves_ab_kernel_time.csv,
 about ten minutes on two cores).
 
@@ -34,6 +34,8 @@ import pandas as pd
 from hostlink.traces.emulator import algorithms as alg
 from hostlink.validation.twin_common import load_run
 from hostlink.validation.twin_traversal import GraphSource
+from hostlink.validation.data_tree import run_dir
+from hostlink.validation.data_tree import run_dir
 
 ROOT = Path(__file__).resolve().parents[4]
 HERE = Path(__file__).resolve().parent
@@ -92,7 +94,7 @@ def kernel_time_ab() -> pd.DataFrame:
     from hostlink.model.predict import resolve_system
     from hostlink.validation.twins import predict_run
 
-    folder = ROOT / "validation" / "results" / "h200" / "first_run"
+    folder = run_dir("first_run", "h200")
     system = resolve_system(str(folder / "calibrated.toml"))
     run = load_run(folder)
     cases = set(run.measured["case"].unique())
@@ -128,7 +130,7 @@ def kernel_time_ab() -> pd.DataFrame:
 def measured() -> pd.DataFrame:
     rows = []
     for gpu in ("h200", "h100"):
-        folder = ROOT / "validation" / "results" / gpu / "first_run"
+        folder = run_dir("first_run", gpu)
         res = pd.read_parquet(folder / "results.parquet")
         res = res[res.case.str.match(r"^(sssp|cc)/") & (res.metric == "edges_read")]
         cases = json.loads((folder / "metadata.json").read_text())["cases"]
@@ -146,7 +148,7 @@ def measured() -> pd.DataFrame:
 
 def main(argv: list[str]) -> None:
     meas = measured()
-    graphs = GraphSource(load_run(ROOT / "validation" / "results" / "h200" / "first_run"))
+    graphs = GraphSource(load_run(run_dir("first_run", "h200")))
     out = []
     for (kernel, graph, variant, source), g in meas.groupby(["kernel", "graph", "variant", "source"]):
         csr = graphs.get(graph)

@@ -14,7 +14,7 @@ case on stdout: kernel_time_ms measured (median of the source's repetitions), bo
 predictions and their errors, and the share of device reads the L2 served.
 
 Usage: python3 levels_ab.py RUN_DIR CASE_REGEX
-(e.g. validation/results/h100/first_run '^bfs/kron21/merged_aligned/device/8B')
+(e.g. validation/experiments/first_run/runs/h100 '^bfs/kron21/merged_aligned/device/8B')
 """
 import dataclasses, json, re, sys, time
 import numpy as np

@@ -1,6 +1,6 @@
 """Median latency per link (ns) of the atomic chase probes in this folder.
 
-    python validation/results/h200/atomic_chase/probes/summary.py
+    python validation/experiments/atomic_chase/runs/h200/probes/summary.py
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ before host_loop/'s run). walk_shape.jsonl: the programs' loops and three parts
 around walks of 1, 64 and 2048 CTAs, with and without each thread setting a
 flag byte (the lease of host_loop_repeat/'s run, right after it).
 
-    python validation/results/h200/host_loop/probes/summary.py
+    python validation/experiments/host_loop/runs/h200/probes/summary.py
 """
 from __future__ import annotations
 
