@@ -109,12 +109,12 @@ reports-h200: $(STAMP)
 	@# lease weighing the same (the cost differs from lease to lease), beside the chain's
 	@# single-launch cost; first_run is reported with both (its calibration and that one
 	@# cost: nothing of first_run is in the pool), as are the scale-14 UVM traversals of the
-	@# two traversal14 runs and uvm_session_repeat's (a lease outside the pool)
+	@# two traversal14 runs and uvm_session/runs/h200-repeat's (a lease outside the pool)
 	$(CAL) $(EXP)/uvm_launches/runs/h200 --system $(EXP)/first_run/runs/h200/calibrated.toml --steps uvm_first_launch \
 	  --pool $(EXP)/uvm_session/runs/h200,$(EXP)/uvm_faults/runs/h200,$(EXP)/uvm_faults/runs/h200-repeat,$(EXP)/uvm_session24/runs/h200 --quiet
 	@# the host loop between a traversal's launches (a flag's reset and read-back, a
 	@# synchronisation): each stream item's cost fitted on host_loop's loops of parts, the
-	@# two leases pooled (host_loop_repeat's own fit beside), the programs' own loops held
+	@# two leases pooled (host_loop/runs/h200-repeat's own fit beside), the programs' own loops held
 	@# out; first_run's time_ms takes it
 	$(CAL) $(EXP)/host_loop/runs/h200-repeat --system $(EXP)/uvm_launches/runs/h200/calibrated.toml --steps host_loop --quiet
 	$(CAL) $(EXP)/host_loop/runs/h200 --system $(EXP)/uvm_launches/runs/h200/calibrated.toml --steps host_loop \
@@ -124,7 +124,7 @@ reports-h200: $(STAMP)
 	done
 	@# what an atomic that returns costs beyond a load (SSSP's and CC's atomicMin): fitted
 	@# on atomic_chase's chases of 1 and 32 lanes over 64 KiB, with the chain's device
-	@# latencies; its other chases held out, and atomic_chase_repeat (the next lease) whole;
+	@# latencies; its other chases held out, and atomic_chase/runs/h200-repeat (the next lease) whole;
 	@# first_run's traversals take it, with atomic_warps' SM turn
 	$(CAL) $(EXP)/atomic_chase/runs/h200 --system $(EXP)/host_loop/runs/h200/calibrated.toml --steps atomic --quiet
 	for r in atomic_chase/runs/h200 atomic_chase/runs/h200-repeat; do \
@@ -154,7 +154,7 @@ reports-h200: $(STAMP)
 	$(CAL) $(EXP)/uvm_session24/runs/h200 --system $(EXP)/first_run/runs/h200/calibrated.toml --quiet
 	$(REPORT) $(EXP)/uvm_session24/runs/h200 --system $(EXP)/uvm_session24/runs/h200/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
 	@# the same on a later lease, with its own first touch and with the earlier lease's
-	@# costs (uvm_session24_repeat/README.md)
+	@# costs (validation/experiments/uvm_session24/README.md)
 	$(CAL) $(EXP)/uvm_session24/runs/h200-repeat --system $(EXP)/first_run/runs/h200/calibrated.toml --quiet
 	$(REPORT) $(EXP)/uvm_session24/runs/h200-repeat --system $(EXP)/uvm_session24/runs/h200-repeat/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
 	$(REPORT) $(EXP)/uvm_session24/runs/h200-repeat --system $(EXP)/uvm_session24/runs/h200/calibrated.toml --only bfs/ --max-sources 1 \

@@ -8,16 +8,10 @@
 # to loads through the L1 (gpu.sm_request_ns, 4.34 ns a line) would hold 8 such warps
 # 1.1 us a round. Run from the repository root on the lent GPU with OUT set; the
 # results land in $OUT/atomic_warps.tar.gz.
-set -u
-cd "$(dirname "$0")/../.."
-: "${OUT:?OUT must name the output folder}"
-W=/tmp/atomic_warps
-mkdir -p $W
-nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv > $W/gpu.txt 2>&1
-( time make -C gpu_kernels bin/ptr_chase ) > $W/build.txt 2>&1 || { tail -20 $W/build.txt; exit 1; }
+source "$(dirname "$0")/../tools/probe_common.sh"
+probe_start atomic_warps bin/ptr_chase
 P=gpu_kernels/bin/ptr_chase
 $P --memory-mode device --stride-B 128 --footprint-B 256KiB --cache cg,default,atomic --lanes 1,32 \
   --warps 1,2,4,8,16 --steps 20000 --reps 3 > $W/plain.jsonl 2> $W/plain.err
 echo "ptr_chase rc $? lines $(grep -c measurement $W/plain.jsonl)"
-(cd $W && tar czf "$OUT/atomic_warps.tar.gz" .)
-ls -l "$OUT"
+probe_pack atomic_warps

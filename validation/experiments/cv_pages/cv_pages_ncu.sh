@@ -5,13 +5,8 @@
 # sysmem read requests, sectors, lookup hits and misses and sysmem fills.
 # --clock-control none: the card's clocks untouched. Run from the repository root
 # on the lent GPU with OUT set; everything lands in $OUT/cv_pages_ncu.tar.gz.
-set -u
-cd "$(dirname "$0")/../.."
-: "${OUT:?OUT must name the output folder}"
-W=/tmp/cv_pages_ncu
-mkdir -p $W
-nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv > $W/gpu.txt 2>&1
-( time make -C gpu_kernels bin/zc_warps ) > $W/build.txt 2>&1 || { tail -20 $W/build.txt; exit 1; }
+source "$(dirname "$0")/../tools/probe_common.sh"
+probe_start cv_pages_ncu bin/zc_warps
 Z=gpu_kernels/bin/zc_warps
 M="gpu__time_duration.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,lts__t_requests_srcunit_tex_aperture_sysmem_op_read.sum,lts__t_sectors_srcunit_tex_aperture_sysmem_op_read.sum,lts__t_sectors_srcunit_tex_aperture_sysmem_op_read_lookup_hit.sum,lts__t_sectors_srcunit_tex_aperture_sysmem_op_read_lookup_miss.sum,lts__d_sectors_fill_sysmem.sum"
 timeout 300 ncu --clock-control none -k regex:read_kernel --csv --page raw --metrics $M \
@@ -19,5 +14,4 @@ timeout 300 ncu --clock-control none -k regex:read_kernel --csv --page raw --met
   --total-B 4MiB --max-per-warp-B 256KiB --reps 1 --memory-mode zerocopy --cache default,cv \
   > $W/ncu.csv 2> $W/ncu.err
 echo "ncu rc $?"
-(cd $W && tar czf "$OUT/cv_pages_ncu.tar.gz" .)
-ls -l "$OUT"
+probe_pack cv_pages_ncu

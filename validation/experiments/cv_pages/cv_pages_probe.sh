@@ -14,20 +14,15 @@
 # the pages or the address bits the lanes share set the cost.
 # Run from the repository root on the lent GPU with OUT set; everything lands in
 # $OUT/cv_pages.tar.gz.
-set -u
-cd "$(dirname "$0")/../.."
-: "${OUT:?OUT must name the output folder}"
-W=/tmp/cv_pages
-mkdir -p $W
-nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv > $W/gpu.txt 2>&1
+source "$(dirname "$0")/../tools/probe_common.sh"
+probe_start cv_pages bin/zc_warps
 git rev-parse HEAD > $W/commit.txt 2>/dev/null
-( time make -C gpu_kernels bin/zc_warps ) > $W/build.txt 2>&1 || { tail -20 $W/build.txt; exit 1; }
 Z=gpu_kernels/bin/zc_warps
 COMMON="--pattern strided --bytes-per-lane 4 --unroll 1 --total-B 16MiB --max-per-warp-B 256KiB --reps 3 --memory-mode zerocopy"
 if [ "${PART:-}" = offsets ]; then
   $Z $COMMON --cache cv --chunk-B 128,2048,2176,4096,4160,4224,4352,8192 --warps 16,64 > $W/offsets.jsonl 2> $W/offsets.err
   echo "offsets rc $? lines $(grep -c measurement $W/offsets.jsonl)"
-  (cd $W && tar czf "$OUT/cv_pages.tar.gz" .)
+  probe_pack cv_pages
   exit 0
 fi
 {
@@ -37,5 +32,4 @@ for wpb in 1 4 16; do
 done
 } > $W/plain.jsonl 2> $W/plain.err
 echo "plain rc $? lines $(grep -c measurement $W/plain.jsonl)"
-(cd $W && tar czf "$OUT/cv_pages.tar.gz" .)
-ls -l "$OUT"
+probe_pack cv_pages

@@ -9,9 +9,7 @@
 # --clock-control none: the card's clocks untouched. Run from the repository
 # root on the lent GPU with OUT set; graphs are generated as first_run's.
 # Everything is packed into $OUT/device_work.tar.gz.
-set -u
-cd "$(dirname "$0")/../.."
-: "${OUT:?OUT must name the output folder}"
+source "$(dirname "$0")/../tools/probe_common.sh"
 nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv > "$OUT/gpu.txt" 2>&1
 ( time make -C gpu_kernels -j8 bin/bfs bin/sssp bin/cc bin/pagerank ) > "$OUT/build.txt" 2>&1 || { tail -20 "$OUT/build.txt"; exit 1; }
 mkdir -p /tmp/ns/hostlink /tmp/dwp_graphs

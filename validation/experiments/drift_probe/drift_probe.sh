@@ -7,8 +7,7 @@
 # the host's memory); --clock-control none: the card's clocks untouched. One ncu
 # process per point (ncu_<point>.csv), each point also timed without the profiler
 # (plain.jsonl). Run from the repository root on the lent GPU with OUT set.
-set -u
-cd "$(dirname "$0")/../.."
+source "$(dirname "$0")/../tools/probe_common.sh"
 nvidia-smi --query-gpu=name,pcie.link.gen.current,pcie.link.width.current,driver_version --format=csv > $OUT/gpu.txt 2>&1
 ( time make -C gpu_kernels bin/zc_read ) > $OUT/build.txt 2>&1 || { cat $OUT/build.txt; exit 1; }
 R=gpu_kernels/bin/zc_read

@@ -12,9 +12,7 @@
 # memory; the same points timed without it (plain.jsonl).
 # Run from the repository root on the lent GPU with OUT set; everything is packed
 # into $OUT/l1_latency.tar.gz (gpu.txt, build.txt, log.txt, rounds/).
-set -u
-cd "$(dirname "$0")/../.."
-: "${OUT:?OUT must name the output folder}"
+source "$(dirname "$0")/../tools/probe_common.sh"
 DEST=$OUT
 OUT=/tmp/l1_latency
 rm -rf $OUT; mkdir -p "$OUT/rounds"

@@ -18,7 +18,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "l1_policy"))
 from l1_policy_summary import SMS, launch_point, ncu_launches, number  # noqa: E402
 
 Key = tuple[str, int, int, int]

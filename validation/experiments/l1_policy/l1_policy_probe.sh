@@ -22,9 +22,7 @@
 # 512 B chunks read twice and eight times round, 24 to 48 warps per SM.
 # Run from the repository root on the lent GPU with OUT set; everything is packed
 # into $OUT/l1_policy[2].tar.gz (gpu.txt, build.txt, log.txt, chase/, rounds/).
-set -u
-cd "$(dirname "$0")/../.."
-: "${OUT:?OUT must name the output folder}"
+source "$(dirname "$0")/../tools/probe_common.sh"
 PART=${1:-1}
 DEST=$OUT
 OUT=/tmp/l1_policy$([ "$PART" = 1 ] || echo "$PART")

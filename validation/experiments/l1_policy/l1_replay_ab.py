@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SMS, WARPS_PER_CTA, SETS, WAYS = 132, 8, 256, 7
 LOADS_PER_TRIP = {4: 4, 8: 2, 16: 2}        # the compiled groups at unroll 4
 ORDER_POLICIES = ("lru", "fifo", "random")

@@ -5,9 +5,7 @@
 # does), every variant but balanced, device and zero-copy edges, 8 B ids, 10
 # repetitions, CUDA events (bfs_iso.jsonl, launch_grid.jsonl); medians printed.
 # Run from the repository root on the lent GPU with OUT set.
-set -u
-cd "$(dirname "$0")/../.."
-: "${OUT:?OUT must name the output folder}"
+source "$(dirname "$0")/../tools/probe_common.sh"
 make -C gpu_kernels -j8 bin/bfs bin/launch_grid > /tmp/lp_build.txt 2>&1 || { tail -20 /tmp/lp_build.txt; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv > $OUT/gpu.txt
 python3 - <<'PY'

@@ -7,13 +7,8 @@
 # warps under Nsight Compute for their L1 and L2 request counts.
 # --clock-control none: the card's clocks untouched. Run from the repository root on
 # the lent GPU with OUT set; everything lands in $OUT/request_cost.tar.gz.
-set -u
-cd "$(dirname "$0")/../.."
-: "${OUT:?OUT must name the output folder}"
-W=/tmp/request_cost
-mkdir -p $W
-nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv > $W/gpu.txt 2>&1
-( time make -C gpu_kernels bin/zc_warps ) > $W/build.txt 2>&1 || { tail -20 $W/build.txt; exit 1; }
+source "$(dirname "$0")/../tools/probe_common.sh"
+probe_start request_cost bin/zc_warps
 Z=gpu_kernels/bin/zc_warps
 COMMON="--warps 1,4,16 --total-B 16MiB --max-per-warp-B 256KiB --reps 3 --memory-mode device,zerocopy --cache default,cv"
 {
@@ -27,5 +22,4 @@ timeout 300 ncu --clock-control none -k regex:read_kernel --csv --page raw --met
   --total-B 1MiB --max-per-warp-B 64KiB --reps 1 --memory-mode device,zerocopy --cache default,cv \
   > $W/ncu.csv 2> $W/ncu.err
 echo "ncu rc $?"
-(cd $W && tar czf "$OUT/request_cost.tar.gz" .)
-ls -l "$OUT"
+probe_pack request_cost

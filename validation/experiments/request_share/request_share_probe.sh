@@ -7,13 +7,8 @@
 # (at most 1.8 TB/s asked of the 3.35 TB/s memory at 8 warps per SM), 3 repetitions.
 # Run from the repository root on the lent GPU with OUT set; the results land in
 # $OUT/request_share.tar.gz.
-set -u
-cd "$(dirname "$0")/../.."
-: "${OUT:?OUT must name the output folder}"
-W=/tmp/request_share
-mkdir -p $W
-nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv > $W/gpu.txt 2>&1
-( time make -C gpu_kernels bin/zc_warps ) > $W/build.txt 2>&1 || { tail -20 $W/build.txt; exit 1; }
+source "$(dirname "$0")/../tools/probe_common.sh"
+probe_start request_share bin/zc_warps
 Z=gpu_kernels/bin/zc_warps
 N=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 SMS=132     # the lent H100s and H200s (the programs' device record in plain.jsonl says so)
@@ -24,5 +19,4 @@ $Z --pattern strided --chunk-B 128,4096 --bytes-per-lane 4 --unroll 1 $COMMON
 $Z --pattern coalesced --bytes-per-lane 4 --unroll 1,8 $COMMON
 } > $W/plain.jsonl 2> $W/plain.err
 echo "$N: plain rc $? lines $(grep -c measurement $W/plain.jsonl)"
-(cd $W && tar czf "$OUT/request_share.tar.gz" .)
-ls -l "$OUT"
+probe_pack request_share

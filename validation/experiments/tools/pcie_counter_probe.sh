@@ -9,9 +9,7 @@
 # how many completions an offset costs. Run from the repository root on the lent
 # GPU with OUT set, after gpu_kernels/bin/zc_read is built; everything lands in
 # $OUT/pcie_counters.tar.gz.
-set -u
-cd "$(dirname "$0")/../.."
-: "${OUT:?OUT must name the output folder}"
+source "$(dirname "$0")/probe_common.sh"
 W=/tmp/pcie_counters
 mkdir -p $W
 Z=gpu_kernels/bin/zc_read

@@ -5,8 +5,7 @@
 # host sectors fetched per sector read at full occupancy against unroll (Nsight
 # Compute, --clock-control none: the card's clocks untouched).
 # Run from the repository root on the lent GPU with OUT set.
-set -u
-cd "$(dirname "$0")/../.."
+source "$(dirname "$0")/../tools/probe_common.sh"
 nvidia-smi --query-gpu=name,pcie.link.gen.current,pcie.link.width.current,driver_version --format=csv > $OUT/gpu.txt 2>&1
 ( time make -C gpu_kernels bin/zc_read bin/zc_warps ) > $OUT/build.txt 2>&1 || { cat $OUT/build.txt; exit 1; }
 # SASS of the default-cache read kernels; per kernel, LDGs and the loop's branches

@@ -10,9 +10,7 @@
 # 268 MB: far below the GPU's free memory.
 # Run from the repository root on the lent GPU with OUT set; everything lands
 # in $OUT/uvm_fast_launch.tar.gz (<name>.csv, <name>.jsonl, <name>.err, index.txt).
-set -u
-cd "$(dirname "$0")/../.."
-: "${OUT:?OUT must name the output folder}"
+source "$(dirname "$0")/../tools/probe_common.sh"
 repo=$PWD
 W=/tmp/uvm_fast_launch
 graphs=/tmp/hostlink_run/graphs

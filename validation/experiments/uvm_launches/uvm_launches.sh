@@ -5,8 +5,7 @@
 # block per launch with the host idle 0 us to 3 ms before each. Managed
 # buffers of at most 128 MiB (far below the GPU's free memory).
 # Run from the repository root on the lent GPU with OUT set.
-set -u
-cd "$(dirname "$0")/../.."
+source "$(dirname "$0")/../tools/probe_common.sh"
 nvidia-smi --query-gpu=name,pcie.link.gen.current,pcie.link.width.current,driver_version,memory.free --format=csv > $OUT/gpu.txt 2>&1
 ( time make -C gpu_kernels bin/uvm_touch ) > $OUT/build.txt 2>&1 || { cat $OUT/build.txt; exit 1; }
 U=gpu_kernels/bin/uvm_touch

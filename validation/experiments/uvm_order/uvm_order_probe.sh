@@ -12,9 +12,7 @@
 # summary.json, gpu.txt and graphs.jsonl; medians printed. Managed buffers: the edge list
 # only, 4.3 GB at most (far below the GPU's free memory).
 # Run from the repository root on the lent GPU with OUT set.
-set -u
-cd "$(dirname "$0")/../.."
-: "${OUT:?OUT must name the output folder}"
+source "$(dirname "$0")/../tools/probe_common.sh"
 mkdir -p /tmp/ns/hostlink /tmp/hostlink_run/graphs
 for d in model traces validation; do ln -sfn "$PWD/$d" "/tmp/ns/hostlink/$d"; done
 export PYTHONPATH=/tmp/ns PYTHONUNBUFFERED=1

@@ -9,9 +9,7 @@
 # program reports the CTAs each SM held spinning at once. Run from the repository root on the lent GPU with OUT set; everything
 # lands in $OUT (spin.jsonl; spin32.jsonl and spin1024.jsonl for CTAs of one
 # and 32 warps; gpu.txt, build.txt).
-set -u
-cd "$(dirname "$0")/../.."
-: "${OUT:?OUT must name the output folder}"
+source "$(dirname "$0")/../tools/probe_common.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,pcie.link.gen.current,pcie.link.width.current \
   --format=csv > "$OUT/gpu.txt" 2>&1
 make -C gpu_kernels bin/launch_grid > "$OUT/build.txt" 2>&1 || { tail -20 "$OUT/build.txt"; exit 1; }

@@ -16,13 +16,8 @@
 # 50 MiB L2 (regions.jsonl); and the SASS of the write kernels (RED.E.ADD for red, STG
 # for store; sass.txt). Run from the repository root on the lent GPU with OUT set; the
 # results land in $OUT/write_cost.tar.gz.
-set -u
-cd "$(dirname "$0")/../.."
-: "${OUT:?OUT must name the output folder}"
-W=/tmp/write_cost
-mkdir -p $W
-nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv > $W/gpu.txt 2>&1
-( time make -C gpu_kernels bin/zc_warps ) > $W/build.txt 2>&1 || { tail -20 $W/build.txt; exit 1; }
+source "$(dirname "$0")/../tools/probe_common.sh"
+probe_start write_cost bin/zc_warps
 nvcc --version | tail -2 >> $W/build.txt
 Z=gpu_kernels/bin/zc_warps
 cuobjdump -sass $Z | awk '/Function :/ {f = $0} /write_kernel/ && /Function :/ {print} f ~ /write_kernel/ && /(RED|ATOM|STG)/ {print "   ", $0}' > $W/sass.txt
@@ -46,5 +41,4 @@ $Z --pattern scatter --region-B 1MiB,4MiB,8MiB,16MiB,32MiB,48MiB,64MiB,128MiB,25
    --total-B 64MiB --max-per-warp-B 64MiB --reps 3 --memory-mode device --bytes-per-lane 4 --unroll 1 \
    --op load,red > $W/regions.jsonl 2> $W/regions.err
 echo "$N: regions rc $? lines $(grep -c measurement $W/regions.jsonl)"
-(cd $W && tar czf "$OUT/write_cost.tar.gz" .)
-ls -l "$OUT"
+probe_pack write_cost

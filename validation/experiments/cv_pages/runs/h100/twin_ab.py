@@ -15,7 +15,7 @@ from hostlink.validation import twins
 from hostlink.validation.twin_micro import warps_per_block
 
 HERE = Path(__file__).resolve().parent
-CAL = HERE.parent / "warp_rounds" / "calibrated.toml"
+CAL = HERE.parents[2] / "warp_rounds" / "runs" / "h100" / "calibrated.toml"
 
 system = load_any_system(str(CAL))
 points = defaultdict(list)

@@ -8,7 +8,7 @@ beyond the pages moved; the dense sequential touch (every page touched) is print
 beside it. One row per point: median time_ms over the repetitions.
 
 Usage: python3 validation/experiments/uvm_faults/runs/h200/lines_fit.py [RUN_DIR ...] (from the
-repository root; default: this folder and ../uvm_faults_repeat)
+repository root; default: this folder and ../h200-repeat)
 """
 import sys
 from pathlib import Path
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
-RUNS = [Path(a) for a in sys.argv[1:]] or [HERE, HERE.parent / "uvm_faults_repeat"]
+RUNS = [Path(a) for a in sys.argv[1:]] or [HERE, HERE.parent / "h200-repeat"]
 
 
 def points(run: Path) -> pd.DataFrame:

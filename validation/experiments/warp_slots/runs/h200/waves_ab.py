@@ -37,7 +37,7 @@ from hostlink.validation.twin_traversal import GraphSource
 from hostlink.validation.data_tree import run_dir
 from hostlink.validation.data_tree import run_dir
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[5]
 HERE = Path(__file__).resolve().parent
 # both GPUs: 132 SMs (the programs' device record), 64 warps and 32 CTAs an SM holds
 # (residency.csv beside this file), 8 warps a CTA (gpu_kernels/KERNELS.md)
