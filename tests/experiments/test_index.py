@@ -40,6 +40,7 @@ def test_every_record_is_valid_and_names_its_folder(fresh):
     assert len(fresh) == len(committed_runs())
     formers = [rec.former_path for rec in fresh.values()]
     assert len(set(formers)) == len(formers)        # one old folder, one new run
+    assert all(re.fullmatch(r"validation/results/h[12]00/\w+", f) for f in formers)
     for path, rec in fresh.items():
         assert (rec.experiment, rec.run) == (path.parents[2].name, path.parent.name)
         assert rec.measured["gpu"].startswith(records.GPU_NAMES[rec.gpu])
