@@ -104,11 +104,13 @@ def load_record(path: str | Path) -> Record:
             raise ConfigError(f"{path}: key '{key}' must be a non-empty string")
     unknown = set(data) - set(HAND_KEYS) - {"measured", "used_by"}
     if unknown:
-        raise ConfigError(f"{path}: unknown key '{sorted(unknown)[0]}' (allowed: {', '.join(HAND_KEYS)}, measured, used_by)")
+        raise ConfigError(f"{path}: unknown key '{sorted(unknown)[0]}' "
+                          f"(allowed: {', '.join(HAND_KEYS)}, measured, used_by)")
     if data["purpose"] not in PURPOSES:
         raise ConfigError(f"{path}: key 'purpose' is '{data['purpose']}', not one of {', '.join(PURPOSES)}")
     if not RUN_NAME.match(data["run"]):
-        raise ConfigError(f"{path}: key 'run' is '{data['run']}', not <gpu>[-<take>] (h100, h200-repeat, ...)")
+        raise ConfigError(f"{path}: key 'run' is '{data['run']}', "
+                          "not <gpu>[-<take>] (h100, h200-repeat, ...)")
     for key in ("supersedes", "superseded_by"):
         v = data.get(key, [])
         if not isinstance(v, list) or not all(isinstance(x, str) and "/" in x for x in v):

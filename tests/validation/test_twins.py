@@ -773,7 +773,7 @@ def test_one_warps_ld_cv_loads_of_distinct_lines_overlap(bpl):
     for unroll in (1, 8):
         naming = dict(pattern="coalesced", offset_B=0, bytes_per_lane=bpl, memory_mode="zerocopy",
                       warps=1, unroll=unroll, cache="cv")
-        measured[unroll] = _one_warp_measured("h200/cv_overlap", naming)
+        measured[unroll] = _one_warp_measured("cv_overlap/runs/h200", naming)
         params = dict(kind="micro", benchmark="zc_warps", **naming, total_B=64 << 20,
                       max_per_warp_B=256 << 10)
         got[unroll] = twins.build_micro("c", params, system).predict(system, "des")["bw_GBps"]
@@ -807,7 +807,7 @@ def test_one_warps_strided_ld_cv_loads_read_at_the_measured_rate():
             twin = twins.build_micro("c", params, system)
             assert twin.extra["group"] == 1
             got = twin.predict(system, "des")["bw_GBps"]
-            assert got == pytest.approx(_one_warp_measured("h100/warp_rounds", naming), rel=0.15)
+            assert got == pytest.approx(_one_warp_measured("warp_rounds/runs/h100", naming), rel=0.15)
 
 
 @pytest.mark.parametrize("cache", ["default", "cv"])
@@ -825,7 +825,7 @@ def test_the_random_pattern_pays_a_round_trip_per_load_that_misses(cache):
                       max_per_warp_B=256 << 10)
         twin = twins.build_micro("c", params, system)
         got = twin.predict(system, "des")["bw_GBps"]
-        assert got == pytest.approx(_one_warp_measured("h200/cv_overlap", naming), rel=0.10)
+        assert got == pytest.approx(_one_warp_measured("cv_overlap/runs/h200", naming), rel=0.10)
 
 
 @pytest.mark.parametrize("extra,match", [({"op": "red"}, "op 'red' has no twin"),

@@ -247,7 +247,8 @@ def test_the_committed_pooled_fit_is_the_fit_of_the_committed_runs(gpu):
     their own sessions."""
     here = EXPERIMENTS
     record = json.loads((data_run_dir("uvm_launches", gpu) / "calibration.json").read_text())
-    cal = calibrate(data_run_dir("uvm_launches", gpu), str(data_run_dir("first_run", gpu) / "calibrated.toml"),
+    cal = calibrate(data_run_dir("uvm_launches", gpu),
+                    str(data_run_dir("first_run", gpu) / "calibrated.toml"),
                     only=["uvm_first_launch"], pool=[str(here / r) for r in POOLS[gpu]])
     (fit,) = cal.fits
     value = fit.values["uvm.launches_first_fault_us"]
