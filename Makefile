@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OUT    ?= out/main
 
-.PHONY: run test bench kernels reports reports-h200 reports-h100 presets clean help
+.PHONY: run test bench kernels reports reports-h200 reports-h100 presets index clean help
 
 help:
 	@echo "make run     install, then run the main job (writes $(OUT)/)"
@@ -17,6 +17,8 @@ help:
 	@echo "make reports recalibrate and re-predict the committed H200 and H100 runs (long: see"
 	@echo "             README; reports-h200 or reports-h100 for one GPU; JOBS=N predicts with N"
 	@echo "             worker processes)"
+	@echo "make index   write the runs' records, validation/experiments/README.md and the"
+	@echo "             README's validation table from the committed runs and reports"
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -50,25 +52,28 @@ SCALE24_CASES := micro/,/merged/,/merged_aligned/,/chunked/,/balanced/
 JOBS     ?= 1
 CAL       = $(BIN)/hostlink validate calibrate
 REPORT    = $(BIN)/hostlink validate report
-H200     := validation/results/h200
-H100     := validation/results/h100
+EXP      := validation/experiments
 
 reports: reports-h200 reports-h100
+
+# The data tree's generated pages (tests/experiments/test_index.py checks them)
+index: $(STAMP)
+	$(BIN)/hostlink validate index
 
 # The presets of the two validated GPUs are the calibrations their first_run reports
 # are made with (run after make reports; tests/model/test_presets.py checks them)
 FREEZE = $(BIN)/hostlink config freeze
 presets: $(STAMP)
-	$(FREEZE) $(H200)/atomic_warps/calibrated.toml --name h200-pcie5 --base h200-pcie5 \
+	$(FREEZE) $(EXP)/atomic_warps/runs/h200/calibrated.toml --name h200-pcie5 --base h200-pcie5 \
 	  --keep translation.managed_walkers --out sim_configs/system/h200-pcie5.toml \
 	  --description "NVIDIA H200 SXM5 141 GB HBM3e (132 SMs, 700 W), PCIe 5.0 x16 to a virtualised Intel Xeon host; host DRAM taken as DDR5-4800 x8 (not measured)" \
-	  --header "The lent H200 as calibrated for validation/results/h200/first_run's report (make presets:\nvalidation/results/h200/atomic_warps/calibrated.toml, managed_walkers from accessedby_reach).\nKeys without provenance here are their part presets' (which mark their assumptions)."
-	$(FREEZE) $(H100)/uvm_launches/calibrated.toml --name h100-pcie5 --base h100-pcie5 \
+	  --header "The lent H200 as calibrated for validation/experiments/first_run/runs/h200's report (make presets:\nvalidation/experiments/atomic_warps/runs/h200/calibrated.toml, managed_walkers from accessedby_reach).\nKeys without provenance here are their part presets' (which mark their assumptions)."
+	$(FREEZE) $(EXP)/uvm_launches/runs/h100/calibrated.toml --name h100-pcie5 --base h100-pcie5 \
 	  --out sim_configs/system/h100-pcie5.toml \
 	  --description "NVIDIA H100 SXM5 80 GB HBM3 (132 SMs, 700 W), PCIe 5.0 x16 to a virtualised Intel Xeon host; host DRAM taken as DDR5-4800 x8 (not measured)" \
-	  --header "The lent H100 as calibrated for validation/results/h100/first_run's report (make presets:\nvalidation/results/h100/uvm_launches/calibrated.toml).\nKeys without provenance here are their part presets' (which mark their assumptions)."
+	  --header "The lent H100 as calibrated for validation/experiments/first_run/runs/h100's report (make presets:\nvalidation/experiments/uvm_launches/runs/h100/calibrated.toml).\nKeys without provenance here are their part presets' (which mark their assumptions)."
 	$(BIN)/hostlink config seeds --from h200-pcie5 --out sim_configs/system
-	$(BIN)/python -m hostlink.model.bands --write validation/results
+	$(BIN)/python -m hostlink.model.bands --write validation/experiments
 
 # The H200 chain starts from base_system.toml: h200-pcie5 with the GPU-internal
 # part of a host read measured on the H100 (the H200's own tag-window run came
@@ -84,104 +89,104 @@ presets: $(STAMP)
 # uvm_alloc (one line in managed buffers of 2 MiB to 2 GiB, nothing fitted on it)
 # are predicted with first_run's calibration (the same on the H100).
 reports-h200: $(STAMP)
-	$(CAL) $(H200)/launch_latency --system $(H200)/base_system.toml --quiet
-	$(REPORT) $(H200)/launch_latency --system $(H200)/launch_latency/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H200)/uvm_sparse --system $(H200)/launch_latency/calibrated.toml --quiet
-	$(REPORT) $(H200)/uvm_sparse --system $(H200)/uvm_sparse/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H200)/uvm_sizes --system $(H200)/uvm_sparse/calibrated.toml --quiet
-	$(REPORT) $(H200)/uvm_sizes --system $(H200)/uvm_sizes/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H200)/hot_lines --system $(H200)/uvm_sparse/calibrated.toml --steps random_kernel,cv_lines --quiet
-	$(CAL) $(H200)/first_run --system $(H200)/hot_lines/calibrated.toml --quiet
-	$(CAL) $(H200)/tag_window --system $(H200)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H200)/tag_window --system $(H200)/tag_window/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H200)/uvm_host_state --system $(H200)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H200)/uvm_host_state --system $(H200)/uvm_host_state/calibrated.toml --jobs $(JOBS) --quiet
-	$(REPORT) $(H200)/uvm_alloc --system $(H200)/first_run/calibrated.toml --jobs $(JOBS) --quiet
-	$(REPORT) $(H200)/hot_lines --system $(H200)/first_run/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/launch_latency/runs/h200 --system $(EXP)/launch_latency/base_system.toml --quiet
+	$(REPORT) $(EXP)/launch_latency/runs/h200 --system $(EXP)/launch_latency/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/uvm_sparse/runs/h200 --system $(EXP)/launch_latency/runs/h200/calibrated.toml --quiet
+	$(REPORT) $(EXP)/uvm_sparse/runs/h200 --system $(EXP)/uvm_sparse/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/uvm_sizes/runs/h200 --system $(EXP)/uvm_sparse/runs/h200/calibrated.toml --quiet
+	$(REPORT) $(EXP)/uvm_sizes/runs/h200 --system $(EXP)/uvm_sizes/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/hot_lines/runs/h200 --system $(EXP)/uvm_sparse/runs/h200/calibrated.toml --steps random_kernel,cv_lines --quiet
+	$(CAL) $(EXP)/first_run/runs/h200 --system $(EXP)/hot_lines/runs/h200/calibrated.toml --quiet
+	$(CAL) $(EXP)/tag_window/runs/h200 --system $(EXP)/first_run/runs/h200/calibrated.toml --quiet
+	$(REPORT) $(EXP)/tag_window/runs/h200 --system $(EXP)/tag_window/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/uvm_host_state/runs/h200 --system $(EXP)/first_run/runs/h200/calibrated.toml --quiet
+	$(REPORT) $(EXP)/uvm_host_state/runs/h200 --system $(EXP)/uvm_host_state/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/uvm_alloc/runs/h200 --system $(EXP)/first_run/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/hot_lines/runs/h200 --system $(EXP)/first_run/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
 	@# the one-off fault cost of back-to-back launches (uvm.launches_first_fault_us)
 	@# fitted on first touch split over launches as a traversal's are: uvm_launches (reparsed
 	@# from uvm_launches.sh's output) pooled with the four other leases that measured it, each
 	@# lease weighing the same (the cost differs from lease to lease), beside the chain's
 	@# single-launch cost; first_run is reported with both (its calibration and that one
 	@# cost: nothing of first_run is in the pool), as are the scale-14 UVM traversals of the
-	@# two traversal14 runs and uvm_session_repeat's (a lease outside the pool)
-	$(CAL) $(H200)/uvm_launches --system $(H200)/first_run/calibrated.toml --steps uvm_first_launch \
-	  --pool $(H200)/uvm_session,$(H200)/uvm_faults,$(H200)/uvm_faults_repeat,$(H200)/uvm_session24 --quiet
+	@# two traversal14 runs and uvm_session/runs/h200-repeat's (a lease outside the pool)
+	$(CAL) $(EXP)/uvm_launches/runs/h200 --system $(EXP)/first_run/runs/h200/calibrated.toml --steps uvm_first_launch \
+	  --pool $(EXP)/uvm_session/runs/h200,$(EXP)/uvm_faults/runs/h200,$(EXP)/uvm_faults/runs/h200-repeat,$(EXP)/uvm_session24/runs/h200 --quiet
 	@# the host loop between a traversal's launches (a flag's reset and read-back, a
 	@# synchronisation): each stream item's cost fitted on host_loop's loops of parts, the
-	@# two leases pooled (host_loop_repeat's own fit beside), the programs' own loops held
+	@# two leases pooled (host_loop/runs/h200-repeat's own fit beside), the programs' own loops held
 	@# out; first_run's time_ms takes it
-	$(CAL) $(H200)/host_loop_repeat --system $(H200)/uvm_launches/calibrated.toml --steps host_loop --quiet
-	$(CAL) $(H200)/host_loop --system $(H200)/uvm_launches/calibrated.toml --steps host_loop \
-	  --pool $(H200)/host_loop_repeat --quiet
-	for r in host_loop host_loop_repeat; do \
-	  $(REPORT) $(H200)/$$r --system $(H200)/host_loop/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
+	$(CAL) $(EXP)/host_loop/runs/h200-repeat --system $(EXP)/uvm_launches/runs/h200/calibrated.toml --steps host_loop --quiet
+	$(CAL) $(EXP)/host_loop/runs/h200 --system $(EXP)/uvm_launches/runs/h200/calibrated.toml --steps host_loop \
+	  --pool $(EXP)/host_loop/runs/h200-repeat --quiet
+	for r in host_loop/runs/h200 host_loop/runs/h200-repeat; do \
+	  $(REPORT) $(EXP)/$$r --system $(EXP)/host_loop/runs/h200/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
 	@# what an atomic that returns costs beyond a load (SSSP's and CC's atomicMin): fitted
 	@# on atomic_chase's chases of 1 and 32 lanes over 64 KiB, with the chain's device
-	@# latencies; its other chases held out, and atomic_chase_repeat (the next lease) whole;
+	@# latencies; its other chases held out, and atomic_chase/runs/h200-repeat (the next lease) whole;
 	@# first_run's traversals take it, with atomic_warps' SM turn
-	$(CAL) $(H200)/atomic_chase --system $(H200)/host_loop/calibrated.toml --steps atomic --quiet
-	for r in atomic_chase atomic_chase_repeat; do \
-	  $(REPORT) $(H200)/$$r --system $(H200)/atomic_chase/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
+	$(CAL) $(EXP)/atomic_chase/runs/h200 --system $(EXP)/host_loop/runs/h200/calibrated.toml --steps atomic --quiet
+	for r in atomic_chase/runs/h200 atomic_chase/runs/h200-repeat; do \
+	  $(REPORT) $(EXP)/$$r --system $(EXP)/atomic_chase/runs/h200/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
 	@# the SM's turn per atomic line (gpu.atomic_sm_ns): atomic_warps' 16 warps of one SM,
 	@# 32 lines each; its other warp counts held out
-	$(CAL) $(H200)/atomic_warps --system $(H200)/atomic_chase/calibrated.toml --steps atomic_sm --quiet
-	$(REPORT) $(H200)/atomic_warps --system $(H200)/atomic_warps/calibrated.toml --jobs $(JOBS) --quiet
-	$(REPORT) $(H200)/first_run --system $(H200)/atomic_warps/calibrated.toml --jobs $(JOBS) --quiet
-	for r in traversal14_la1 traversal14_la1_again; do \
-	  $(REPORT) $(H200)/$$r --system $(H200)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/ --jobs $(JOBS) --quiet || exit 1; \
+	$(CAL) $(EXP)/atomic_warps/runs/h200 --system $(EXP)/atomic_chase/runs/h200/calibrated.toml --steps atomic_sm --quiet
+	$(REPORT) $(EXP)/atomic_warps/runs/h200 --system $(EXP)/atomic_warps/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/first_run/runs/h200 --system $(EXP)/atomic_warps/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
+	for r in traversal14_la1/runs/h200 traversal14_la1/runs/h200-again; do \
+	  $(REPORT) $(EXP)/$$r --system $(EXP)/uvm_launches/runs/h200/calibrated.toml --only /uvm/,/uvm_readmostly/ --jobs $(JOBS) --quiet || exit 1; \
 	done
-	$(REPORT) $(H200)/uvm_session_repeat --system $(H200)/uvm_launches/calibrated.toml --only /uvm/,/uvm_readmostly/ \
-	  --out $(H200)/uvm_session_repeat/chain_pooled --jobs $(JOBS) --quiet
-	$(CAL) $(H200)/scale24 --system $(H200)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H200)/scale24 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/uvm_session/runs/h200-repeat --system $(EXP)/uvm_launches/runs/h200/calibrated.toml --only /uvm/,/uvm_readmostly/ \
+	  --out $(EXP)/uvm_session/runs/h200-repeat/chain_pooled --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/scale24/runs/h200 --system $(EXP)/first_run/runs/h200/calibrated.toml --quiet
+	$(REPORT) $(EXP)/scale24/runs/h200 --system $(EXP)/scale24/runs/h200/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
 	@# the balanced variant from host memory on its own (its first twin, made before scale24's own report had it)
-	$(REPORT) $(H200)/scale24 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only /balanced/zerocopy/ \
-	  --out $(H200)/scale24/balanced_zerocopy --jobs $(JOBS) --quiet
-	$(REPORT) $(H200)/scale24_load_ahead1 --system $(H200)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/scale24/runs/h200 --system $(EXP)/scale24/runs/h200/calibrated.toml --max-sources 1 --only /balanced/zerocopy/ \
+	  --out $(EXP)/scale24/runs/h200/balanced_zerocopy --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/scale24_load_ahead1/runs/h200 --system $(EXP)/scale24/runs/h200/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
 	@# a few warps' loads with ld.cv and the default operator (its own tag window and chase)
-	$(CAL) $(H200)/cv_overlap --system $(H200)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H200)/cv_overlap --system $(H200)/cv_overlap/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/cv_overlap/runs/h200 --system $(EXP)/first_run/runs/h200/calibrated.toml --quiet
+	$(REPORT) $(EXP)/cv_overlap/runs/h200 --system $(EXP)/cv_overlap/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
 	@# UVM first touch and scale-24 UVM BFS in one session: the UVM costs fitted on the
 	@# session's own first touch, the BFS held out (uvm_session24/README.md)
-	$(CAL) $(H200)/uvm_session24 --system $(H200)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H200)/uvm_session24 --system $(H200)/uvm_session24/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/uvm_session24/runs/h200 --system $(EXP)/first_run/runs/h200/calibrated.toml --quiet
+	$(REPORT) $(EXP)/uvm_session24/runs/h200 --system $(EXP)/uvm_session24/runs/h200/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
 	@# the same on a later lease, with its own first touch and with the earlier lease's
-	@# costs (uvm_session24_repeat/README.md)
-	$(CAL) $(H200)/uvm_session24_repeat --system $(H200)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H200)/uvm_session24_repeat --system $(H200)/uvm_session24_repeat/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
-	$(REPORT) $(H200)/uvm_session24_repeat --system $(H200)/uvm_session24/calibrated.toml --only bfs/ --max-sources 1 \
-	  --out $(H200)/uvm_session24_repeat/earlier_lease_costs --jobs $(JOBS) --quiet
+	@# costs (validation/experiments/uvm_session24/README.md)
+	$(CAL) $(EXP)/uvm_session24/runs/h200-repeat --system $(EXP)/first_run/runs/h200/calibrated.toml --quiet
+	$(REPORT) $(EXP)/uvm_session24/runs/h200-repeat --system $(EXP)/uvm_session24/runs/h200-repeat/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/uvm_session24/runs/h200-repeat --system $(EXP)/uvm_session24/runs/h200/calibrated.toml --only bfs/ --max-sources 1 \
+	  --out $(EXP)/uvm_session24/runs/h200-repeat/earlier_lease_costs --jobs $(JOBS) --quiet
 	@# the scale-14 and kron21 UVM traversals after first touch in one session (as the H100's
 	@# uvm_session), and again on a later lease
-	for r in uvm_session uvm_session_repeat; do \
-	  $(CAL) $(H200)/$$r --system $(H200)/first_run/calibrated.toml --quiet && \
-	  $(REPORT) $(H200)/$$r --system $(H200)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
+	for r in uvm_session/runs/h200 uvm_session/runs/h200-repeat; do \
+	  $(CAL) $(EXP)/$$r --system $(EXP)/first_run/runs/h200/calibrated.toml --quiet && \
+	  $(REPORT) $(EXP)/$$r --system $(EXP)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
 	@# uvm_session's manifest with first touch at one line per 4 KiB to 2 MiB, twice on one
 	@# lease (uvm_faults/README.md), and that lease's uvm_ids with the first run's costs
-	for r in uvm_faults uvm_faults_repeat; do \
-	  $(CAL) $(H200)/$$r --system $(H200)/first_run/calibrated.toml --quiet && \
-	  $(REPORT) $(H200)/$$r --system $(H200)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
+	for r in uvm_faults/runs/h200 uvm_faults/runs/h200-repeat; do \
+	  $(CAL) $(EXP)/$$r --system $(EXP)/first_run/runs/h200/calibrated.toml --quiet && \
+	  $(REPORT) $(EXP)/$$r --system $(EXP)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
-	$(REPORT) $(H200)/uvm_ids --system $(H200)/uvm_faults/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/uvm_ids/runs/h200 --system $(EXP)/uvm_faults/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
 	@# the link's microbenchmarks with 32 B reads among them in three rounds (its own tag window)
-	$(CAL) $(H200)/micro_tags --system $(H200)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H200)/micro_tags --system $(H200)/micro_tags/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/micro_tags/runs/h200 --system $(EXP)/first_run/runs/h200/calibrated.toml --quiet
+	$(REPORT) $(EXP)/micro_tags/runs/h200 --system $(EXP)/micro_tags/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
 	@# managed memory left on the host beside pinned and registered memory, as on the H100:
 	@# accessedby_reach fits its page walks in flight, accessedby_session holds them out
-	$(CAL) $(H200)/accessedby_reach --system $(H200)/micro_tags/calibrated.toml --quiet
-	$(REPORT) $(H200)/accessedby_reach --system $(H200)/accessedby_reach/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H200)/accessedby_session --system $(H200)/accessedby_reach/calibrated.toml --skip-steps managed_translation --quiet
-	$(REPORT) $(H200)/accessedby_session --system $(H200)/accessedby_session/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/accessedby_reach/runs/h200 --system $(EXP)/micro_tags/runs/h200/calibrated.toml --quiet
+	$(REPORT) $(EXP)/accessedby_reach/runs/h200 --system $(EXP)/accessedby_reach/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/accessedby_session/runs/h200 --system $(EXP)/accessedby_reach/runs/h200/calibrated.toml --skip-steps managed_translation --quiet
+	$(REPORT) $(EXP)/accessedby_session/runs/h200 --system $(EXP)/accessedby_session/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
 	@# coalesced reads at every 16 B offset from the line beside the link's groups: the rate
 	@# the host serves 64 B lines at (calibrate step host_serve; cpl_offsets/README.md)
-	$(CAL) $(H200)/cpl_offsets --system $(H200)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H200)/cpl_offsets --system $(H200)/cpl_offsets/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/cpl_offsets/runs/h200 --system $(EXP)/first_run/runs/h200/calibrated.toml --quiet
+	$(REPORT) $(EXP)/cpl_offsets/runs/h200 --system $(EXP)/cpl_offsets/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
 	@# device memory streamed by the SMs, nothing fitted on it (device_stream/README.md)
-	$(REPORT) $(H200)/device_stream --system $(H200)/atomic_warps/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/device_stream/runs/h200 --system $(EXP)/atomic_warps/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
 
 # The H100 chain splits the host read's latency with the tag-window run, which
 # rests on first_run's loaded round trip: first_run is calibrated once before it
@@ -190,86 +195,86 @@ reports-h200: $(STAMP)
 # (first touch from 256 KiB up) is calibrated and reported beside the chain, not
 # in it: the UVM costs it fits leave the traversals further off (README).
 reports-h100: $(STAMP)
-	$(CAL) $(H100)/launch_latency --system h100-pcie5-datasheet --quiet
-	$(REPORT) $(H100)/launch_latency --system $(H100)/launch_latency/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H100)/uvm_sparse --system $(H100)/launch_latency/calibrated.toml --quiet
-	$(REPORT) $(H100)/uvm_sparse --system $(H100)/uvm_sparse/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H100)/uvm_sizes --system $(H100)/uvm_sparse/calibrated.toml --quiet
-	$(REPORT) $(H100)/uvm_sizes --system $(H100)/uvm_sizes/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H100)/hot_lines --system $(H100)/uvm_sparse/calibrated.toml --steps random_kernel,cv_lines --quiet
-	$(CAL) $(H100)/first_run --system $(H100)/hot_lines/calibrated.toml --quiet
-	$(CAL) $(H100)/tag_window --system $(H100)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H100)/tag_window --system $(H100)/tag_window/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H100)/first_run --system $(H100)/tag_window/calibrated.toml --quiet
-	$(CAL) $(H100)/uvm_host_state --system $(H100)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H100)/uvm_host_state --system $(H100)/uvm_host_state/calibrated.toml --jobs $(JOBS) --quiet
-	$(REPORT) $(H100)/uvm_alloc --system $(H100)/first_run/calibrated.toml --jobs $(JOBS) --quiet
-	$(REPORT) $(H100)/hot_lines --system $(H100)/first_run/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H100)/scale24 --system $(H100)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H100)/scale24 --system $(H100)/scale24/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/launch_latency/runs/h100 --system h100-pcie5-datasheet --quiet
+	$(REPORT) $(EXP)/launch_latency/runs/h100 --system $(EXP)/launch_latency/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/uvm_sparse/runs/h100 --system $(EXP)/launch_latency/runs/h100/calibrated.toml --quiet
+	$(REPORT) $(EXP)/uvm_sparse/runs/h100 --system $(EXP)/uvm_sparse/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/uvm_sizes/runs/h100 --system $(EXP)/uvm_sparse/runs/h100/calibrated.toml --quiet
+	$(REPORT) $(EXP)/uvm_sizes/runs/h100 --system $(EXP)/uvm_sizes/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/hot_lines/runs/h100 --system $(EXP)/uvm_sparse/runs/h100/calibrated.toml --steps random_kernel,cv_lines --quiet
+	$(CAL) $(EXP)/first_run/runs/h100 --system $(EXP)/hot_lines/runs/h100/calibrated.toml --quiet
+	$(CAL) $(EXP)/tag_window/runs/h100 --system $(EXP)/first_run/runs/h100/calibrated.toml --quiet
+	$(REPORT) $(EXP)/tag_window/runs/h100 --system $(EXP)/tag_window/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/first_run/runs/h100 --system $(EXP)/tag_window/runs/h100/calibrated.toml --quiet
+	$(CAL) $(EXP)/uvm_host_state/runs/h100 --system $(EXP)/first_run/runs/h100/calibrated.toml --quiet
+	$(REPORT) $(EXP)/uvm_host_state/runs/h100 --system $(EXP)/uvm_host_state/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/uvm_alloc/runs/h100 --system $(EXP)/first_run/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/hot_lines/runs/h100 --system $(EXP)/first_run/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/scale24/runs/h100 --system $(EXP)/first_run/runs/h100/calibrated.toml --quiet
+	$(REPORT) $(EXP)/scale24/runs/h100 --system $(EXP)/scale24/runs/h100/calibrated.toml --max-sources 1 --only $(SCALE24_CASES) --jobs $(JOBS) --quiet
 	@# UVM first touch and UVM traversals measured in one session: the UVM costs fitted on
 	@# the session's own first touch (uvm_session also on first touch split over launches,
 	@# calibrate step uvm_first_launch, and _repeat and _c on later leases; _a and _b, two
 	@# earlier leases, without it)
-	for r in uvm_session uvm_session_repeat uvm_session_a uvm_session_b uvm_session_c; do \
-	  $(CAL) $(H100)/$$r --system $(H100)/first_run/calibrated.toml --quiet && \
-	  $(REPORT) $(H100)/$$r --system $(H100)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
+	for r in uvm_session/runs/h100 uvm_session/runs/h100-repeat uvm_session/runs/h100-a uvm_session/runs/h100-b uvm_session/runs/h100-c; do \
+	  $(CAL) $(EXP)/$$r --system $(EXP)/first_run/runs/h100/calibrated.toml --quiet && \
+	  $(REPORT) $(EXP)/$$r --system $(EXP)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
 	@# UVM BFS with 4 and 8 B ids on kron20 and kron21 (no first touch of its own: uvm_session's
 	@# UVM costs; uvm_ids/README.md)
-	$(REPORT) $(H100)/uvm_ids --system $(H100)/uvm_session/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/uvm_ids/runs/h100 --system $(EXP)/uvm_session/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
 	@# the same at scale 24: first touch, then kron24 and urand24 UVM BFS (uvm_session24/README.md)
-	$(CAL) $(H100)/uvm_session24 --system $(H100)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H100)/uvm_session24 --system $(H100)/uvm_session24/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/uvm_session24/runs/h100 --system $(EXP)/first_run/runs/h100/calibrated.toml --quiet
+	$(REPORT) $(EXP)/uvm_session24/runs/h100 --system $(EXP)/uvm_session24/runs/h100/calibrated.toml --max-sources 1 --jobs $(JOBS) --quiet
 	@# uvm_session's traversals after first touch at one line per 4 KiB to 2 MiB (uvm_faults/README.md)
-	$(CAL) $(H100)/uvm_faults --system $(H100)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H100)/uvm_faults --system $(H100)/uvm_faults/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/uvm_faults/runs/h100 --system $(EXP)/first_run/runs/h100/calibrated.toml --quiet
+	$(REPORT) $(EXP)/uvm_faults/runs/h100 --system $(EXP)/uvm_faults/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
 	@# first_run's link calibration groups and zero-copy read patterns in one session, each
 	@# run fitted on its own microbenchmarks (micro_session and _repeat: repetitions back to
 	@# back; micro_rounds: in three rounds), and the hot_lines run of the same lease predicted
 	@# with that calibration; micro_rounds_b and _c on top of tag_window_b and _c, their
 	@# leases' 32 B reads
-	for r in micro_session micro_session_repeat micro_rounds; do \
-	  $(CAL) $(H100)/$$r --system $(H100)/first_run/calibrated.toml --quiet && \
-	  $(REPORT) $(H100)/$$r --system $(H100)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
+	for r in micro_session/runs/h100 micro_session/runs/h100-repeat micro_rounds/runs/h100; do \
+	  $(CAL) $(EXP)/$$r --system $(EXP)/first_run/runs/h100/calibrated.toml --quiet && \
+	  $(REPORT) $(EXP)/$$r --system $(EXP)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
-	$(REPORT) $(H100)/hot_lines_session --system $(H100)/micro_session/calibrated.toml --jobs $(JOBS) --quiet
-	$(REPORT) $(H100)/hot_lines_session_repeat --system $(H100)/micro_session_repeat/calibrated.toml --jobs $(JOBS) --quiet
-	$(REPORT) $(H100)/hot_lines_rounds --system $(H100)/micro_rounds/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/hot_lines/runs/h100-session --system $(EXP)/micro_session/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/hot_lines/runs/h100-session-repeat --system $(EXP)/micro_session/runs/h100-repeat/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/hot_lines/runs/h100-rounds --system $(EXP)/micro_rounds/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
 	for l in b c; do \
-	  $(CAL) $(H100)/tag_window_$$l --system $(H100)/first_run/calibrated.toml --quiet && \
-	  $(REPORT) $(H100)/tag_window_$$l --system $(H100)/tag_window_$$l/calibrated.toml --jobs $(JOBS) --quiet && \
-	  $(CAL) $(H100)/micro_rounds_$$l --system $(H100)/tag_window_$$l/calibrated.toml --quiet && \
-	  $(REPORT) $(H100)/micro_rounds_$$l --system $(H100)/micro_rounds_$$l/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
+	  $(CAL) $(EXP)/tag_window/runs/h100-$$l --system $(EXP)/first_run/runs/h100/calibrated.toml --quiet && \
+	  $(REPORT) $(EXP)/tag_window/runs/h100-$$l --system $(EXP)/tag_window/runs/h100-$$l/calibrated.toml --jobs $(JOBS) --quiet && \
+	  $(CAL) $(EXP)/micro_rounds/runs/h100-$$l --system $(EXP)/tag_window/runs/h100-$$l/calibrated.toml --quiet && \
+	  $(REPORT) $(EXP)/micro_rounds/runs/h100-$$l --system $(EXP)/micro_rounds/runs/h100-$$l/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
 	@# micro_tags: the same with tag_window's 32 B reads among the rounds, so its own
 	@# calibration fits the tag window (twice on one lease, then on three others)
-	for r in micro_tags micro_tags_repeat micro_tags_b micro_tags_c micro_tags_d; do \
-	  $(CAL) $(H100)/$$r --system $(H100)/first_run/calibrated.toml --quiet && \
-	  $(REPORT) $(H100)/$$r --system $(H100)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
+	for r in micro_tags/runs/h100 micro_tags/runs/h100-repeat micro_tags/runs/h100-b micro_tags/runs/h100-c micro_tags/runs/h100-d; do \
+	  $(CAL) $(EXP)/$$r --system $(EXP)/first_run/runs/h100/calibrated.toml --quiet && \
+	  $(REPORT) $(EXP)/$$r --system $(EXP)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
 	done
 	@# a few warps' rounds of 1 to 32 requests (its own tag window and chase)
-	$(CAL) $(H100)/warp_rounds --system $(H100)/first_run/calibrated.toml --quiet
-	$(REPORT) $(H100)/warp_rounds --system $(H100)/warp_rounds/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/warp_rounds/runs/h100 --system $(EXP)/first_run/runs/h100/calibrated.toml --quiet
+	$(REPORT) $(EXP)/warp_rounds/runs/h100 --system $(EXP)/warp_rounds/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
 	@# UVM first touch of 512 MiB to 4 GiB, nothing fitted on it: the chain's UVM costs
-	$(REPORT) $(H100)/uvm_large --system $(H100)/first_run/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/uvm_large/runs/h100 --system $(EXP)/first_run/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
 	@# the one-off fault cost of back-to-back launches on first touch split over launches:
 	@# uvm_launches pooled with the five other leases that measured it, each weighing the same,
 	@# beside the chain's single-launch cost; first_run is reported with both (its calibration
 	@# and that one cost: nothing of first_run is in the pool; uvm_launches/README.md)
-	$(CAL) $(H100)/uvm_launches --system $(H100)/first_run/calibrated.toml --steps uvm_first_launch \
-	  --pool $(H100)/uvm_session,$(H100)/uvm_session_repeat,$(H100)/uvm_session_c,$(H100)/uvm_faults,$(H100)/uvm_session24 --quiet
+	$(CAL) $(EXP)/uvm_launches/runs/h100 --system $(EXP)/first_run/runs/h100/calibrated.toml --steps uvm_first_launch \
+	  --pool $(EXP)/uvm_session/runs/h100,$(EXP)/uvm_session/runs/h100-repeat,$(EXP)/uvm_session/runs/h100-c,$(EXP)/uvm_faults/runs/h100,$(EXP)/uvm_session24/runs/h100 --quiet
 	@# (no H100 host-loop run: its traversals' time_ms take the schema's host-loop costs,
 	@# the H200's)
-	$(REPORT) $(H100)/first_run --system $(H100)/uvm_launches/calibrated.toml --jobs $(JOBS) --quiet
+	$(REPORT) $(EXP)/first_run/runs/h100 --system $(EXP)/uvm_launches/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
 	@# managed memory left on the host (SetAccessedBy) beside pinned and registered memory:
 	@# accessedby_reach fits the managed memory's page walks in flight (its link from
 	@# micro_tags_d's lease), accessedby_session fits its own link and holds its managed
 	@# points out (every step but managed_translation)
-	$(CAL) $(H100)/accessedby_reach --system $(H100)/micro_tags_d/calibrated.toml --quiet
-	$(REPORT) $(H100)/accessedby_reach --system $(H100)/accessedby_reach/calibrated.toml --jobs $(JOBS) --quiet
-	$(CAL) $(H100)/accessedby_session --system $(H100)/accessedby_reach/calibrated.toml --skip-steps managed_translation --quiet
-	$(REPORT) $(H100)/accessedby_session --system $(H100)/accessedby_session/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/accessedby_reach/runs/h100 --system $(EXP)/micro_tags/runs/h100-d/calibrated.toml --quiet
+	$(REPORT) $(EXP)/accessedby_reach/runs/h100 --system $(EXP)/accessedby_reach/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
+	$(CAL) $(EXP)/accessedby_session/runs/h100 --system $(EXP)/accessedby_reach/runs/h100/calibrated.toml --skip-steps managed_translation --quiet
+	$(REPORT) $(EXP)/accessedby_session/runs/h100 --system $(EXP)/accessedby_session/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

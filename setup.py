@@ -18,4 +18,4 @@ for name, folder in FOLDERS.items():
 
 setup(packages=packages, package_dir=package_dir,
       package_data={"hostlink.model": ["data/*.csv", "data/*.json"],
-                    "hostlink.validation": ["manifests/*.toml", "data/*.json", "effects.toml"]})
+                    "hostlink.validation": ["data/*.json", "effects.toml"]})

@@ -35,19 +35,20 @@ GROUPS = {"zerocopy": ("micro/zc_read", "micro/zc_warps"),
 def repeat_cases(root: str | Path) -> pd.DataFrame:
     """Every committed repeat comparison's cases, with the run they came from."""
     frames = []
-    for path in sorted(Path(root).glob("*/*_repeat/repeat_cases.csv")):
+    for path in sorted(Path(root).glob("*/runs/*-repeat/repeat_cases.csv")):
         frame = pd.read_csv(path)
-        frame["run"] = f"{path.parent.parent.name}/{path.parent.name}"
+        frame["run"] = f"{path.parents[2].name}/{path.parent.name}"
         frames.append(frame)
     if not frames:
         from hostlink.model.errors import HostlinkError
-        raise HostlinkError(f"{root}: no committed repeat runs (*/*_repeat/repeat_cases.csv)")
+        raise HostlinkError(f"{root}: no committed repeat runs (*/runs/*-repeat/repeat_cases.csv)")
     return pd.concat(frames, ignore_index=True)
 
 
 def measure_spread(root: str | Path, quantile: float = QUANTILE) -> dict[str, dict]:
     """Per memory mode: the band's half-width in percent, the cases and runs behind it,
-    from the repeat comparisons under ``root`` (a results tree)."""
+    from the repeat comparisons under ``root`` (the experiments tree, whose
+    ``<experiment>/runs/<gpu>-repeat`` runs are repeats of another lease)."""
     cases = repeat_cases(root)
     out = {}
     for mode, prefixes in GROUPS.items():
@@ -76,7 +77,7 @@ def write_bands(root: str | Path, out: str | Path) -> Path:
     import json
     out = Path(out)
     out.write_text(json.dumps({"source": "hostlink.model.bands.measure_spread of the "
-                               "committed */*_repeat/repeat_cases.csv under validation/results",
+                               "committed */runs/*-repeat/repeat_cases.csv under validation/experiments",
                                "quantile": QUANTILE, "modes": measure_spread(root)},
                               indent=1) + "\n")
     return out

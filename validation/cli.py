@@ -20,7 +20,8 @@ import sys
 
 OPTIONAL_MODULES = ("hostlink.validation.cli_calibrate_report",
                     "hostlink.validation.repeatability", "hostlink.validation.sass",
-                    "hostlink.validation.launches", "hostlink.validation.multigpu")
+                    "hostlink.validation.launches", "hostlink.validation.multigpu",
+                    "hostlink.validation.data_index")
 
 
 def _optional(name: str):

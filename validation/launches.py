@@ -26,20 +26,21 @@ import pandas as pd
 
 from hostlink.model.errors import HostlinkError
 from hostlink.validation.manifest import traversal_case_name
-from hostlink.validation.results_io import read_output
+from hostlink.validation import raw_store
 
 
 def measured_launches(results_dir: str | Path, case: str, source: int | None) -> np.ndarray:
     """Launch times (ms) of ``case`` for ``source``: one row per repetition, read from
-    RESULTS_DIR/raw/*.jsonl (every repetition of a source launches alike). ``source``
+    RESULTS_DIR/raw/*.jsonl, loose or packed (every repetition of a source launches alike). ``source``
     None: a kernel without sources (CC, PageRank)."""
     raw = Path(results_dir) / "raw"
-    files = sorted(raw.glob("*.jsonl"))
-    if not files:
-        raise HostlinkError(f"{raw}: no raw program output (*.jsonl)")
+    names = raw_store.raw_names(results_dir)
+    if not names:
+        raise HostlinkError(f"{raw}: no raw program output (*.jsonl, loose or in {raw_store.PACKED})")
     reps: dict[int, list[float]] = {}
-    for path in files:
-        out = read_output(path)
+    for name in names:
+        out = raw_store.read_raw_output(results_dir, name)
+        path = out.source
         for m in out.measurements:
             p = m.params
             if not {"graph", "variant", "memory_mode", "id_bytes"} <= set(p):

@@ -50,7 +50,8 @@ file and the key, :mod:`hostlink.model.tomlcheck`)::
     benchmark = "zc_read"      # memcpy, zc_read, zc_warps, ptr_chase, uvm_touch, launch,
                                # host_loop, gather (a GNN feature gather: ids uniform or
                                # sampled from a kron graph of graph_scale, table_B, row_B,
-                               # variant, lane_B, memory_mode; see gather_h200.toml)
+                               # variant, lane_B, memory_mode; see
+                               # validation/experiments/gather/manifest.toml)
     pattern = ["coalesced"]    # each parameter: one value or a list
     offset_B = [0, 32, 64, 96] # sizes: integers (bytes) or strings like "64 MiB"
     reps = 5                   # settings (see MICRO_BENCHMARKS) take one value

@@ -18,7 +18,7 @@ Steps, all under the output directory ``OUT``:
    one per (kernel, graph) of each ``[[traversal]]`` group (all its memory
    modes, variants and id sizes in one program run, which loads the graph
    and computes each CPU reference once), in that order. Each job's JSON lines go to
-   ``raw/<job>.jsonl`` (its stderr to ``logs/<job>.err``); a job whose file
+   ``raw/<job>.jsonl`` (its stderr, if any, to ``logs/<job>.err``); a job whose file
    ends with a ``done`` line is finished and is not run again, so an
    interrupted run resumes where it stopped;
 6. parse every raw file into the tidy table (``results.csv``,
@@ -31,7 +31,9 @@ run goes on; its partial output is kept as ``raw/<job>.jsonl.failed``, and
 the measurements it printed before failing are kept in the results (a
 resumed run runs the job again and replaces them).
 Results checks that fail inside a finished job (exit status 4) are kept as
-``check_pass = 0`` rows.
+``check_pass = 0`` rows. A committed run keeps ``raw/`` packed in one
+``raw.tar.xz`` (``hostlink validate pack``); a run resumes and reparses from
+either form (:mod:`hostlink.validation.raw_store`).
 """
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ from typing import Callable
 import pandas as pd
 
 from hostlink.model.errors import ConfigError, HostlinkError
-from hostlink.validation import environment
+from hostlink.validation import environment, raw_store
 from hostlink.validation.gather_ids import gather_ids_path, write_gather_ids
 from hostlink.validation.manifest import (
     MICRO_BENCHMARKS,
@@ -244,11 +246,13 @@ class _Progress:
             self.bar.stop()
 
 
-def _finished(path: Path) -> bool:
-    if not path.exists():
+def _finished(out: Path, name: str) -> bool:
+    """Whether the run folder ``out`` holds ``raw/<name>`` (loose or packed) of a
+    program that finished."""
+    if not raw_store.has_raw(out, name):
         return False
     try:
-        return read_output(path).finished
+        return raw_store.read_raw_output(out, name).finished
     except HostlinkError:
         return False
 
@@ -287,6 +291,8 @@ def run_job(job: Job, raw_dir: Path, log_dir: Path, timeout_s: float | None) -> 
             # the program's own error line says why; otherwise the last line of its stderr
             tail = err.read_text().strip().splitlines()[-1:] if err.exists() and not errors else []
             errors.append(f"exit status {rc}" + (f": {tail[0]}" if tail else ""))
+    if err.exists() and err.stat().st_size == 0:
+        err.unlink()  # a program that printed nothing on stderr leaves no empty log
     fails = int(parsed.done.get("check_failures", 0)) if parsed is not None and parsed.done else 0
     return JobResult(id=job.id, kind=job.kind, argv=job.argv, status="finished" if ok else "failed", returncode=rc,
                      wall_s=round(wall, 3), measurements=len(parsed.measurements) if parsed else 0,
@@ -434,6 +440,17 @@ def _load_json(path: Path) -> dict | None:
         return None
 
 
+def _run_info(out: Path) -> dict | None:
+    """The run's id and experiment: run.json while it runs; a committed run keeps
+    them in metadata.json alone (run.json is not committed)."""
+    info = _load_json(out / "run.json")
+    if info is None:
+        meta = _load_json(out / "metadata.json") or {}
+        if meta.get("run_id") and meta.get("experiment"):
+            info = {"run_id": meta["run_id"], "experiment": meta["experiment"]}
+    return info
+
+
 def run(manifest_path: str | Path, out_dir: str | Path, *, build: bool = True, arch: str | None = None,
         graph_dir: str | Path | None = None, only: str | None = None, dry_run: bool = False,
         progress: bool = True, timeout_s: float | None = None, bin_dir: str | Path | None = None) -> dict:
@@ -451,7 +468,7 @@ def run(manifest_path: str | Path, out_dir: str | Path, *, build: bool = True, a
         d.mkdir(parents=True, exist_ok=True)
     manifest_text = Path(manifest_path).read_text()
     run_file = out / "run.json"
-    run_info = _load_json(run_file)
+    run_info = _run_info(out)
     if run_info is not None:
         if run_info.get("experiment") != m.name or (out / "manifest.toml").read_text() != manifest_text:
             raise RunError(f"{out} holds a run of another manifest (experiment "
@@ -501,7 +518,7 @@ def run(manifest_path: str | Path, out_dir: str | Path, *, build: bool = True, a
             if j.group and k and jobs[k - 1].group == j.group:
                 continue  # run with the first of its group
             group = [x for x in jobs[k:] if j.group and x.group == j.group] or [j]
-            if all(_finished(raw_dir / f"{x.id}.jsonl") for x in group):
+            if all(_finished(out, f"{x.id}.jsonl") for x in group):
                 for x in group:
                     results.append(JobResult(id=x.id, kind=x.kind, argv=x.argv, status="skipped"))
                     bar.step(x, "done earlier", None)
@@ -523,18 +540,17 @@ def run(manifest_path: str | Path, out_dir: str | Path, *, build: bool = True, a
 def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobResult], run_id: str,
                     prefixes: dict, graph_info: dict, sources: dict, session: dict) -> dict:
     """Parse every finished raw file into results.csv/.parquet and write metadata.json."""
-    raw_dir = out / "raw"
     tables, device = [], None
     dropped: dict[str, list[str]] = {}
     host_lines: dict[str, list[dict]] = {}  # where each job bound its host buffers
     got_cases: set[str] = set()
     for j in jobs:
-        path = raw_dir / f"{j.id}.jsonl"
-        if not path.exists():
-            path = raw_dir / f"{j.id}.jsonl.failed"
-            if not path.exists():
+        name = f"{j.id}.jsonl"
+        if not raw_store.has_raw(out, name):
+            name = f"{j.id}.jsonl.failed"
+            if not raw_store.has_raw(out, name):
                 continue
-        parsed = read_output(path)
+        parsed = raw_store.read_raw_output(out, name)
         device = device or parsed.device
         if parsed.host:
             host_lines[j.id] = parsed.host
@@ -582,12 +598,12 @@ def collect_results(m: Manifest, out: Path, jobs: list[Job], results: list[JobRe
     return meta
 
 
-def _sources_from_raw(raw_dir: Path) -> dict[str, list[int]]:
+def _sources_from_raw(out: Path) -> dict[str, list[int]]:
     """Each graph's sources in the order the raw traversal outputs used them (longest list seen)."""
     found: dict[str, list[int]] = {}
-    for path in sorted(raw_dir.glob("*.jsonl")):
+    for _, output in raw_store.iter_raw_outputs(out):
         seen: dict[str, list[int]] = {}
-        for meas in read_output(path).measurements:
+        for meas in output.measurements:
             g, s = meas.params.get("graph"), meas.params.get("source")
             if g is not None and s is not None and s not in seen.setdefault(g, []):
                 seen[g].append(int(s))
@@ -605,14 +621,14 @@ def reparse(out_dir: str | Path) -> dict:
     """
     out = Path(out_dir)
     m = load_manifest(out / "manifest.toml")
-    run_info = _load_json(out / "run.json")
+    run_info = _run_info(out)
     if run_info is None:
-        raise RunError(f"{out}: no run.json; not a run directory")
+        raise RunError(f"{out}: neither run.json nor a metadata.json with a run id; not a run directory")
     old = _load_json(out / "metadata.json") or {}
     gdir = out / "graphs"
     prefixes = {g: m.graphs[g].prefix(gdir) for g in m.graphs_used()}
     sources = dict(old.get("sources") or {})
-    from_raw = _sources_from_raw(out / "raw")
+    from_raw = _sources_from_raw(out)
     for g, prefix in prefixes.items():
         if g not in sources and g in from_raw:
             sources[g] = from_raw[g]
@@ -624,9 +640,8 @@ def reparse(out_dir: str | Path) -> dict:
     jobs = plan_jobs(m, KERNEL_DIR / "bin", prefixes, {g: sources.get(g, [-1]) for g in prefixes}, out)
     results = []
     for j in jobs:
-        raw = out / "raw" / f"{j.id}.jsonl"
-        status = ("finished" if _finished(raw) else
-                  "failed" if raw.with_name(raw.name + ".failed").exists() else "not run")
+        status = ("finished" if _finished(out, f"{j.id}.jsonl") else
+                  "failed" if raw_store.has_raw(out, f"{j.id}.jsonl.failed") else "not run")
         prior = {r["id"]: r for r in old.get("jobs", [])}.get(j.id, {})
         results.append(JobResult(id=j.id, kind=j.kind, argv=j.argv, status=status,
                                  returncode=prior.get("returncode"), wall_s=prior.get("wall_s"),

@@ -503,7 +503,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     op = params.get("op", "load")
     if op != "load":
         raise TwinError(f"case '{case}': op '{op}' has no twin: the twins model loads "
-                        "(device-memory writes: validation/results/h100/write_cost)")
+                        "(device-memory writes: validation/experiments/write_cost/runs/h100)")
     if pattern == "scatter":
         raise TwinError(f"case '{case}': pattern 'scatter' has no twin: which level (L1, L2, "
                         "DRAM) serves each lane's line is not modelled")

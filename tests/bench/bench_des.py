@@ -21,7 +21,7 @@
    ratio of the two rates, measured side by side. ``mixed+stage+atomics``: the
    mixed stream with the instructions of half its warps marked atomics that return
    (``RequestStream.atomic``), on the staged system with the H200's fitted atomic
-   costs (validation/results/h200/atomic_chase): their device reads take their own
+   costs (validation/experiments/atomic_chase/runs/h200): their device reads take their own
    queue and their lines the log-spaced path through the stage.
 2. From graph to predicted time: a kron graph of scale 22 (degree 16), BFS
    merged_aligned with 8 B ids from a seeded source, emulated to its request
@@ -57,7 +57,7 @@ TARGET_REQUESTS_PER_S = 10e6
 TARGET_STAGED_REQUESTS_PER_S = 2e6
 # the issue stage's three costs as the H100 preset carries them
 STAGE_KEYS = ("gpu.request_gap_ns", "gpu.host_request_gap_ns", "gpu.sm_request_ns")
-# what an atomic that returns costs (the H200's fit: validation/results/h200/atomic_chase)
+# what an atomic that returns costs (the H200's fit: validation/experiments/atomic_chase/runs/h200)
 ATOMIC_COSTS = {"gpu.atomic_extra_ns": 57.1, "gpu.atomic_spread_ns": 19.36}
 SEED = 20240611
 GRAPH_SCALE = 22

@@ -1,7 +1,7 @@
 """Benchmark: how much slower the DES is than the GPU it predicts.
 
 BFS merged_aligned, 8 B ids, zero-copy, on GAP kron scale 21 degree 16 from
-the three sources the H200 run used (validation/results/h200/first_run): the
+the three sources the H200 run used (validation/experiments/first_run/runs/h200): the
 emulation (with the GPU's host-read caches) and the DES prediction are timed
 on this machine, one core, and set against the kernel time measured on the
 H200 (median over sources and repeats). Writes tests/bench/results/des_vs_hardware.json.
@@ -21,9 +21,10 @@ from hostlink.model.predict import predict
 from hostlink.traces.cache import host_read_cache
 from hostlink.traces.emulator import emulate
 from hostlink.traces.graphs import kron
+from hostlink.validation.data_tree import run_dir
 
 REPO = Path(__file__).resolve().parents[2]
-RUN = REPO / "validation" / "results" / "h200" / "first_run"
+RUN = run_dir("first_run", "h200")
 CASE = "bfs/kron21/merged_aligned/zerocopy/8B"
 SOURCES = (322668, 1165409, 1786843)  # metadata.json of the run
 

@@ -1,7 +1,7 @@
 """Benchmark: how far the analytic fidelity is from the DES on measured workloads.
 
-For every traversal case of the committed first runs (validation/results/h200
-and h100 ``first_run``; the twins' workloads, :mod:`hostlink.validation.twin_traversal`,
+For every traversal case of the committed first runs (validation/experiments/
+first_run/runs/h200 and h100; the twins' workloads, :mod:`hostlink.validation.twin_traversal`,
 first source of each case) and for the Accel-Sim traces under
 ``../shared/data/accelsim`` (zero-copy, UVM and device modes), this predicts the
 kernel time with ``fidelity="analytic"`` and ``fidelity="des"`` on the
@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from hostlink.validation.data_tree import run_dir as first_run_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -89,7 +90,7 @@ def traversal_rows(gpu: str, scale: int | None, limit: int | None, preds: dict,
     from hostlink.model.config import load_any_system
     from hostlink.validation.twin_common import load_run
     from hostlink.validation.twin_traversal import GraphSource, predict_traversal
-    run_dir = ROOT / "validation" / "results" / gpu / "first_run"
+    run_dir = first_run_dir("first_run", gpu)
     run = load_run(run_dir)
     system = load_any_system(str(report_system(run_dir)))
     graphs = GraphSource(run)
@@ -186,7 +187,7 @@ def main(argv=None) -> int:
               flush=True)
 
     if TRACE_DIR.is_dir() and not args.no_traces:
-        for row in trace_rows(report_system(ROOT / "validation/results/h200/first_run"), preds):
+        for row in trace_rows(report_system(ROOT / "validation/experiments/first_run/runs/h200"), preds):
             keep(row)
     if not args.traces_only:
         for gpu in args.gpu or ["h200", "h100"]:

@@ -2,7 +2,7 @@
 
 The H200's first_run report predicts BFS merged_aligned with 8 B ids on GAP kron
 scale 21 (zero-copy and UVM) with the calibration its header names
-(validation/results/h200/atomic_warps/calibrated.toml). A user predicting the
+(validation/experiments/atomic_warps/runs/h200/calibrated.toml). A user predicting the
 same run asks the h200-pcie5 preset, either from the graph (``hostlink predict
 --graph``) or from a trace that ``hostlink trace gen`` wrote (``hostlink
 predict --trace``). This benchmark runs all three for the report's first source
@@ -27,10 +27,11 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from hostlink.validation.data_tree import run_dir
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).resolve().parent / "results" / "one_door.json"
-RUN = REPO / "validation" / "results" / "h200" / "first_run"
+RUN = run_dir("first_run", "h200")
 CASE = "bfs/kron21/merged_aligned/{mode}/8B"
 TARGET_PCT = {"zerocopy": 15.0, "uvm": 25.0}
 RATIO_TARGET_PCT = 20.0

@@ -17,7 +17,7 @@ from hostlink.validation.sass import format_table, kernels_in_flight, read_sass
 
 def _sass_seed() -> bytes:
     """The first function of a real cuobjdump -sass listing, up to its 120th line."""
-    text = gzip.decompress((REPO / "validation/results/h200/sass/zc_read.sass.gz")
+    text = gzip.decompress((REPO / "validation/experiments/sass/runs/h200/zc_read.sass.gz")
                            .read_bytes()).decode()
     start = text.index("\t\tFunction :")
     return "\n".join(text[start:].splitlines()[:120]).encode()

@@ -33,7 +33,7 @@ SEEDS = {
     "system": (REPO / "sim_configs/system/h100-pcie5.toml").read_bytes(),
     "sweep": (REPO / "sim_configs/sweeps/rtt_by_tags.toml").read_bytes(),
     "regions": REGIONS,
-    "manifest": (REPO / "validation/results/h100/tag_window/manifest.toml").read_bytes(),
+    "manifest": (REPO / "validation/experiments/tag_window/runs/h100/manifest.toml").read_bytes(),
 }
 LOADERS = {"system": load_any_system, "sweep": load_sweep, "regions": load_regions,
            "manifest": load_manifest}

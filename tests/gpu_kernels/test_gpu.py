@@ -182,7 +182,7 @@ def test_host_loop_gaps(bin_dir):
         assert x["launches"] == 4 and x["kernel_time_ms"] >= 4 * 20e-3
         assert x["gap_us"] == pytest.approx((x["time_ms"] - x["kernel_time_ms"]) * 1e3 / 4)
     # a flag's reset, read-back and a synchronisation cost more than back-to-back walks
-    # (about 15 against 2-3 us per iteration on an H200: validation/results/h200/host_loop)
+    # (about 15 against 2-3 us per iteration on an H200: validation/experiments/host_loop/runs/h200)
     assert got[("bfs", 1, 0)]["gap_us"] > got[("walk", 1, 0)]["gap_us"] > 0
     run(bin_dir, "host_loop", "--loop", "nosuch", rc=2)
 
@@ -193,7 +193,7 @@ def test_ptr_chase_atomic_and_lanes(bin_dir):
                          "--reps", 1))
     lat = {x["params"]["cache"]: x["metrics"]["lat_ns"] for x in m}
     # an atomic on a line the L2 holds waits longer than a load of it (215 against
-    # 168 ns on an H200: validation/results/h200/atomic_chase)
+    # 168 ns on an H200: validation/experiments/atomic_chase/runs/h200)
     assert lat["atomic"] > lat["cg"] > 0
     m = measurements(run(bin_dir, "ptr_chase", "--memory-mode", "device", "--cache", "cg",
                          "--stride-B", 128, "--footprint-B", "64KiB", "--steps", 500,
@@ -209,7 +209,7 @@ def test_ptr_chase_atomic_and_lanes(bin_dir):
                          "--lanes", 32, "--warps", "1,16", "--reps", 1))
     assert [(x["params"]["lanes"], x["params"].get("warps")) for x in m] == [(32, None), (32, 16)]
     # 16 warps' 512 atomic lines a round hold one SM longer than one warp's 32
-    # (validation/results/h200/atomic_warps: 508 against 302 ns)
+    # (validation/experiments/atomic_warps/runs/h200: 508 against 302 ns)
     assert m[1]["metrics"]["lat_ns"] > m[0]["metrics"]["lat_ns"]
     run(bin_dir, "ptr_chase", "--memory-mode", "device", "--warps", 33, rc=2)
     # atomics on host memory are refused, not attempted

@@ -1,4 +1,4 @@
-"""The GPU's own traces (committed under validation/results/<gpu>/*/traces):
+"""The GPU's own traces (committed under validation/experiments/*/runs/<gpu>/traces):
 load for load what walk_model.py says each variant issues, on the graph and
 source of the run. Needs no GPU; the traces came from one."""
 from __future__ import annotations
@@ -10,16 +10,17 @@ import pytest
 
 from kernel_helpers import read_bel_graph, traced_edge_loads
 from walk_model import bfs_launches
+from hostlink.validation import raw_store
+from hostlink.validation.data_tree import EXPERIMENTS
 
-RESULTS = Path(__file__).resolve().parents[2] / "validation" / "results"
-TRACES = sorted(p for p in RESULTS.glob("*/*/traces/*__*") if (p / "kernelslist.g").exists())
+TRACES = sorted(p for p in EXPERIMENTS.glob("*/runs/*/traces/*__*") if (p / "kernelslist.g").exists())
 
 
 def trace_params(trace_dir: Path) -> dict:
     """The params of the raw 'trace' line whose output went to this folder."""
     run = trace_dir.parents[1]
-    for raw in sorted((run / "raw").glob("trace__*.jsonl")):
-        for line in raw.read_text().splitlines():
+    for name in raw_store.raw_names(run, "trace__*.jsonl"):
+        for line in raw_store.read_raw_bytes(run, name)[1].decode().splitlines():
             obj = json.loads(line)
             if obj.get("type") == "trace" and Path(obj["detail"]["dir"]).name == trace_dir.name:
                 return {**obj["params"], **obj["metrics"]}

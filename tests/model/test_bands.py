@@ -13,7 +13,7 @@ from hostlink.model.bands import add_bands, repeat_cases, spread_pct, with_bands
 
 
 def _fake(tmp_path, rows):
-    d = tmp_path / "h0" / "x_repeat"
+    d = tmp_path / "x" / "runs" / "h0-repeat"
     d.mkdir(parents=True)
     pd.DataFrame(rows, columns=["case", "group", "diff_pct"]).to_csv(d / "repeat_cases.csv")
     return tmp_path
@@ -27,10 +27,10 @@ def test_half_width_is_the_90th_percentile_of_the_absolute_differences(tmp_path)
     assert s["zerocopy"]["half_width_pct"] == pytest.approx(np.quantile(
         np.abs(np.arange(-10, 11)), 0.9))
     assert s["uvm"]["half_width_pct"] == pytest.approx(np.quantile(3.0 * np.arange(1, 11), 0.9))
-    assert s["zerocopy"]["cases"] == 21 and s["uvm"]["runs"] == ["h0/x_repeat"]
+    assert s["zerocopy"]["cases"] == 21 and s["uvm"]["runs"] == ["x/h0-repeat"]
 
 
-RESULTS = Path(__file__).resolve().parents[2] / "validation" / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "validation" / "experiments"
 
 
 def test_committed_repeats_give_uvm_a_wider_band_than_zero_copy():

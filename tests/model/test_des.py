@@ -233,7 +233,7 @@ ATOMIC = {"gpu.atomic_extra_ns": 57.0, "gpu.atomic_spread_ns": 19.4}
 
 
 def test_an_atomic_waits_its_extra_and_its_slowest_line():
-    """One warp's atomic of 32 device lines (validation/results/h200/atomic_chase): its
+    """One warp's atomic of 32 device lines (validation/experiments/atomic_chase/runs/h200): its
     line j reaches the SM spread x log2(j + 1) after the first and takes no SM turn, so
     the atomic takes a read's service and latency, its extra, and spread x log2(32);
     without a spread its lines leave as a load's do, 6 ns apart. Both engines."""
@@ -257,7 +257,7 @@ def test_an_atomic_waits_its_extra_and_its_slowest_line():
 def test_an_sms_atomic_lines_leave_one_atomic_turn_apart():
     """Sixteen warps of one SM each send an atomic of 32 lines: the SM lets the 512
     lines out one atomic turn apart (1 ns), so the round takes about 512 ns, where one
-    warp's takes its spread (validation/results/h200/atomic_warps: 298 ns for one
+    warp's takes its spread (validation/experiments/atomic_warps/runs/h200: 298 ns for one
     warp, 305 for eight, 504 for sixteen)."""
     s = _sector_loads(16, 1, 16)
     atom = s.with_atomic(np.ones(len(s), dtype=bool))
@@ -353,7 +353,7 @@ def test_requests_of_one_cost_class_share_one_row_of_the_cost_table(burst_B):
 
 def test_requests_that_follow_their_first_leave_with_it():
     """A load of 32 host sector requests in 32 lines marked to follow its first (an
-    ld.cv load's, validation/results/h100/request_cost) leaves the SM at once, in both
+    ld.cv load's, validation/experiments/request_cost/runs/h100) leaves the SM at once, in both
     engines: the load takes what it takes without the issue stage, where unmarked its
     last request leaves 31 host gaps after its first."""
     s = _sector_loads(1, 1, 1, SPACE_HOST)

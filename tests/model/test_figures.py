@@ -26,6 +26,7 @@ from hostlink.validation.launches import figure_launches
 from hostlink.validation.report import (GroupStats, figure_error_by_group,
                                         figure_mape_by_group)
 from hostlink.validation.report import plots as report_plots
+from hostlink.validation.data_tree import run_dir, script_path
 
 matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,10 +184,10 @@ def _annotated() -> pd.DataFrame:
 def _write_cost_figure():
     """The write_cost probe's figure from its committed records (an H100's)."""
     spec = importlib.util.spec_from_file_location(
-        "write_cost_summary", ROOT / "validation" / "device" / "write_cost_summary.py")
+        "write_cost_summary", script_path("write_cost", "write_cost_summary.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    folder = ROOT / "validation" / "results" / "h100" / "write_cost"
+    folder = run_dir("write_cost", "h100")
     rows = [r for name in mod.FILES for r in mod.read_points(folder / name)[1]]
     return mod.figure(rows, mod.device_name(folder / "plain.jsonl"))
 

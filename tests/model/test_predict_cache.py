@@ -1,7 +1,7 @@
 """predict() coalesces traces through the GPU's host-read caches by default.
 
 Facts: Hopper caches zero-copy loads with the default cache operator (H200,
-validation/results/h200/first_run/results.parquet: random 4 B loads over a 4 KiB
+validation/experiments/first_run/runs/h200/results.parquet: random 4 B loads over a 4 KiB
 host region, 628 GB/s with ``cache=default`` against 2.6 GB/s with
 ``cache=cv``); the seed's naive kernel sends a new 32 B request only when a
 thread crosses a 32 B boundary (emogi_vldb2020 §3.3) and its requests are

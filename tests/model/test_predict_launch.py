@@ -12,7 +12,7 @@ from hostlink.model.workload import LaunchInfo, RequestStream
 
 from test_predict import quiet, s  # noqa: F401  (s: the shared stream fixture)
 
-# the H200's fit in validation/results/h200/launch_latency (micro/launch/empty)
+# the H200's fit in validation/experiments/launch_latency/runs/h200 (micro/launch/empty)
 LAUNCH_NS = 6392.0
 DISPATCH_NS = 0.615
 

@@ -1,7 +1,7 @@
 """The presets of the validated GPUs are the calibrations their reports use.
 
 `make presets` writes sim_configs/system/h200-pcie5.toml and h100-pcie5.toml from
-the calibrated systems that validation/results/<gpu>/first_run/report.md names in
+the calibrated systems that validation/experiments/first_run/runs/<gpu>/report.md names in
 its header ("made with ... --system X"): so `--system h200-pcie5` predicts what
 the report predicts, and `hostlink validate report ... --system h200-pcie5`
 reproduces it.
@@ -17,6 +17,7 @@ from hostlink.model.config import load_any_system, load_system, system_to_dict
 from hostlink.model.config.freeze import preset_text
 from hostlink.model.config.schema import SECTIONS
 from hostlink.model.errors import ConfigError
+from hostlink.validation.data_tree import run_dir
 
 REPO = Path(__file__).resolve().parents[2]
 #: keys the preset takes from a later measurement than the report's chain
@@ -24,7 +25,7 @@ KEPT = {"h200": {"translation.managed_walkers"}, "h100": set()}
 
 
 def _report_system(gpu: str) -> Path:
-    header = (REPO / "validation" / "results" / gpu / "first_run" / "report.md").read_text()
+    header = (run_dir("first_run", gpu) / "report.md").read_text()
     match = re.search(r"--system (\S+?\.toml)", header)
     assert match, "the report names its system"
     return REPO / match.group(1)
@@ -44,7 +45,7 @@ def test_the_preset_is_the_reports_calibrated_system(gpu):
     for key in ("launch_overhead_us", "level_sync_us"):
         assert a[key] == b[key]
     for dotted in KEPT[gpu]:
-        assert preset.provenance[dotted].startswith("measured: validation/results/")
+        assert preset.provenance[dotted].startswith("measured: validation/experiments/")
 
 
 @pytest.mark.parametrize("gpu", ["h200", "h100"])
@@ -54,7 +55,7 @@ def test_every_measured_key_names_a_committed_run(gpu):
     assert len(measured) >= 20
     named = 0
     for key, source in measured.items():
-        folders = re.findall(r"validation/results/[\w/.]+\w", source)
+        folders = re.findall(r"validation/experiments/[\w/.-]+\w", source)
         named += bool(folders)
         for folder in folders:
             assert (REPO / folder).exists(), (key, folder)

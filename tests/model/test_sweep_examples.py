@@ -52,7 +52,7 @@ def test_size_by_gen(tmp_path, capsys):
     # encodings, hostlink.model.pcie.spec.GENERATIONS)
     assert (wide["bw_GBps"] <= wide["raw_GBps"]).all()
     # the preset's host serves whole 64 B lines at host.serve_GBps (measured on the H100:
-    # validation/results/h100/first_run; the lines: validation/results/h200/cpl_offsets),
+    # validation/experiments/first_run/runs/h100; the lines: validation/experiments/cpl_offsets/runs/h200),
     # so a read of n lines moves its bytes at serve_GBps x size / (64 n), whatever the link
     from hostlink.model.config import load_system
     serve = load_system("h100-pcie5").host.serve_GBps

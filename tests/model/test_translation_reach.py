@@ -40,7 +40,7 @@ def test_reach_is_recovered_from_two_walker_bound_bandwidths():
 
 
 def test_the_h200_cliff_gives_a_reach_between_256_MiB_and_1_GiB():
-    # validation/results/h200/first_run: 13.37 GB/s over 1 GiB, 6.054 GB/s over 4 GiB
+    # validation/experiments/first_run/runs/h200: 13.37 GB/s over 1 GiB, 6.054 GB/s over 4 GiB
     reach = reach_from_two_regions(GiB, 13.37, 4 * GiB, 6.054)
     assert 256 * MiB < reach < GiB
     assert reach / PAGE == pytest.approx(316, abs=2)

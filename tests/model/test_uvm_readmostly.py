@@ -9,7 +9,7 @@ buffer SM by SM: CTA c runs on SM c mod sm_count, and the k-th warp of every
 SM comes before the (k+1)-th of any.
 
 The last test uses the committed H200 measurements
-(validation/results/h200/first_run, gpu_kernels/micro/uvm_touch.cu, 64 and
+(validation/experiments/first_run/runs/h200, gpu_kernels/micro/uvm_touch.cu, 64 and
 512 MiB, advice none and readmostly) and the model's own fault dynamics.
 """
 from __future__ import annotations
@@ -25,10 +25,11 @@ from hostlink.model.errors import ConfigError
 from hostlink.model.uvm import simulate_uvm
 from hostlink.model.uvm.model import sm_interleaved_warps
 from hostlink.model.workload import SPACE_HOST, LaunchInfo, RequestStream
+from hostlink.validation.data_tree import run_dir
 
 PAGE = 4096
 BASE = 0x7F0000000000
-RUN_DIR = Path(__file__).resolve().parents[2] / "validation" / "results" / "h200" / "first_run"
+RUN_DIR = run_dir("first_run", "h200")
 
 
 @pytest.fixture(scope="module")

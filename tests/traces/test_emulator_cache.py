@@ -1,7 +1,7 @@
 """Emulated kernels through the caches: Emulation.requests(cache=...) and host_read_cache.
 
 Facts: the default cache operator caches zero-copy loads on Hopper (H200,
-validation/results/h200/first_run/results.parquet: random 4 B loads over a 4 KiB
+validation/experiments/first_run/runs/h200/results.parquet: random 4 B loads over a 4 KiB
 host region at 628 GB/s with ``cache=default`` against 2.6 GB/s with
 ``cache=cv``); the seed's naive kernel sent a new 32 B request only when a
 thread crossed a 32 B boundary (emogi_vldb2020 §3.3). A BFS reads each

@@ -5,7 +5,7 @@ with its arrays at addresses the driver chose, and names them in
 ``regions.json`` (gpu_kernels/traversal/trace_format.hpp). Here a recorded
 trace is first imitated (an emulated trace moved to other page-aligned bases
 and written in that format) to test the comparison; then every self-trace
-committed under validation/results/ is compared with its emulation (skipped,
+committed under validation/experiments/ is compared with its emulation (skipped,
 visibly, while none is committed).
 """
 from __future__ import annotations
@@ -23,6 +23,7 @@ from hostlink.traces.emulator.compare import (compare_recorded, open_recorded,
                                               timing_independent_launches)
 from hostlink.traces.graphs import generate, kron, read_bel
 from hostlink.traces.schema import InstTable, Region, WarpTrace
+from hostlink.validation.data_tree import EXPERIMENTS, run_dir
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,7 +90,7 @@ def test_imitated_recording_difference_is_found(tmp_path):
 def _committed_self_traces():
     """(run folder, case params, trace folder) of every committed self-trace."""
     found = []
-    for meta_path in sorted((REPO / "validation" / "results").rglob("metadata.json")):
+    for meta_path in sorted(EXPERIMENTS.glob("*/runs/*/metadata.json")):
         try:
             meta = json.loads(meta_path.read_text())
         except (OSError, json.JSONDecodeError):
@@ -108,7 +109,7 @@ def _committed_self_traces():
 _RECORDED = _committed_self_traces()
 
 
-@pytest.mark.skipif(not _RECORDED, reason="no self-trace committed under validation/results/ yet")
+@pytest.mark.skipif(not _RECORDED, reason="no self-trace committed under validation/experiments/ yet")
 @pytest.mark.parametrize("meta,case,folder", _RECORDED or [pytest.param(None, None, None, id="none")])
 def test_committed_self_traces_match_emulation(meta, case, folder):
     spec = meta["graphs"][case["graph"]]
@@ -134,7 +135,7 @@ def test_committed_self_traces_match_emulation(meta, case, folder):
 
 
 def _self_trace_cases(run: str):
-    meta_path = REPO / "validation" / "results" / "h200" / run / "metadata.json"
+    meta_path = run_dir(run, "h200") / "metadata.json"
     if not meta_path.is_file():
         return []
     meta = json.loads(meta_path.read_text())
@@ -148,17 +149,17 @@ def test_whole_sssp_and_cc_runs_match_where_warps_read_their_values_first(kernel
     """A naive thread, and a balanced warp for its 8 vertices, read their values before
     their walk; on kron10 every warp is resident at once, so the GPU's SSSP and CC make
     the emulator's Jacobi steps: every launch of the self-trace matches, not only the
-    ones timing cannot change (validation/results/h200/self_traces)."""
+    ones timing cannot change (validation/experiments/self_traces/runs/h200)."""
     found = [(m, p) for m, p in _self_trace_cases("self_traces")
              if p["kernel"] == kernel and p["variant"] == variant]
     if not found:
-        pytest.skip("validation/results/h200/self_traces is not committed")
+        pytest.skip("validation/experiments/self_traces/runs/h200 is not committed")
     for meta, p in found:
         spec = meta["graphs"][p["graph"]]
         g = generate(spec["kind"], int(spec["scale"]), int(spec["degree"]), int(spec["seed"]))
         emu = emulate(g, kernel, variant, source=int(p.get("source") or 0),
                       id_bytes=int(p["id_bytes"]), resident_warps=132 * 64)
-        folder = (REPO / "validation" / "results" / "h200" / "self_traces" / "traces"
+        folder = (run_dir("self_traces", "h200") / "traces"
                   / f"{kernel}__{p['graph']}__{variant}__zerocopy__{p['id_bytes']}B")
         cmp = compare_recorded(open_recorded(folder), emu)
         assert cmp.equal, cmp.summary()

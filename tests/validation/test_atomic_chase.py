@@ -21,12 +21,12 @@ from hostlink.validation.results_io import make_table, unit_of, write_results
 from hostlink.validation.twin_common import TwinError
 from hostlink.model.chase import atomic_step_ns
 from hostlink.validation.twins import build_micro, case_group
+from hostlink.validation.data_tree import manifest_path, run_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "validation" / "results"
-MANIFEST = ROOT / "validation" / "manifests" / "atomic_chase.toml"
+MANIFEST = manifest_path("atomic_chase")
 TRUTH = {"gpu.atomic_extra_ns": 55.0, "gpu.atomic_spread_ns": 20.0}
-# the H200's level latencies (validation/results/h200/launch_latency), not the preset's
+# the H200's level latencies (validation/experiments/launch_latency/runs/h200), not the preset's
 # assumed 600 ns: one warp's atomic of 32 lines then takes 146 + 55 + 100 ns
 LEVELS = {"gpu.device_lat_ns": 146.0, "gpu.dram_lat_ns": 340.0}
 
@@ -112,7 +112,7 @@ def test_the_twin_adds_the_extra_where_the_l2_serves_and_the_spread_per_doubling
     assert eight.sum() == 20000 and 0 < eight[2] <= 512
     assert got[8].predict(system)["lat_ns"] == pytest.approx(
         (eight[1] * (gpu.device_lat_ns + 55.0) + eight[2] * gpu.dram_lat_ns) / 20000 + 60.0)
-    # from DRAM an atomic costs what a load does (validation/results/h200/atomic_chase)
+    # from DRAM an atomic costs what a load does (validation/experiments/atomic_chase/runs/h200)
     (case, p), = _cases(footprints=(256 << 20,), lanes=(1,)).items()
     fresh = build_micro(case, p, system, hints=lambda m: _hints(case, m))
     assert fresh.extra["levels"][2] == 4000
@@ -166,9 +166,9 @@ def test_the_step_recovers_the_atomic_costs(tmp_path):
 def refit_committed(run: str, base: str, step: str):
     """The fit of ``step`` on the committed H200 run ``run`` from the committed system
     ``base``, and the values its calibration record holds."""
-    here = RESULTS / "h200" / run
+    here = run_dir(run, "h200")
     record = json.loads((here / "calibration.json").read_text())
-    (fit,) = calibrate(here, str(RESULTS / "h200" / base / "calibrated.toml"), only=[step]).fits
+    (fit,) = calibrate(here, str(run_dir(base, "h200") / "calibrated.toml"), only=[step]).fits
     (committed,) = [f for f in record["fits"] if f["name"] == step]
     return here, fit, committed["values"]
 

@@ -13,7 +13,7 @@ from hostlink.validation import report_diagnose
 from hostlink.validation.report_judge import annotate, group_stats
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = re.compile(r"validation/results/[A-Za-z0-9_/*.-]*[A-Za-z0-9_*/]")
+RESULTS = re.compile(r"validation/experiments/[A-Za-z0-9_/*.-]*[A-Za-z0-9_*/]")
 
 
 def _entries() -> list[dict]:
@@ -51,7 +51,7 @@ def _coalesced(measured, predicted):
 
 def test_the_diagnosis_quotes_the_files_text_by_the_sign_of_the_error(tmp_path, monkeypatch):
     # the H100's first_run: device memory 2876 GB/s measured against the twin's 3287,
-    # pinned host memory 46.1 against 51.3 (validation/results/h100/first_run/summary.csv)
+    # pinned host memory 46.1 against 51.3 (validation/experiments/first_run/runs/h100/summary.csv)
     fast, ann = _coalesced([2876.26, 46.13], [3286.97, 51.29])
     slow, _ = _coalesced([3286.97, 51.29], [2876.26, 46.13])
     path = tmp_path / "effects.toml"

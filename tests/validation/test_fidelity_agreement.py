@@ -12,6 +12,7 @@ import pytest
 
 from hostlink.model.config import load_any_system
 from hostlink.model.predict import as_stream, predict
+from hostlink.validation.data_tree import run_dir as first_run_dir
 
 REPO = Path(__file__).resolve().parents[2]
 ACCELSIM = REPO.parent / "shared" / "data" / "accelsim"
@@ -42,7 +43,7 @@ def runs():
     from hostlink.validation.twin_traversal import GraphSource
     out = {}
     for gpu in GPUS:
-        run_dir = REPO / "validation" / "results" / gpu / "first_run"
+        run_dir = first_run_dir("first_run", gpu)
         run = load_run(run_dir)
         out[gpu] = (run, report_system(run_dir), GraphSource(run))
     return out

@@ -21,7 +21,7 @@ from hostlink.validation.results_io import read_results
 from hostlink.validation.twin_micro import build_micro
 
 REPO = Path(__file__).resolve().parents[2]
-H200_MANIFEST = REPO / "validation" / "manifests" / "gather_h200.toml"
+H200_MANIFEST = REPO / "validation" / "experiments" / "gather" / "manifest.toml"
 SYSTEM = load_any_system("h200-pcie5")
 
 SMALL = """

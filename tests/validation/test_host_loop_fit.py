@@ -16,9 +16,9 @@ from hostlink.validation.manifest import expand_micro, load_manifest, micro_case
 from hostlink.validation.results_io import (parse_lines, read_results,
                                             rows_from_output, write_results)
 from hostlink.validation.twins import build_micro, case_group, synthesize
+from hostlink.validation.data_tree import manifest_path, run_dir
 
-RESULTS = Path(__file__).resolve().parents[2] / "validation" / "results"
-MANIFEST = Path(__file__).resolve().parents[2] / "validation" / "manifests" / "host_loop.toml"
+MANIFEST = manifest_path("host_loop")
 TRUTH = {"host_loop.launch_gap_us": 1.2, "host_loop.memset_small_us": 0.8,
          "host_loop.memset_us": 2.5, "host_loop.copy_us": 6.5, "host_loop.copy_return_us": 1.5,
          "host_loop.sync_us": 4.5, "host_loop.run_us": 2.0}
@@ -82,17 +82,17 @@ def test_a_traversal_run_carries_its_loop_gap_on_reading(tmp_path):
 
 
 def test_the_committed_fit_is_the_pooled_fit_of_the_two_leases():
-    here = RESULTS / "h200"
-    record = json.loads((here / "host_loop" / "calibration.json").read_text())
-    cal = calibrate(here / "host_loop", str(here / "uvm_launches" / "calibrated.toml"),
-                    only=["host_loop"], pool=[str(here / "host_loop_repeat")])
+    here = run_dir("host_loop", "h200")
+    record = json.loads((here / "calibration.json").read_text())
+    cal = calibrate(here, str(run_dir("uvm_launches", "h200") / "calibrated.toml"),
+                    only=["host_loop"], pool=[str(run_dir("host_loop", "h200-repeat"))])
     (fit,) = cal.fits
     (committed,) = [f for f in record["fits"] if f["name"] == "host_loop"]
     # the same to the fit's own tolerance (its start, the schema's defaults, may move)
     for k in COST_KEYS:
         assert fit.values[f"host_loop.{k}"] == pytest.approx(committed["values"][f"host_loop.{k}"],
                                                               rel=1e-3)
-    # the costs the two leases share (validation/results/h200/host_loop/README.md): a flag's
+    # the costs the two leases share (validation/experiments/host_loop/README.md): a flag's
     # read-back after a kernel costs most, then a synchronisation; back-to-back launches least
     v = fit.values
     assert v["host_loop.copy_us"] > v["host_loop.sync_us"] > v["host_loop.launch_gap_us"] > 0

@@ -12,10 +12,10 @@ from hostlink.model.cli.main import main
 from hostlink.model.config import load_any_system
 from hostlink.model.errors import HostlinkError
 from hostlink.validation import launches
+from hostlink.validation.data_tree import run_dir
 
-RESULTS = Path(__file__).resolve().parents[2] / "validation" / "results"
-RUN = RESULTS / "h200" / "traversal14_la1"
-CAL = RESULTS / "h200" / "uvm_launches" / "calibrated.toml"
+RUN = run_dir("traversal14_la1", "h200")
+CAL = run_dir("uvm_launches", "h200") / "calibrated.toml"
 CASE = "bfs/kron14/merged_aligned/uvm/8B"
 
 

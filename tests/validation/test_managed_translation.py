@@ -1,7 +1,7 @@
 """Managed memory left on the host (SetAccessedBy) is translated apart from pinned
 memory: the committed H100 and H200 runs that measure it.
 
-validation/results/h100/accessedby_reach measured random 128 B lines over 1, 4
+validation/experiments/accessedby_reach/runs/h100 measured random 128 B lines over 1, 4
 and 16 GiB of managed memory at 48.5, 45.1 and 42.7 GB/s where pinned memory
 ran at 13.9, 6.0 and 4.9 GB/s; the H200's at 50.7, 50.5 and 45.3 against 14.2,
 6.0 and 4.9. Their calibrations fit translation.managed_walkers on those three
@@ -18,7 +18,7 @@ from hostlink.validation.twin_micro import build_micro, run_loads_in_flight
 from hostlink.validation.twins import load_run
 
 ROOT = Path(__file__).resolve().parents[2]
-REACH = {gpu: ROOT / f"validation/results/{gpu}/accessedby_reach" for gpu in ("h100", "h200")}
+REACH = {gpu: ROOT / f"validation/experiments/accessedby_reach/runs/{gpu}" for gpu in ("h100", "h200")}
 
 
 def _predict(run, case, system):

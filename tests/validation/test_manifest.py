@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from hostlink.model.errors import ConfigError
+from hostlink.validation.data_tree import EXPERIMENTS
 from hostlink.validation.manifest import (
     MEMORY_MODES,
     VARIANTS,
@@ -19,7 +20,6 @@ from hostlink.validation.manifest import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-MANIFESTS = REPO / "validation" / "manifests"
 
 GOOD = """
 [experiment]
@@ -197,9 +197,9 @@ def test_read_offsets_checks_the_header(tmp_path):
         read_offsets(p)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in MANIFESTS.glob("*.toml")))
+@pytest.mark.parametrize("name", sorted(p.parent.name for p in EXPERIMENTS.glob("*/manifest.toml")))
 def test_committed_manifests_load(name):
-    m = load_manifest(MANIFESTS / name)
+    m = load_manifest(EXPERIMENTS / name / "manifest.toml")
     assert m.traversal_cases() or m.micro or m.self_trace     # something to run
     for g in m.micro:
         assert g.cases()

@@ -1,6 +1,6 @@
 """One door: the public predict() with a committed calibrated system gives what the reports give.
 
-For committed cases of both first runs (validation/results/h200/first_run and
+For committed cases of both first runs (validation/experiments/first_run/runs/h200 and
 h100/first_run: every microbenchmark group they hold, and zero-copy, UVM and
 device BFS traversals of kron14), the case's workload is built by the validation
 builders and handed to :func:`hostlink.model.predict.predict` with the path of the
@@ -24,9 +24,9 @@ import pytest
 
 from hostlink.model.config import load_any_system
 from hostlink.model.predict import predict
+from hostlink.validation.data_tree import run_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "validation" / "results"
 TOL = 1e-3          # the acceptance bound: 0.1%
 
 # small cases of every microbenchmark group (memcpy h2d/d2h, zc_read coalesced/strided/
@@ -90,14 +90,14 @@ TRAVERSAL = {
 
 def made_with(gpu: str) -> Path:
     """The --system of the committed first-run report (its 'made with' line)."""
-    text = (RESULTS / gpu / "first_run" / "report.md").read_text()
+    text = (run_dir("first_run", gpu) / "report.md").read_text()
     m = re.search(r"made with `hostlink validate report \S+ --system (\S+?)`", text)
     assert m, f"{gpu}/first_run/report.md names no --system"
     return ROOT / m.group(1)
 
 
 def reported(gpu: str) -> pd.DataFrame:
-    return pd.read_csv(RESULTS / gpu / "first_run" / "summary.csv")
+    return pd.read_csv(run_dir("first_run", gpu) / "summary.csv")
 
 
 def primary_value(metric: str, pred) -> float:
@@ -116,7 +116,7 @@ def primary_value(metric: str, pred) -> float:
 @pytest.fixture(scope="module")
 def runs():
     from hostlink.validation.twin_common import load_run
-    return {gpu: load_run(RESULTS / gpu / "first_run") for gpu in MICRO}
+    return {gpu: load_run(run_dir("first_run", gpu)) for gpu in MICRO}
 
 
 def test_the_cases_cover_every_group_of_both_first_runs(runs):
@@ -194,18 +194,25 @@ def _code_strings(path: Path) -> list[str]:
             and isinstance(n.value, str) and id(n) not in docs]
 
 
+#: the modules whose one job is the data tree itself: where it lies, the runs'
+#: records and the generated index (they read every run, none of its numbers)
+INDEXERS = {Path("validation/data_tree.py"), Path("validation/records.py"),
+            Path("validation/data_index.py")}
+
+
 def test_no_library_module_reads_committed_results():
-    # a path into validation/results is built from its parts ("results", "h200") or
-    # written whole; the scripts kept with the runs and the device tools may read them
+    # a path into validation/experiments is built from its parts ("experiments",
+    # "runs") or written whole; the scripts kept with the experiments may read them,
+    # and data_tree alone names the tree's root
     offenders = []
     for folder in ("model", "traces", "validation"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             rel = path.relative_to(ROOT)
-            if rel.parts[:2] in (("validation", "results"), ("validation", "device")):
+            if rel.parts[:2] == ("validation", "experiments") or rel in INDEXERS:
                 continue
             strings = _code_strings(path)
             # (prose that cites a committed folder, in a message, reads nothing)
-            if any("validation/results" in s and not re.search(r"\s", s) for s in strings) or (
-                    "results" in strings and ({"h200", "h100"} & set(strings))):
+            if any("validation/experiments" in s and not re.search(r"\s", s) for s in strings) or (
+                    {"experiments", "runs"} <= set(strings)):
                 offenders.append(str(rel))
     assert offenders == []

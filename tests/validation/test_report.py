@@ -126,7 +126,7 @@ def test_diagnosis_names_the_parameter_the_error_follows():
 
 def test_diagnosis_splits_the_error_by_cache_operator():
     # strided reads with ld.cv from many warps miss by far more than the default
-    # operator's (validation/results/h100/cv_pages): the diagnosis says so and names it
+    # operator's (validation/experiments/cv_pages/runs/h100): the diagnosis says so and names it
     cases = {f"micro/zc_warps/pattern=strided,warps={w},cache={c}": {
         "kind": "micro", "benchmark": "zc_warps", "pattern": "strided", "chunk_B": 4096,
         "warps": w, "cache": c} for w in (1, 16) for c in ("default", "cv")}
@@ -165,7 +165,7 @@ def test_remote_reads_of_managed_memory_are_not_diagnosed_as_faults():
 def test_coalesced_reads_of_device_memory_are_diagnosed_by_the_drams_rate():
     # the H100's first_run: device memory streamed 2876 GB/s where the twin, at the
     # datasheet's 3350, gives 3287; pinned host memory 46.1 GB/s against 51.3
-    # (validation/results/h100/first_run/summary.csv)
+    # (validation/experiments/first_run/runs/h100/summary.csv)
     cases = {f"micro/zc_read/pattern=coalesced,offset_B=0,memory_mode={m}": {
         "kind": "micro", "benchmark": "zc_read", "pattern": "coalesced", "offset_B": 0,
         "memory_mode": m} for m in ("device", "zerocopy")}
@@ -190,7 +190,7 @@ def test_strided_reads_too_fast_name_the_hosts_rate_and_the_measured_l1_table():
 
 def test_groups_without_a_target_far_off_are_diagnosed():
     # device-memory traversals have no target; far off, the report still says what the
-    # model lacks for them (the GPU's own work: validation/results/h100/device_work)
+    # model lacks for them (the GPU's own work: validation/experiments/device_work/runs/h100)
     cases = {f"bfs/kron21/{v}/device/8B": {"kind": "traversal", "kernel": "bfs",
                                           "graph": "kron21", "variant": v,
                                           "memory_mode": "device", "id_bytes": 8}

@@ -111,7 +111,7 @@ def test_summarise_median_and_spread():
 
 
 def test_uvm_touch_launch_metrics_from_the_per_launch_times():
-    """An older uvm_touch build (validation/results/h200/uvm_launches) printed a point's
+    """An older uvm_touch build (validation/experiments/uvm_launches/runs/h200) printed a point's
     per-launch times only: the first launch and the mean of the later ones are derived
     from them as the program now prints them; a point in one launch gets neither."""
     line = ('{"type":"measurement","benchmark":"uvm_touch","params":{"launches":3},"rep":0,'

@@ -13,6 +13,7 @@ import pytest
 
 from hostlink.model.errors import HostlinkError
 from hostlink.validation import runner
+from hostlink.validation.data_tree import committed_runs, manifest_path
 from hostlink.validation.cli import main as validate_main
 from hostlink.validation.manifest import load_manifest
 from hostlink.validation.results_io import read_results
@@ -321,6 +322,9 @@ def test_failed_job_is_recorded_and_resume_reruns_only_it(setup, monkeypatch):
     assert "made-up failure" in failed[0]["errors"][0] and failed[0]["returncode"] == 1
     assert any(c.startswith("cc/") for c in meta["missing_cases"])
     assert (out / "raw" / "trav__0__cc__tiny.jsonl.failed").exists()
+    # only the job that wrote to stderr leaves a log; the others leave no empty file
+    assert sorted(p.name for p in (out / "logs").glob("*.err")) == ["trav__0__cc__tiny.err"]
+    assert "made-up failure" in (out / "logs" / "trav__0__cc__tiny.err").read_text()
     run_id = meta["run_id"]
     before = (out / "raw" / "trav__0__bfs__tiny.jsonl").stat().st_mtime_ns
     monkeypatch.delenv("FAKE_FAIL")
@@ -331,6 +335,22 @@ def test_failed_job_is_recorded_and_resume_reruns_only_it(setup, monkeypatch):
     assert status["trav__0__bfs__tiny"] == "finished"  # kept from the first session
     assert (out / "raw" / "trav__0__bfs__tiny.jsonl").stat().st_mtime_ns == before
     assert meta["missing_cases"] == []
+
+
+def test_a_packed_run_resumes_and_reparses_from_its_pack(setup):
+    from hostlink.validation.raw_store import pack_raw
+
+    manifest, bin_dir, out = setup
+    runner.run(manifest, out, bin_dir=bin_dir, progress=False)
+    before = read_results(out / "results.parquet")
+    pack_raw(out)
+    assert not (out / "raw").exists() and (out / "raw.tar.xz").is_file()
+    (out / "run.json").unlink()            # as committed: metadata.json holds the run id
+    meta = runner.run(manifest, out, bin_dir=bin_dir, progress=False)
+    assert all(j["status"] == "finished" for j in meta["jobs"])
+    assert not any((out / "raw").glob("*.jsonl"))      # nothing ran again
+    pd.testing.assert_frame_equal(read_results(out / "results.parquet"), before)
+    assert runner.reparse(out)["missing_cases"] == []
 
 
 def test_check_failures_are_kept_as_rows(setup, monkeypatch):
@@ -389,7 +409,7 @@ def test_generated_graph_through_the_graph_library(tmp_path):
 
 
 def test_job_plan_for_committed_manifest(tmp_path):
-    m = load_manifest(Path(runner.REPO) / "validation" / "manifests" / "first_run.toml")
+    m = load_manifest(manifest_path("first_run"))
     prefixes = {g: tmp_path / g for g in m.graphs_used()}
     sources = {g: [1, 2, 3] for g in m.graphs_used()}
     jobs = runner.plan_jobs(m, tmp_path / "bin", prefixes, sources, tmp_path)
@@ -402,10 +422,10 @@ def test_job_plan_for_committed_manifest(tmp_path):
     assert bfs.argv[bfs.argv.index("--source") + 1] == "1,2,3"
 
 
-COMMITTED = sorted(p for p in (Path(runner.REPO) / "validation" / "results").glob("*/*") if (p / "run.json").exists())
+COMMITTED = [p for p in committed_runs() if (p / "manifest.toml").exists() and (p / "raw.tar.xz").exists()]
 
 
-@pytest.mark.parametrize("run_dir", COMMITTED, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("run_dir", COMMITTED, ids=lambda p: f"{p.parents[1].name}/{p.name}")
 def test_committed_run_reparses_to_its_results(run_dir, tmp_path):
     import shutil
 
@@ -413,9 +433,9 @@ def test_committed_run_reparses_to_its_results(run_dir, tmp_path):
 
     copy = tmp_path / run_dir.name
     copy.mkdir()
-    for name in ("manifest.toml", "run.json", "metadata.json"):
+    for name in ("manifest.toml", "metadata.json"):
         shutil.copy(run_dir / name, copy / name)
-    shutil.copytree(run_dir / "raw", copy / "raw")
+    shutil.copy(run_dir / "raw.tar.xz", copy / "raw.tar.xz")
     committed = json.loads((run_dir / "metadata.json").read_text())
     meta = runner.reparse(copy)
     assert meta["missing_cases"] == committed["missing_cases"] and meta["check_failures"] == 0

@@ -5,6 +5,7 @@ import pytest
 
 from hostlink.model.cli.main import main
 from hostlink.validation import runner
+from hostlink.validation.data_tree import manifest_path
 
 
 def _fake_smi(tmp_path, monkeypatch, script: str | None):
@@ -26,7 +27,7 @@ def _fake_smi(tmp_path, monkeypatch, script: str | None):
 def test_run_without_a_gpu_exits_2_before_writing(tmp_path, monkeypatch, capsys, repo, script):
     _fake_smi(tmp_path, monkeypatch, script)
     out = tmp_path / "out"
-    rc = main(["validate", "run", str(repo / "validation" / "manifests" / "ci_small.toml"),
+    rc = main(["validate", "run", str(manifest_path("ci_small")),
                "--out", str(out), "--quiet"])
     assert rc == 2
     err = capsys.readouterr().err
@@ -42,6 +43,6 @@ def test_a_listed_gpu_passes(tmp_path, monkeypatch):
 
 def test_dry_run_needs_no_gpu(tmp_path, monkeypatch, capsys, repo):
     _fake_smi(tmp_path, monkeypatch, None)
-    rc = main(["validate", "run", str(repo / "validation" / "manifests" / "ci_small.toml"),
+    rc = main(["validate", "run", str(manifest_path("ci_small")),
                "--out", str(tmp_path / "out"), "--dry-run", "--quiet"])
     assert rc == 0

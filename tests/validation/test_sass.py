@@ -1,6 +1,6 @@
 """Loads in flight read from SASS, on hand-written SASS and on the committed
-SASS of the H200 build (validation/results/h200/sass), checked against the
-measured bandwidth of one warp (validation/results/h200/unroll_probe, cv_overlap)."""
+SASS of the H200 build (validation/experiments/sass/runs/h200), checked against the
+measured bandwidth of one warp (validation/experiments/unroll_probe/runs/h200, cv_overlap)."""
 from __future__ import annotations
 
 import json
@@ -13,9 +13,11 @@ import pytest
 
 from hostlink.model.cli.main import main
 from hostlink.validation import sass
+from hostlink.validation import raw_store
+from hostlink.validation.data_tree import run_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-H200 = ROOT / "validation" / "results" / "h200"
+SASS = run_dir("sass", "h200")
 
 # read_kernel<BPL, CACHE, UNROLL, PATTERN> of gpu_kernels/micro/zc_common.cuh
 PATTERNS = {"coalesced": 0, "strided": 1, "random": 2}
@@ -80,14 +82,14 @@ def test_groups_of_a_loop():
 
 @pytest.fixture(scope="module")
 def zc_read():
-    return sass.read_sass(H200 / "sass" / "zc_read.sass.gz")
+    return sass.read_sass(SASS / "zc_read.sass.gz")
 
 
 @pytest.fixture(scope="module")
 def one_warp():
     """Median bandwidth of one warp by (pattern, bytes per lane, unroll)."""
     got = defaultdict(list)
-    for text in (H200 / "unroll_probe" / "warps.jsonl").read_text().splitlines():
+    for text in (run_dir("unroll_probe", "h200") / "warps.jsonl").read_text().splitlines():
         rec = json.loads(text)
         if rec.get("type") == "measurement" and rec["params"]["warps"] == 1:
             p = rec["params"]
@@ -123,10 +125,11 @@ def test_strided_reads_in_flight_are_sectors_per_round_trip(zc_read, one_warp):
 
 def cv_overlap_one_warp() -> dict:
     """Median bandwidth of one warp by (pattern, cache, region or chunk, bytes per lane,
-    unroll) in validation/results/h200/cv_overlap."""
+    unroll) in validation/experiments/cv_overlap/runs/h200."""
     got = defaultdict(list)
-    for path in sorted((H200 / "cv_overlap" / "raw").glob("*zc_warps.jsonl")):
-        for text in path.read_text().splitlines():
+    run = run_dir("cv_overlap", "h200")
+    for name in raw_store.raw_names(run, "*zc_warps.jsonl"):
+        for text in raw_store.read_raw_bytes(run, name)[1].decode().splitlines():
             rec = json.loads(text)
             p = rec.get("params") or {}
             if rec.get("type") == "measurement" and p.get("warps") == 1:
@@ -214,7 +217,7 @@ def test_traversals_keep_their_load_ahead(program):
     """The naive, merged, merged_aligned and chunked walks (variants 0-3, no tracing)
     issue load_ahead edge loads (and as many weight loads for SSSP) before the first
     wait, as the twins assume (requests_ahead)."""
-    fns = sass.read_sass(H200 / "sass" / f"{program}.sass.gz")
+    fns = sass.read_sass(SASS / f"{program}.sass.gz")
     per_edge = 2 if program == "sssp" else 1
     for ids in ("j", "m"):                   # uint32_t, uint64_t ids
         for variant in range(4):
@@ -228,7 +231,7 @@ def test_the_balanced_walk_keeps_what_the_twins_take(program):
     """The balanced walk (variant 4) keeps one window's loads fewer in flight than its
     load-ahead of 4; the twins' requests_ahead takes what the SASS shows."""
     from hostlink.validation.twin_traversal import requests_ahead
-    fns = sass.read_sass(H200 / "sass" / f"{program}.sass.gz")
+    fns = sass.read_sass(SASS / f"{program}.sass.gz")
     per_edge = 2 if program == "sssp" else 1
     for ids, id_bytes in (("j", 4), ("m", 8)):
         for ahead in (1, 4):
@@ -238,25 +241,25 @@ def test_the_balanced_walk_keeps_what_the_twins_take(program):
 
 
 def test_cli_prints_the_loops(capsys):
-    assert main(["validate", "sass", str(H200 / "sass" / "zc_read.sass.gz"),
+    assert main(["validate", "sass", str(SASS / "zc_read.sass.gz"),
                  "--match", read_kernel(16, 4, "coalesced")]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 2 and out[1].split()[-2:] == ["2", "2,2"]
-    assert main(["validate", "sass", str(H200 / "missing.sass")]) == 2
+    assert main(["validate", "sass", str(SASS / "missing.sass")]) == 2
 
 
 def test_a_runs_record_agrees_with_the_sass_of_the_same_source():
-    """validate run's loads_in_flight.json (validation/results/h200/ci_small, recorded
+    """validate run's loads_in_flight.json (validation/experiments/ci_small/runs/h200, recorded
     by the runner from its own build) holds, kernel for kernel, what validate sass reads
     from the SASS dumped from another build of the same sources (../sass), but where
     its older wait model (register dependences, ld.cv loads one by one) read the random
     pattern's and the ld.cv kernels otherwise; the twins set such records aside for
     the reference read with the current model."""
-    rec = json.loads((H200 / "ci_small" / "loads_in_flight.json").read_text())
+    rec = json.loads((run_dir("ci_small", "h200") / "loads_in_flight.json").read_text())
     assert rec.get("wait_model") != sass.WAIT_MODEL
     compared = 0
     for program in ("bfs", "sssp", "cc", "pagerank", "zc_read"):
-        dumped = sass.kernels_in_flight(sass.read_sass(H200 / "sass" / f"{program}.sass.gz"))
+        dumped = sass.kernels_in_flight(sass.read_sass(SASS / f"{program}.sass.gz"))
         kernels = rec["programs"][program]["kernels"]
         assert kernels.keys() == dumped.keys(), program
         differ = {k for k in dumped if kernels[k] != dumped[k]}
@@ -269,10 +272,10 @@ def test_a_runs_record_agrees_with_the_sass_of_the_same_source():
         compared += len(dumped)
     assert compared > 200
     assert rec["programs"]["memcpy_bw"] == {"kernels": {}}    # copies only: no device code
-    reference = json.loads((H200 / "sass" / "loads_in_flight.json").read_text())
+    reference = json.loads((SASS / "loads_in_flight.json").read_text())
     assert reference["wait_model"] == sass.WAIT_MODEL
     assert reference["programs"]["zc_read"]["kernels"] == sass.kernels_in_flight(
-        sass.read_sass(H200 / "sass" / "zc_read.sass.gz"))
+        sass.read_sass(SASS / "zc_read.sass.gz"))
 
 
 # --------------------------------------------------------------------------- bad bytes

@@ -2,18 +2,18 @@
 
 Two ways: the LRU replays (in step and drifted) every GPU's twin can use
 (``measured_l1=False``), and the GH100 L1's measured losses
-(:mod:`hostlink.model.l1_losses`, validation/results/h200/l1_policy), which the
+(:mod:`hostlink.model.l1_losses`, validation/experiments/l1_policy/runs/h200), which the
 twins of an H100 or H200 take; the second is checked on probes it was not built on.
 
 Measured numbers: host sectors fetched per sector read by zc_read's strided
 pattern (256 MiB per point, default cache operator, unroll 4), NVIDIA H200 under
 Nsight Compute (``lts__t_sectors_srcunit_tex_aperture_sysmem_op_read``,
-validation/results/h200/l1_probe/ncu.csv; tabled in hostlink.traces.cache's
+validation/experiments/l1_probe/runs/h200/ncu.csv; tabled in hostlink.traces.cache's
 notes). The compiled kernel keeps 4 loads in flight with 4 B per lane and two
-pairs with 8 B per lane (validation/results/h200/sass): 2.0 means no sector
+pairs with 8 B per lane (validation/experiments/sass/runs/h200): 2.0 means no sector
 survived from a lane's first round trip on it to its second. The same counter
 on an NVIDIA H100 against the run's length (16 MiB to 1 GiB at 32-48 warps per
-SM, validation/results/h100/drift_probe) shows the losses growing as the warps
+SM, validation/experiments/drift_probe/runs/h100) shows the losses growing as the warps
 drift apart.
 """
 from __future__ import annotations
@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from probe_files import load_script
 
 from hostlink.model.config import load_system, system_with
 from hostlink.model.errors import HostlinkError
 from hostlink.model import l1_losses
 from hostlink.validation import twin_micro, twins
+from hostlink.validation.data_tree import load_script, run_dir, script_path
 
 SMS = 132                                 # H200
 IN_FLIGHT = {4: 4, 8: 2, 16: 2}           # loads a thread keeps in flight (SASS)
@@ -123,8 +123,7 @@ def test_drifted_starts_stand_at_a_sector_in_range():
 
 # ------------------------------------------------------------------ run length (H100)
 
-DRIFT_PROBE = (Path(__file__).resolve().parents[2] / "validation" / "results" / "h100"
-               / "drift_probe")
+DRIFT_PROBE = run_dir("drift_probe", "h100")
 TOTALS_B = {"16MiB": 16 << 20, "64MiB": 64 << 20, "256MiB": 256 << 20, "1GiB": 1 << 30}
 
 
@@ -206,8 +205,7 @@ def test_the_measured_losses_hold_on_the_h100s_drift_probe(drift_points):
 
 #: host sectors fetched per sector read, H200, 256 MiB a point, unroll 4 (l1_probe, an
 #: earlier lease than the table's): (chunk_B, bytes_per_lane, warps per SM) -> refetch
-L1_PROBE = load_script(Path(__file__).resolve().parents[2] / "validation" / "device"
-                       / "l1_replay_ab.py").L1_PROBE
+L1_PROBE = load_script(script_path("l1_policy", "l1_replay_ab.py")).L1_PROBE
 
 
 def test_the_measured_losses_hold_on_the_earlier_h200_probe(h200):
@@ -227,7 +225,7 @@ def test_the_measured_losses_hold_on_the_earlier_h200_probe(h200):
     assert np.mean(np.abs(table)) < 0.5 * np.mean(np.abs(replay))
 
 
-BETWEEN = Path(__file__).resolve().parents[2] / "validation" / "results" / "h200" / "l1_policy" / "c"
+BETWEEN = run_dir("l1_policy", "h200") / "c"
 
 
 def test_the_measured_losses_hold_between_the_tables_points(h200):
@@ -237,8 +235,7 @@ def test_the_measured_losses_hold_between_the_tables_points(h200):
     a little more), at most 0.17 (512 B chunks read twice at 40 warps with 4 B per
     lane, 1.32 against the 1.49 between one round's 1.63 and four rounds' 1.35); the
     replays 0.093, at most 0.44."""
-    summary = load_script(Path(__file__).resolve().parents[2] / "validation" / "device"
-                          / "l1_policy_summary.py")
+    summary = load_script(script_path("l1_policy", "l1_policy_summary.py"))
     points = summary.refetch_table(BETWEEN / "rounds")
     assert len(points) == 66
     table, replay = [], []
@@ -372,11 +369,10 @@ def test_a_bad_table_is_refused_with_its_place(tmp_path):
 
 def test_the_installed_table_is_the_committed_runs():
     # package data (model/data/l1_refetch.csv) holds the rows of the committed run's
-    # table, validation/results/h200/l1_policy/refetch.csv, after its source lines
+    # table, validation/experiments/l1_policy/runs/h200/refetch.csv, after its source lines
     from pathlib import Path
-    committed = (Path(__file__).resolve().parents[2] / "validation" / "results" / "h200"
-                 / "l1_policy" / "refetch.csv").read_text().splitlines()
+    committed = (run_dir("l1_policy", "h200") / "refetch.csv").read_text().splitlines()
     installed = Path(l1_losses.TABLE_CSV).read_text().splitlines()
     source = [line for line in installed if line.startswith("#")]
-    assert source and "validation/results/h200/l1_policy" in " ".join(source)
+    assert source and "validation/experiments/l1_policy/runs/h200" in " ".join(source)
     assert installed[len(source):] == committed

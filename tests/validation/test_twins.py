@@ -8,6 +8,7 @@ from hostlink.model.config import load_system, system_with
 from hostlink.model.loaded_rtt import link_utilisation
 from hostlink.validation import twins
 from hostlink.validation.manifest import micro_case_name
+from hostlink.validation.data_tree import EXPERIMENTS, run_dir
 
 
 @pytest.fixture(scope="module")
@@ -360,7 +361,7 @@ def launch_case(ctas, work, threads=256):
 
 
 def test_launch_twin_is_fixed_time_plus_dispatch_or_the_loads(h100):
-    # values of the H200 fit (validation/results/h200/launch_latency)
+    # values of the H200 fit (validation/experiments/launch_latency/runs/h200)
     from hostlink.model.config import system_with
     sysc = system_with(h100, {"gpu.launch_ns": 6392.0, "gpu.cta_dispatch_ns": 0.615,
                               "gpu.device_lat_ns": 184.0})
@@ -433,7 +434,7 @@ def test_the_balanced_variant_has_a_twin(tmp_path):
 
 def test_large_graphs_twins_carry_the_walks_dependent_steps(tmp_path):
     # above max_device_edges the twin keeps the edge list and one device request per
-    # dependent step (validation/results/h100/device_work): close to the twin with
+    # dependent step (validation/experiments/device_work/runs/h100): close to the twin with
     # every device access, and slower than the edge list alone, on the hub's walk
     _, base, graphs = kron10_run(tmp_path, "merged_aligned", "zerocopy")
     h200 = load_system("h200-pcie5-datasheet")
@@ -474,7 +475,7 @@ def test_sparse_uvm_touch_touches_one_line_per_stride(h100):
 
 
 def test_uvm_touch_prefix_keeps_a_line_and_scales_all_but_the_first_fault(h100):
-    # one line in a 2 GiB buffer (validation/manifests/uvm_alloc.toml): the 1 GiB
+    # one line in a 2 GiB buffer (validation/experiments/uvm_alloc/manifest.toml): the 1 GiB
     # prefix must still hold it, and stand for the whole buffer at scale 1
     one = dict(kind="micro", benchmark="uvm_touch", size_B=2 << 30, pattern="sparse",
                stride_B=2 << 30, advice="none", warps=64)
@@ -623,7 +624,7 @@ def test_cold_l1_fill_adds_to_the_random_patterns_own_time(h100):
 
 def test_cold_l1_fill_against_the_measured_hot_lines():
     """Random 128 B lines over 64 KiB of host memory with the default cache operator
-    read 20-25% slower than over 4 KiB on the H200 (validation/results/h200/hot_lines):
+    read 20-25% slower than over 4 KiB on the H200 (validation/experiments/hot_lines/runs/h200):
     the fill of 132 empty L1s from the host (Nsight Compute, ../l1_probe). Predicted
     with the first run's calibration, within 10% of the measurement at full occupancy."""
     from pathlib import Path
@@ -632,10 +633,9 @@ def test_cold_l1_fill_against_the_measured_hot_lines():
 
     from hostlink.model.config import load_any_system
 
-    root = Path(__file__).resolve().parents[2] / "validation" / "results" / "h200"
-    cal = root / "first_run" / "calibrated.toml"
+    cal = run_dir("first_run", "h200") / "calibrated.toml"
     system = load_any_system(str(cal))
-    res = pd.read_parquet(root / "hot_lines" / "results.parquet")
+    res = pd.read_parquet(run_dir("hot_lines", "h200") / "results.parquet")
     for region_B, unroll in ((4096, 1), (4096, 4), (65536, 1), (65536, 4)):
         params = dict(kind="micro", benchmark="zc_warps", pattern="random", region_B=region_B,
                       bytes_per_lane=4, memory_mode="zerocopy", warps=8448, unroll=unroll,
@@ -650,7 +650,7 @@ def test_cold_l1_fill_against_the_measured_hot_lines():
 
 
 def test_read_kernels_keep_the_loads_their_sass_shows_in_flight(h100):
-    # the committed build's SASS (validation/results/h200/sass): ptxas pairs wide loads,
+    # the committed build's SASS (validation/experiments/sass/runs/h200): ptxas pairs wide loads,
     # unrolls the strided loop at unroll 1, and the random pattern waits for each load
     # before it calls its modulo routine; ld.cv loads count like the default's
     def n(**kw):
@@ -689,7 +689,7 @@ def test_read_kernels_keep_the_loads_their_sass_shows_in_flight(h100):
 
 def test_paired_wide_loads_against_the_measured_tag_window():
     """One and four warps reading 16 B per lane in 4 KiB chunks on the H100
-    (validation/results/h100/tag_window): unroll 1 reads 1.8 times as fast as unroll
+    (validation/experiments/tag_window/runs/h100): unroll 1 reads 1.8 times as fast as unroll
     4 (1.25 against 0.70 GB/s for one warp), where the source's unroll would make it
     4 times slower: ptxas keeps 4 and 2 loads of a lane in flight (2 sectors and 1).
     Predicted with that run's calibration: the ratio within 15%, each point within
@@ -701,7 +701,7 @@ def test_paired_wide_loads_against_the_measured_tag_window():
 
     from hostlink.model.config import load_any_system
 
-    run = Path(__file__).resolve().parents[2] / "validation" / "results" / "h100" / "tag_window"
+    run = run_dir("tag_window", "h100")
     system = load_any_system(str(run / "calibrated.toml"))
     res = pd.read_parquet(run / "results.parquet")
     for warps in (1, 4):
@@ -747,8 +747,7 @@ def _one_warp_measured(run: str, naming: dict) -> float:
     from pathlib import Path
 
     import pandas as pd
-    root = Path(__file__).resolve().parents[2] / "validation" / "results"
-    res = pd.read_parquet(root / run / "results.parquet")
+    res = pd.read_parquet(EXPERIMENTS / run / "results.parquet")
     name = micro_case_name("zc_warps", naming)
     rows = res[(res["case"] == name) & (res["metric"] == "bw_GBps")]
     assert len(rows) == 3, name
@@ -759,22 +758,22 @@ def _calibrated(run: str):
     from pathlib import Path
 
     from hostlink.model.config import load_any_system
-    path = Path(__file__).resolve().parents[2] / "validation" / "results" / run / "calibrated.toml"
+    path = EXPERIMENTS / run / "calibrated.toml"
     return load_any_system(str(path))
 
 
 @pytest.mark.parametrize("bpl", [4, 16])
 def test_one_warps_ld_cv_loads_of_distinct_lines_overlap(bpl):
     """One warp reading consecutive lines with ld.cv steps with its loads in flight as
-    the default operator does (validation/results/h200/cv_overlap, an H200): the twin
+    the default operator does (validation/experiments/cv_overlap/runs/h200, an H200): the twin
     keeps the SASS's loads in flight for both, each point within 15% (its own
     calibration), and unroll 8 over unroll 1 within 15% of the measured ratio."""
-    system = _calibrated("h200/cv_overlap")
+    system = _calibrated("cv_overlap/runs/h200")
     got, measured = {}, {}
     for unroll in (1, 8):
         naming = dict(pattern="coalesced", offset_B=0, bytes_per_lane=bpl, memory_mode="zerocopy",
                       warps=1, unroll=unroll, cache="cv")
-        measured[unroll] = _one_warp_measured("h200/cv_overlap", naming)
+        measured[unroll] = _one_warp_measured("cv_overlap/runs/h200", naming)
         params = dict(kind="micro", benchmark="zc_warps", **naming, total_B=64 << 20,
                       max_per_warp_B=256 << 10)
         got[unroll] = twins.build_micro("c", params, system).predict(system, "des")["bw_GBps"]
@@ -796,9 +795,9 @@ def test_one_warps_strided_ld_cv_loads_read_at_the_measured_rate():
     load per round trip at every unroll), predicted with that run's calibration. The
     load's 32 sector requests leave the SM's issue stage with its first (the stream's
     ``follows``): charged gpu.host_request_gap_ns each, as the default operator's are
-    (validation/results/h100/request_cost), the twin gave 1742 ns a round against
+    (validation/experiments/request_cost/runs/h100), the twin gave 1742 ns a round against
     1193-1347 measured."""
-    system = _calibrated("h100/warp_rounds")
+    system = _calibrated("warp_rounds/runs/h100")
     for bpl in (4, 8):
         for unroll in (1, 8):
             naming = dict(pattern="strided", chunk_B=4096, bytes_per_lane=bpl,
@@ -808,7 +807,7 @@ def test_one_warps_strided_ld_cv_loads_read_at_the_measured_rate():
             twin = twins.build_micro("c", params, system)
             assert twin.extra["group"] == 1
             got = twin.predict(system, "des")["bw_GBps"]
-            assert got == pytest.approx(_one_warp_measured("h100/warp_rounds", naming), rel=0.15)
+            assert got == pytest.approx(_one_warp_measured("warp_rounds/runs/h100", naming), rel=0.15)
 
 
 @pytest.mark.parametrize("cache", ["default", "cv"])
@@ -818,7 +817,7 @@ def test_the_random_pattern_pays_a_round_trip_per_load_that_misses(cache):
     operator (0.090 GB/s measured at unroll 1 and 8 on the H200, cv_overlap); the
     twin within 10%, where without the serial bound the default operator's came
     out faster than ld.cv's."""
-    system = _calibrated("h200/cv_overlap")
+    system = _calibrated("cv_overlap/runs/h200")
     for unroll in (1, 8):
         naming = dict(pattern="random", region_B=64 << 20, bytes_per_lane=4,
                       memory_mode="zerocopy", warps=1, unroll=unroll, cache=cache)
@@ -826,7 +825,7 @@ def test_the_random_pattern_pays_a_round_trip_per_load_that_misses(cache):
                       max_per_warp_B=256 << 10)
         twin = twins.build_micro("c", params, system)
         got = twin.predict(system, "des")["bw_GBps"]
-        assert got == pytest.approx(_one_warp_measured("h200/cv_overlap", naming), rel=0.10)
+        assert got == pytest.approx(_one_warp_measured("cv_overlap/runs/h200", naming), rel=0.10)
 
 
 @pytest.mark.parametrize("extra,match", [({"op": "red"}, "op 'red' has no twin"),
@@ -834,7 +833,7 @@ def test_the_random_pattern_pays_a_round_trip_per_load_that_misses(cache):
                                          ({"pattern": "scatter", "region_B": 1 << 24},
                                           "pattern 'scatter' has no twin")])
 def test_write_and_scatter_points_have_no_twin(h100, extra, match):
-    # zc_warps --op store/red and --pattern scatter (validation/device/write_cost_probe.sh)
+    # zc_warps --op store/red and --pattern scatter (validation/experiments/write_cost/write_cost_probe.sh)
     # are measured, not predicted: a twin that read them as plain loads would be wrong
     params = {**zc(memory_mode="device", warps=132, unroll=1), **extra}
     with pytest.raises(twins.TwinError, match=match):

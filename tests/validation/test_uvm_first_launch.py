@@ -15,9 +15,9 @@ from hostlink.validation.calibrate import CalibrationError, calibrate, groups_fi
 from hostlink.validation.manifest import expand_micro, micro_case_name
 from hostlink.validation.results_io import make_table, write_results
 from hostlink.validation.twins import synthesize
+from hostlink.validation.data_tree import EXPERIMENTS, run_dir as data_run_dir
 
 MiB = 1 << 20
-RESULTS = Path(__file__).resolve().parents[2] / "validation" / "results"
 
 
 def _on(system, uvm: dict):
@@ -100,7 +100,7 @@ def test_split_touch_pays_the_launches_cost_and_a_single_launch_the_models():
 def test_a_traversal_pays_the_launches_cost():
     from hostlink.validation.twin_common import load_run
     from hostlink.validation.twin_traversal import GraphSource, predict_traversal
-    run_dir = RESULTS / "h200" / "traversal14_la1"
+    run_dir = data_run_dir("traversal14_la1", "h200")
     case = "bfs/kron14/merged_aligned/uvm/8B"
     run = load_run(run_dir)
     system = load_system("h200-pcie5-datasheet")
@@ -234,9 +234,10 @@ def test_the_cli_pools_runs_and_reports_each_runs_residual(tmp_path, capsys):
 
 
 #: the leases whose first touch split over launches is pooled with uvm_launches' (Makefile)
-POOLS = {"h200": ["uvm_session", "uvm_faults", "uvm_faults_repeat", "uvm_session24"],
-         "h100": ["uvm_session", "uvm_session_repeat", "uvm_session_c", "uvm_faults",
-                  "uvm_session24"]}
+POOLS = {"h200": ["uvm_session/runs/h200", "uvm_faults/runs/h200", "uvm_faults/runs/h200-repeat",
+                  "uvm_session24/runs/h200"],
+         "h100": ["uvm_session/runs/h100", "uvm_session/runs/h100-repeat", "uvm_session/runs/h100-c",
+                  "uvm_faults/runs/h100", "uvm_session24/runs/h100"]}
 
 
 @pytest.mark.parametrize("gpu", sorted(POOLS))
@@ -244,18 +245,19 @@ def test_the_committed_pooled_fit_is_the_fit_of_the_committed_runs(gpu):
     """uvm_launches' calibrated one-off cost is what the step gives on the committed
     runs, every lease weighing the same, and lies within the pooled leases' fits in
     their own sessions."""
-    here = RESULTS / gpu
-    record = json.loads((here / "uvm_launches" / "calibration.json").read_text())
-    cal = calibrate(here / "uvm_launches", str(here / "first_run" / "calibrated.toml"),
+    here = EXPERIMENTS
+    record = json.loads((data_run_dir("uvm_launches", gpu) / "calibration.json").read_text())
+    cal = calibrate(data_run_dir("uvm_launches", gpu),
+                    str(data_run_dir("first_run", gpu) / "calibrated.toml"),
                     only=["uvm_first_launch"], pool=[str(here / r) for r in POOLS[gpu]])
     (fit,) = cal.fits
     value = fit.values["uvm.launches_first_fault_us"]
-    uvm = load_any_system(str(here / "uvm_launches" / "calibrated.toml")).uvm
+    uvm = load_any_system(str(data_run_dir("uvm_launches", gpu) / "calibrated.toml")).uvm
     assert value == pytest.approx(uvm.launches_first_fault_us, rel=1e-6)
     # a single launch keeps the chain's cost
-    chain = load_any_system(str(here / "first_run" / "calibrated.toml")).uvm
+    chain = load_any_system(str(data_run_dir("first_run", gpu) / "calibrated.toml")).uvm
     assert uvm.first_fault_us == chain.first_fault_us
-    assert [Path(p).name for p in record["pooled"]] == POOLS[gpu]
+    assert [p.removeprefix("validation/experiments/") for p in record["pooled"]] == POOLS[gpu]
     # each pooled lease's fit in its own session (on its own per-page costs; a record
     # made before the context key holds it as first_fault_us)
     own = []
