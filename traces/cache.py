@@ -224,6 +224,17 @@ def host_read_cache(gpu) -> CacheConfig | None:
 
 # fields of a way (CacheState.l1_lines / l2_lines)
 TAG, STAMP, SEC01, SEC23 = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _flush_sms(lines, sms):
+    """Mark every way of the listed SMs' L1 empty (tag and sector states -1)."""
+    for s in sms:
+        for i in range(lines.shape[1]):
+            for w in range(lines.shape[2]):
+                lines[s, i, w, TAG] = -1
+                lines[s, i, w, SEC01] = -1
+                lines[s, i, w, SEC23] = -1
 WAY_FIELDS = 4
 # sector states other than a fill record's index
 INVALID = -1
@@ -262,11 +273,15 @@ class CacheState:
         self.recs = np.zeros((max(1024, 2 * ways), REC_FIELDS), dtype=np.int64)
         self.rec_used = np.zeros(1, dtype=np.int64)
 
-    def flush_l1(self) -> None:
-        """Invalidate every L1 (a launch starts)."""
-        self.l1_lines[..., TAG] = -1
-        self.l1_lines[..., SEC01] = -1
-        self.l1_lines[..., SEC23] = -1
+    def flush_l1(self, sms: np.ndarray | None = None) -> None:
+        """Invalidate every L1 (a launch starts), or those of ``sms`` alone (the SMs a
+        caller has used since its last flush: the others hold nothing)."""
+        if sms is None:
+            self.l1_lines[..., TAG] = -1
+            self.l1_lines[..., SEC01] = -1
+            self.l1_lines[..., SEC23] = -1
+        else:
+            _flush_sms(self.l1_lines, np.asarray(sms, dtype=np.int64))
 
     def grow_records(self) -> None:
         """Double the record pool (the coalescer asks when compacting freed too little)."""

@@ -121,7 +121,7 @@ def trip_lines(csr, plan, variant: str, base: int, width_B: int) -> np.ndarray:
     counts = np.zeros(int(T.sum()), dtype=np.int64)
     if not len(T):
         return counts
-    offsets = csr.offsets.astype(np.int64)
+    offsets = csr.offsets          # u64; only the units' entries are read (no copy of V)
     if variant in ("naive", "balanced"):
         # lanes: the active vertices of each unit's warp
         per_warp = WARP_SIZE if variant == "naive" else CHUNK_VERTICES
@@ -130,7 +130,7 @@ def trip_lines(csr, plan, variant: str, base: int, width_B: int) -> np.ndarray:
         keep = (unit_of < len(plan.warp)) & (plan.warp[np.minimum(unit_of, len(plan.warp) - 1)]
                                               == v // per_warp)
         v, unit_of = v[keep], unit_of[keep]
-        lo, hi = offsets[v], offsets[v + 1]
+        lo, hi = offsets[v].astype(np.int64), offsets[v + 1].astype(np.int64)
         first_trip = trip_off[unit_of]
         if variant == "balanced":
             # a window's key: its unit, then its first element (windows ascend in both)
