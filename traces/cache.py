@@ -224,6 +224,15 @@ def host_read_cache(gpu) -> CacheConfig | None:
 
 # fields of a way (CacheState.l1_lines / l2_lines)
 TAG, STAMP, SEC01, SEC23 = 0, 1, 2, 3
+WAY_FIELDS = 4
+# sector states other than a fill record's index
+INVALID = -1
+NO_RECORD = -2
+# fields of a fill record (CacheState.recs): its request's global index, the bytes
+# of sectors 0 and 1 (bits 0-31, 32-63) and 2 and 3 already credited, its line
+REC_OWNER, REC_MASK01, REC_MASK23, REC_LINE = 0, 1, 2, 3
+REC_FIELDS = 4
+_LO32 = 0xFFFFFFFF
 
 
 @njit(cache=True)
@@ -235,15 +244,6 @@ def _flush_sms(lines, sms):
                 lines[s, i, w, TAG] = -1
                 lines[s, i, w, SEC01] = -1
                 lines[s, i, w, SEC23] = -1
-WAY_FIELDS = 4
-# sector states other than a fill record's index
-INVALID = -1
-NO_RECORD = -2
-# fields of a fill record (CacheState.recs): its request's global index, the bytes
-# of sectors 0 and 1 (bits 0-31, 32-63) and 2 and 3 already credited, its line
-REC_OWNER, REC_MASK01, REC_MASK23, REC_LINE = 0, 1, 2, 3
-REC_FIELDS = 4
-_LO32 = 0xFFFFFFFF
 
 
 class CacheState:

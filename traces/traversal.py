@@ -37,8 +37,9 @@ from hostlink.model.workload import TraversalWorkload
 #: graphs at degree 16, not the scale-21 and -24 ones).
 DEFAULT_MAX_DEVICE_EDGES = 1 << 24
 #: Runs up to this many vertex tests (vertices x launches) carry their device-array
-#: accesses: the committed scale-14 runs test at most 16384 vertices in each of a few
-#: hundred launches; a 4 M-vertex grid's BFS would test 4 M vertices 4000 times.
+#: accesses: the committed scale-14 runs test 16384 vertices in each of at most about
+#: 22 launches (the measured iterations of validation/results/*/first_run), far below;
+#: a 4 M-vertex grid's BFS would test 4 M vertices 4000 times.
 DEFAULT_MAX_DEVICE_TESTS = 1 << 26
 #: An edge weight: uint32 (gpu_kernels/traversal/walk.cuh).
 WEIGHT_B = 4
