@@ -36,7 +36,14 @@ BOUND = "compute"             # the bound's name where the issue floor sets the 
 
 
 class IssueCounter:
-    """Warp instructions per launch and per warp, accumulated chunk by chunk."""
+    """Warp instructions per launch and per warp, accumulated chunk by chunk.
+
+    A trace's chunks come launch by launch (a kernel's trace after the one before
+    it), so a launch's per-warp counts are reduced to its two numbers (total,
+    longest warp) as soon as a chunk of a later launch arrives: the memory held is
+    that of the launch in flight, not of the run. A chunk of a launch already
+    reduced (a trace out of launch order) adds to its total, and its warps' counts
+    of that chunk alone bound its longest warp from below."""
 
     # one int64 key per warp: launch (25 bits), CTA (32 bits), warp in its CTA (6 bits:
     # at most 1024 threads, 32 warps, per CTA; CUDA C++ Programming Guide, "Technical
@@ -49,39 +56,68 @@ class IssueCounter:
         self._keys: list[np.ndarray] = []
         self._counts: list[np.ndarray] = []
         self._pending = 0
+        self._merged = 0              # keys after the last merge
+        self._low = 0                 # launches below this one are reduced
+        self._done: dict[int, list[int]] = {}     # launch -> [total, longest]
 
     def add(self, launch: np.ndarray, cta: np.ndarray, warp: np.ndarray) -> None:
         """Count one chunk's instructions (one row each) by launch, CTA and warp in the CTA."""
         if not len(launch):
             return
-        key = ((np.asarray(launch, np.int64) << self._LAUNCH_SHIFT)
+        launch = np.asarray(launch, np.int64)
+        first = int(launch.min())
+        if first > self._low:         # a later launch: the earlier ones are complete
+            self._reduce_below(first)
+        key = ((launch << self._LAUNCH_SHIFT)
                | (np.asarray(cta, np.int64) << self._CTA_SHIFT) | np.asarray(warp, np.int64))
         uniq, counts = np.unique(key, return_counts=True)
         self._keys.append(uniq)
         self._counts.append(counts)
         self._pending += len(uniq)
-        if self._pending > self.COMPACT_KEYS:   # memory bounded by the distinct warps
-            self._compact()
+        if self._pending > max(self.COMPACT_KEYS, 2 * self._merged):
+            self._compact()           # memory bounded by the distinct warps in flight
 
     def _compact(self) -> None:
-        keys, inverse = np.unique(np.concatenate(self._keys), return_inverse=True)
-        counts = np.bincount(inverse.reshape(-1), weights=np.concatenate(self._counts),
-                             minlength=len(keys)).astype(np.int64)
-        self._keys, self._counts = [keys], [counts]
-        self._pending = len(keys)
+        if len(self._keys) > 1:
+            keys, inverse = np.unique(np.concatenate(self._keys), return_inverse=True)
+            counts = np.bincount(inverse.reshape(-1), weights=np.concatenate(self._counts),
+                                 minlength=len(keys)).astype(np.int64)
+            self._keys, self._counts = [keys], [counts]
+        self._pending = self._merged = len(self._keys[0]) if self._keys else 0
+
+    def _reduce_below(self, launch: int | None) -> None:
+        """Reduce the launches below ``launch`` (None: every launch) to their total and
+        longest warp."""
+        if launch is not None:
+            self._low = launch
+        if not self._keys:
+            return
+        self._compact()
+        keys, per_warp = self._keys[0], self._counts[0]
+        cut = len(keys) if launch is None else int(np.searchsorted(
+            keys, np.int64(launch) << np.int64(self._LAUNCH_SHIFT)))
+        if cut == 0:
+            return
+        done_l = keys[:cut] >> self._LAUNCH_SHIFT
+        starts = np.flatnonzero(np.r_[True, done_l[1:] != done_l[:-1]])
+        totals = np.add.reduceat(per_warp[:cut], starts)
+        longest = np.maximum.reduceat(per_warp[:cut], starts)
+        for li, tot, lon in zip(done_l[starts].tolist(), totals.tolist(), longest.tolist()):
+            entry = self._done.setdefault(li, [0, 0])
+            entry[0] += tot
+            entry[1] = max(entry[1], lon)
+        self._keys, self._counts = [keys[cut:]], [per_warp[cut:]]
+        self._pending = self._merged = len(keys) - cut
 
     def per_launch(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """(warp instructions, those of the longest warp) for launches 0..n-1."""
         total = np.zeros(n, dtype=np.int64)
         longest = np.zeros(n, dtype=np.int64)
-        if not self._keys:
-            return total, longest
-        self._compact()
-        keys, per_warp = self._keys[0], self._counts[0]
-        launch = keys >> self._LAUNCH_SHIFT
-        inside = launch < n
-        np.add.at(total, launch[inside], per_warp[inside])
-        np.maximum.at(longest, launch[inside], per_warp[inside])
+        self._reduce_below(None)
+        for li, (tot, lon) in self._done.items():
+            if li < n:
+                total[li] += tot
+                longest[li] = max(longest[li], lon)
         return total, longest
 
 

@@ -46,6 +46,14 @@ def memoized(stream, kind: str, key: Hashable, compute: Callable[[], Any],
     return value
 
 
+def forget(stream, kind: str) -> None:
+    """Drop the results of ``kind`` held for ``stream`` (large ones, once their reuse
+    is over)."""
+    memo = _MEMOS.get(id(stream))
+    if memo is not None:
+        memo.pop(kind, None)
+
+
 def memo_size(stream) -> int:
     """Results held for ``stream`` (all kinds)."""
     return sum(len(e) for e in _MEMOS.get(id(stream), {}).values())

@@ -204,6 +204,17 @@ REC_FIELDS = 4
 _LO32 = 0xFFFFFFFF
 
 
+@njit(cache=True)
+def _flush_sms(lines, sms):
+    """Mark every way of the listed SMs' L1 empty (tag and sector states -1)."""
+    for s in sms:
+        for i in range(lines.shape[1]):
+            for w in range(lines.shape[2]):
+                lines[s, i, w, TAG] = -1
+                lines[s, i, w, SEC01] = -1
+                lines[s, i, w, SEC23] = -1
+
+
 class CacheState:
     """The ways of both levels and the fill records (Numba-friendly arrays).
 
@@ -231,11 +242,15 @@ class CacheState:
         self.recs = np.zeros((max(1024, 2 * ways), REC_FIELDS), dtype=np.int64)
         self.rec_used = np.zeros(1, dtype=np.int64)
 
-    def flush_l1(self) -> None:
-        """Invalidate every L1 (a launch starts)."""
-        self.l1_lines[..., TAG] = -1
-        self.l1_lines[..., SEC01] = -1
-        self.l1_lines[..., SEC23] = -1
+    def flush_l1(self, sms: np.ndarray | None = None) -> None:
+        """Invalidate every L1 (a launch starts), or those of ``sms`` alone (the SMs a
+        caller has used since its last flush: the others hold nothing)."""
+        if sms is None:
+            self.l1_lines[..., TAG] = -1
+            self.l1_lines[..., SEC01] = -1
+            self.l1_lines[..., SEC23] = -1
+        else:
+            _flush_sms(self.l1_lines, np.asarray(sms, dtype=np.int64))
 
     def grow_records(self) -> None:
         """Double the record pool (the coalescer asks when compacting freed too little)."""

@@ -2,7 +2,8 @@
 
 - ``graph gen {kron,urand} --scale S --degree D [--seed N] --out PREFIX``
   writes EMOGI's binary CSR PREFIX.bel.col / .bel.dst / .bel.val (the files
-  the CUDA harness reads);
+  the CUDA harness reads); ``graph gen grid --dims WxH[xZ] [--no-shuffle]``
+  a 2-D or 3-D grid (:mod:`hostlink.traces.graphs.grid`);
 - ``graph info GRAPH`` prints V, E and degree statistics;
 - ``graph convert SRC --out PREFIX`` turns a Matrix Market, SNAP or GAP file
   into the binary CSR;
@@ -35,9 +36,13 @@ PATTERN_HELP = "read only which edges exist, not their values (e.g. a matrix wit
 
 # ------------------------------------------------------------------- graphs
 def register_graph_commands(sub) -> None:
-    gen = sub.add_parser("gen", help="generate a GAP-style kron or urand graph (EMOGI binary CSR)")
-    gen.add_argument("kind", choices=("kron", "urand"))
-    gen.add_argument("--scale", type=int, required=True, help="2**scale vertices")
+    gen = sub.add_parser("gen", help="generate a GAP-style kron or urand graph, or a grid "
+                                     "(EMOGI binary CSR)")
+    gen.add_argument("kind", choices=("kron", "urand", "grid"))
+    gen.add_argument("--scale", type=int, help="2**scale vertices (kron, urand)")
+    gen.add_argument("--dims", help="grid: WxH or XxYxZ vertices")
+    gen.add_argument("--no-shuffle", action="store_true",
+                     help="grid: keep the ids in locality order (default: shuffled by the seed)")
     gen.add_argument("--degree", type=int, default=16, help="sampled edges per vertex (default 16)")
     gen.add_argument("--seed", type=int, default=None, help="random seed (default GAP's 27491095)")
     gen.add_argument("--no-weights", action="store_true", help="do not write PREFIX.bel.val")
@@ -79,11 +84,22 @@ def _print(obj: dict, as_json: bool) -> None:
 def _graph_gen(args) -> int:
     from hostlink.model.cli.progress import step
     from hostlink.traces.graphs import DEFAULT_SEED, generate, write_bel
+    from hostlink.model.errors import HostlinkError
     seed = DEFAULT_SEED if args.seed is None else args.seed
     t0 = time.perf_counter()
-    with step(f"generating {args.kind} graph, scale {args.scale}"):
-        csr = generate(args.kind, args.scale, args.degree, seed, weighted=not args.no_weights,
-                       name=Path(args.out).name)
+    if args.kind == "grid":
+        from hostlink.traces.graphs.grid import grid, parse_dims
+        if args.dims is None:
+            raise HostlinkError("graph gen grid: --dims WxH or XxYxZ is required")
+        with step(f"generating grid {args.dims}"):
+            csr = grid(parse_dims(args.dims), shuffle=not args.no_shuffle, seed=seed,
+                       weighted=not args.no_weights, name=Path(args.out).name)
+    else:
+        if args.scale is None:
+            raise HostlinkError(f"graph gen {args.kind}: --scale is required")
+        with step(f"generating {args.kind} graph, scale {args.scale}"):
+            csr = generate(args.kind, args.scale, args.degree, seed, weighted=not args.no_weights,
+                           name=Path(args.out).name)
     gen_s = time.perf_counter() - t0
     with step(f"writing {args.out}"):
         paths = write_bel(csr, args.out)

@@ -401,14 +401,17 @@ def _pieces_bound(mask: np.ndarray, width: np.ndarray) -> np.ndarray:
 class _WarpCounters:
     """Dynamic memory-instruction counters of every warp of the current launch.
 
-    Rows come in launch order, so only one launch's counters (4 B per warp)
-    are held at a time.
+    Rows come in launch order, so only one launch's counters (4 B per warp of the
+    largest launch) are held at a time. The array is kept from launch to launch and
+    only the warps a launch touched are reset, so a launch costs its rows, not its
+    grid: a BFS of thousands of levels launches every vertex's warp each level.
     """
 
     def __init__(self, launches: list[KernelLaunch]):
         self.launches = launches
         self.launch = -1
         self.counts = np.zeros(0, dtype=np.uint32)
+        self.touched: list[np.ndarray] = []
 
     def assign(self, launch: int, gw: np.ndarray) -> np.ndarray:
         """Program-order index of each row (rows in program order per warp)."""
@@ -417,7 +420,13 @@ class _WarpCounters:
                 raise TraceError(f"rows of launch {launch} come after rows of launch "
                                  f"{self.launch}: a trace must be in launch order")
             info = self.launches[launch]
-            self.counts = np.zeros(info.ctas * info.warps_per_cta, dtype=np.uint32)
+            warps = info.ctas * info.warps_per_cta
+            if warps > len(self.counts):
+                self.counts = np.zeros(warps, dtype=np.uint32)
+            else:
+                for t in self.touched:
+                    self.counts[t] = 0
+            self.touched = []
             self.launch = launch
         counts = self.counts
         order = np.argsort(gw, kind="stable")
@@ -426,11 +435,14 @@ class _WarpCounters:
         idx = np.arange(n, dtype=np.int64)
         first = np.ones(n, dtype=bool)
         first[1:] = sk[1:] != sk[:-1]
-        rank_sorted = idx - np.maximum.accumulate(np.where(first, idx, 0))
+        starts = np.flatnonzero(first)
+        rank_sorted = idx - np.repeat(starts, np.diff(np.append(starts, n)))
         rank = np.empty(n, dtype=np.int64)
         rank[order] = rank_sorted
         inst = counts[gw].astype(np.int64) + rank
-        counts += np.bincount(gw, minlength=len(counts)).astype(np.uint32)
+        warps = sk[starts]
+        counts[warps] += np.diff(np.append(starts, n)).astype(np.uint32)
+        self.touched.append(warps)
         return inst
 
 
@@ -509,6 +521,7 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
     counters = _WarpCounters(launches)
     infos = _launch_infos(launches)
     current_launch = -1
+    used_sm = np.zeros(max(1, state.config.sm_count), dtype=bool)
     emitted = 0
     credits = state.use_l1 or state.use_l2
     for chunk in chunks:
@@ -581,8 +594,13 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
             if len(later) and later[0] < stop:
                 stop = int(later[0])
             if int(launch[start]) != current_launch:
-                state.flush_l1()
+                if current_launch < 0 or not state.use_l1:
+                    state.flush_l1()
+                elif used_sm.any():     # only the SMs the last launch used hold lines
+                    state.flush_l1(np.flatnonzero(used_sm))
+                used_sm[:] = False
                 current_launch = int(launch[start])
+            used_sm[sm[start:stop]] = True
             cap = int(csum[stop - 1] - base)
             out = {k: np.empty(cap, dtype=v) for k, v in OUT_DTYPES.items()}
             # a late credit per hit sector at most

@@ -12,13 +12,17 @@ that predicts a traversal from a graph builds it here (``hostlink predict
 --graph``, the validation twins), so they predict the same run.
 
 Assumptions:
-- graphs of at most ``max_device_edges`` edges carry the kernel's device-array
+- graphs of at most ``max_device_edges`` edges, whose runs test at most
+  ``max_device_tests`` vertices (vertices x launches: every launch's warps test
+  their vertex, active or not), carry the kernel's device-array
   accesses (vertex labels, offsets, atomics: :mod:`hostlink.traces.emulator.program`),
   put in the kernel's issue order at its load-ahead with what each instruction
   waits for (:mod:`hostlink.traces.emulator.issue_order`); larger graphs keep
   the edge list's requests and one device request per dependent step of the
   walk (:func:`hostlink.traces.emulator.visits.with_visit_skeleton`): the
-  accesses themselves would need about 14 times the requests.
+  accesses themselves would need about 14 times the requests, and a graph of
+  thousands of levels (a road network, :mod:`hostlink.traces.graphs.grid`)
+  would test every vertex thousands of times.
 - device and migrated managed memory are cached alike, so one stream serves
   every memory mode.
 - SSSP and CC launches run in waves of the GPU's resident warps
@@ -32,6 +36,11 @@ from hostlink.model.workload import TraversalWorkload
 #: Graphs up to this many edges carry their device-array accesses (the scale-14
 #: graphs at degree 16, not the scale-21 and -24 ones).
 DEFAULT_MAX_DEVICE_EDGES = 1 << 24
+#: Runs up to this many vertex tests (vertices x launches) carry their device-array
+#: accesses: the committed scale-14 runs test 16384 vertices in each of at most about
+#: 22 launches (the measured iterations of validation/results/*/first_run), far below;
+#: a 4 M-vertex grid's BFS would test 4 M vertices 4000 times.
+DEFAULT_MAX_DEVICE_TESTS = 1 << 26
 #: An edge weight: uint32 (gpu_kernels/traversal/walk.cuh).
 WEIGHT_B = 4
 #: Edge loads the balanced walk keeps in flight, by load-ahead (the programs are built
@@ -63,10 +72,13 @@ def requests_ahead(variant: str, load_ahead: int, id_bytes: int, weighted: bool 
 
 def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
                        id_bytes: int = 8, load_ahead: int = 1, iterations: int = 10,
-                       max_device_edges: int = DEFAULT_MAX_DEVICE_EDGES) -> TraversalWorkload:
+                       max_device_edges: int = DEFAULT_MAX_DEVICE_EDGES,
+                       max_device_tests: int | None = DEFAULT_MAX_DEVICE_TESTS
+                       ) -> TraversalWorkload:
     """One run of ``kernel`` (``variant``) on ``csr`` from ``source`` on a GPU ``gpu``
     (its caches and resident warps), as a :class:`TraversalWorkload` (see the module
-    docstring). ``iterations``: PageRank's."""
+    docstring). ``iterations``: PageRank's; ``max_device_tests`` None: no bound on
+    the vertex tests."""
     from hostlink.traces.cache import CacheConfig, host_read_cache
     from hostlink.traces.coalescer import coalesce
     from hostlink.traces.emulator import emulate
@@ -81,6 +93,9 @@ def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
     kw = {"iterations": int(iterations)} if kernel == "pagerank" else {}
     em = emulate(csr, kernel, variant, source=source, id_bytes=id_bytes, memory="zerocopy",
                  include_device=with_device, resident_warps=resident, **kw)
+    if with_device and max_device_tests is not None and \
+            csr.num_vertices * len(em.active) > max_device_tests:
+        with_device = em.include_device = False
     edges = int(sum(int((csr.offsets[a + 1] - csr.offsets[a]).sum()) for a in em.active))
     trace = em.trace()
     if with_device:      # the kernel's order at its load-ahead, and its dependences

@@ -13,7 +13,9 @@ microbenchmark twins' host loads do (:mod:`hostlink.validation.twin_micro`).
 Assumptions of these twins (not of the model):
 - a traversal twin carries the kernel's device-array accesses only on graphs of
   at most ``DEFAULT_MAX_DEVICE_EDGES`` edges (2^24: the scale-14 graphs, not the
-  scale-21 and -24 ones, whose device accesses would not fit in memory); above
+  scale-21 and -24 ones, whose device accesses would not fit in memory) whose
+  runs test at most ``DEFAULT_MAX_DEVICE_TESTS`` vertices in all launches
+  (:mod:`hostlink.traces.traversal`: not a grid of thousands of levels); above
   it, the walk's dependent device steps stand in for them, one request each
   (:func:`hostlink.traces.emulator.visits.with_visit_skeleton`: a vertex's test
   and offsets, each trip's visit after its group's host loads), and the tests of

@@ -210,7 +210,16 @@ def _graph_workload(args, system):
     from hostlink.model.errors import HostlinkError
     if args.variant not in VARIANT_CHOICES:
         raise HostlinkError(f"--variant {args.variant}: not one of {', '.join(VARIANT_CHOICES)}")
-    csr = read_graph(args.graph, id_bytes=args.id_bytes)
+    from pathlib import Path
+    text = str(args.graph)
+    if text.lower().endswith((".bel", ".bel.col", ".bel.dst", ".bel.val")) or \
+            Path(text + ".bel.col").exists():
+        # mapped, as the twins read it (GraphSource): its pages are the file's, and only
+        # SSSP reads the weights; the emulator narrows the ids where --id-bytes is 4
+        from hostlink.traces.graphs.readers import read_bel
+        csr = read_bel(text, id_bytes=8, mmap=True, weights=args.kernel == "sssp")
+    else:
+        csr = read_graph(args.graph, id_bytes=args.id_bytes)
     source = _default_source(csr) if args.source is None else args.source
     if not 0 <= source < csr.num_vertices:
         raise HostlinkError(f"--source {source}: the graph has {csr.num_vertices} vertices")

@@ -19,6 +19,8 @@ this into a :class:`~hostlink.model.result.Prediction`.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from hostlink.model.des.events import (DEVICE_READ, DEVICE_WRITE, HOST_READ, HOST_WRITE,
@@ -43,18 +45,47 @@ def run(inputs: DesInputs, *, engine: str = "fast", record: bool = False,
     raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
 
 
+def _round_trip_free_key(system) -> tuple:
+    """What the engines' inputs other than ``rtt_ns`` depend on: every part of
+    ``system`` the engines read, the link's round trip left out (the loaded round
+    trip's passes change only it)."""
+    from hostlink.model.stream_memo import system_key_without_uvm
+    link = dataclasses.replace(system.link, rtt_ns=0.0, rtt_at_full_link_ns=0.0)
+    return tuple(link if part is system.link else part
+                 for part in system_key_without_uvm(system))
+
+
 def simulate(stream, system, *, engine: str = "fast", record: bool = False, nbins: int = 1024,
              translation: bool | None = None) -> tuple[DesInputs, DesOutput]:
-    """Simulate ``stream`` on ``system``; returns the inputs used and the output."""
-    lay = layout(stream, system)
-    costs = request_costs(stream, system, lay["row"])
+    """Simulate ``stream`` on ``system``; returns the inputs used and the output.
+
+    The inputs are built once per stream and system less the link's round trip
+    (:mod:`hostlink.model.stream_memo`): the passes of the loaded round trip
+    (:mod:`hostlink.model.loaded_rtt`) change only ``link.rtt_ns``, and a pass
+    then costs the engine's run alone. Where the TLB order comes from a first
+    run (pages that do not fit), only the layout and the costs are shared."""
+    from hostlink.model.stream_memo import memoized
+    key = _round_trip_free_key(system)
     use_xl = system.translation.enabled if translation is None else translation
-    arrival = None
-    if use_xl and not pages_fit(stream, system):
+
+    def prepared():
+        lay = layout(stream, system)
+        costs = request_costs(stream, system, lay["row"])
+        fits = not use_xl or pages_fit(stream, system)
+        inputs = (build_inputs(stream, system, translation=use_xl, lay=lay, costs=costs)
+                  if fits else None)
+        return lay, costs, inputs
+
+    lay, costs, inputs = memoized(stream, "des_inputs", (key, bool(use_xl)), prepared, keep=1)
+    rtt = {"rtt_ns": float(system.link.rtt_ns)}
+    if inputs is not None:
+        inputs = dataclasses.replace(inputs, **rtt)
+    else:
         first = build_inputs(stream, system, translation=False, lay=lay, costs=costs)
         out = run(first, engine=engine, record=True, nbins=nbins)
         starts = out.launch_start_ns(first)
         arrival = starts[first.launch_of_request()] + out.ready_ns
-    inputs = build_inputs(stream, system, translation=use_xl, arrival=arrival, lay=lay,
-                          costs=costs)
+        del first, out, starts
+        inputs = build_inputs(stream, system, translation=use_xl, arrival=arrival, lay=lay,
+                              costs=costs)
     return inputs, run(inputs, engine=engine, record=record, nbins=nbins)

@@ -108,38 +108,74 @@ def _distinct_per_group(group, value, n_groups):
     return out
 
 
-def trip_lines(csr, plan, variant: str, base: int, width_B: int) -> np.ndarray:
+@njit(cache=True)
+def _window_trip_lines(s, e, a, trip_off, dst, base_mod, width, counts):
+    """:func:`trip_lines` of the warp-per-list variants, one pass: unit u's trip t
+    reads the edges of window ``[a + 32 t, a + 32 t + 32)`` inside ``[s, e)``; its
+    lines (``(base_mod + dst x width) // 128``) are sorted in a 32-entry buffer and
+    the distinct ones counted."""
+    buf = np.empty(WARP_SIZE, dtype=np.int64)
+    for u in range(len(s)):
+        lo, hi = s[u], e[u]
+        t = trip_off[u]
+        start = a[u]
+        while start < hi:
+            i0 = max(start, lo)
+            i1 = min(start + WARP_SIZE, hi)
+            n = 0
+            for i in range(i0, i1):
+                x = (base_mod + np.int64(dst[i]) * width) // LINE_B
+                j = n                       # insertion into the sorted buffer
+                while j > 0 and buf[j - 1] > x:
+                    buf[j] = buf[j - 1]
+                    j -= 1
+                buf[j] = x
+                n += 1
+            d = 1 if n else 0
+            for j in range(1, n):
+                if buf[j] != buf[j - 1]:
+                    d += 1
+            counts[t] += d
+            t += 1
+            start += WARP_SIZE
+
+
+def trip_lines(csr, plan, variant: str, base: int, width_B: int,
+               active: np.ndarray | None = None) -> np.ndarray:
     """Distinct 128 B lines of an array (at ``base``, ``width_B`` per vertex) that each
     trip of ``plan`` reads at its neighbours, one count per trip in unit order (unit
     u's trips at ``cumsum(plan.trips) - plan.trips``); every lane that has an edge
     counts, attempted or not. A merged unit's trip t reads edges ``a + 32 t`` to
     ``a + 32 t + 31`` of ``[s, e)``; a naive warp's trip t the t-th edge of each of its
     active vertices; a balanced warp's trip t the elements of its live lists in its
-    window t."""
+    window t. ``active``: the launch's active vertices (sorted), where the caller has
+    them (else read off ``plan.is_active_v``, a pass over every vertex)."""
     T = plan.trips.astype(np.int64)
     trip_off = np.cumsum(T) - T
     counts = np.zeros(int(T.sum()), dtype=np.int64)
     if not len(T):
         return counts
-    offsets = csr.offsets.astype(np.int64)
+    offsets = csr.offsets          # u64; only the units' entries are read (no copy of V)
     if variant in ("naive", "balanced"):
         # lanes: the active vertices of each unit's warp
         per_warp = WARP_SIZE if variant == "naive" else CHUNK_VERTICES
-        v = np.flatnonzero(plan.is_active_v)
+        v = (np.flatnonzero(plan.is_active_v) if active is None
+             else np.asarray(active, dtype=np.int64))
         unit_of = np.searchsorted(plan.warp, v // per_warp)
         keep = (unit_of < len(plan.warp)) & (plan.warp[np.minimum(unit_of, len(plan.warp) - 1)]
                                               == v // per_warp)
         v, unit_of = v[keep], unit_of[keep]
-        lo, hi = offsets[v], offsets[v + 1]
+        lo, hi = offsets[v].astype(np.int64), offsets[v + 1].astype(np.int64)
         first_trip = trip_off[unit_of]
         if variant == "balanced":
             # a window's key: its unit, then its first element (windows ascend in both)
             win_unit = np.repeat(np.arange(len(T), dtype=np.int64), T)
             win_key = (win_unit << _KEY_SHIFT) | plan.win.astype(np.int64)
     else:
-        unit_of = np.arange(len(T))
-        lo, hi = plan.s.astype(np.int64), plan.e.astype(np.int64)
-        first_trip = trip_off
+        _window_trip_lines(plan.s.astype(np.int64), plan.e.astype(np.int64),
+                           plan.a.astype(np.int64), trip_off, csr.dst, int(base % LINE_B),
+                           int(width_B), counts)
+        return np.maximum(counts, 1)
     deg = hi - lo
     ends = np.cumsum(deg)
     start = 0
@@ -156,12 +192,9 @@ def trip_lines(csr, plan, variant: str, base: int, width_B: int) -> np.ndarray:
             idx = lo[owner] + k
             if variant == "naive":
                 trip = first_trip[owner] + k
-            elif variant == "balanced":
+            else:
                 trip = np.searchsorted(win_key, (unit_of[owner] << _KEY_SHIFT) | idx,
                                        side="right") - 1
-            else:
-                a = plan.a.astype(np.int64)[unit_of[owner]]
-                trip = first_trip[owner] + (idx - a) // WARP_SIZE
             # lines counted from the array's first (< 2^34 for any array of < 2^41 B)
             line = ((np.uint64(base % LINE_B) + csr.dst[idx].astype(np.uint64)
                      * np.uint64(width_B)) // np.uint64(LINE_B))
@@ -261,7 +294,7 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
 
         # device steps: the prologue, then each trip's visits after its group's host loads
         trip_off = np.cumsum(T) - T
-        counts = [trip_lines(csr, plan, variant, int(vis_base[k]), int(vis_w[k]))
+        counts = [trip_lines(csr, plan, variant, int(vis_base[k]), int(vis_w[k]), active)
                   for k in range(nvis)]
         tot = npro + T * nvis
         cum = np.cumsum(tot)
