@@ -17,8 +17,9 @@ The levels are then of two kinds, sampled in two ways:
   the level's link bytes to the group's estimates the level's (the ratio
   estimator, Cochran, "Sampling Techniques", 3rd ed., 1977, ch. 6). A list's
   link bytes are its 32 B sectors plus a completion's overhead per 128 B line
-  (:func:`completion_overhead_B`), so long lists, read in whole lines, weigh
-  less per edge than short ones. Lists longer than ``HEAVY_SHARE`` of what a
+  (:func:`completion_overhead_B`), less what the list before it in id order
+  already fetched, so long lists, read in whole lines, weigh less per edge
+  than short ones, and a level's dense runs of lists less than a sample's. Lists longer than ``HEAVY_SHARE`` of what a
   resident warp reads in a group's launch stay out of the sample: alone, one
   warp would read such a list for longer than the group's launch lasts and
   set its time, which no ratio scales back (the hubs of a kron graph). They
@@ -104,14 +105,22 @@ def _bfs_levels(offsets, dst, source, level, queue):
 
 
 @njit(cache=True, inline="always")
-def _cost(offsets, v, elem_B, overhead_B):
-    """Link bytes of the list of ``v``: its 32 B sectors, and a completion's overhead
-    for each 128 B line it touches (one request a line)."""
+def _cost(offsets, v, elem_B, overhead_B, seen):
+    """Link bytes the list of ``v`` adds to the lists before it in id order: its 32 B
+    sectors and a completion's overhead for each 128 B line, those the previous
+    list ended in not counted again (``seen``: [last sector, last line] counted, kept
+    up to date): neighbouring lists share a line, which the L1 serves once."""
     a = np.int64(offsets[v]) * elem_B
     b = np.int64(offsets[v + 1]) * elem_B
     if b <= a:
         return 0.0
-    return 32.0 * ((b + 31) // 32 - a // 32) + overhead_B * ((b + 127) // 128 - a // 128)
+    s0, s1 = a // 32, (b + 31) // 32
+    l0, l1 = a // 128, (b + 127) // 128
+    sectors = s1 - max(s0, seen[0])
+    lines = l1 - max(l0, seen[1])
+    seen[0] = s1
+    seen[1] = l1
+    return 32.0 * max(sectors, 0) + overhead_B * max(lines, 0)
 
 
 @njit(cache=True)
@@ -120,21 +129,24 @@ def _level_counts(offsets, level, levels, elem_B, overhead_B):
     nv = np.zeros(levels, dtype=np.int64)
     ne = np.zeros(levels, dtype=np.int64)
     nc = np.zeros(levels)
+    seen = np.zeros((levels, 2), dtype=np.int64)
     for v in range(len(level)):
         lv = level[v]
         if lv >= 0:
             nv[lv] += 1
             ne[lv] += offsets[v + 1] - offsets[v]
-            nc[lv] += _cost(offsets, v, elem_B, overhead_B)
+            nc[lv] += _cost(offsets, v, elem_B, overhead_B, seen[lv])
     return nv, ne, nc
 
 
 @njit(cache=True)
 def _launch_cost(offsets, verts, bounds, elem_B, overhead_B):
     out = np.zeros(len(bounds) - 1)
+    seen = np.zeros(2, dtype=np.int64)
     for k in range(len(bounds) - 1):
+        seen[:] = 0
         for i in range(bounds[k], bounds[k + 1]):
-            out[k] += _cost(offsets, verts[i], elem_B, overhead_B)
+            out[k] += _cost(offsets, verts[i], elem_B, overhead_B, seen)
     return out
 
 
