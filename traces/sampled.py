@@ -257,8 +257,9 @@ def plan(nv: np.ndarray, vertices_per_warp: float, resident_warps: int, fraction
     levels, groups, kinds = [], [], []
     for lv in range(L):
         if wide[lv]:
-            for g in range(GROUPS):
-                levels.append(lv), groups.append(g), kinds.append("wide")
+            levels += [lv] * GROUPS
+            groups += list(range(GROUPS))
+            kinds += ["wide"] * GROUPS
         elif not pick or lv in pick:
             levels.append(lv)
             groups.append(pick.get(lv, -1))
