@@ -87,20 +87,25 @@ _SALT = 0x5A3C_96E1_0F2B_7D48
 
 @njit(cache=True)
 def _bfs_levels(offsets, dst, source, level, queue):
-    """Top-down BFS: ``level`` (int32, -1 = not reached) filled; returns the reached count."""
+    """Level-synchronous top-down BFS: ``level`` (int32, -1 = not reached) filled;
+    returns the reached count. Each frontier is sorted before it is expanded, so the
+    lists are read in file order (a mapped graph larger than memory streams from disk)."""
     level[source] = 0
     queue[0] = source
-    head, tail = 0, 1
+    head, tail, depth = 0, 1, 0
     while head < tail:
-        v = queue[head]
-        head += 1
-        nxt = level[v] + 1
-        for e in range(offsets[v], offsets[v + 1]):
-            u = dst[e]
-            if level[u] < 0:
-                level[u] = nxt
-                queue[tail] = u
-                tail += 1
+        end = tail
+        queue[head:end].sort()
+        for i in range(head, end):
+            v = queue[i]
+            for e in range(offsets[v], offsets[v + 1]):
+                u = dst[e]
+                if level[u] < 0:
+                    level[u] = depth + 1
+                    queue[tail] = u
+                    tail += 1
+        head = end
+        depth += 1
     return tail
 
 

@@ -37,8 +37,9 @@ building, one bucket's rows with a radix-sort copy, the reverse rows and the
 bucket's output (about 32 B per directed row: about 1.1 GB for the 2**25 rows
 of a bucket). Nothing grows with the graph but the bucket count: kron scale 22
 peaked at 0.96 GB resident, scale 26 (2.10 billion directed edges, 64
-buckets) at 1.07 GB, in 141 s of CPU (806 s of wall time on the shared
-2-core machine, which gave it 17% of a core). Disk: the
+buckets) at 1.07 GB in 141 s of CPU, scale 27 (4.22 billion, 128 buckets) at
+1.02 GB in 293 s of CPU (806 s and 2138 s of wall time on the shared 2-core
+machine, which gave them 17% and 13% of a core). Disk: the
 spill files (8 B per sampled edge) and the output (8 B per offset, 8 B per
 directed edge, 4 B more per edge with weights) must fit together; the free
 space of the output folder is checked first.
