@@ -11,7 +11,9 @@ The levels are then of two kinds, sampled in two ways:
   of its index); at a level the CTAs with u < f_l are kept and split into
   ``GROUPS`` groups by u. f_l is the asked fraction, raised where needed so
   that every group still has ``MIN_GROUP_WAVES`` times the GPU's resident
-  warps. Such a launch is bound by the link's throughput: a random set of
+  warps. A level of more than ``EXACT_EDGES_MAX`` edges but too few vertices
+  for that (the hubs' level of a large kron graph) keeps half its CTAs: its
+  groups hold fewer waves and its estimate is the least sure. Such a launch is bound by the link's throughput: a random set of
   CTAs, still several times what the GPU holds at once, moves its bytes at
   the same rate as all of them, so a group's launch time times the ratio of
   the level's link bytes to the group's estimates the level's (the ratio
@@ -75,6 +77,9 @@ MIN_GROUP_WAVES = 4
 #: a wide level's lists of more edges than this share of a resident warp's edges in
 #: one group's launch are left out of its sample (and read at the sampled lists' rate)
 HEAVY_SHARE = 0.25
+#: a level of more edges is sampled by CTAs even where its groups hold fewer than
+#: MIN_GROUP_WAVES waves (the hub levels of a kron graph: about 1 GB of emulation)
+EXACT_EDGES_MAX = 1 << 25
 #: passes of the loaded round trip's fixed point, and the change that ends them
 RTT_PASSES = 4
 RTT_TOL = 2e-3
@@ -237,9 +242,9 @@ class Plan:
 
 
 def plan(nv: np.ndarray, vertices_per_warp: float, resident_warps: int, fraction: float | None,
-         seed: int = 0) -> Plan:
-    """The sample's launches for levels of ``nv`` vertices (module doc); ``fraction``
-    None: ``--sample auto``."""
+         seed: int = 0, ne: np.ndarray | None = None) -> Plan:
+    """The sample's launches for levels of ``nv`` vertices (and ``ne`` edges) (module
+    doc); ``fraction`` None: ``--sample auto``."""
     min_group_v = MIN_GROUP_WAVES * resident_warps * vertices_per_warp
     f_asked = 0.0 if fraction is None else float(fraction)
     L = len(nv)
@@ -247,9 +252,11 @@ def plan(nv: np.ndarray, vertices_per_warp: float, resident_warps: int, fraction
     wide = np.zeros(L, dtype=bool)
     for lv in range(L):
         need = GROUPS * min_group_v / max(1, nv[lv])
-        if need <= 0.5:
+        big = ne is not None and ne[lv] > EXACT_EDGES_MAX
+        if need <= 0.5 or big:      # a level too big to emulate whole: half its CTAs at most
             wide[lv] = True
-            frac[lv] = min(1.0, max(f_asked, need))
+            frac[lv] = min(0.5, max(f_asked, need)) if need > 0.5 else min(1.0, max(f_asked,
+                                                                                   need))
     narrow = np.flatnonzero(~wide)
     f_narrow = AUTO_NARROW_FRACTION if fraction is None else f_asked
     M = max(GROUPS, int(round(GROUPS / f_narrow))) if f_narrow > 0 else 0
@@ -315,7 +322,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     threads = threads_of(variant, V)
     vertices_per_warp = V * WARP_SIZE / threads
     vpc = max(1, int(round(V * THREADS_PER_CTA / threads)))
-    p = plan(nv, vertices_per_warp, resident, fraction, seed)
+    p = plan(nv, vertices_per_warp, resident, fraction, seed, ne)
     n_launch = len(p.level)
     whole = np.full(L, -1, dtype=np.int64)
     wide_base = np.full(L, -1, dtype=np.int64)
