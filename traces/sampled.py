@@ -393,7 +393,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     launches_cost = float(cost.sum())
     for _ in range(RTT_PASSES):
         on = system_with(quiet, {"link.rtt_ns": rtt_ns}) if loaded else quiet
-        base = predict(work, on, mode=mode, fidelity=fidelity)
+        base, used_rtt_ns = predict(work, on, mode=mode, fidelity=fidelity), rtt_ns
         per_group, per_level = estimate(base)
         total = float(per_group.mean())
         if not loaded or (previous is not None and abs(total / previous - 1) < RTT_TOL):
@@ -435,5 +435,5 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
         per_launch_time_s=((per_kernel_ns + gaps_ns) * 1e-9).tolist(),
         per_launch_kernel_s=(per_kernel_ns * 1e-9).tolist(),
         extra=dict(base.extra, sampled=sampled, launches=L, launch_bounds=[],
-                   loaded_rtt_ns={"unloaded": link.rtt_ns, "loaded": rtt_ns}))
+                   loaded_rtt_ns={"unloaded": link.rtt_ns, "loaded": used_rtt_ns}))
     return out
