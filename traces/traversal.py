@@ -73,12 +73,14 @@ def requests_ahead(variant: str, load_ahead: int, id_bytes: int, weighted: bool 
 def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
                        id_bytes: int = 8, load_ahead: int = 1, iterations: int = 10,
                        max_device_edges: int = DEFAULT_MAX_DEVICE_EDGES,
-                       max_device_tests: int | None = DEFAULT_MAX_DEVICE_TESTS
-                       ) -> TraversalWorkload:
+                       max_device_tests: int | None = DEFAULT_MAX_DEVICE_TESTS,
+                       run=None) -> TraversalWorkload:
     """One run of ``kernel`` (``variant``) on ``csr`` from ``source`` on a GPU ``gpu``
     (its caches and resident warps), as a :class:`TraversalWorkload` (see the module
     docstring). ``iterations``: PageRank's; ``max_device_tests`` None: no bound on
-    the vertex tests."""
+    the vertex tests. ``run``: the launches' active vertices as an
+    :class:`~hostlink.traces.emulator.AlgorithmRun` instead of the algorithm's own
+    (:mod:`hostlink.traces.sampled` passes samples of a run's launches)."""
     from hostlink.traces.cache import CacheConfig, host_read_cache
     from hostlink.traces.coalescer import coalesce
     from hostlink.traces.emulator import emulate
@@ -92,7 +94,7 @@ def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
     with_device = csr.num_edges <= max_device_edges
     kw = {"iterations": int(iterations)} if kernel == "pagerank" else {}
     em = emulate(csr, kernel, variant, source=source, id_bytes=id_bytes, memory="zerocopy",
-                 include_device=with_device, resident_warps=resident, **kw)
+                 include_device=with_device, resident_warps=resident, run=run, **kw)
     if with_device and max_device_tests is not None and \
             csr.num_vertices * len(em.active) > max_device_tests:
         with_device = em.include_device = False

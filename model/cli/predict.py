@@ -67,6 +67,10 @@ def register(subparsers) -> None:
                    help="with --graph: the program's load-ahead (default 1)")
     p.add_argument("--iterations", type=int, default=10,
                    help="with --graph: PageRank's iterations (default 10)")
+    p.add_argument("--sample", type=_fraction, metavar="FRACTION|auto",
+                   help="with --graph and --kernel bfs: predict from a sample of the launches "
+                        "(CTAs of wide levels, a share of narrow ones) with a 95%% interval "
+                        "(hostlink.traces.sampled); auto: as few as the interval needs")
     p.add_argument("--mode", choices=MODES + GATHER_MODES, default="zerocopy",
                    help="where the host arrays live and how they move (default zerocopy; "
                         "uvm_warm and cpu_gather: a gather's trace only)")
@@ -148,6 +152,8 @@ def _predict(args) -> int:
     if args.regions:
         from hostlink.traces.store import load_regions
         trace_options["regions"] = load_regions(args.regions)
+    if args.sample is not None:
+        return _sampled(args, system)
     if args.graph:
         source = _graph_workload(args, system)
     else:
@@ -199,6 +205,75 @@ def _predict(args) -> int:
     _print_launches(pred)
     if args.out:
         print(f"  wrote {Path(args.out) / 'prediction.json'}, rows.csv, system.toml")
+    return 0
+
+
+def _fraction(text: str):
+    """``--sample``: 'auto' (None) or a fraction in (0, 1]."""
+    if text == "auto":
+        return "auto"
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is neither a fraction nor auto") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{value} is not in (0, 1]")
+    return value
+
+
+def _sampled(args, system) -> int:
+    """``--sample``: the BFS predicted from samples of its launches, with its interval."""
+    import json
+    from pathlib import Path
+
+    from hostlink.model.cli.progress import step
+    from hostlink.model.errors import HostlinkError
+    from hostlink.traces.cli_gen import VARIANT_CHOICES, _default_source
+    from hostlink.traces.graphs import read_bel, read_graph
+    from hostlink.traces.graphs.readers import bel_paths
+    from hostlink.traces.sampled import sampled_prediction
+    if not args.graph:
+        raise HostlinkError("--sample needs --graph (a trace is predicted whole)")
+    if args.kernel != "bfs":
+        raise HostlinkError(f"--sample: only bfs is sampled, not {args.kernel} (its launches "
+                            "carry values from one to the next)")
+    if args.variant not in VARIANT_CHOICES:
+        raise HostlinkError(f"--variant {args.variant}: not one of {', '.join(VARIANT_CHOICES)}")
+    if args.trace or args.regions or args.caches or args.no_caches or args.host_only:
+        raise HostlinkError("--sample takes the GPU's own caches and no trace options")
+    with step(f"mapping {args.graph}"):
+        if bel_paths(args.graph)["col"].exists():   # mapped, not read: it may exceed memory
+            csr = read_bel(args.graph, id_bytes=args.id_bytes, weights=False, mmap=True)
+        else:
+            csr = read_graph(args.graph, id_bytes=args.id_bytes)
+    source = _default_source(csr) if args.source is None else args.source
+    if not 0 <= source < csr.num_vertices:
+        raise HostlinkError(f"--source {source}: the graph has {csr.num_vertices} vertices")
+    with step(f"sampling bfs ({args.variant}) on {args.graph} and predicting ({args.fidelity})"):
+        pred = sampled_prediction(csr, args.variant, system, source=source, mode=args.mode,
+                                  fidelity=args.fidelity,
+                                  fraction=None if args.sample == "auto" else args.sample,
+                                  id_bytes=args.id_bytes, load_ahead=args.load_ahead)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "prediction.json").write_text(pred.to_json() + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(pred.to_dict(), indent=2, sort_keys=True))
+        return 0
+    s = pred.extra["sampled"]
+    print(f"{pred.mode} ({pred.fidelity}) on {pred.system}: {pred.time_s * 1e3:.4g} ms over "
+          f"{pred.launches} launch(es), sampled")
+    print(f"  {s['confidence']:.0%} interval: {s['time_s_low'] * 1e3:.4g} to "
+          f"{s['time_s_high'] * 1e3:.4g} ms (batch means of {s['groups']} groups)")
+    print(f"  sample: {s['sample_edges_read']} of {s['edges_read']} edges read; "
+          f"{s['wide_levels']} wide level(s) by CTAs, {s['narrow_levels_sampled']} of "
+          f"{s['narrow_levels']} narrow levels" if s["narrow_levels"] else
+          f"  sample: {s['sample_edges_read']} of {s['edges_read']} edges read; "
+          f"{s['wide_levels']} wide level(s) by CTAs, narrow levels whole")
+    print(f"  bandwidth: {pred.bw_GBps:.3f} GB/s useful (estimated)")
+    if args.out:
+        print(f"  wrote {Path(args.out) / 'prediction.json'}")
     return 0
 
 

@@ -55,3 +55,19 @@ def note_first_compile(*, quiet: bool = False) -> None:
     if enabled(quiet) and numba_cache_cold():
         _console().print("first run: compiling the model's Numba functions; later runs reuse "
                          "them from the cache")
+
+
+@contextlib.contextmanager
+def bar(message: str, *, quiet: bool = False):
+    """A progress bar for ``message``; yields ``update(done, total)`` (a no-op off a terminal)."""
+    if not enabled(quiet):
+        yield lambda done, total: None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, \
+        TimeRemainingColumn
+    progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                        TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+                        TimeRemainingColumn(), console=_console(), transient=True)
+    task = progress.add_task(message, total=None)
+    with progress:
+        yield lambda done, total: progress.update(task, completed=done, total=total)

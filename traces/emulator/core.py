@@ -68,7 +68,8 @@ class Emulation:
     chunk_rows: int = DEFAULT_CHUNK_ROWS
     align_B: int = DEFAULT_ALIGN_B
     resident_warps: int | None = None
-    run: algorithms.AlgorithmRun = field(init=False, repr=False)
+    #: the launches' active vertices, given (a sample of a run) or None: run the algorithm
+    run: algorithms.AlgorithmRun | None = field(default=None, repr=False)
     address_map: AddressMap = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -91,9 +92,10 @@ class Emulation:
                               f"not {self.resident_warps!r}")
         wave = (None if self.resident_warps is None
                 else algorithms.wave_vertices_of(self.variant, int(self.resident_warps)))
-        self.run = algorithms.run(self.csr, self.kernel, source=self.source,
-                                  iterations=self.iterations, wave_vertices=wave,
-                                  serial_steps=algorithms.serial_steps_of(self.variant))
+        if self.run is None:
+            self.run = algorithms.run(self.csr, self.kernel, source=self.source,
+                                      iterations=self.iterations, wave_vertices=wave,
+                                      serial_steps=algorithms.serial_steps_of(self.variant))
         self.address_map = address_map(self.csr.num_vertices, self.csr.num_edges, self.kernel,
                                        id_bytes=self.id_bytes, memory=self.memory,
                                        align_B=self.align_B)

@@ -1,0 +1,439 @@
+"""A BFS predicted on samples of its launches, with a confidence interval: for graphs
+too large, or too slow, to emulate whole.
+
+``sampled_prediction(csr, variant, system, ...)`` first finds every vertex's BFS
+level with a compiled top-down BFS over the (memory-mapped) CSR: 4 B a vertex
+for the level and 4 B for the queue, no edge array. Each level is one launch.
+The levels are then of two kinds, sampled in two ways:
+
+- wide levels, whose frontier holds at least ``2 x GROUPS x MIN_GROUP_WARPS``
+  warps: CTAs are sampled. Each CTA of the grid draws a fixed uniform u (a hash
+  of its index); at a level the CTAs with u < f_l are kept and split into
+  ``GROUPS`` groups by u. f_l is the asked fraction, raised where needed so
+  that every group still has ``MIN_GROUP_WAVES`` times the GPU's resident
+  warps. A level of more than ``EXACT_EDGES_MAX`` edges but too few vertices
+  for that (the hubs' level of a large kron graph) keeps half its CTAs: its
+  groups hold fewer waves and its estimate is the least sure. Such a launch is bound by the link's throughput: a random set of
+  CTAs, still several times what the GPU holds at once, moves its bytes at
+  the same rate as all of them, so a group's launch time times the ratio of
+  the level's link bytes to the group's estimates the level's (the ratio
+  estimator, Cochran, "Sampling Techniques", 3rd ed., 1977, ch. 6). A list's
+  link bytes are its 32 B sectors plus a completion's overhead per 128 B line
+  (:func:`completion_overhead_B`), less what the list before it in id order
+  already fetched, so long lists, read in whole lines, weigh less per edge
+  than short ones, and a level's dense runs of lists less than a sample's. Lists longer than ``HEAVY_SHARE`` of what a
+  resident warp reads in a group's launch stay out of the sample: alone, one
+  warp would read such a list for longer than the group's launch lasts and
+  set its time, which no ratio scales back (the hubs of a kron graph). They
+  count in the level's bytes, read at the sampled lists' rate. Sampling CTAs,
+  not single warps, keeps the neighbouring lists a CTA's warps read together,
+  as the L1 sees them.
+- narrow levels (all the others: the first and last levels of a kron BFS,
+  every level of a road-like graph): their time is latency, not edges, and
+  one level stands for its neighbours. When there are at least ``2 x M`` of
+  them (M = GROUPS / fraction), each group takes every M-th narrow level from
+  its own random start (systematic sampling, Cochran ch. 8) and scales its sum
+  by the narrow levels' count over its own; fewer are predicted whole.
+
+Sampling sources instead would not shrink a run: every source's BFS reads the
+whole component.
+
+The sampled launches (whole narrow levels, and each wide level once per group)
+are emulated and predicted together as one stream
+(:func:`hostlink.traces.traversal.traversal_workload` with the sampled active
+vertices, then :func:`hostlink.model.predict.predict` without the launches' own
+costs, ``without_launch``); each group's estimate of the run then adds the
+launch floor (``max(work, ctas x gpu.cta_dispatch_ns) + gpu.launch_ns``, as
+:func:`hostlink.model.predict.launch_floor`) to every level and the host loop
+between launches (:func:`hostlink.model.host_loop.launch_gaps_ns`). The
+estimate is the mean of the ``GROUPS`` group estimates and its 95% interval
+the t interval of their batch means (Law and Kelton, "Simulation Modeling and
+Analysis", 3rd ed., 2000, sec. 9.5.3). A run with no level sampled is exact:
+its interval has no width.
+
+Assumptions: BFS only (the other kernels' launches carry state from one wave
+to the next); memory modes without page migration (zero-copy, UVM with the
+host's pages accessed in place, device): a migrating UVM run's launches depend
+on what the earlier ones moved. The sampled stream carries no device-array
+accesses, as the full prediction of a graph over ``DEFAULT_MAX_DEVICE_EDGES``
+edges (:mod:`hostlink.traces.traversal`); smaller graphs are predicted whole.
+Byte and request counts of the result are the sample's scaled by the ratio of
+the run's edges read to the sample's.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+from numba import njit
+
+from hostlink.model.errors import HostlinkError
+
+#: independent groups (batch means) behind the interval
+GROUPS = 8
+#: warps each group keeps of a wide level, in multiples of the GPU's resident warps
+MIN_GROUP_WAVES = 4
+#: a wide level's lists of more edges than this share of a resident warp's edges in
+#: one group's launch are left out of its sample (and read at the sampled lists' rate)
+HEAVY_SHARE = 0.25
+#: a level of more edges is sampled by CTAs even where its groups hold fewer than
+#: MIN_GROUP_WAVES waves (the hub levels of a kron graph: about 1 GB of emulation)
+EXACT_EDGES_MAX = 1 << 25
+#: passes of the loaded round trip's fixed point, and the change that ends them
+RTT_PASSES = 4
+RTT_TOL = 2e-3
+#: fraction of narrow levels predicted under ``--sample auto``
+AUTO_NARROW_FRACTION = 0.25
+CONFIDENCE = 0.95
+SAMPLED_MODES = ("zerocopy", "uvm_accessedby", "device")
+_SALT = 0x5A3C_96E1_0F2B_7D48
+
+
+@njit(cache=True)
+def _bfs_levels(offsets, dst, source, level, queue):
+    """Level-synchronous top-down BFS: ``level`` (int32, -1 = not reached) filled;
+    returns the reached count. Each frontier is sorted before it is expanded, so the
+    lists are read in file order (a mapped graph larger than memory streams from disk)."""
+    level[source] = 0
+    queue[0] = source
+    head, tail, depth = 0, 1, 0
+    while head < tail:
+        end = tail
+        queue[head:end].sort()
+        for i in range(head, end):
+            v = queue[i]
+            for e in range(offsets[v], offsets[v + 1]):
+                u = dst[e]
+                if level[u] < 0:
+                    level[u] = depth + 1
+                    queue[tail] = u
+                    tail += 1
+        head = end
+        depth += 1
+    return tail
+
+
+@njit(cache=True, inline="always")
+def _cost(offsets, v, elem_B, overhead_B, seen):
+    """Link bytes the list of ``v`` adds to the lists before it in id order: its 32 B
+    sectors and a completion's overhead for each 128 B line, those the previous
+    list ended in not counted again (``seen``: [last sector, last line] counted, kept
+    up to date): neighbouring lists share a line, which the L1 serves once."""
+    a = np.int64(offsets[v]) * elem_B
+    b = np.int64(offsets[v + 1]) * elem_B
+    if b <= a:
+        return 0.0
+    s0, s1 = a // 32, (b + 31) // 32
+    l0, l1 = a // 128, (b + 127) // 128
+    sectors = s1 - max(s0, seen[0])
+    lines = l1 - max(l0, seen[1])
+    seen[0] = s1
+    seen[1] = l1
+    return 32.0 * max(sectors, 0) + overhead_B * max(lines, 0)
+
+
+@njit(cache=True)
+def _level_counts(offsets, level, levels, elem_B, overhead_B):
+    """Per level: vertices, edges and link bytes of the lists."""
+    nv = np.zeros(levels, dtype=np.int64)
+    ne = np.zeros(levels, dtype=np.int64)
+    nc = np.zeros(levels)
+    seen = np.zeros((levels, 2), dtype=np.int64)
+    for v in range(len(level)):
+        lv = level[v]
+        if lv >= 0:
+            nv[lv] += 1
+            ne[lv] += offsets[v + 1] - offsets[v]
+            nc[lv] += _cost(offsets, v, elem_B, overhead_B, seen[lv])
+    return nv, ne, nc
+
+
+@njit(cache=True)
+def _launch_cost(offsets, verts, bounds, elem_B, overhead_B):
+    out = np.zeros(len(bounds) - 1)
+    seen = np.zeros(2, dtype=np.int64)
+    for k in range(len(bounds) - 1):
+        seen[:] = 0
+        for i in range(bounds[k], bounds[k + 1]):
+            out[k] += _cost(offsets, verts[i], elem_B, overhead_B, seen)
+    return out
+
+
+def completion_overhead_B(system) -> float:
+    """Downstream wire bytes of a 128 B read beyond its payload (completion header,
+    digest and framing: :func:`hostlink.model.pcie.tlp.packetize_reads`)."""
+    from hostlink.model.pcie.tlp import packetize_reads
+    link = system.link
+    p = packetize_reads(0, 128, gen=link.gen, mps_B=link.mps_B, mrrs_B=link.mrrs_B,
+                        rcb_B=link.rcb_B, addr_64bit=link.addr_64bit, ecrc=link.ecrc,
+                        framing_B=link.framing_B, flit_mode=link.uses_flit_mode,
+                        cpl_split=getattr(link, "cpl_split", "mps"))
+    return float(p.down_wire_B) - 128.0
+
+
+@njit(cache=True, inline="always")
+def _uniform(cta, salt):
+    z = np.uint64(cta) ^ salt
+    z += np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def _launch_of(level, whole, wide_base, frac, vpc, groups, salt, offsets, heavy):
+    """Each reached vertex's launch in the sample (-1: left out): ``whole[l]`` for a
+    level taken whole, ``wide_base[l] + group`` for a kept CTA of a wide level (its
+    vertices of fewer than ``heavy[l]`` edges)."""
+    n = len(level)
+    out = np.full(n, -1, dtype=np.int64)
+    for v in range(n):
+        lv = level[v]
+        if lv < 0:
+            continue
+        if whole[lv] >= 0:
+            out[v] = whole[lv]
+        elif wide_base[lv] >= 0 and np.int64(offsets[v + 1] - offsets[v]) < heavy[lv]:
+            u = _uniform(v // vpc, salt)
+            if u < frac[lv]:
+                out[v] = wide_base[lv] + min(groups - 1, np.int64(u / frac[lv] * groups))
+    return out
+
+
+@njit(cache=True)
+def _split(launch, count):
+    """Vertices of each launch (sorted) as one array and its bounds, and edges per launch."""
+    bounds = np.zeros(count + 1, dtype=np.int64)
+    for v in range(len(launch)):
+        if launch[v] >= 0:
+            bounds[launch[v] + 1] += 1
+    for k in range(count):
+        bounds[k + 1] += bounds[k]
+    pos = bounds[:count].copy()
+    verts = np.empty(bounds[count], dtype=np.int64)
+    for v in range(len(launch)):
+        k = launch[v]
+        if k >= 0:
+            verts[pos[k]] = v
+            pos[k] += 1
+    return verts, bounds
+
+
+def bfs_levels(csr, source: int) -> np.ndarray:
+    """Every vertex's BFS level from ``source`` (int32, -1: not reached)."""
+    V = csr.num_vertices
+    level = np.full(V, -1, dtype=np.int32)
+    queue = np.empty(V, dtype=np.int32 if V < 2**31 else np.int64)
+    _bfs_levels(np.asarray(csr.offsets), np.asarray(csr.dst), int(source), level, queue)
+    return level
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """Which launches the sample holds: per launch its level, its group (-1: all groups)
+    and its kind ('exact', 'narrow', 'wide')."""
+    level: np.ndarray
+    group: np.ndarray
+    kind: list
+    frac: np.ndarray          # per level: the CTA fraction kept (wide levels), else 0
+    narrow_levels: int        # narrow levels the sampled ones stand for (0: none sampled)
+
+
+def plan(nv: np.ndarray, vertices_per_warp: float, resident_warps: int, fraction: float | None,
+         seed: int = 0, ne: np.ndarray | None = None) -> Plan:
+    """The sample's launches for levels of ``nv`` vertices (and ``ne`` edges) (module
+    doc); ``fraction`` None: ``--sample auto``."""
+    min_group_v = MIN_GROUP_WAVES * resident_warps * vertices_per_warp
+    f_asked = 0.0 if fraction is None else float(fraction)
+    L = len(nv)
+    frac = np.zeros(L)
+    wide = np.zeros(L, dtype=bool)
+    for lv in range(L):
+        need = GROUPS * min_group_v / max(1, nv[lv])
+        big = ne is not None and ne[lv] > EXACT_EDGES_MAX
+        if need <= 0.5 or big:      # a level too big to emulate whole: half its CTAs at most
+            wide[lv] = True
+            frac[lv] = min(0.5, max(f_asked, need)) if need > 0.5 else min(1.0, max(f_asked,
+                                                                                   need))
+    narrow = np.flatnonzero(~wide)
+    f_narrow = AUTO_NARROW_FRACTION if fraction is None else f_asked
+    M = max(GROUPS, int(round(GROUPS / f_narrow))) if f_narrow > 0 else 0
+    pick = {}
+    if M and len(narrow) >= 2 * M:
+        starts = np.random.default_rng(seed).choice(M, GROUPS, replace=False)
+        for g, s in enumerate(starts):
+            for lv in narrow[s::M]:
+                pick[int(lv)] = g
+    levels, groups, kinds = [], [], []
+    for lv in range(L):
+        if wide[lv]:
+            levels += [lv] * GROUPS
+            groups += list(range(GROUPS))
+            kinds += ["wide"] * GROUPS
+        elif not pick or lv in pick:
+            levels.append(lv)
+            groups.append(pick.get(lv, -1))
+            kinds.append("narrow" if pick else "exact")
+    return Plan(np.array(levels, dtype=np.int64), np.array(groups, dtype=np.int64), kinds,
+                frac, len(narrow) if pick else 0)
+
+
+def _t_quantile(confidence: float, dof: int) -> float:
+    from scipy.stats import t
+    return float(t.ppf(0.5 + confidence / 2, dof))
+
+
+def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "zerocopy",
+                       fidelity: str = "des", fraction: float | None = None,
+                       id_bytes: int = 8, load_ahead: int = 1, seed: int = 0):
+    """A :class:`~hostlink.model.result.Prediction` of a BFS run (``variant``) on
+    ``csr`` from a sample of its launches, its interval in ``extra["sampled"]``
+    (module doc). ``fraction``: CTAs kept of a wide level and narrow levels
+    predicted (None: as few as the groups need, and a quarter of the narrow levels)."""
+    from hostlink.model.config import system_with
+    from hostlink.model.des.inputs import link_rate_Bpns
+    from hostlink.model.host_loop import launch_gaps_ns
+    from hostlink.model.predict import predict, resolve_system
+    from hostlink.model.runs import without_launch
+    from hostlink.traces.emulator import AlgorithmRun
+    from hostlink.traces.emulator.emit import THREADS_PER_CTA, grid_of, threads_of
+    from hostlink.traces.schema import WARP_SIZE
+    from hostlink.traces.traversal import traversal_workload
+
+    if mode not in SAMPLED_MODES:
+        raise HostlinkError(f"--sample: mode {mode} migrates pages from launch to launch, so "
+                            f"sampled launches cannot stand for the run (use one of "
+                            f"{', '.join(SAMPLED_MODES)})")
+    if fraction is not None and not 0 < fraction <= 1:
+        raise HostlinkError(f"--sample {fraction}: a fraction must lie in (0, 1]")
+    system = resolve_system(system)
+    t0 = time.perf_counter()
+    V = csr.num_vertices
+    level = bfs_levels(csr, source)
+    L = int(level.max()) + 1
+    offsets = np.asarray(csr.offsets)
+    overhead_B = completion_overhead_B(system)
+    nv, ne, nc = _level_counts(offsets, level, L, id_bytes, overhead_B)
+    bfs_s = time.perf_counter() - t0
+    gpu = system.gpu
+    resident = gpu.sm_count * gpu.max_warps_per_sm
+    threads = threads_of(variant, V)
+    vertices_per_warp = V * WARP_SIZE / threads
+    vpc = max(1, int(round(V * THREADS_PER_CTA / threads)))
+    p = plan(nv, vertices_per_warp, resident, fraction, seed, ne)
+    n_launch = len(p.level)
+    whole = np.full(L, -1, dtype=np.int64)
+    wide_base = np.full(L, -1, dtype=np.int64)
+    for k in range(n_launch):
+        lv = int(p.level[k])
+        if p.kind[k] == "wide":
+            if wide_base[lv] < 0:
+                wide_base[lv] = k
+        else:
+            whole[lv] = k
+    # a wide level's lists longer than HEAVY_SHARE of what a resident warp reads in a
+    # group's launch stay out of the sample: alone they would outlast it
+    heavy = np.full(L, np.iinfo(np.int64).max, dtype=np.int64)
+    for lv in np.flatnonzero(wide_base >= 0):
+        heavy[lv] = max(WARP_SIZE, int(HEAVY_SHARE * ne[lv] * p.frac[lv] / (GROUPS * resident)))
+    launch = _launch_of(level, whole, wide_base, p.frac, vpc, GROUPS, np.uint64(_SALT),
+                        offsets, heavy)
+    del level
+    verts, bounds = _split(launch, n_launch)
+    del launch
+    active = [verts[bounds[k]:bounds[k + 1]] for k in range(n_launch)]
+    cost = _launch_cost(offsets, verts, bounds, id_bytes, overhead_B)
+    run = AlgorithmRun("bfs", active, np.zeros(0, dtype=np.uint32))
+    work = traversal_workload(csr, "bfs", variant, gpu, source=source, id_bytes=id_bytes,
+                              load_ahead=load_ahead, max_device_edges=0, run=run)
+    dispatch_ns = grid_of(variant, V) * gpu.cta_dispatch_ns
+
+    def floor(x):
+        return max(x, dispatch_ns) + gpu.launch_ns
+
+    def estimate(base):
+        """Per group, the run's kernel time; per level, the mean estimate (ns)."""
+        k_ns = np.asarray(base.per_launch_kernel_s) * 1e9
+        per_group = np.zeros(GROUPS)
+        per_level = np.zeros(L)
+        narrow_sum = np.zeros(GROUPS)
+        narrow_n = np.zeros(GROUPS)
+        for k in range(n_launch):
+            lv, g, kind = int(p.level[k]), int(p.group[k]), p.kind[k]
+            if kind == "exact":
+                per_group += floor(k_ns[k])
+                per_level[lv] = floor(k_ns[k])
+            elif kind == "narrow":
+                narrow_sum[g] += floor(k_ns[k])
+                narrow_n[g] += 1
+                per_level[lv] = floor(k_ns[k])
+            else:
+                est = floor(k_ns[k] * nc[lv] / cost[k]) if cost[k] else floor(0.0)
+                per_group[g] += est
+                per_level[lv] += est / GROUPS
+        if p.narrow_levels:
+            per_group += narrow_sum / narrow_n * p.narrow_levels
+            mean_narrow = narrow_sum.sum() / narrow_n.sum()
+            for lv in range(L):
+                if per_level[lv] == 0 and wide_base[lv] < 0:
+                    per_level[lv] = mean_narrow
+        return per_group, per_level
+
+    # The loaded round trip (hostlink.model.loaded_rtt) is the run's, not the sample's:
+    # the link's share U is the run's completion bytes (the lists' link bytes, at the
+    # sample's wire bytes per list byte) over its estimated kernel time.
+    link = system.link
+    loaded = mode in ("zerocopy", "uvm_accessedby") and link.rtt_at_full_link_ns > 0
+    quiet = without_launch(system)
+    if loaded:
+        quiet = system_with(quiet, {"link.rtt_at_full_link_ns": 0.0})
+    rtt_ns, previous = link.rtt_ns, None
+    launches_cost = float(cost.sum())
+    for _ in range(RTT_PASSES):
+        on = system_with(quiet, {"link.rtt_ns": rtt_ns}) if loaded else quiet
+        base, used_rtt_ns = predict(work, on, mode=mode, fidelity=fidelity), rtt_ns
+        per_group, per_level = estimate(base)
+        total = float(per_group.mean())
+        if not loaded or (previous is not None and abs(total / previous - 1) < RTT_TOL):
+            break
+        previous = total
+        wire_B = base.wire_B_down * float(nc.sum()) / launches_cost if launches_cost else 0.0
+        util = min(1.0, wire_B / (per_level.sum() * link_rate_Bpns(system)))
+        rtt_ns = link.rtt_ns + link.rtt_at_full_link_ns * util
+    gaps_ns = launch_gaps_ns(system, "bfs", V, L)
+    per_group += gaps_ns.sum()
+    est_s = float(per_group.mean()) * 1e-9
+    half_s = float(_t_quantile(CONFIDENCE, GROUPS - 1) * per_group.std(ddof=1)
+                   / np.sqrt(GROUPS)) * 1e-9
+    elem_B = id_bytes
+    full_edges = int(ne.sum())
+    scale = full_edges * elem_B / work.bytes_read_B if work.bytes_read_B else 1.0
+    sampled = {
+        "fraction": "auto" if fraction is None else fraction, "groups": GROUPS,
+        "confidence": CONFIDENCE, "time_s_low": est_s - half_s, "time_s_high": est_s + half_s,
+        "half_width_s": half_s, "group_time_s": (per_group * 1e-9).tolist(),
+        "levels": L, "wide_levels": int(np.count_nonzero(wide_base >= 0)),
+        "narrow_levels_sampled": len({int(lv) for lv, kd in zip(p.level, p.kind)
+                                      if kd == "narrow"}),
+        "narrow_levels": p.narrow_levels,
+        "wide_fraction": [float(x) for x in p.frac[wide_base >= 0]],
+        "edges_read": full_edges, "sample_edges_read": int(work.edges_read),
+        "bfs_s": round(bfs_s, 3), "sampled_launches": n_launch,
+    }
+    per_kernel_ns = per_level.copy()
+    useful = base.useful_B * scale
+    out = dataclasses.replace(
+        base, time_s=est_s, bw_GBps=useful / est_s * 1e-9 if est_s > 0 else 0.0,
+        link_bw_GBps=base.requested_B * scale / est_s * 1e-9 if est_s > 0 else 0.0,
+        requests=int(round(base.requests * scale)),
+        requests_by_size_B={k: int(round(v * scale)) for k, v in base.requests_by_size_B.items()},
+        useful_B=int(round(useful)), requested_B=int(round(base.requested_B * scale)),
+        wire_B_down=base.wire_B_down * scale, wire_B_up=base.wire_B_up * scale,
+        dram_B=int(round(base.dram_B * scale)), system=system.name,
+        per_launch_time_s=((per_kernel_ns + gaps_ns) * 1e-9).tolist(),
+        per_launch_kernel_s=(per_kernel_ns * 1e-9).tolist(),
+        extra=dict(base.extra, sampled=sampled, launches=L, launch_bounds=[],
+                   loaded_rtt_ns={"unloaded": link.rtt_ns, "loaded": used_rtt_ns}))
+    return out
