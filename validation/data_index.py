@@ -198,10 +198,13 @@ def _cmd_index(args) -> int:
 def _cmd_pack(args) -> int:
     import json
 
-    from hostlink.validation.raw_store import pack_raw
+    from hostlink.validation.raw_store import TRACES, pack_raw, pack_traces
 
     for folder in map(Path, args.run):
-        print(pack_raw(folder))
+        if (folder / "raw").is_dir() or not (folder / TRACES).is_dir():
+            print(pack_raw(folder))
+        if (folder / TRACES).is_dir():
+            print(pack_traces(folder))
         # run.json is the runner's while it runs; metadata.json holds the same id
         info, meta = folder / "run.json", folder / "metadata.json"
         if info.is_file() and meta.is_file():
@@ -216,7 +219,8 @@ def register_validate_commands(sub) -> None:
     index.add_argument("--check", action="store_true",
                        help="write nothing; exit 1 if any generated file is stale")
     index.set_defaults(func=_cmd_index)
-    pack = sub.add_parser("pack", help="pack a run's raw/ into raw.tar.xz and drop run.json "
-                                       "(the form a run is committed in)")
+    pack = sub.add_parser("pack", help="pack a run's raw/ into raw.tar.xz and its traces/ into "
+                                       "traces.tar, and drop run.json (the form a run is "
+                                       "committed in)")
     pack.add_argument("run", nargs="+", metavar="RUN_DIR", help="run folder(s) with a raw/ folder")
     pack.set_defaults(func=_cmd_pack)

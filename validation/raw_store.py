@@ -7,6 +7,9 @@ xz), so that a run is one file of raw output instead of dozens. Readers go
 through this module and see the same files either way; where both forms exist,
 a loose file wins over the packed copy of the same name.
 
+Self-traces (``traces/<case>/``) pack alike into ``traces.tar``, unpacked on
+demand into a temporary cache (:func:`traces_dir`).
+
 The pack is deterministic (sorted members, zero times and owners), so packing
 the same files twice gives the same bytes. Reference: POSIX.1-2001 pax/ustar
 archive format, as written by Python's :mod:`tarfile`.
@@ -15,10 +18,12 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import hashlib
 import io
 import lzma
 import shutil
 import tarfile
+import tempfile
 from pathlib import Path
 
 from hostlink.model.errors import HostlinkError
@@ -113,4 +118,67 @@ def pack_raw(run_dir: str | Path) -> Path:
         raise HostlinkError(f"{out}: the pack differs from {RAW}/ after packing; {RAW}/ kept")
     if (run_dir / RAW).is_dir():
         shutil.rmtree(run_dir / RAW)
+    return out
+
+
+TRACES = "traces"
+TRACES_PACKED = "traces.tar"
+
+
+def traces_dir(run_dir: str | Path) -> Path:
+    """The folder of a run's self-traces (``traces/<case>/kernelslist.g`` and its
+    kernels): the loose folder where there is one, else ``traces.tar`` unpacked once
+    into a cache under the system's temporary folder (keyed by the pack's path, size
+    and time, so a new pack is unpacked anew)."""
+    run_dir = Path(run_dir)
+    loose = run_dir / TRACES
+    pack = run_dir / TRACES_PACKED
+    if loose.is_dir() or not pack.is_file():
+        return loose
+    st = pack.stat()
+    key = hashlib.sha1(f"{pack.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    cache = Path(tempfile.gettempdir()) / "hostlink-traces" / key
+    if not cache.is_dir():
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=cache.parent, prefix=f".{key}-"))
+        try:
+            with tarfile.open(pack, "r:") as tar:
+                tar.extractall(tmp, filter="data")
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise ResultsError(f"{pack}: not a readable tar of traces ({exc})") from None
+        try:
+            tmp.replace(cache)
+        except OSError:  # unpacked at the same time by another process: keep theirs
+            shutil.rmtree(tmp, ignore_errors=True)
+    return cache / TRACES
+
+
+def _tree_bytes(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root.parent).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def pack_traces(run_dir: str | Path) -> Path:
+    """Pack ``run_dir/traces/`` into ``traces.tar`` (the kernels are xz already, so
+    the tar is not compressed again) and remove the loose folder, after reading every
+    file back from the pack and comparing it."""
+    run_dir = Path(run_dir)
+    loose = run_dir / TRACES
+    if not loose.is_dir():
+        raise HostlinkError(f"{run_dir}: no {TRACES}/ folder to pack")
+    data = _tree_bytes(loose)
+    out = run_dir / TRACES_PACKED
+    tmp = out.with_suffix(".tmp")
+    with tarfile.open(tmp, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, blob in data.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(blob), 0, 0o644
+            tar.addfile(info, io.BytesIO(blob))
+    tmp.replace(out)
+    with tarfile.open(out, "r:") as tar:
+        back = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    if back != data:
+        raise HostlinkError(f"{out}: the pack differs from {TRACES}/ after packing; {TRACES}/ kept")
+    shutil.rmtree(loose)
     return out

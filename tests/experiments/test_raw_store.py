@@ -80,3 +80,27 @@ def test_no_committed_run_keeps_loose_raw_files_or_empty_files():
         empty = [p for p in run.rglob("*") if p.is_file() and p.stat().st_size == 0
                  and "__pycache__" not in p.parts]
         assert empty == [], empty
+
+
+def test_packed_traces_read_as_the_loose_ones(tmp_path):
+    """A run's traces/ packed into traces.tar unpack to the same files, and the loose
+    folder wins where both exist."""
+    from hostlink.validation.raw_store import pack_traces, traces_dir
+    run = tmp_path / "run"
+    case = run / "traces" / "bfs__g__naive__zerocopy__4B"
+    case.mkdir(parents=True)
+    (case / "kernelslist.g").write_text("kernel-1.traceg\n")
+    (case / "kernel-1.traceg.xz").write_bytes(bytes(range(256)) * 3)
+    before = {p.relative_to(run / "traces"): p.read_bytes()
+              for p in (run / "traces").rglob("*") if p.is_file()}
+    assert traces_dir(run) == run / "traces"
+    pack_traces(run)
+    assert not (run / "traces").exists() and (run / "traces.tar").is_file()
+    unpacked = traces_dir(run)
+    after = {p.relative_to(unpacked): p.read_bytes() for p in unpacked.rglob("*") if p.is_file()}
+    assert after == before
+
+
+def test_committed_traces_are_packed():
+    from hostlink.validation.data_tree import committed_runs
+    assert not [r for r in committed_runs() if (r / "traces").is_dir()]

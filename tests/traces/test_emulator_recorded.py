@@ -24,6 +24,7 @@ from hostlink.traces.emulator.compare import (compare_recorded, open_recorded,
 from hostlink.traces.graphs import generate, kron, read_bel
 from hostlink.traces.schema import InstTable, Region, WarpTrace
 from hostlink.validation.data_tree import EXPERIMENTS, run_dir
+from hostlink.validation.raw_store import traces_dir
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -100,7 +101,7 @@ def _committed_self_traces():
                 continue
             slug = "__".join(str(x) for x in (p.get("kernel"), p.get("graph"), p.get("variant"),
                                                p.get("memory_mode"), f"{p.get('id_bytes')}B"))
-            folder = meta_path.parent / "traces" / slug
+            folder = traces_dir(meta_path.parent) / slug
             if (folder / "kernelslist.g").is_file():
                 found.append(pytest.param(meta, p, folder, id=case))
     return found
@@ -159,7 +160,7 @@ def test_whole_sssp_and_cc_runs_match_where_warps_read_their_values_first(kernel
         g = generate(spec["kind"], int(spec["scale"]), int(spec["degree"]), int(spec["seed"]))
         emu = emulate(g, kernel, variant, source=int(p.get("source") or 0),
                       id_bytes=int(p["id_bytes"]), resident_warps=132 * 64)
-        folder = (run_dir("self_traces", "h200") / "traces"
+        folder = (traces_dir(run_dir("self_traces", "h200"))
                   / f"{kernel}__{p['graph']}__{variant}__zerocopy__{p['id_bytes']}B")
         cmp = compare_recorded(open_recorded(folder), emu)
         assert cmp.equal, cmp.summary()

@@ -1,5 +1,0 @@
-MemcpyHtoD,0x00007f0f15000400,8200
-kernel-1.traceg.xz
-kernel-2.traceg.xz
-kernel-3.traceg.xz
-kernel-4.traceg.xz

@@ -1,6 +1,0 @@
-MemcpyHtoD,0x00007ff491000400,8200
-kernel-1.traceg.xz
-kernel-2.traceg.xz
-kernel-3.traceg.xz
-kernel-4.traceg.xz
-kernel-5.traceg.xz
