@@ -108,30 +108,21 @@ class RequestStream:
                 raise ValueError(f"RequestStream column '{name}' has {len(col)} rows, expected {n}")
             if col.dtype != dtype:
                 object.__setattr__(self, name, np.asarray(col, dtype=dtype))
-        if self.waits is not None:
-            if len(self.waits) != n:
-                raise ValueError(f"RequestStream column 'waits' has {len(self.waits)} rows, "
+        for name in ("waits", "lines", "follows", "atomic"):  # the optional columns
+            col = getattr(self, name)
+            if col is None:
+                continue
+            if len(col) != n:
+                raise ValueError(f"RequestStream column '{name}' has {len(col)} rows, "
                                  f"expected {n}")
-            object.__setattr__(self, "waits", np.asarray(self.waits, dtype=np.bool_))
-        if self.lines is not None:
-            if len(self.lines) != n:
-                raise ValueError(f"RequestStream column 'lines' has {len(self.lines)} rows, "
-                                 f"expected {n}")
-            lines = np.asarray(self.lines)
+            if name != "lines":
+                object.__setattr__(self, name, np.asarray(col, dtype=np.bool_))
+                continue
+            lines = np.asarray(col)
             if n and lines.min() < 1:
                 raise ValueError(f"RequestStream column 'lines': row {int(np.argmin(lines))} "
                                  f"stands for {int(lines.min())} lines (at least 1)")
             object.__setattr__(self, "lines", lines.astype(np.uint16))
-        if self.follows is not None:
-            if len(self.follows) != n:
-                raise ValueError(f"RequestStream column 'follows' has {len(self.follows)} rows, "
-                                 f"expected {n}")
-            object.__setattr__(self, "follows", np.asarray(self.follows, dtype=np.bool_))
-        if self.atomic is not None:
-            if len(self.atomic) != n:
-                raise ValueError(f"RequestStream column 'atomic' has {len(self.atomic)} rows, "
-                                 f"expected {n}")
-            object.__setattr__(self, "atomic", np.asarray(self.atomic, dtype=np.bool_))
 
     def _with(self, **columns) -> "RequestStream":
         optional = {k: getattr(self, k) for k in OPTIONAL_COLUMNS}

@@ -18,7 +18,6 @@ destinations live).
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from hostlink.model.errors import ConfigError
@@ -60,7 +59,7 @@ def _cmd_stats(args) -> int:
         from hostlink.traces.gem5_cli import stats_of_gem5
         return stats_of_gem5(args)
     from hostlink.traces.cache import CacheConfig
-    from hostlink.traces.stats import format_stats, trace_stats
+    from hostlink.traces.stats import trace_stats, write_stats
     from hostlink.traces.store import trace_format
     trace = _open(args, args.dir)
     cache = None
@@ -98,11 +97,7 @@ def _cmd_stats(args) -> int:
         stats = trace_stats(trace, cache=cache, cache_host=cache_host)
     stats = {"source": str(args.dir), "format": trace_format(args.dir), "counted": counted,
              **stats}
-    if args.json:
-        sys.stdout.write(json.dumps(stats, indent=2) + "\n")
-    else:
-        sys.stdout.write(f"{stats['source']} ({stats['format']}, {stats['launches']} launches)\n")
-        sys.stdout.write(format_stats(stats) + "\n")
+    write_stats(stats, args.json)
     return 0
 
 

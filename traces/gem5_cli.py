@@ -14,7 +14,6 @@
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -71,17 +70,13 @@ def convert_to_gem5(args) -> int:
 
 def stats_of_gem5(args) -> int:
     from hostlink.traces.gem5_trace import read_gem5
-    from hostlink.traces.stats import format_stats, request_stats
+    from hostlink.traces.stats import request_stats, write_stats
     if args.l1_size or args.l2_size or args.cache_host or args.regions:
         raise ConfigError(f"{args.dir}: a gem5 packet trace holds requests after the caches, "
                           "in physical addresses: --l1-size, --l2-size, --cache-host and "
                           "--regions do not apply")
     stats = {"source": str(args.dir), "format": "gem5", **request_stats(read_gem5(args.dir))}
-    if args.json:
-        sys.stdout.write(json.dumps(stats, indent=2) + "\n")
-    else:
-        sys.stdout.write(f"{stats['source']} ({stats['format']}, {stats['launches']} launches)\n")
-        sys.stdout.write(format_stats(stats) + "\n")
+    write_stats(stats, args.json)
     return 0
 
 

@@ -69,26 +69,26 @@ class HostLayout:
                     first: int = 0) -> np.ndarray:
         """Physical addresses of requests at virtual ``addr`` (an error names the first
         request outside every region as ``label`` and its index counted from ``first``)."""
-        if not self.placements:
-            return np.asarray(addr, dtype=np.uint64)
-        order = sorted(self.placements, key=lambda p: p.start)
-        starts = np.array([p.start for p in order], dtype=np.uint64)
-        ends = np.array([p.start + p.size_B for p in order], dtype=np.uint64)
-        phys = np.array([p.phys for p in order], dtype=np.uint64)
-        i = self._lookup(addr, size_B, starts, ends, "virtual address", label, first)
-        return np.asarray(addr, dtype=np.uint64) - starts[i] + phys[i]
+        return self._translate(addr, size_B, lambda p: p.start, lambda p: p.phys,
+                               "virtual address", label, first)
 
     def to_virtual(self, addr: np.ndarray, size_B: np.ndarray, *, label: str = "request",
                    first: int = 0) -> np.ndarray:
         """Virtual addresses of requests at physical ``addr`` (the inverse)."""
+        return self._translate(addr, size_B, lambda p: p.phys, lambda p: p.start,
+                               "physical address", label, first)
+
+    def _translate(self, addr, size_B, source, target, what: str, label: str,
+                   first: int) -> np.ndarray:
+        """``addr`` moved from each placement's ``source`` address to its ``target``."""
         if not self.placements:
             return np.asarray(addr, dtype=np.uint64)
-        order = sorted(self.placements, key=lambda p: p.phys)
-        phys = np.array([p.phys for p in order], dtype=np.uint64)
-        ends = np.array([p.phys + p.size_B for p in order], dtype=np.uint64)
-        starts = np.array([p.start for p in order], dtype=np.uint64)
-        i = self._lookup(addr, size_B, phys, ends, "physical address", label, first)
-        return np.asarray(addr, dtype=np.uint64) - phys[i] + starts[i]
+        order = sorted(self.placements, key=source)
+        starts = np.array([source(p) for p in order], dtype=np.uint64)
+        ends = np.array([source(p) + p.size_B for p in order], dtype=np.uint64)
+        to = np.array([target(p) for p in order], dtype=np.uint64)
+        i = self._lookup(addr, size_B, starts, ends, what, label, first)
+        return np.asarray(addr, dtype=np.uint64) - starts[i] + to[i]
 
     def to_json(self) -> list[dict]:
         return [{"name": p.name, "start": p.start, "size_B": p.size_B, "phys": p.phys}

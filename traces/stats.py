@@ -129,6 +129,17 @@ def request_stats(stream: RequestStream) -> dict:
     }
 
 
+def write_stats(stats: dict, as_json: bool) -> None:
+    """Print a trace's statistics to stdout: JSON, or a headline and the table."""
+    import json
+    import sys
+    if as_json:
+        sys.stdout.write(json.dumps(stats, indent=2) + "\n")
+    else:
+        sys.stdout.write(f"{stats['source']} ({stats['format']}, {stats['launches']} launches)\n")
+        sys.stdout.write(format_stats(stats) + "\n")
+
+
 def format_stats(stats: dict) -> str:
     """A readable table of :func:`trace_stats`' result."""
     out = []

@@ -693,6 +693,7 @@ def _guess_added_us(key: str):
     return guess
 
 
+# one declaration per step: the steps repeat in shape on purpose
 STEPS: tuple[Step, ...] = (
     Step("launch", (Param("gpu.launch_ns", 1.0, 1e6), Param("gpu.cta_dispatch_ns", 1e-3, 1e3)),
          ("micro/launch/empty",), guess=_guess_launch,

@@ -148,6 +148,7 @@ def _cmd_repeat(args) -> int:
 
 
 def register_validate_commands(sub) -> None:
+    # argparse's usual shape, alike to the other validate commands' on purpose
     p = sub.add_parser("repeat", help="how far two measured runs of the same cases agree "
                                       "(run-to-run variation)")
     p.add_argument("first", metavar="FIRST", help="results directory of the earlier run")

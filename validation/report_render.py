@@ -151,15 +151,8 @@ def figure_error_by_group(prim: pd.DataFrame, *, system: str | None = None,
             ax.plot([np.median(e)] * 2, [i - 0.3, i + 0.3], color="black", lw=1.5,
                     label="median of the group" if i == 0 else "_median")
     ax.axvline(0, color="black", lw=0.8, label="_zero")
-    ax.set_yticks(range(len(groups)))
-    ax.set_yticklabels(groups, fontsize="small")
-    ax.invert_yaxis()                      # the first group on top, as in the tables
-    ax.set_xlabel("error (%) = 100 (predicted - measured) / measured")
-    ax.set_ylabel("case group")
-    ax.set_title(style.title("error of each case's primary metric (%)", system=system,
-                             workload=workload, detail="by group"), fontsize="medium")
-    ax.grid(True, axis="x", alpha=0.3)
-    style.legend_outside(ax)
+    _group_axes(ax, groups, "error (%) = 100 (predicted - measured) / measured",
+                "error of each case's primary metric (%)", system, workload)
     return fig
 
 
@@ -185,16 +178,25 @@ def figure_mape_by_group(stats: list[GroupStats], *, system: str | None = None,
             ax.plot([s.target_pct] * 2, [i - 0.4, i + 0.4], color="black", lw=1.5,
                     label="target" if first else "_target")
             first = False
-    ax.set_yticks(range(len(stats)))
-    ax.set_yticklabels([s.group for s in stats], fontsize="small")
+    _group_axes(ax, [s.group for s in stats], "MAPE (%)", "MAPE of the primary metric (%)",
+                system, workload)
+    return fig
+
+
+def _group_axes(ax, groups: list[str], xlabel: str, title: str, system, workload) -> None:
+    """The axes of a figure with a row per case group: the groups down the side, the
+    first on top as in the tables, a grid along x and the legend outside."""
+    from hostlink.model import plot_style as style
+
+    ax.set_yticks(range(len(groups)))
+    ax.set_yticklabels(groups, fontsize="small")
     ax.invert_yaxis()
-    ax.set_xlabel("MAPE (%)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("case group")
-    ax.set_title(style.title("MAPE of the primary metric (%)", system=system,
-                             workload=workload, detail="by group"), fontsize="medium")
+    ax.set_title(style.title(title, system=system, workload=workload, detail="by group"),
+                 fontsize="medium")
     ax.grid(True, axis="x", alpha=0.3)
     style.legend_outside(ax)
-    return fig
 
 
 def plots(annotated: pd.DataFrame, stats: list[GroupStats], out_dir: Path, *,

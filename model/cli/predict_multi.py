@@ -22,6 +22,7 @@ READ_SAMPLE_REQUESTS = 65536
 
 
 def register(subparsers) -> None:
+    # argparse's usual shape, alike to predict's register() on purpose
     p = subparsers.add_parser(
         "predict-multi", help="predict several GPUs reading one host at once (a [topology])",
         description="Predict each GPU's workload alone, then their shares of the host's links, "

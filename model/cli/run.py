@@ -70,24 +70,24 @@ def _run(args) -> int:
                   + ", ".join(f"{mode} ±{spread[mode]['half_width_pct']:.1f}%"
                               for mode in bw.index.unique(0) if mode in spread)
                   + " (nine in ten repeated cases; the ranges are in report.md)")
-    req = result.requests
-    rt = Table(title="PCIe read requests by size")
-    rt.add_column("variant")
-    for col in req.columns:
-        rt.add_column(str(col), justify="right")
-    for variant, row in req.iterrows():
-        rt.add_row(str(variant), *(f"{int(v):,}" for v in row))
-    console.print(rt)
+    console.print(_frame_table("PCIe read requests by size", "variant", result.requests,
+                               lambda v: f"{int(v):,}"))
     if result.gather is not None:
         from hostlink.model.mainjob import gather_table
-        gt = gather_table(result.gather)
-        t = Table(title="GNN feature gather, GB/s of gathered rows")
-        t.add_column("row")
-        for col in gt.columns:
-            t.add_column(str(col), justify="right")
-        for row, values in gt.iterrows():
-            t.add_row(str(row), *(f"{v:.3g}" for v in values))
-        console.print(t)
+        console.print(_frame_table("GNN feature gather, GB/s of gathered rows", "row",
+                                   gather_table(result.gather), lambda v: f"{v:.3g}"))
     console.print(result.sweep_summary)
     console.print(f"report: {result.out / 'report.md'}")
     return 0
+
+
+def _frame_table(title: str, index_name: str, frame, fmt) -> "Table":
+    """A rich table of a data frame: its index, then its columns, each value ``fmt``-ed."""
+    from rich.table import Table
+    table = Table(title=title)
+    table.add_column(index_name)
+    for col in frame.columns:
+        table.add_column(str(col), justify="right")
+    for index, row in frame.iterrows():
+        table.add_row(str(index), *(fmt(v) for v in row))
+    return table
