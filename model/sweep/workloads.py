@@ -43,10 +43,14 @@ points run, so equal workloads written differently get the same run id.
 """
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any, Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, create_model
 
 from hostlink.model.errors import ConfigError
+from hostlink.model.tomlcheck import TomlModel, check, fault
 
 KINDS = ("sizes", "graph", "trace", "gather")
 MODES = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")  # hostlink.model.predict.MODES
@@ -58,144 +62,114 @@ REQUEST_SIZES_B = (32, 64, 96, 128)
 DEFAULT_GRAPH_SEED = 27491095  # GAP's default generator seed (sbeamer/gapbs src/generator.h)
 
 
-def _int(lo: int | None = None, hi: int | None = None, choices: tuple | None = None):
-    def check(v: Any) -> tuple[Any, str | None]:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float)
-                                                                     and not v.is_integer()):
-            return v, f"must be a whole number, not {v!r}"
-        v = int(v)
-        if choices is not None and v not in choices:
-            return v, f"= {v} is not one of {', '.join(map(str, choices))}"
-        if lo is not None and v < lo:
-            return v, f"= {v} must be >= {lo}"
-        if hi is not None and v > hi:
-            return v, f"= {v} must be <= {hi}"
-        return v, None
-    return check
+def _integral(v: Any) -> Any:
+    """A float that is a whole number as an int (a TOML ``12.0``); anything else as is."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
 
 
-def _str(choices: tuple | None = None):
-    def check(v: Any) -> tuple[Any, str | None]:
-        if not isinstance(v, str) or not v:
-            return v, f"must be a string, not {v!r}"
-        if choices is not None and v not in choices:
-            return v, f"= {v!r} is not one of {', '.join(choices)}"
-        return v, None
-    return check
+def _whole(lo: int | None = None, hi: int | None = None, choices: tuple | None = None) -> Any:
+    """A whole number within [lo, hi] or among ``choices``."""
+    kind = Literal[choices] if choices else int  # type: ignore[valid-type]
+    return Annotated[kind, BeforeValidator(_integral), Field(ge=lo, le=hi)]
 
 
-def _source(v: Any) -> tuple[Any, str | None]:
-    if v == "auto":
-        return v, None
-    return _int(lo=0)(v)
+def _text(choices: tuple | None = None) -> Any:
+    """A non-empty string, one of ``choices`` where given."""
+    return Literal[choices] if choices else Annotated[str, Field(min_length=1)]  # type: ignore[valid-type]
 
 
-def _bool(v: Any) -> tuple[Any, str | None]:
-    if not isinstance(v, bool):
-        return v, f"must be true or false, not {v!r}"
-    return v, None
+def _distinct(v: list) -> list:
+    if len(set(v)) != len(v):
+        raise fault(" lists a size twice: {v}", v=v)
+    return v
 
 
-def _sizes_list(v: Any) -> tuple[Any, str | None]:
-    if v is None:
-        return v, None
-    if not isinstance(v, list) or not v:
-        return v, f"must be a non-empty list of sizes in bytes, not {v!r}"
-    out = []
-    for s in v:
-        s2, err = _int(choices=REQUEST_SIZES_B)(s)
-        if err:
-            return v, f"entry {err}"
-        out.append(s2)
-    if len(set(out)) != len(out):
-        return v, f"lists a size twice: {out}"
-    return out, None
-
-
-def _fractions(v: Any) -> tuple[Any, str | None]:
-    if v is None:
-        return v, None
-    if not isinstance(v, list) or not v:
-        return v, f"must be a non-empty list of fractions, not {v!r}"
-    if any(isinstance(f, bool) or not isinstance(f, (int, float)) or f < 0 for f in v):
-        return v, f"must hold numbers >= 0, not {v!r}"
+def _sum_to_one(v: list) -> list:
     if not math.isclose(sum(v), 1.0, rel_tol=1e-6):
-        return v, f"must sum to 1, not {sum(v):g}"
-    return [float(f) for f in v], None
+        raise fault(" must sum to 1, not {total}", total=f"{sum(v):g}")
+    return [float(f) for f in v]
 
 
-def _opt_size(v: Any) -> tuple[Any, str | None]:
-    if v is None:
-        return v, None
-    return _int(choices=REQUEST_SIZES_B)(v)
+def _fanout_text(v: str) -> str:
+    if not all(p.strip().isdigit() and int(p) > 0 for p in v.split(",")):
+        raise fault(" must be positive integers separated by commas, like \"10,25\", "
+                    "not {v!r}", v=v)
+    return ",".join(str(int(p)) for p in v.split(","))
 
 
-def _fanouts(v: Any) -> tuple[Any, str | None]:
-    if not isinstance(v, str) or not all(p.strip().isdigit() and int(p) > 0 for p in v.split(",")):
-        return v, f"must be positive integers separated by commas, like \"10,25\", not {v!r}"
-    return ",".join(str(int(p)) for p in v.split(",")), None
+_SIZE = _whole(choices=REQUEST_SIZES_B)
+_SIZES = Annotated[list[_SIZE], Field(min_length=1), AfterValidator(_distinct)]
+_FRACTIONS = Annotated[list[Annotated[float, Field(ge=0)]], Field(min_length=1),
+                       AfterValidator(_sum_to_one)]
+_SOURCE = Literal["auto"] | _whole(lo=0)
+_FANOUTS = Annotated[str, AfterValidator(_fanout_text)]
 
 
-def _path(v: Any) -> tuple[Any, str | None]:
-    if v is None:
-        return v, None
-    return _str()(v)
-
-
-# kind -> param -> (default, checker, doc). A default of None means "not set".
-SCHEMA: dict[str, dict[str, tuple[Any, Callable, str]]] = {
+# kind -> param -> (default, type, doc). A default of None means "not set".
+SCHEMA: dict[str, dict[str, tuple[Any, Any, str]]] = {
     "sizes": {
-        "size_B": (None, _opt_size, "one request size for every request (32, 64, 96 or 128)"),
-        "sizes_B": (None, _sizes_list, "request sizes of a mix"),
-        "fractions": (None, _fractions, "fraction of the requests of each size in sizes_B"),
-        "offset_B": (0, _int(lo=0, hi=96), "start offset of each request from a 128 B boundary"),
-        "mode": ("zerocopy", _str(("zerocopy",)), "memory mode (the analytic link model is zero-copy)"),
-        "requests": (200_000, _int(lo=1, hi=100_000_000), "requests of the synthetic stream (DES only)"),
-        "warps": (8192, _int(lo=1, hi=1 << 20), "warps the synthetic stream is dealt to (DES only)"),
-        "seed": (1, _int(lo=0), "seed of the synthetic stream's size draws (DES only)"),
+        "size_B": (None, _SIZE, "one request size for every request (32, 64, 96 or 128)"),
+        "sizes_B": (None, _SIZES, "request sizes of a mix"),
+        "fractions": (None, _FRACTIONS, "fraction of the requests of each size in sizes_B"),
+        "offset_B": (0, _whole(lo=0, hi=96), "start offset of each request from a 128 B boundary"),
+        "mode": ("zerocopy", _text(("zerocopy",)), "memory mode (the analytic link model is zero-copy)"),
+        "requests": (200_000, _whole(lo=1, hi=100_000_000), "requests of the synthetic stream (DES only)"),
+        "warps": (8192, _whole(lo=1, hi=1 << 20), "warps the synthetic stream is dealt to (DES only)"),
+        "seed": (1, _whole(lo=0), "seed of the synthetic stream's size draws (DES only)"),
     },
     "graph": {
-        "graph": ("kron", _str(GRAPHS), "generator (kron, urand) or file"),
-        "scale": (12, _int(lo=1, hi=31), "log2 of the vertex count of a generated graph"),
-        "degree": (16, _int(lo=1, hi=4096), "sampled edges per vertex of a generated graph"),
-        "seed": (DEFAULT_GRAPH_SEED, _int(lo=0), "generator seed"),
-        "path": (None, _path, "graph file (or EMOGI binary CSR prefix) when graph = \"file\""),
-        "kernel": ("bfs", _str(KERNELS), "traversal kernel"),
-        "variant": ("merged_aligned", _str(VARIANTS), "kernel variant (gpu_kernels/KERNELS.md; balanced: gpu_kernels/traversal/README.md)"),
-        "mode": ("zerocopy", _str(MODES), "where the edge arrays live and how they are reached"),
-        "source": ("auto", _source, "source vertex (bfs, sssp); auto = the largest degree"),
-        "id_bytes": (4, _int(choices=(4, 8)), "bytes per neighbour id"),
-        "iterations": (10, _int(lo=1, hi=1000), "pagerank iterations"),
-        "load_ahead": (1, _int(choices=(1, 4)), "neighbour-list trips a warp loads ahead "
+        "graph": ("kron", _text(GRAPHS), "generator (kron, urand) or file"),
+        "scale": (12, _whole(lo=1, hi=31), "log2 of the vertex count of a generated graph"),
+        "degree": (16, _whole(lo=1, hi=4096), "sampled edges per vertex of a generated graph"),
+        "seed": (DEFAULT_GRAPH_SEED, _whole(lo=0), "generator seed"),
+        "path": (None, _text(), "graph file (or EMOGI binary CSR prefix) when graph = \"file\""),
+        "kernel": ("bfs", _text(KERNELS), "traversal kernel"),
+        "variant": ("merged_aligned", _text(VARIANTS), "kernel variant (gpu_kernels/KERNELS.md; balanced: gpu_kernels/traversal/README.md)"),
+        "mode": ("zerocopy", _text(MODES), "where the edge arrays live and how they are reached"),
+        "source": ("auto", _SOURCE, "source vertex (bfs, sssp); auto = the largest degree"),
+        "id_bytes": (4, _whole(choices=(4, 8)), "bytes per neighbour id"),
+        "iterations": (10, _whole(lo=1, hi=1000), "pagerank iterations"),
+        "load_ahead": (1, _whole(choices=(1, 4)), "neighbour-list trips a warp loads ahead "
                        "(the GPU programs are built with 1 and 4)"),
-        "include_device": (False, _bool, "the kernel's device-memory requests in full "
+        "include_device": (False, bool, "the kernel's device-memory requests in full "
                            "(offsets, labels, atomics); else one per dependent step of the walk"),
     },
     "trace": {
-        "path": (None, _path, "trace folder (Accel-Sim traces or the binary store)"),
-        "mode": ("zerocopy", _str(MODES), "memory mode of the host regions"),
-        "regions": (None, _path, "regions TOML naming the host arrays (else the trace's own)"),
-        "memcpy_location": ("host", _str(("host", "device")),
+        "path": (None, _text(), "trace folder (Accel-Sim traces or the binary store)"),
+        "mode": ("zerocopy", _text(MODES), "memory mode of the host regions"),
+        "regions": (None, _text(), "regions TOML naming the host arrays (else the trace's own)"),
+        "memcpy_location": ("host", _text(("host", "device")),
                             "where the buffers an Accel-Sim trace copies in (MemcpyHtoD) live"),
-        "include_device": (True, _bool, "also time the device-memory requests"),
+        "include_device": (True, bool, "also time the device-memory requests"),
     },
     "gather": {
-        "row_B": (512, _int(lo=4, hi=1 << 20), "bytes per feature row (a multiple of 4)"),
-        "table_B": (1 << 30, _int(lo=4096), "bytes of the feature table"),
-        "rows": (65536, _int(lo=1, hi=1 << 26), "rows gathered"),
-        "variant": ("aligned", _str(("naive", "aligned")), "naive, or aligned to the 128 B "
+        "row_B": (512, _whole(lo=4, hi=1 << 20), "bytes per feature row (a multiple of 4)"),
+        "table_B": (1 << 30, _whole(lo=4096), "bytes of the feature table"),
+        "rows": (65536, _whole(lo=1, hi=1 << 26), "rows gathered"),
+        "variant": ("aligned", _text(("naive", "aligned")), "naive, or aligned to the 128 B "
                     "line below the row"),
-        "lane_B": (4, _int(choices=(4, 8, 16)), "bytes each lane moves per load"),
-        "ids": ("uniform", _str(("uniform", "sampled")), "row ids: uniform or sampled"),
-        "graph_scale": (16, _int(lo=1, hi=26), "sampled ids: log2 of the kron graph's vertices"),
-        "fanouts": ("10,25", _fanouts, "sampled ids: neighbours drawn per layer"),
-        "batch": (1024, _int(lo=1), "sampled ids: seed vertices per minibatch"),
-        "seed": (1, _int(lo=0), "seed of the row ids"),
-        "threads": (16, _int(lo=1, hi=1024), "host threads of cpu_gather"),
-        "sample_rounds": (4, _int(lo=1, hi=64), "rows per warp of the sample the model times"),
-        "mode": ("zerocopy", _str(GATHER_MODES), "where the table lives and how rows move"),
+        "lane_B": (4, _whole(choices=(4, 8, 16)), "bytes each lane moves per load"),
+        "ids": ("uniform", _text(("uniform", "sampled")), "row ids: uniform or sampled"),
+        "graph_scale": (16, _whole(lo=1, hi=26), "sampled ids: log2 of the kron graph's vertices"),
+        "fanouts": ("10,25", _FANOUTS, "sampled ids: neighbours drawn per layer"),
+        "batch": (1024, _whole(lo=1), "sampled ids: seed vertices per minibatch"),
+        "seed": (1, _whole(lo=0), "seed of the row ids"),
+        "threads": (16, _whole(lo=1, hi=1024), "host threads of cpu_gather"),
+        "sample_rounds": (4, _whole(lo=1, hi=64), "rows per warp of the sample the model times"),
+        "mode": ("zerocopy", _text(GATHER_MODES), "where the table lives and how rows move"),
     },
 }
+
+
+@functools.cache
+def _kind_model(kind: str) -> type[TomlModel]:
+    """The pydantic model of one kind's ``[workload]`` table, built from :data:`SCHEMA`."""
+    fields = {key: (kind_type | None, default)
+              for key, (default, kind_type, _) in SCHEMA[kind].items()}
+    return create_model(f"{kind.title()}Workload", __base__=TomlModel,
+                        kind=(Literal[kind], ...), **fields)  # type: ignore[valid-type]
 
 
 def workload_defaults(kind: Any) -> dict[str, Any]:
@@ -229,19 +203,8 @@ def normalise_workload(workload: dict[str, Any], where: str,
     kind = workload.get("kind")
     if kind not in SCHEMA:
         raise ConfigError(f"{where}: 'workload.kind' = {kind!r} is not one of {', '.join(KINDS)}")
-    out: dict[str, Any] = {"kind": kind}
-    for key, (default, check, _) in SCHEMA[kind].items():
-        value = workload.get(key, default)
-        if value is None:
-            out[key] = None
-            continue
-        value, err = check(value)
-        if err:
-            raise ConfigError(f"{where}: 'workload.{key}' {err}")
-        out[key] = value
-    for key in workload:
-        if key != "kind" and key not in SCHEMA[kind]:
-            raise ConfigError(f"{where}: unknown key 'workload.{key}' for kind '{kind}'")
+    doc = check(_kind_model(kind), dict(workload), where, "workload")
+    out: dict[str, Any] = {"kind": kind, **{key: getattr(doc, key) for key in SCHEMA[kind]}}
     if kind == "sizes":
         _normalise_sizes(out, where)
         if fidelity == "analytic":
