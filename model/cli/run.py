@@ -9,6 +9,8 @@ that names ``hostlink sweep``, which runs any sweep.
 """
 from __future__ import annotations
 
+import sys
+
 
 def check_main_shape(spec) -> None:
     """Raise a ConfigError unless every point of ``spec`` fits the main job's report:
@@ -54,7 +56,8 @@ def _run(args) -> int:
     note_first_compile(quiet=args.quiet)
     result = run_main_job(args.out, jobs=args.jobs, progress=enabled(args.quiet),
                           sweep_file=args.sweep or MAIN_SWEEP, link=args.link)
-    console = Console()
+    # a pipe or a file gets the tables at full width, as a terminal of 120 columns would
+    console = Console(width=None if sys.stdout.isatty() else 120)
     bw = bandwidth_table(result.summary)
     table = Table(title="BFS bandwidth, GB/s of useful bytes")
     table.add_column("mode")
@@ -75,7 +78,7 @@ def _run(args) -> int:
     if result.gather is not None:
         from hostlink.model.mainjob import gather_table
         console.print(_frame_table("GNN feature gather, GB/s of gathered rows", "row",
-                                   gather_table(result.gather), lambda v: f"{v:.3g}"))
+                                   gather_table(result.gather), _gbps))
     console.print(result.sweep_summary)
     console.print(f"report: {result.out / 'report.md'}")
     return 0
@@ -91,3 +94,8 @@ def _frame_table(title: str, index_name: str, frame, fmt) -> "Table":
     for index, row in frame.iterrows():
         table.add_row(str(index), *(fmt(v) for v in row))
     return table
+
+
+def _gbps(v: float) -> str:
+    """A bandwidth to three significant figures, without an exponent up to 1e6."""
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
