@@ -34,8 +34,8 @@ TARGET_S = 8 * 60
 SLOWEST = 20
 # pytest's --durations lines: "12.34s call     tests/x.py::test_y[param]"
 DURATION = re.compile(r"^\s*([0-9.]+)s (setup|call|teardown)\s+(\S.*)$")
-# its last line: "== 1700 passed, 60 skipped, 9 xfailed in 1070.19s (0:17:50) =="
-SUMMARY = re.compile(r"=+ (.*) in ([0-9.]+)s")
+# its last line: "1700 passed, 60 skipped, 9 xfailed in 1070.19s (0:17:50)", in "=" without -q
+SUMMARY = re.compile(r"^=*\s*(\d+ (?:passed|failed|error).*) in ([0-9.]+)s")
 
 
 def parse_log(text: str) -> dict:
