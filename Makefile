@@ -29,8 +29,10 @@ $(STAMP): pyproject.toml setup.py
 run: $(STAMP)
 	$(BIN)/hostlink run --out $(OUT)
 
+# one worker per core (pytest-xdist); a test file's tests stay on one worker, so its
+# module-scoped fixtures are built once
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 bench: $(STAMP)
 	@for f in tests/bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -46,10 +46,18 @@ def accelsim_data() -> Path:
 
 @pytest.fixture(autouse=True, scope="session")
 def _graph_cache(tmp_path_factory):
-    """Generated graphs the twins keep between reports go to this session's own
-    folder, not the user's cache (hostlink.validation.twin_traversal.graph_cache_dir)."""
+    """Generated graphs the twins keep between reports go to this run's own folder,
+    not the user's cache (hostlink.validation.twin_traversal.graph_cache_dir). The
+    workers of one run (pytest-xdist) share it: a graph is written under a name of
+    its process's own and renamed into place, so each is generated once or, where two
+    workers want it at once, twice, never torn."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent      # the run's folder, above each worker's own
+    folder = base / "graph_cache"
+    folder.mkdir(exist_ok=True)
     old = os.environ.get("HOSTLINK_GRAPH_CACHE")
-    os.environ["HOSTLINK_GRAPH_CACHE"] = str(tmp_path_factory.mktemp("graph_cache"))
+    os.environ["HOSTLINK_GRAPH_CACHE"] = str(folder)
     yield
     if old is None:
         os.environ.pop("HOSTLINK_GRAPH_CACHE", None)

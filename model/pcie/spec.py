@@ -164,6 +164,8 @@ _GEN_RATE_GROUP = np.array([0, 0, 1, 2, 2, 2, 2])
 def check_choice(name: str, value, choices) -> np.ndarray:
     """``value`` as an array whose every element is one of ``choices``, or ConfigError."""
     arr = np.asarray(value)
+    if arr.ndim == 0 and arr.item() in choices:    # one value (a system's): no array search
+        return arr
     bad = ~np.isin(arr, np.asarray(choices))
     if bad.any():
         first = arr[bad].flat[0]

@@ -38,23 +38,43 @@ def test_every_source_is_a_program():
     assert sources == set(programs()) | set(injection_libraries())
 
 
+@pytest.fixture(scope="module")
+def build(nvcc, tmp_path_factory):
+    """``build(program)``: the program made once into this module's own folder, with
+    its make output (each program compiled once, however many tests run it)."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    made: dict[str, tuple[Path, subprocess.CompletedProcess]] = {}
+
+    def make(program: str) -> tuple[Path, subprocess.CompletedProcess]:
+        if program not in made:
+            p = subprocess.run(["make", "-C", str(KERNELS), f"BIN={bin_dir}", f"{bin_dir}/{program}"],
+                               capture_output=True, text=True)
+            made[program] = (bin_dir / program, p)
+        return made[program]
+    return make
+
+
+def built(build, program: str) -> Path:
+    exe, p = build(program)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    return exe
+
+
 @pytest.mark.parametrize("program", programs())
-def test_program_compiles(program, nvcc, tmp_path):
-    p = subprocess.run(["make", "-C", str(KERNELS), f"BIN={tmp_path}", f"{tmp_path}/{program}"],
-                       capture_output=True, text=True)
+def test_program_compiles(program, build):
+    exe, p = build(program)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert "warning" not in (p.stdout + p.stderr).lower()
     # the program answers --help without touching a GPU
-    h = subprocess.run([str(tmp_path / program), "--help"], capture_output=True, text=True, timeout=30)
+    h = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=30)
     assert h.returncode == 0 and "--device" in h.stdout
     if program != "devinfo":  # every program that allocates host memory takes a NUMA node
         assert "--host-node" in h.stdout and "--start-gate" in h.stdout
 
 
-def test_bad_flag_is_one_json_error_line(nvcc, tmp_path):
-    subprocess.run(["make", "-C", str(KERNELS), f"BIN={tmp_path}", f"{tmp_path}/memcpy_bw"], check=True,
-                   capture_output=True)
-    p = subprocess.run([str(tmp_path / "memcpy_bw"), "--size-B", "12 parsecs"], capture_output=True, text=True)
+def test_bad_flag_is_one_json_error_line(build):
+    p = subprocess.run([str(built(build, "memcpy_bw")), "--size-B", "12 parsecs"], capture_output=True,
+                       text=True)
     assert p.returncode == 2
     assert p.stdout.startswith('{"type":"error","kind":"usage"') and "size" in p.stdout
     assert p.stderr.strip().count("\n") == 0
@@ -67,11 +87,9 @@ def test_bad_flag_is_one_json_error_line(nvcc, tmp_path):
     (["--op", "add"], "op"),
     (["--warps-per-block", "33"], "--warps-per-block"),
 ])
-def test_write_ops_refuse_what_a_write_has_not(nvcc, tmp_path, args, says):
+def test_write_ops_refuse_what_a_write_has_not(build, args, says):
     # checked before any GPU is touched: one usage line, exit code 2
-    subprocess.run(["make", "-C", str(KERNELS), f"BIN={tmp_path}", f"{tmp_path}/zc_warps"], check=True,
-                   capture_output=True)
-    p = subprocess.run([str(tmp_path / "zc_warps"), *args], capture_output=True, text=True, timeout=30)
+    p = subprocess.run([str(built(build, "zc_warps")), *args], capture_output=True, text=True, timeout=30)
     assert p.returncode == 2, p.stdout + p.stderr
     assert p.stdout.startswith('{"type":"error","kind":"usage"') and says in p.stdout
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hostlink.model.analytic_launch import launch_terms, warp_chains
+from hostlink.model.analytic_launch import launch_terms, read_demand, warp_chains
 from hostlink.model.config import load_system
 from hostlink.model.des import simulate
 from hostlink.model.predict import critical_path_ns, launch_terms_ns, predict
@@ -124,3 +124,34 @@ def test_a_long_warp_among_many_waits_behind_them():
     # neither the bandwidth term nor the unloaded chain alone comes near the DES
     assert max(terms["link"][0], launch_terms_ns(s, sysc)["latency"][0]) < 0.8 * des
     assert a.per_launch_kernel_s[0] * 1e9 == pytest.approx(des, rel=0.15)
+
+
+def test_read_demand_does_not_depend_on_the_streams_order():
+    # 40 warps of 1-3 host-read instructions of 1-4 lines each over two launches: the
+    # demand counted on the stream in program order (one pass over the requests) is
+    # the one counted on the same requests shuffled (np.unique's sort)
+    rng = np.random.default_rng(5)
+    rows = [(L, w, i) for L in (0, 1) for w in range(20) for i in range(rng.integers(1, 4))
+            for _ in range(rng.integers(1, 5))]
+    L, w, i = (np.array(c) for c in zip(*rows))
+    n = len(rows)
+    info = LaunchInfo("k", 20, 1, 32)
+
+    def demand(order):
+        s = RequestStream(launch=L[order], warp=w[order], inst=i[order],
+                          addr=np.arange(n, dtype=np.uint64)[order] * 128,
+                          size_B=np.full(n, 32), useful_B=np.full(n, 32),
+                          space=np.full(n, SPACE_HOST, dtype=np.uint8),
+                          is_write=np.zeros(n, dtype=bool), launches=(info, info))
+        return read_demand(s, system().gpu, 2)
+
+    in_order = demand(np.arange(n))
+    assert np.array_equal(in_order, demand(rng.permutation(n)))
+    # 20 warps per launch, each with the loads in flight of the preset, times the
+    # requests per distinct (warp, instruction) of its launch
+    gpu = system().gpu
+    for k in (0, 1):
+        insts = {(b, c) for a, b, c in zip(L, w, i) if a == k}
+        want = min(20, gpu.sm_count * gpu.max_warps_per_sm) * gpu.loads_in_flight_per_warp \
+            * np.sum(L == k) / len(insts)
+        assert in_order[k] == pytest.approx(want)
