@@ -70,7 +70,7 @@ def system_hash(system) -> str:
 PREDICTION_CODE = {
     "micro": ("hostlink.model", "hostlink.traces", "hostlink.validation.twin_common",
               "hostlink.validation.twin_micro", "hostlink.validation.twins",
-              "hostlink.validation.sass",
+              "hostlink.validation.sass", "hostlink.validation.twin_gather",
               "hostlink.validation.manifest", "hostlink.validation.results_io"),
     "traversal": ("hostlink.model", "hostlink.traces", "hostlink.validation.twin_common",
                   "hostlink.validation.twin_traversal", "hostlink.validation.twins",

@@ -40,6 +40,7 @@
 #include "../common/device.cuh"
 #include "../common/json.hpp"
 #include "../common/memory.cuh"
+#include "../common/numa.hpp"
 
 namespace {
 
@@ -188,7 +189,9 @@ int main(int argc, char** argv) {
   args.flag("reps", "5", "timed repetitions per point");
   args.flag("seed", "1", "seed of the uniform ids");
   args.flag("device", "0", "CUDA device ordinal");
+  hl::declare_host_flags(args);
   args.parse(argc, argv);
+  hl::check_host_flags(args);
 
   auto id_kinds = args.choices("ids", {"uniform", "sampled"});
   auto tables = args.sizes("table-B");
@@ -212,6 +215,7 @@ int main(int argc, char** argv) {
 
   hl::DeviceInfo dev = hl::query_device(static_cast<int>(args.integer("device")));
   hl::print_device(dev);
+  hl::HostBinding bound = hl::bind_host(args, hl::sysfs_bus_id(dev.pci_domain, dev.pci_bus, dev.pci_device));
   const int ctas = dev.sm_count * std::max(1, dev.max_threads_per_sm / kThreadsPerCta);
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreate(&stream));
@@ -220,6 +224,7 @@ int main(int argc, char** argv) {
   uint64_t* d_ids = nullptr;
   CUDA_CHECK(cudaMalloc(&d_ids, rows * sizeof(uint64_t)));
   int failures = 0;
+  hl::start_gate(args, dev.device);
 
   for (const auto& mode : modes) {
     const bool cpu = mode == "cpu_gather", warm = mode == "uvm_warm";
@@ -232,6 +237,7 @@ int main(int argc, char** argv) {
         cpu_table = static_cast<uint32_t*>(std::aligned_alloc(4096, hl::round_up(table_B, 4096)));
         if (!cpu_table) hl::fail(hl::kExitCudaError, "host", "aligned_alloc of the table failed");
         fill_host(cpu_table, words, threads);
+        hl::print_buffer_node("table", cpu_table, bound.node);
       } else {
         table = hl::alloc_buffer(mm, table_B, dev.device);
         if (mm == hl::MemMode::Device) {
@@ -239,6 +245,7 @@ int main(int argc, char** argv) {
           CUDA_CHECK(cudaDeviceSynchronize());
         } else {
           fill_host(static_cast<uint32_t*>(table.host), words, threads);
+          hl::print_buffer_node("table", table.host, bound.node);
         }
         hl::apply_advice(table);
       }

@@ -13,12 +13,20 @@ from walk_model import bfs_launches
 from hostlink.validation import raw_store
 from hostlink.validation.data_tree import EXPERIMENTS
 
-TRACES = sorted(p for p in EXPERIMENTS.glob("*/runs/*/traces/*__*") if (p / "kernelslist.g").exists())
+#: (run folder, trace folder) of every committed self-trace; a run's traces.tar is
+#: unpacked into a temporary cache (raw_store.traces_dir)
+TRACES = sorted((run, p) for run in EXPERIMENTS.glob("*/runs/*")
+                if (run / raw_store.TRACES).is_dir() or (run / raw_store.TRACES_PACKED).is_file()
+                for p in raw_store.traces_dir(run).glob("*__*") if (p / "kernelslist.g").exists())
 
 
-def trace_params(trace_dir: Path) -> dict:
-    """The params of the raw 'trace' line whose output went to this folder."""
-    run = trace_dir.parents[1]
+def _cases(kernel: str) -> list:
+    return [pytest.param(run, p, id=f"{run.parents[1].name}/{run.name}/{p.name}")
+            for run, p in TRACES if p.name.startswith(f"{kernel}__")]
+
+
+def trace_params(run: Path, trace_dir: Path) -> dict:
+    """The params of the raw 'trace' line of ``run`` whose output went to this folder."""
     for name in raw_store.raw_names(run, "trace__*.jsonl"):
         for line in raw_store.read_raw_bytes(run, name)[1].decode().splitlines():
             obj = json.loads(line)
@@ -28,14 +36,13 @@ def trace_params(trace_dir: Path) -> dict:
 
 
 def test_committed_traces_exist():
-    assert any("bfs__" in p.name for p in TRACES), "no committed BFS self-trace"
+    assert any("bfs__" in p.name for _, p in TRACES), "no committed BFS self-trace"
 
 
-@pytest.mark.parametrize("trace_dir", [p for p in TRACES if p.name.startswith("bfs__")],
-                         ids=lambda p: f"{p.parents[1].parent.name}/{p.name}")
-def test_bfs_self_trace_matches_the_walk_model(trace_dir):
+@pytest.mark.parametrize("run,trace_dir", _cases("bfs"))
+def test_bfs_self_trace_matches_the_walk_model(run, trace_dir):
     pytest.importorskip("hostlink.traces.accelsim")
-    p = trace_params(trace_dir)
+    p = trace_params(run, trace_dir)
     assert p["check_pass"] == 1
     offsets, dst = read_bel_graph(trace_dir.parent / "graphs" / p["graph"])
     got = traced_edge_loads(trace_dir, p["id_bytes"])
@@ -45,13 +52,12 @@ def test_bfs_self_trace_matches_the_walk_model(trace_dir):
     assert sum(len(lanes) for launch in got for _, lanes in launch) == p["edges_read"]
 
 
-@pytest.mark.parametrize("trace_dir", [p for p in TRACES if p.name.startswith("sssp__")],
-                         ids=lambda p: f"{p.parents[1].parent.name}/{p.name}")
-def test_sssp_self_trace_loads_weights_with_the_edges(trace_dir):
+@pytest.mark.parametrize("run,trace_dir", _cases("sssp"))
+def test_sssp_self_trace_loads_weights_with_the_edges(run, trace_dir):
     accelsim = pytest.importorskip("hostlink.traces.accelsim")
     from hostlink.traces.schema import InstTable
 
-    p = trace_params(trace_dir)
+    p = trace_params(run, trace_dir)
     regions = {r["name"]: r for r in json.loads((trace_dir / "regions.json").read_text())["regions"]}
     e0, w0 = regions["edges"]["start"], regions["weights"]["start"]
     tab = InstTable.concat(list(accelsim.read_accelsim(trace_dir).chunks))

@@ -1,6 +1,6 @@
 """A wide sample of committed traversal cases predicts what their reports predicted.
 
-For both first runs (validation/results/h200/first_run and h100/first_run), one
+For both first runs (validation/experiments/first_run/runs/h200 and h100), one
 case of every kernel (BFS, SSSP, CC, PageRank) on each scale-14 graph (kron14,
 urand14), the variant, memory mode and id width turning from pair to pair, is
 predicted again by the traversal twin (:func:`hostlink.validation.twin_traversal.predict_traversal`,
@@ -21,9 +21,9 @@ import pandas as pd
 import pytest
 
 from hostlink.model.config import load_any_system
+from hostlink.validation.data_tree import run_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "validation" / "results"
 TOL = 1e-3                      # the acceptance bound: 0.1%
 KERNELS = ("bfs", "sssp", "cc", "pagerank")
 GRAPHS = ("kron14", "urand14")
@@ -34,7 +34,7 @@ MODES = ("zerocopy", "uvm", "device")
 def _sample(gpu: str) -> list[str]:
     """One committed case per kernel and graph, the variant, mode and width turning."""
     from hostlink.validation.twin_common import TRAVERSAL_PRIMARY
-    cases = set(pd.read_csv(RESULTS / gpu / "first_run" / "summary.csv")
+    cases = set(pd.read_csv(run_dir("first_run", gpu) / "summary.csv")
                 .query("metric == @TRAVERSAL_PRIMARY")["case"])
     out = []
     i = 0 if gpu == "h200" else 1
@@ -52,7 +52,7 @@ def _sample(gpu: str) -> list[str]:
 
 
 def _made_with(gpu: str) -> Path:
-    text = (RESULTS / gpu / "first_run" / "report.md").read_text()
+    text = (run_dir("first_run", gpu) / "report.md").read_text()
     m = re.search(r"made with `hostlink validate report \S+ --system (\S+?)`", text)
     assert m, f"{gpu}/first_run/report.md names no --system"
     return ROOT / m.group(1)
@@ -61,7 +61,7 @@ def _made_with(gpu: str) -> Path:
 @pytest.fixture(scope="module")
 def runs():
     from hostlink.validation.twin_common import load_run
-    return {gpu: load_run(RESULTS / gpu / "first_run") for gpu in ("h200", "h100")}
+    return {gpu: load_run(run_dir("first_run", gpu)) for gpu in ("h200", "h100")}
 
 
 def test_the_sample_covers_every_kernel_and_graph():
@@ -80,6 +80,6 @@ def test_a_committed_traversal_case_predicts_its_reported_value(gpu, case, runs)
     system = load_any_system(str(_made_with(gpu)))
     rows = predict_traversal(case, run.cases[case], system, GraphSource(run))
     values = [v for m, v, _ in rows if m == TRAVERSAL_PRIMARY]
-    want = (pd.read_csv(RESULTS / gpu / "first_run" / "summary.csv")
+    want = (pd.read_csv(run_dir("first_run", gpu) / "summary.csv")
             .set_index(["case", "metric"]).loc[(case, TRAVERSAL_PRIMARY), "predicted"])
     assert float(np.median(values)) == pytest.approx(float(want), rel=TOL)
