@@ -8,50 +8,40 @@ own ``uvm_warm`` and ``cpu_gather`` included.
 """
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
-import tomli_w
-
-from hostlink.model.errors import TraceError
+from hostlink.model.tomlcheck import TomlModel
+from hostlink.traces.workload_record import read_record, write_record
 
 RECORD = "gather.toml"
-KEYS = {"row_B": int, "table_rows": int, "rows": int, "variant": str, "lane_B": int,
-        "ids": str, "seed": int, "graph": str, "fanouts": list, "batch": int,
-        "host_threads": int}
+
+
+class GatherRecord(TomlModel):
+    """The ``[gather]`` table of a trace folder's record (``graph``: "" for uniform ids)."""
+    row_B: int
+    table_rows: int
+    rows: int
+    variant: str
+    lane_B: int
+    ids: str
+    seed: int
+    graph: str
+    fanouts: list[int]
+    batch: int
+    host_threads: int
+
+
+KEYS = {name: f.annotation for name, f in GatherRecord.model_fields.items()}
 
 
 def write_gather_record(folder: Path, **values) -> Path:
-    """Write ``folder/gather.toml`` with the keys of :data:`KEYS` (``graph``: "" for
-    uniform ids)."""
-    missing = sorted(set(KEYS) - set(values))
-    if missing:
-        raise TraceError(f"gather record: missing {', '.join(missing)}")
-    path = Path(folder) / RECORD
-    path.write_text(tomli_w.dumps({"gather": {k: KEYS[k](values[k]) for k in KEYS}}))
-    return path
+    """Write ``folder/gather.toml`` with the keys of :class:`GatherRecord`."""
+    return write_record(folder, RECORD, "gather", GatherRecord, values)
 
 
 def read_gather_record(folder: Path) -> dict | None:
     """The gather record of a trace folder, or None where it has none."""
-    path = Path(folder) / RECORD
-    if not Path(folder).is_dir() or not path.is_file():
-        return None
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8")).get("gather")
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise TraceError(f"{path}: not a gather record ({exc})") from None
-    if not isinstance(data, dict):
-        raise TraceError(f"{path}: missing section [gather]")
-    out = {}
-    for key, kind in KEYS.items():
-        value = data.get(key)
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise TraceError(f"{path}: 'gather.{key}' must be a {kind.__name__}")
-        out[key] = value
-    if not all(isinstance(f, int) and not isinstance(f, bool) for f in out["fanouts"]):
-        raise TraceError(f"{path}: 'gather.fanouts' must be a list of integers")
-    return out
+    return read_record(folder, RECORD, "gather", GatherRecord)
 
 
 def recorded_gather(record: dict, gpu):

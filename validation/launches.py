@@ -171,6 +171,7 @@ def _cmd_launches(args) -> int:
 
 
 def register_validate_commands(sub) -> None:
+    # argparse's usual shape, alike to the other validate commands' on purpose
     p = sub.add_parser("launches", help="a traversal case's time per launch, measured "
                                         "against its twin's, for one source")
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="a measured run (hostlink validate run --out)")

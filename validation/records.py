@@ -32,13 +32,16 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
 import tomli_w
+from pydantic import AfterValidator, Field
 
 from hostlink.model.errors import ConfigError
+from hostlink.model.textfile import read_toml
+from hostlink.model.tomlcheck import TomlModel, check, fault
 from hostlink.validation.data_tree import EXPERIMENTS
 
 RECORD = "record.toml"
@@ -50,8 +53,6 @@ PURPOSES = {
     "retake": "the same manifest or probe on another lease",
     "companion": "the manifest on the lease of another experiment's run, beside it",
 }
-HAND_KEYS = ("experiment", "run", "purpose", "note", "former_path", "supersedes", "superseded_by",
-             "date")
 RUN_NAME = re.compile(r"^(h100|h200)(-[a-z0-9-]+)?$")
 DATE = re.compile(r"\b(20\d\d-\d\d-\d\d)\b")
 GPU_NAMES = {"h100": "NVIDIA H100", "h200": "NVIDIA H200"}
@@ -90,41 +91,38 @@ def run_id(path: str | Path) -> str | None:
     return None
 
 
+def _pattern(regex: re.Pattern, text: str):
+    def match(value: str) -> str:
+        if not regex.fullmatch(value):
+            raise fault(" = {v} is not " + text, v=repr(value))
+        return value
+    return AfterValidator(match)
+
+
+_RunId = Annotated[str, _pattern(re.compile(r"[^/]+/[^/]+"), "a run id '<experiment>/<run>'")]
+_Text = Annotated[str, Field(min_length=1)]
+
+
+class RecordFile(TomlModel):
+    """A run's record.toml: the keys written by hand, then the derived tables."""
+    experiment: _Text
+    run: Annotated[str, _pattern(RUN_NAME, "<gpu>[-<take>] (h100, h200-repeat, ...)")]
+    purpose: Literal[tuple(PURPOSES)]  # type: ignore[valid-type]
+    note: _Text
+    former_path: str = ""
+    supersedes: list[_RunId] = []
+    superseded_by: list[_RunId] = []
+    date: Annotated[str, _pattern(DATE, "a day as \"YYYY-MM-DD\"")] = ""
+    measured: dict[str, Any] = {}
+    used_by: dict[str, Any] = {}
+
+
 def load_record(path: str | Path) -> Record:
     """Read and check one record.toml."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    for key in ("experiment", "run", "purpose", "note"):
-        if not isinstance(data.get(key), str) or not data[key]:
-            raise ConfigError(f"{path}: key '{key}' must be a non-empty string")
-    unknown = set(data) - set(HAND_KEYS) - {"measured", "used_by"}
-    if unknown:
-        raise ConfigError(f"{path}: unknown key '{sorted(unknown)[0]}' "
-                          f"(allowed: {', '.join(HAND_KEYS)}, measured, used_by)")
-    if data["purpose"] not in PURPOSES:
-        raise ConfigError(f"{path}: key 'purpose' is '{data['purpose']}', not one of {', '.join(PURPOSES)}")
-    if not RUN_NAME.match(data["run"]):
-        raise ConfigError(f"{path}: key 'run' is '{data['run']}', "
-                          "not <gpu>[-<take>] (h100, h200-repeat, ...)")
-    for key in ("supersedes", "superseded_by"):
-        v = data.get(key, [])
-        if not isinstance(v, list) or not all(isinstance(x, str) and "/" in x for x in v):
-            raise ConfigError(f"{path}: key '{key}' must be a list of run ids '<experiment>/<run>'")
-    if "date" in data and not (isinstance(data["date"], str) and DATE.fullmatch(data["date"])):
-        raise ConfigError(f"{path}: key 'date' must be a day as \"YYYY-MM-DD\"")
-    for key in ("measured", "used_by"):
-        if not isinstance(data.get(key, {}), dict):
-            raise ConfigError(f"{path}: key '{key}' must be a table")
-    return Record(experiment=data["experiment"], run=data["run"], purpose=data["purpose"],
-                  note=data["note"], former_path=str(data.get("former_path", "")),
-                  supersedes=list(data.get("supersedes", [])),
-                  superseded_by=list(data.get("superseded_by", [])), date=str(data.get("date", "")),
-                  measured=dict(data.get("measured", {})), used_by=dict(data.get("used_by", {})))
+    doc = check(RecordFile, read_toml(path, "run record")[0], str(path))
+    return Record(**{k: (list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict)
+                         else v) for k, v in doc})
 
 
 def dump_record(rec: Record) -> str:

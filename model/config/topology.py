@@ -42,6 +42,8 @@ from hostlink.model.errors import ConfigError
 from hostlink.model.tomlcheck import TomlModel, check
 
 
+# declarations repeat in shape on purpose, as in hostlink.model.config.schema: one key,
+# one declaration.
 @dataclass(frozen=True)
 class InterSocketConfig:
     """The link between two sockets (QPI, UPI, Infinity Fabric, SMP bus)."""

@@ -84,13 +84,13 @@ def test_the_first_run_reports_rest_on_their_calibration_chains(fresh):
 def test_a_bad_record_is_one_line_naming_file_and_key(tmp_path):
     path = tmp_path / "record.toml"
     path.write_text('experiment = "x"\nrun = "h200"\npurpose = "whim"\nnote = "n"\n')
-    with pytest.raises(ConfigError, match=r"record\.toml: key 'purpose' is 'whim'"):
+    with pytest.raises(ConfigError, match=r"record\.toml: 'purpose' = 'whim' is not one of"):
         records.load_record(path)
     path.write_text('experiment = "x"\nrun = "a100"\npurpose = "first"\nnote = "n"\n')
-    with pytest.raises(ConfigError, match=r"key 'run' is 'a100'"):
+    with pytest.raises(ConfigError, match=r"record\.toml: 'run' = 'a100' is not <gpu>"):
         records.load_record(path)
     path.write_text('experiment = "x"\nrun = "h200"\npurpose = "first"\nnote = "n"\nsupersedes = "y"\n')
-    with pytest.raises(ConfigError, match=r"key 'supersedes' must be a list"):
+    with pytest.raises(ConfigError, match=r"record\.toml: 'supersedes' must be a list"):
         records.load_record(path)
 
 
