@@ -31,7 +31,8 @@ KERNEL_CHOICES = ("bfs", "sssp", "cc", "pagerank")
 VARIANT_CHOICES = ("naive", "merged", "merged_aligned", "chunked", "balanced")
 #: gather (hostlink.traces.cli_gather) beside the traversal kernels
 GEN_KERNELS = KERNEL_CHOICES + ("gather",)
-#: in-memory generation peaks at 4.85 GiB at scale 24 (hostlink.traces.graphs.generators)
+#: from this scale on, generate out of core: in memory, the generator holds every edge
+#: (tests/bench/results/emulator.json records its peak at scale 22)
 STREAM_FROM_SCALE = 25
 PATTERN_HELP = "read only which edges exist, not their values (e.g. a matrix with negative values)"
 

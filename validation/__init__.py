@@ -1,0 +1,1 @@
+"""hostlink.validation: the harness that measures on real GPUs, calibrates and reports."""

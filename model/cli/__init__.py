@@ -1,0 +1,1 @@
+"""The `hostlink` command line: one module per command, `main.py` dispatches."""
