@@ -10,7 +10,7 @@ goes on its GPU, and the GPUs that ran together are predicted together by
 ``[topology]``. The comparison is of each case's time (``time_ms``: a copy's, a
 read's, a traversal's whole run), median over its repetitions.
 
-Acceptance (issue 50): both-at-once within 10% for copies and zero-copy reads,
+Targets: both-at-once within 10% for copies and zero-copy reads,
 15% for BFS (:data:`TOLERANCE`).
 
 Assumptions: the topology's GPU k is CUDA device k and its socket k is NUMA node
@@ -25,7 +25,7 @@ import pandas as pd
 
 from hostlink.model.errors import HostlinkError
 
-#: largest |predicted / measured - 1| accepted, by kind of case (issue 50)
+#: largest |predicted / measured - 1| accepted, by kind of case
 TOLERANCE = {"memcpy": 0.10, "zc_read": 0.10, "zc_warps": 0.10, "traversal": 0.15}
 COLUMNS = ("case", "base", "kind", "gpu", "host_node", "together", "measured_ms",
            "predicted_ms", "alone_ms", "bound", "error")

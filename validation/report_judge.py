@@ -36,7 +36,7 @@ SUMMARY_COLUMNS = ("case", "metric", "unit", "measured", "predicted", "error_pct
 MICRO_TARGET_PCT = 10.0
 ZEROCOPY_TARGET_PCT = 15.0
 UVM_TARGET_PCT = 25.0
-#: a GNN feature gather by host threads plus one copy (issue 49's acceptance)
+#: a GNN feature gather by host threads plus one copy (its target)
 CPU_GATHER_TARGET_PCT = 15.0
 #: a group with no target (device-memory traversals) is diagnosed like one that misses
 #: its target when its MAPE is above the loosest target

@@ -1,6 +1,6 @@
 """Benchmark: the coalescer's rate in lane accesses per second, and the Accel-Sim reader's.
 
-Target: >= 5 million lane accesses per second in every case (the issue asks
+Target: >= 5 million lane accesses per second in every case (the target asks
 for "several million"), timed end to end through ``coalesce`` (chunks of
 65536 warp instructions in, a sorted RequestStream out), best of REPEATS runs
 after a warm-up that compiles the Numba kernel. Cases, each 400,000 warp

@@ -19,7 +19,7 @@ prediction on the h200-pcie5 preset:
 Each run is a child process: its wall and CPU seconds (user + system: the machine
 is shared, so CPU time is the steadier measure), its peak resident memory, and that
 peak less the graph's files (the mapped graph, which the OS may page out). Targets
-(issue 46): kron21 <= 10 s and <= 1 GB beyond the mapped graph; the grid <= 30 s and
+(the project's targets): kron21 <= 10 s and <= 1 GB beyond the mapped graph; the grid <= 30 s and
 <= 2 GB for every variant and mode. Writes tests/bench/results/scale.json (``--out``
 elsewhere; ``--only kron21`` or ``--only grid`` for one part). Exits 1 if a target is
 missed. On the 2-core machine it takes about 15 minutes.

@@ -9,8 +9,8 @@ of CPUs means other work took some of them) and the slowest tests
 (``--from-log``: the wall time is pytest's own). Each run is kept under its
 label in tests/bench/results/test_suite.json, beside the runs recorded before.
 
-Target: ``make test`` within 8 minutes on a 2-core machine (issue 46 of the
-project's tracker). A full serial run takes about 18 minutes on 2 cores.
+Target: ``make test`` within 8 minutes on a 2-core machine. A full serial run
+takes about 18 minutes on 2 cores.
 
     python tests/bench/bench_test_suite.py --label after_n2 --workers 2
     python tests/bench/bench_test_suite.py --label before_serial --from-log LOG

@@ -4,7 +4,7 @@ Each run (``validation/experiments/uvm_session24/manifest.toml``) measures UVM f
 BFS merged_aligned on kron24 and urand24 in managed memory (no advice and ReadMostly,
 8 and 4 B ids) on the same machine; its calibration fits the UVM costs on that first
 touch only and its report predicts the BFS held out (first source of each graph). The
-issue's UVM target is 25% MAPE. These tests read what the runs' folders commit
+the UVM target is 25% MAPE. These tests read what the runs' folders commit
 (results, metadata, calibrated config, summary), so they fail if a committed report or
 calibration is replaced by one that no longer meets, or no longer comes from its own run.
 """
