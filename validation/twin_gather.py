@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from hostlink.model.errors import HostlinkError
 
-MODE_OF = {"zerocopy": "zerocopy", "registered": "zerocopy", "uvm_accessedby": "zerocopy",
+MODE_OF = {"zerocopy": "zerocopy", "registered": "zerocopy", "uvm_accessedby": "uvm_accessedby",
            "uvm": "uvm", "uvm_warm": "uvm_warm", "device": "device",
            "cpu_gather": "cpu_gather"}
 

@@ -170,3 +170,16 @@ def test_gather_groups_carry_the_acceptance_targets():
         group = micro_group({"benchmark": "gather", "memory_mode": mode})
         assert target_for(group, set())[1] == pct, mode
     assert micro_group({"benchmark": "gather", "memory_mode": "uvm_warm"}) == "micro/gather/device"
+
+
+@pytest.mark.parametrize("memory_mode, mode", [("zerocopy", "zerocopy"), ("registered", "zerocopy"),
+                                               ("uvm_accessedby", "uvm_accessedby"),
+                                               ("uvm", "uvm"), ("cpu_gather", "cpu_gather")])
+def test_each_memory_mode_is_predicts_own_mode(memory_mode, mode):
+    """A managed table left on the host is predicted as predict's uvm_accessedby (its
+    own walkers in flight), not as pinned memory."""
+    from hostlink.model.config import load_system
+    from hostlink.validation.twin_gather import gather_twin
+    params = {"ids": "uniform", "table_B": 1 << 30, "row_B": 512, "variant": "aligned",
+              "lane_B": 4, "memory_mode": memory_mode, "rows": 1024}
+    assert gather_twin("micro/gather/x", params, load_system("h200-pcie5"))[0] == mode
