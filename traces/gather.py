@@ -49,6 +49,7 @@ from typing import Iterator
 import numpy as np
 
 from hostlink.model.errors import HostlinkError
+from hostlink.model.geometry import LINE_B
 from hostlink.model.workload import RequestStream
 from hostlink.traces.schema import (LOCATION_DEVICE, LOCATION_HOST, OP_LOAD, OP_STORE,
                                     SPACE_GLOBAL, WARP_SIZE, InstTable, KernelLaunch, Region)
@@ -56,7 +57,6 @@ from hostlink.traces.schema import (LOCATION_DEVICE, LOCATION_HOST, OP_LOAD, OP_
 VARIANTS = ("naive", "aligned")
 LANE_WIDTHS_B = (4, 8, 16)
 ID_KINDS = ("uniform", "sampled")
-LINE_B = 128
 #: where the emulated table and output live (2 MiB aligned, far apart)
 TABLE_BASE = 1 << 40
 OUT_BASE = 1 << 46
