@@ -15,43 +15,27 @@ The gather takes the longer of two terms:
   that does not start on a burst reads the partial bursts whole) plus the
   staging buffer written twice (a store that misses reads its line first,
   write-allocate, then writes it back);
-- ``host_threads``: each thread keeps ``fill_buffers`` cache-line misses in
-  flight over ``load_lat_ns`` (Little's law), plus ``row_ns`` per row it copies.
+- ``host_threads``: each of ``threads`` threads keeps ``host.cpu_fill_buffers``
+  cache-line misses in flight over ``host.cpu_load_lat_ns`` (Little's law).
 
-Assumptions (no public figure pins them for a given host; the validation's
-``cpu_gather`` cases measure them): 10 line fill buffers per core (Intel 64 and
-IA-32 Architectures Optimization Reference Manual, the L1 data cache's fill
-buffers of Skylake-era cores); 100 ns loaded DRAM latency; 16 threads; no
-per-row cost beyond the lines; the staging buffer is pinned (no second copy by
-the driver); the gather and the copy do not overlap.
+The two host values are system config fields (assumptions until the
+validation's ``cpu_gather`` cases fit them: no public figure pins them for a
+given host; the defaults are the 10 L1 fill buffers of Skylake-era cores, Intel
+64 and IA-32 Architectures Optimization Reference Manual, and a 100 ns loaded
+DRAM latency). Assumptions: no per-row cost beyond the lines; 64 B cache lines
+(x86); the staging buffer is pinned (no second copy by the driver); the gather
+and the copy do not overlap.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from hostlink.model.errors import ConfigError
 
-CACHE_LINE_B = 64
+CACHE_LINE_B = 64  # an x86 core's cache line (Intel SDM vol. 3A, "Memory Cache Control")
 
 
-@dataclass(frozen=True)
-class CpuGatherParams:
-    """The host threads of the gather (see the module notes for the defaults' sources)."""
-    threads: int = 16
-    fill_buffers: int = 10
-    load_lat_ns: float = 100.0
-    row_ns: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.threads < 1 or self.fill_buffers < 1:
-            raise ConfigError("cpu gather: threads and fill_buffers must be >= 1")
-        if self.load_lat_ns <= 0 or self.row_ns < 0:
-            raise ConfigError("cpu gather: load_lat_ns must be > 0 and row_ns >= 0")
-
-
-def thread_rate_GBps(params: CpuGatherParams) -> float:
-    """One thread's gather rate: its misses in flight over their latency, GB/s."""
-    return params.fill_buffers * CACHE_LINE_B / params.load_lat_ns
+def thread_rate_GBps(host) -> float:
+    """One thread's gather rate on ``host``: its misses in flight over their latency, GB/s."""
+    return host.cpu_fill_buffers * CACHE_LINE_B / host.cpu_load_lat_ns
 
 
 def row_read_B(row_B: int, lead_B: int, burst_B: int) -> int:
@@ -67,31 +51,29 @@ def mean_row_read_B(row_B: int, burst_B: int) -> float:
     return sum(row_read_B(row_B, (k * row_B) % burst_B, burst_B) for k in range(period)) / period
 
 
-def gather_terms_ns(system, rows: int, row_B: int,
-                    params: CpuGatherParams = CpuGatherParams()) -> dict[str, float]:
-    """The gather's two terms and the copy's time, ns."""
+def gather_terms_ns(system, rows: int, row_B: int, threads: int = 16) -> dict[str, float]:
+    """The gather's two terms and the copy's time, ns, with ``threads`` host threads."""
     from hostlink.model.copy_engine import copy_time_ns
     from hostlink.model.dram import sustained_GBps
-    if rows < 0 or row_B < 1:
-        raise ConfigError("cpu gather: rows must be >= 0 and row_B >= 1")
+    if rows < 0 or row_B < 1 or threads < 1:
+        raise ConfigError("cpu gather: rows must be >= 0, row_B and threads >= 1")
     host = system.host
     dram_GBps = float(sustained_GBps(host.channels, host.transfer_rate_MTps,
                                      host.channel_width_bits, host.efficiency))
     gathered_B = rows * row_B
     dram_B = rows * mean_row_read_B(row_B, host.burst_B) + 2 * gathered_B
     lines = rows * mean_row_read_B(row_B, CACHE_LINE_B) / CACHE_LINE_B
-    per_thread = CACHE_LINE_B / thread_rate_GBps(params)          # ns per line
-    threads_ns = (lines * per_thread + rows * params.row_ns) / params.threads
+    per_thread = CACHE_LINE_B / thread_rate_GBps(host)            # ns per line
+    threads_ns = lines * per_thread / threads
     return {"host_serve": dram_B / dram_GBps, "host_threads": threads_ns,
             "copy": copy_time_ns(system, gathered_B, True) if gathered_B else 0.0,
             "dram_B": dram_B}
 
 
-def cpu_gather_time(system, rows: int, row_B: int,
-                    params: CpuGatherParams = CpuGatherParams()) -> tuple[float, str, dict]:
+def cpu_gather_time(system, rows: int, row_B: int, threads: int = 16) -> tuple[float, str, dict]:
     """(time ns, bound, terms) of gathering ``rows`` rows of ``row_B`` and copying them:
     the bound is the gather's larger term, or ``link`` where the copy takes longer."""
-    terms = gather_terms_ns(system, rows, row_B, params)
+    terms = gather_terms_ns(system, rows, row_B, threads)
     gather_ns = max(terms["host_serve"], terms["host_threads"])
     gather_bound = "host_serve" if terms["host_serve"] >= terms["host_threads"] else "host_threads"
     bound = "link" if terms["copy"] > gather_ns else gather_bound

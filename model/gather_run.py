@@ -85,10 +85,9 @@ def _first_touch(run: Gather, system, mode, fidelity, opts) -> Prediction:
 
 
 def _cpu_gather(run: Gather, system, fidelity) -> Prediction:
-    from hostlink.model.cpu_gather import CpuGatherParams, cpu_gather_time
+    from hostlink.model.cpu_gather import cpu_gather_time
     from hostlink.model.runs import _made
-    time_ns, bound, terms = cpu_gather_time(system, run.rows, run.row_B,
-                                            CpuGatherParams(threads=run.host_threads))
+    time_ns, bound, terms = cpu_gather_time(system, run.rows, run.row_B, run.host_threads)
     return _made("cpu_gather", fidelity, system, time_ns, run.rows * run.row_B, bound=bound,
                  kernel_ns=[terms["copy"]],
                  extra={"cpu_gather_ns": {k: v for k, v in terms.items() if k != "dram_B"},

@@ -4,7 +4,7 @@ import pytest
 
 from hostlink.model.config import load_any_system, system_with
 from hostlink.model.copy_engine import copy_bw_GBps
-from hostlink.model.cpu_gather import CpuGatherParams, cpu_gather_time, mean_row_read_B
+from hostlink.model.cpu_gather import cpu_gather_time, mean_row_read_B
 from hostlink.model.errors import ConfigError
 from hostlink.model.gather_run import bound_class
 from hostlink.model.predict import GATHER_MODES, MODES, predict
@@ -59,7 +59,7 @@ def test_cpu_gather_adds_the_gather_to_one_copy():
     copy_ns = rows * row_B / copy_bw_GBps(H200)
     assert t_ns > copy_ns and terms["copy"] >= copy_ns
     assert t_ns == pytest.approx(terms["copy"] + max(terms["host_serve"], terms["host_threads"]))
-    _, one_bound, one = cpu_gather_time(H200, rows, row_B, CpuGatherParams(threads=1))
+    _, one_bound, one = cpu_gather_time(H200, rows, row_B, threads=1)
     assert one["host_threads"] == pytest.approx(16 * terms["host_threads"])   # 16 by default
     assert one_bound == "host_threads"
     assert bound == "link"
