@@ -34,7 +34,7 @@ work=/tmp/hostlink_run
 graphs=$work/graphs
 mkdir -p "$work" "$graphs" /tmp/ns/hostlink
 for d in model traces validation; do ln -sfn "$repo/$d" "/tmp/ns/hostlink/$d"; done
-export PYTHONPATH=/tmp/ns PYTHONUNBUFFERED=1
+export PYTHONPATH=/tmp/ns${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 exec > >(tee "$work/console.log") 2>&1
 
 echo "== $(date -u +%FT%TZ) build"
