@@ -29,7 +29,7 @@ def test_default_seed_is_gaps():
     assert DEFAULT_SEED == 27491095
 
 
-@pytest.mark.parametrize("kind", ["kron", "urand"])
+@pytest.mark.parametrize("kind", ["kron", "rmat", "urand"])
 def test_generated_graph_is_clean_and_symmetric(kind):
     g = generate(kind, 10, 8, seed=3)
     assert g.num_vertices == 2**10

@@ -28,7 +28,7 @@ def small_pieces(monkeypatch):
     monkeypatch.setattr(sg, "BUCKET_KEYS", 1 << 10)
 
 
-@pytest.mark.parametrize("kind", ["kron", "urand"])
+@pytest.mark.parametrize("kind", ["kron", "rmat", "urand"])
 def test_stream_graph_is_the_sampled_edge_list_symmetrised(tmp_path, small_pieces, kind):
     info = sg.stream_generate(kind, 11, 8, 5, prefix=tmp_path / kind)
     assert info["buckets"] == 16

@@ -1,4 +1,4 @@
-"""Synthetic graphs in the style of the GAP benchmark suite: kron (R-MAT) and urand.
+"""Synthetic graphs in the style of the GAP benchmark suite: kron (R-MAT), rmat and urand.
 
 What is generated (sbeamer/gapbs ``src/generator.h``; Beamer, Asanović and
 Patterson, "The GAP Benchmark Suite", arXiv:1508.03619):
@@ -6,7 +6,15 @@ Patterson, "The GAP Benchmark Suite", arXiv:1508.03619):
 - kron: each edge picks one quadrant per bit of the vertex id with the R-MAT
   probabilities A = 0.57, B = 0.19, C = 0.19, D = 0.05; vertex ids are then
   shuffled by a random permutation (so hubs are not all near id 0);
-- urand: both endpoints uniform in [0, N);
+- rmat: kron's edges without the permutation, so the hubs keep the low ids
+  that R-MAT's recursion gives them (quadrant A, the top-left, is the most
+  likely at every bit: vertex 0 has the largest expected degree), as social
+  graphs numbered by join order do (Chakrabarti, Zhan and Faloutsos, "R-MAT:
+  A Recursive Model for Graph Mining", SDM 2004);
+- urand: both endpoints uniform in [0, N); a high ``degree`` (128 and up)
+  gives a dense random graph (the EMOGI paper's ML graph has average degree
+  222: Min et al., "EMOGI: Efficient Memory-access for Out-of-memory Graph
+  Traversal in GPUs", VLDB 2020);
 - the edge list is symmetrised; self-loops and duplicate edges are removed;
 - weights are integers in [1, 255], the same for both directions of an edge;
 - the default seed is GAP's, 27491095.
@@ -45,6 +53,8 @@ DEFAULT_SEED = 27491095
 RMAT_A, RMAT_B, RMAT_C = 0.57, 0.19, 0.19
 WEIGHT_MAX = 255
 BLOCK_EDGES = 1 << 20
+#: the generators of :func:`generate`
+KINDS = ("kron", "rmat", "urand")
 
 _LOW32 = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
@@ -117,12 +127,14 @@ def _sample_keys(kind: str, scale: int, degree: int, seed: int) -> np.ndarray:
     M = N * degree
     keys = np.empty(M, dtype=np.uint64)
     perm = _rng(seed, 1).permutation(N).astype(np.uint32) if kind == "kron" else None
+    rmat = kind in ("kron", "rmat")
     for block, start in enumerate(range(0, M, BLOCK_EDGES)):
         m = min(BLOCK_EDGES, M - start)
         rng = _rng(seed, 0, block)
-        if kind == "kron":
+        if rmat:
             s, d = _rmat_block(rng, m, scale)
-            s, d = perm[s], perm[d]
+            if perm is not None:
+                s, d = perm[s], perm[d]
         else:
             s = rng.integers(0, N, m, dtype=np.uint32)
             d = rng.integers(0, N, m, dtype=np.uint32)
@@ -189,9 +201,9 @@ def _csr_from_undirected(holder: list, N: int) -> tuple[np.ndarray, np.ndarray]:
 
 def generate(kind: str, scale: int, degree: int = 16, seed: int = DEFAULT_SEED, *,
              weighted: bool = True, id_bytes: int = 4, name: str | None = None) -> CSR:
-    """A symmetric GAP-style graph: ``kind`` is 'kron' or 'urand' (see the module doc)."""
-    if kind not in ("kron", "urand"):
-        raise GraphError(f"unknown generator '{kind}' (expected kron or urand)")
+    """A symmetric GAP-style graph: ``kind`` is 'kron', 'rmat' or 'urand' (module doc)."""
+    if kind not in KINDS:
+        raise GraphError(f"unknown generator '{kind}' (expected {', '.join(KINDS)})")
     _check(scale, degree)
     if id_bytes not in (4, 8):
         raise GraphError(f"id_bytes must be 4 or 8, not {id_bytes}")
@@ -204,6 +216,11 @@ def generate(kind: str, scale: int, degree: int = 16, seed: int = DEFAULT_SEED, 
 def kron(scale: int, degree: int = 16, seed: int = DEFAULT_SEED, **kw) -> CSR:
     """GAP kron: R-MAT (A=.57, B=.19, C=.19), 2**scale vertices, ids shuffled, symmetric."""
     return generate("kron", scale, degree, seed, **kw)
+
+
+def rmat(scale: int, degree: int = 16, seed: int = DEFAULT_SEED, **kw) -> CSR:
+    """R-MAT (A=.57, B=.19, C=.19) as kron, ids not shuffled: hubs at low ids."""
+    return generate("rmat", scale, degree, seed, **kw)
 
 
 def urand(scale: int, degree: int = 16, seed: int = DEFAULT_SEED, **kw) -> CSR:

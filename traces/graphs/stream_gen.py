@@ -1,4 +1,4 @@
-"""GAP-style kron and urand graphs written to EMOGI's binary CSR out of core, for scales 25-31.
+"""GAP-style kron, rmat and urand graphs written to EMOGI's binary CSR out of core, for scales 25-31.
 
 ``stream_generate(kind, scale, degree, seed, prefix)`` writes ``PREFIX.bel.col``,
 ``PREFIX.bel.dst`` and (weighted) ``PREFIX.bel.val`` (the format of
@@ -29,7 +29,8 @@ uniforms come from a counter-based stream, splitmix64 (Steele, Lea and Flood,
 not depend on the block size. kron's vertex ids are shuffled by a bijection of
 the scale-bit ids (xor with a key, multiplication by an odd constant, xor
 shift, twice: each step is invertible modulo 2**scale) instead of GAP's
-stored random permutation, which would take 4 B per vertex. The graph is thus
+stored random permutation, which would take 4 B per vertex; rmat is kron
+without that shuffle (hubs at low ids). The graph is thus
 GAP's in distribution, not edge by edge, and not the in-memory generator's.
 
 Memory: the sampling block (2**24 edges, about 24 B each: 0.4 GB) and, while
@@ -63,7 +64,8 @@ import numpy as np
 from numba import njit
 
 from hostlink.traces.graphs.csr import GraphError
-from hostlink.traces.graphs.generators import DEFAULT_SEED, RMAT_A, RMAT_B, RMAT_C, WEIGHT_MAX
+from hostlink.traces.graphs.generators import (DEFAULT_SEED, KINDS, RMAT_A, RMAT_B, RMAT_C,
+                                               WEIGHT_MAX)
 from hostlink.traces.graphs.readers import BEL_HEADER_B, bel_paths
 
 SAMPLE_BLOCK = 1 << 24
@@ -98,7 +100,7 @@ def _shuffle(x, mask, k1, k2, shift):
 
 
 @njit(cache=True)
-def _sample(kron, scale, salt, k1, k2, start, m, lo, hi, table):
+def _sample(kron, shuffle, scale, salt, k1, k2, start, m, lo, hi, table):
     """Endpoints (min, max) of edges start .. start + m; ``lo == hi`` marks a self-loop."""
     mask = np.uint64((1 << scale) - 1)
     shift = np.uint64(max(1, scale // 2))
@@ -119,8 +121,9 @@ def _sample(kron, scale, salt, k1, k2, start, m, lo, hi, table):
                     bit += np.uint64(LEVELS)
             s &= mask
             d &= mask
-            s = _shuffle(s, mask, k1, k2, shift)
-            d = _shuffle(d, mask, k1, k2, shift)
+            if shuffle:
+                s = _shuffle(s, mask, k1, k2, shift)
+                d = _shuffle(d, mask, k1, k2, shift)
         else:
             r = _mix(salt + (ctr + np.uint64(1)) * _GAMMA)
             s = r & mask
@@ -192,7 +195,8 @@ def sample_edges(kind: str, scale: int, degree: int = 16, seed: int = DEFAULT_SE
     salt, k1, k2 = _salts(int(seed))
     lo = np.empty(count, dtype=np.uint64)
     hi = np.empty(count, dtype=np.uint64)
-    _sample(kind == "kron", scale, salt, k1, k2, start, count, lo, hi, quadrant_table())
+    _sample(kind != "urand", kind == "kron", scale, salt, k1, k2, start, count, lo, hi,
+            quadrant_table())
     return lo, hi
 
 
@@ -297,8 +301,8 @@ def _emit(rows, base, scale, salt_w, weighted, dst, wts, deg):
 
 # ------------------------------------------------------------------ plumbing
 def _check(kind: str, scale: int, degree: int) -> None:
-    if kind not in ("kron", "urand"):
-        raise GraphError(f"unknown generator '{kind}' (expected kron or urand)")
+    if kind not in KINDS:
+        raise GraphError(f"unknown generator '{kind}' (expected {', '.join(KINDS)})")
     if not isinstance(scale, (int, np.integer)) or not 1 <= scale <= 31:
         raise GraphError(f"scale must be an integer in [1, 31], not {scale!r}")
     if not isinstance(degree, (int, np.integer)) or degree < 1:
@@ -374,7 +378,8 @@ def stream_generate(kind: str, scale: int, degree: int = 16, seed: int = DEFAULT
             for k in range(blocks):
                 start = k * SAMPLE_BLOCK
                 m = min(SAMPLE_BLOCK, M - start)
-                _sample(kind == "kron", scale, salt, k1, k2, start, m, lo[:m], hi[:m], table)
+                _sample(kind != "urand", kind == "kron", scale, salt, k1, k2, start, m, lo[:m],
+                        hi[:m], table)
                 keys, counts = _partition(lo[:m], hi[:m], bshift, nb)
                 for b in range(nb):
                     if counts[b + 1] > counts[b]:
