@@ -18,4 +18,5 @@ for name, folder in FOLDERS.items():
 
 setup(packages=packages, package_dir=package_dir,
       package_data={"hostlink.model": ["data/*.csv", "data/*.json"],
+                    "hostlink.traces.graphs": ["data/*.xz", "data/README.md"],
                     "hostlink.validation": ["data/*.json", "effects.toml"]})

@@ -25,6 +25,11 @@ illinois-impact/EMOGI ``bfs.cu``):
   16 B header (u64 element count, u64 unused) and the elements, little
   endian. V = offsets count - 1.
 
+Compressed text: a name ending in ``.xz`` or ``.gz`` (``web.mtx.xz``,
+``roads.txt.gz``) is decompressed (:mod:`lzma`, :mod:`gzip`) to a temporary
+file and read by the format of the name without the suffix; errors name the
+compressed file.
+
 Every reader removes self-loops and duplicate edges (through
 :func:`~hostlink.traces.graphs.csr.from_edges`; the binary CSR is taken as
 stored and only checked). Matrix Market files are parsed by
@@ -512,17 +517,47 @@ def read_bel(prefix, *, id_bytes: int = 4, weights: bool = True, name: str | Non
 
 
 # ------------------------------------------------------------------ dispatch
+_COMPRESSED = {".xz": "lzma", ".gz": "gzip"}
+
+
+def _read_compressed(path: Path, **kw) -> CSR:
+    """A ``.xz`` / ``.gz`` graph file, read through a temporary decompressed copy."""
+    import importlib
+    import lzma
+    import shutil
+    import tempfile
+    opener = importlib.import_module(_COMPRESSED[path.suffix.lower()]).open
+    inner = path.name[:-len(path.suffix)]
+    kw.setdefault("name", None)
+    kw["name"] = kw["name"] or inner.split(".")[0]
+    with tempfile.TemporaryDirectory(prefix="hostlink-graph-") as tmp:
+        plain = Path(tmp) / inner
+        try:
+            with opener(path, "rb") as src, open(plain, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 22)
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            raise GraphError(f"{path}: cannot decompress ({exc})") from None
+        try:
+            return read_graph(plain, **kw)
+        except GraphError as exc:
+            raise GraphError(str(exc).replace(str(plain), str(path))) from None
+
+
 def read_graph(path, *, symmetrize: bool = False, id_bytes: int = 4,
                name: str | None = None, pattern_only: bool = False) -> CSR:
     """Read any supported graph file, chosen by its name.
 
     ``.mtx`` Matrix Market; ``.el`` / ``.wel`` GAP; ``.bel``, ``.bel.col``
     (or a prefix whose ``.bel.col`` exists) EMOGI binary CSR; ``.txt``,
-    ``.tsv``, ``.snap``, ``.edges`` SNAP; ``.csv`` CSV. ``pattern_only``
-    reads the edges and drops any weights.
+    ``.tsv``, ``.snap``, ``.edges`` SNAP; ``.csv`` CSV; any of the text
+    formats compressed as ``.xz`` or ``.gz``. ``pattern_only`` reads the
+    edges and drops any weights.
     """
     text = str(path)
     lower = text.lower()
+    if lower.endswith(tuple(_COMPRESSED)) and Path(text).is_file():
+        return _read_compressed(Path(text), symmetrize=symmetrize, id_bytes=id_bytes,
+                                name=name, pattern_only=pattern_only)
     if lower.endswith((".bel", ".bel.col", ".bel.dst", ".bel.val")) or \
             Path(text + ".bel.col").exists():
         csr = read_bel(text, id_bytes=id_bytes, name=name, weights=not pattern_only)
@@ -544,5 +579,6 @@ def read_graph(path, *, symmetrize: bool = False, id_bytes: int = 4,
                         sep=",")
     else:
         raise GraphError(f"{text}: unknown graph format (expected .mtx, .el, .wel, .bel, "
-                         "a SNAP .txt/.tsv edge list or a .csv edge list)")
+                         "a SNAP .txt/.tsv edge list or a .csv edge list, optionally "
+                         ".xz or .gz)")
     return csr.with_id_bytes(id_bytes)
