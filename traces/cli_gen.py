@@ -1,9 +1,12 @@
 """``hostlink graph gen|info|convert`` and ``hostlink trace gen``.
 
-- ``graph gen {kron,urand} --scale S --degree D [--seed N] --out PREFIX``
+- ``graph gen {kron,rmat,urand} --scale S --degree D [--seed N] --out PREFIX``
   writes EMOGI's binary CSR PREFIX.bel.col / .bel.dst / .bel.val (the files
-  the CUDA harness reads); ``graph gen grid --dims WxH[xZ] [--no-shuffle]``
-  a 2-D or 3-D grid (:mod:`hostlink.traces.graphs.grid`);
+  the CUDA harness reads); ``graph gen grid --dims WxH[xZ] [--ids local]``
+  a 2-D or 3-D grid (:mod:`hostlink.traces.graphs.grid`), ``graph gen road
+  --dims WxH [--mean-degree 2.5]`` a road-like graph, ``graph gen dataset
+  --name NAME`` a graph carried in traces/graphs/data/
+  (:mod:`hostlink.traces.graphs.families`);
 - ``graph info GRAPH`` prints V, E and degree statistics;
 - ``graph convert SRC --out PREFIX`` turns a Matrix Market, SNAP or GAP file
   into the binary CSR;
@@ -39,13 +42,18 @@ PATTERN_HELP = "read only which edges exist, not their values (e.g. a matrix wit
 
 # ------------------------------------------------------------------- graphs
 def register_graph_commands(sub) -> None:
-    gen = sub.add_parser("gen", help="generate a GAP-style kron or urand graph, or a grid "
-                                     "(EMOGI binary CSR)")
-    gen.add_argument("kind", choices=("kron", "urand", "grid"))
-    gen.add_argument("--scale", type=int, help="2**scale vertices (kron, urand)")
-    gen.add_argument("--dims", help="grid: WxH or XxYxZ vertices")
-    gen.add_argument("--no-shuffle", action="store_true",
-                     help="grid: keep the ids in locality order (default: shuffled by the seed)")
+    from hostlink.traces.graphs.families import IDS, KINDS
+    gen = sub.add_parser("gen", help="generate a GAP-style kron, rmat or urand graph, a grid, "
+                                     "a road-like graph or a carried dataset (EMOGI binary CSR)")
+    gen.add_argument("kind", choices=KINDS)
+    gen.add_argument("--scale", type=int, help="2**scale vertices (kron, rmat, urand)")
+    gen.add_argument("--dims", help="grid: WxH or XxYxZ vertices; road: WxH")
+    gen.add_argument("--ids", choices=IDS, default=None,
+                     help="grid, road: vertex ids shuffled by the seed (default) or in locality order")
+    gen.add_argument("--no-shuffle", action="store_true", help="grid, road: as --ids local")
+    gen.add_argument("--mean-degree", type=float, default=None,
+                     help="road: average degree (default 2.5)")
+    gen.add_argument("--name", help="dataset: a graph of traces/graphs/data/ (e.g. luxembourg_osm)")
     gen.add_argument("--degree", type=int, default=16, help="sampled edges per vertex (default 16)")
     gen.add_argument("--seed", type=int, default=None, help="random seed (default GAP's 27491095)")
     gen.add_argument("--no-weights", action="store_true", help="do not write PREFIX.bel.val")
@@ -93,13 +101,25 @@ def _graph_gen(args) -> int:
     from hostlink.model.errors import HostlinkError
     seed = DEFAULT_SEED if args.seed is None else args.seed
     t0 = time.perf_counter()
-    if args.kind == "grid":
-        from hostlink.traces.graphs.grid import grid, parse_dims
-        if args.dims is None:
-            raise HostlinkError("graph gen grid: --dims WxH or XxYxZ is required")
-        with step(f"generating grid {args.dims}"):
-            csr = grid(parse_dims(args.dims), shuffle=not args.no_shuffle, seed=seed,
-                       weighted=not args.no_weights, name=Path(args.out).name)
+    if args.kind in ("grid", "road", "dataset"):
+        from hostlink.traces.graphs.families import GraphParamError, build_graph
+        if args.kind == "dataset" and args.name is None:
+            raise HostlinkError("graph gen dataset: --name is required")
+        if args.kind != "dataset" and args.dims is None:
+            raise HostlinkError(f"graph gen {args.kind}: --dims "
+                                f"{'WxH' if args.kind == 'road' else 'WxH or XxYxZ'} is required")
+        params = {"dims": args.dims, "ids": "local" if args.no_shuffle else args.ids,
+                  "mean_degree": args.mean_degree} if args.kind != "dataset" else \
+            {"name": args.name}
+        if args.kind == "grid":
+            params.pop("mean_degree")
+        with step(f"generating {args.kind} {args.dims or args.name}"):
+            try:
+                csr = build_graph(args.kind, seed=seed, weighted=not args.no_weights,
+                                  label=Path(args.out).name, **params)
+            except GraphParamError as exc:
+                raise HostlinkError(f"graph gen {args.kind}: --{exc.key.replace('_', '-')}: "
+                                    f"{exc}") from None
     elif args.scale is None:
         raise HostlinkError(f"graph gen {args.kind}: --scale is required")
     elif args.stream or args.scale >= STREAM_FROM_SCALE:
