@@ -21,10 +21,14 @@ file and the key, :mod:`hostlink.model.tomlcheck`)::
     together = true
 
     [graphs.kron20]            # one table per graph, keyed by its name
-    kind = "kron"              # kron | urand (generated) | file (read)
-    scale = 20                 # kron/urand: 2**scale vertices
-    degree = 16                # kron/urand: sampled edges per vertex
+    kind = "kron"              # kron | rmat | urand | grid | road | dataset (built) | file (read)
+    scale = 20                 # kron/rmat/urand: 2**scale vertices
+    degree = 16                # kron/rmat/urand: sampled edges per vertex (urand 128: dense)
     seed = 27491095            # optional, generator seed (GAP's by default)
+    # dims = "2000x2000"       # grid: "WxH" or "XxYxZ" (or [W, H]); road: "WxH"
+    # ids = "shuffled"         # grid/road: "shuffled" (default) or "local" (locality order)
+    # mean_degree = 2.5        # road: average degree (default 2.5)
+    # name = "luxembourg_osm"  # kind = "dataset": a graph of traces/graphs/data/
     # path = "graphs/web"      # kind = "file": EMOGI prefix, relative to the manifest
 
     [[traversal]]              # a group of traversal cases
@@ -55,6 +59,11 @@ file and the key, :mod:`hostlink.model.tomlcheck`)::
     pattern = ["coalesced"]    # each parameter: one value or a list
     offset_B = [0, 32, 64, 96] # sizes: integers (bytes) or strings like "64 MiB"
     reps = 5                   # settings (see MICRO_BENCHMARKS) take one value
+
+Graph kinds other than ``file`` are built by
+:func:`hostlink.traces.graphs.families.build_graph` into the graph folder
+(rmat: R-MAT without GAP's id shuffle; road: a connected sparse grid;
+dataset: a small real graph carried in the repository).
 
 Rounds: with ``micro_rounds = N`` the runner runs every ``[[micro]]`` group N
 times, round by round (every group once, then every group again), each time
@@ -104,7 +113,7 @@ KERNELS = ("bfs", "sssp", "cc", "pagerank")
 VARIANTS = ("naive", "merged", "merged_aligned", "chunked", "balanced")
 MEMORY_MODES = ("device", "zerocopy", "registered", "uvm_accessedby", "uvm", "uvm_readmostly")
 ID_BYTES = (4, 8)
-GRAPH_KINDS = ("kron", "urand", "file")
+GRAPH_KINDS = ("kron", "rmat", "urand", "grid", "road", "dataset", "file")
 GAP_SEED = 27491095  # sbeamer/gapbs src/generator.h
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -223,6 +232,18 @@ class GraphSpec:
     degree: int = 0
     seed: int = GAP_SEED
     path: Path | None = None  # kind = "file": the EMOGI prefix
+    #: the other parameters of a built graph (grid/road: dims, ids, mean_degree; dataset: name)
+    extra: tuple[tuple[str, Any], ...] = ()
+
+    def params(self) -> dict:
+        """The keyword arguments :func:`hostlink.traces.graphs.families.build_graph`
+        takes for this graph (empty for ``file``)."""
+        if self.kind == "file":
+            return {}
+        out = {"seed": self.seed, **dict(self.extra)}
+        if self.scale:
+            out.update(scale=self.scale, degree=self.degree)
+        return out
 
     def prefix(self, graph_dir: Path) -> Path:
         """Where the graph's .bel files are (generated graphs go to graph_dir)."""
@@ -470,10 +491,32 @@ class _Kind(BaseModel):
 
 
 class GeneratedGraphTable(TomlModel):
-    kind: Literal["kron", "urand"]
+    kind: Literal["kron", "rmat", "urand"]
     scale: Annotated[int, Field(ge=1, le=31)]
     degree: Annotated[int, Field(ge=1, le=4096)]
     seed: Seed = GAP_SEED
+
+
+class GridGraphTable(TomlModel):
+    kind: Literal["grid"]
+    dims: Annotated[str, Field(min_length=3)] | Annotated[list[int], Field(min_length=2, max_length=3)]
+    ids: Literal["shuffled", "local"] = "shuffled"
+    seed: Seed = GAP_SEED
+
+
+class RoadGraphTable(GridGraphTable):
+    kind: Literal["road"]  # type: ignore[assignment]
+    dims: Annotated[str, Field(min_length=3)] | Annotated[list[int], Field(min_length=2, max_length=2)]
+    mean_degree: Annotated[float, Field(ge=1, le=4)] = 2.5
+
+
+class DatasetGraphTable(TomlModel):
+    kind: Literal["dataset"]
+    name: str
+    seed: Seed = GAP_SEED
+
+
+_BUILT_TABLES = {"grid": GridGraphTable, "road": RoadGraphTable, "dataset": DatasetGraphTable}
 
 
 class FileGraphTable(TomlModel):
@@ -569,8 +612,23 @@ def _graph(gname: str, g: dict, path: Path) -> GraphSpec:
     if kind == "file":
         p = Path(check(FileGraphTable, g, str(path), key).path)
         return GraphSpec(gname, kind, path=p if p.is_absolute() else path.parent / p)
+    if kind in _BUILT_TABLES:
+        return _built_graph(gname, kind, check(_BUILT_TABLES[kind], g, str(path), key), path, key)
     t = check(GeneratedGraphTable, g, str(path), key)
     return GraphSpec(gname, kind, scale=t.scale, degree=t.degree, seed=t.seed)
+
+
+def _built_graph(gname: str, kind: str, t: TomlModel, path: Path, key: str) -> GraphSpec:
+    """A grid, road or dataset graph, its parameters checked by
+    :func:`hostlink.traces.graphs.families.graph_params` (a bad one names the key)."""
+    from hostlink.traces.graphs.families import GraphParamError, graph_params
+    given = {k: getattr(t, k) for k in type(t).model_fields if k != "kind"}
+    try:
+        params = graph_params(kind, **given)
+    except GraphParamError as exc:
+        raise ConfigError(f"{path}: '{key}.{exc.key}': {exc}") from None
+    seed = params.pop("seed")
+    return GraphSpec(gname, kind, seed=seed, extra=tuple(sorted(params.items())))
 
 
 def _check_gather(where: str, key: str, lists: dict, settings: dict, spec: dict) -> None:

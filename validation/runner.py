@@ -128,24 +128,33 @@ class JobResult:
 
 
 _GEN_SCRIPT = (
-    "import sys\n"
+    "import json, sys\n"
     "from pathlib import Path\n"
-    "from hostlink.traces.graphs import generate, write_bel\n"
-    "kind, scale, degree, seed, prefix = sys.argv[1:]\n"
-    "csr = generate(kind, int(scale), int(degree), int(seed), weighted=True, name=Path(prefix).name)\n"
+    "from hostlink.traces.graphs.families import build_graph\n"
+    "from hostlink.traces.graphs.writers import write_bel\n"
+    "kind, scale, degree, seed, prefix = sys.argv[1:6]\n"
+    "params = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}\n"
+    "params.update(seed=int(seed), **({'scale': int(scale), 'degree': int(degree)}\n"
+    "                                 if int(scale) else {}))\n"
+    "csr = build_graph(kind, weighted=True, label=Path(prefix).name, **params)\n"
     "write_bel(csr, prefix)\n"
 )
 
 
-def graph_gen_command(kind: str, scale: int, degree: int, seed: int, prefix: Path) -> list[str]:
-    """The command that writes PREFIX.bel.{col,dst,val} for a generated graph.
+def graph_gen_command(kind: str, scale: int, degree: int, seed: int, prefix: Path,
+                      params: dict | None = None) -> list[str]:
+    """The command that writes PREFIX.bel.{col,dst,val} for a built graph.
 
-    It calls :func:`hostlink.traces.graphs.generate` and ``write_bel`` (what
-    ``hostlink graph gen`` runs) in a child process that imports nothing
-    else, so it works on a GPU host that lacks the other command groups'
-    dependencies.
+    It calls :func:`hostlink.traces.graphs.families.build_graph` and
+    ``write_bel`` (what ``hostlink graph gen`` runs) in a child process that
+    imports nothing else, so it works on a GPU host that lacks the other
+    command groups' dependencies. ``params``: the family's other parameters
+    (grid and road: dims, ids, mean_degree; dataset: name), passed as JSON;
+    ``scale`` is 0 for the families without one.
     """
-    return [sys.executable, "-c", _GEN_SCRIPT, kind, str(scale), str(degree), str(seed), str(prefix)]
+    cmd = [sys.executable, "-c", _GEN_SCRIPT, kind, str(scale), str(degree), str(seed), str(prefix)]
+    extra = {k: v for k, v in (params or {}).items() if k not in ("scale", "degree", "seed")}
+    return cmd + ([json.dumps(extra, sort_keys=True)] if extra else [])
 
 
 def graph_files(prefix: Path) -> list[Path]:
@@ -365,13 +374,14 @@ def ensure_graphs(m: Manifest, graph_dir: Path, log_dir: Path, dry_run: bool) ->
         prefixes[name] = prefix
         entry = {"kind": spec.kind, "prefix": str(prefix)}
         if spec.kind != "file":
-            entry.update(scale=spec.scale, degree=spec.degree, seed=spec.seed)
+            entry.update(spec.params())
         have = all(p.exists() for p in graph_files(prefix)[:2])
         if spec.kind == "file" and not have:
             raise ConfigError(f"{m.path}: graph '{name}': {prefix}.bel.col/.bel.dst not found")
         if not have and not dry_run:
             Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-            cmd = graph_gen_command(spec.kind, spec.scale, spec.degree, spec.seed, prefix)
+            cmd = graph_gen_command(spec.kind, spec.scale, spec.degree, spec.seed, prefix,
+                                    spec.params())
             t0 = time.monotonic()
             with (log_dir / f"graph__{name}.log").open("w") as f:
                 p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=str(REPO))

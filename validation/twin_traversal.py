@@ -85,6 +85,12 @@ def _cache_graph(csr, prefix: Path) -> bool:
     return True
 
 
+#: graph kinds the twins build in memory from the manifest's parameters (kron, rmat and
+#: urand are cached on disk)
+BUILT_KINDS = ("grid", "road", "dataset")
+BUILT_PARAMS = ("seed", "dims", "ids", "mean_degree", "name")
+
+
 def generated_graph_key(kind: str, scale: int, degree: int, seed: int) -> str:
     """The cache name of a generated graph: its generator's parameters and the
     generators' source (an edited generator makes other graphs, which are not reused)."""
@@ -100,8 +106,9 @@ def generated_graph_key(kind: str, scale: int, degree: int, seed: int) -> str:
 
 class GraphSource:
     """The graphs of a run: read from the run's .bel files, else regenerated from the
-    manifest's generator (and kept under :func:`graph_cache_dir`, keyed by the
-    generator's kind, scale, degree and seed, for the next report that needs it).
+    manifest's generator (kron, rmat and urand kept under :func:`graph_cache_dir`,
+    keyed by the generator's kind, scale, degree and seed, for the next report that
+    needs it; grid, road and dataset graphs, built in seconds, are not kept).
 
     A graph read from .bel files is mapped from them (``read_bel(mmap=True)``): its
     pages are the file's, which the OS may drop under memory pressure and read again,
@@ -158,7 +165,7 @@ class GraphSource:
                 break
         if csr is None:
             kind = getattr(spec, "kind", None) or info.get("kind")
-            if kind in ("kron", "urand"):
+            if kind in ("kron", "rmat", "urand"):
                 scale = int(getattr(spec, "scale", None) or info.get("scale"))
                 degree = int(getattr(spec, "degree", None) or info.get("degree"))
                 seed = int(getattr(spec, "seed", None) or info.get("seed"))
@@ -173,6 +180,11 @@ class GraphSource:
                     csr = read(cached)
             elif kind == "file" and spec is not None and spec.path is not None:
                 csr = read(spec.path)
+            elif kind in BUILT_KINDS:          # grid, road, dataset: built in memory
+                from hostlink.traces.graphs.families import build_graph
+                params = (spec.params() if spec is not None else
+                          {k: v for k, v in info.items() if k in BUILT_PARAMS})
+                csr = build_graph(kind, weighted=True, id_bytes=8, label=name, **params)
             else:
                 raise TwinError(f"graph '{name}': no .bel files under "
                                 f"{', '.join(map(str, prefixes))} and no generator in the manifest")

@@ -137,7 +137,7 @@ def test_defaults_cover_all_variants_and_modes(tmp_path):
     (("[experiment]", "[experiment]\ncolour = 1"), "experiment.colour"),
     (('name = "t1"', 'name = "t 1"'), "experiment.name"),
     (("scale = 8\ndegree = 4\n\n[graphs.u8]", "scale = 40\ndegree = 4\n\n[graphs.u8]"), "graphs.k8.scale"),
-    (('kind = "kron"', 'kind = "rmat"'), "graphs.k8.kind"),
+    (('kind = "kron"', 'kind = "ring"'), "graphs.k8.kind"),
     (('kernels = ["bfs", "cc"]', 'kernels = ["bfs", "tc"]'), "traversal[0].kernels"),
     (('graphs = ["k8", "u8"]', 'graphs = ["k8", "nope"]'), "traversal[0].graphs"),
     (("id_bytes = [4, 8]", "id_bytes = [4, 6]"), "traversal[0].id_bytes"),

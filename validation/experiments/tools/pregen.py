@@ -35,7 +35,8 @@ def main(argv: list[str]) -> int:
         prefix = spec.prefix(gdir)
         if all(p.exists() for p in graph_files(prefix)):
             continue
-        cmd = graph_gen_command(spec.kind, spec.scale, spec.degree, spec.seed, prefix)
+        cmd = graph_gen_command(spec.kind, spec.scale, spec.degree, spec.seed, prefix,
+                                spec.params())
         procs[name] = (subprocess.Popen(cmd), time.monotonic())
     rc = 0
     for name, (p, t0) in procs.items():
