@@ -208,20 +208,23 @@ GRAPH_CACHE_SIZE = 1
 
 
 def load_graph(workload: dict[str, Any]):
-    """The workload's graph: generated (kron, urand) or read from ``path``; weighted
-    only for SSSP. Kept per process for the next task on the same graph."""
-    from hostlink.traces.graphs import generate
+    """The workload's graph: built (hostlink.traces.graphs.families: kron, rmat, urand,
+    grid, road, dataset) or read from ``path``; weighted only for SSSP. Kept per process
+    for the next task on the same graph."""
+    from hostlink.traces.graphs.families import PARAMS, build_graph
     from hostlink.traces.graphs.readers import read_graph
     weighted = workload["kernel"] == "sssp"
     key = json.dumps([workload.get(k) for k in ("graph", "scale", "degree", "seed", "path",
+                                                "dims", "ids", "mean_degree", "name",
                                                 "id_bytes")] + [weighted])
     csr = _GRAPHS.get(key)
     if csr is None:
         if workload["graph"] == "file":
             csr = read_graph(workload["path"], id_bytes=workload["id_bytes"])
         else:
-            csr = generate(workload["graph"], workload["scale"], workload["degree"],
-                           workload["seed"], weighted=weighted, id_bytes=workload["id_bytes"])
+            kind = workload["graph"]
+            csr = build_graph(kind, weighted=weighted, id_bytes=workload["id_bytes"],
+                              **{k: workload.get(k) for k in PARAMS[kind] + ("seed",)})
         _GRAPHS[key] = csr
         while len(_GRAPHS) > GRAPH_CACHE_SIZE:
             _GRAPHS.popitem(last=False)

@@ -11,10 +11,12 @@ one with ``workload.<param>``):
   becomes a synthetic streaming stream (``requests`` requests spread over
   ``warps`` warps, each issuing its share in order; the sizes are drawn from
   the mix with ``seed``) so the DES and the analytic model can be compared.
-- ``graph``: a GAP-style graph (``graph`` = kron or urand with ``scale``,
-  ``degree``, ``seed``; or ``graph`` = "file" with ``path``: any graph file
-  hostlink reads, e.g. an EMOGI binary CSR prefix, .mtx, .el, .wel, SNAP), a
-  traversal ``kernel`` (bfs, sssp, cc, pagerank) as a ``variant`` (naive,
+- ``graph``: a GAP-style graph (``graph`` = kron, rmat or urand with ``scale``,
+  ``degree``, ``seed``; grid with ``dims`` and ``ids``; road with ``dims``,
+  ``ids`` and ``mean_degree``; dataset with ``name``: the families of
+  :mod:`hostlink.traces.graphs.families`; or ``graph`` = "file" with ``path``:
+  any graph file hostlink reads, e.g. an EMOGI binary CSR prefix, .mtx, .el,
+  .wel, SNAP), a traversal ``kernel`` (bfs, sssp, cc, pagerank) as a ``variant`` (naive,
   merged, merged_aligned, chunked, balanced) with ``id_bytes`` 4 or 8, from
   ``source`` ("auto" = the vertex of largest degree, lowest id on ties), at
   ``load_ahead`` 1 or 4: the program's whole run as ``hostlink predict --graph``
@@ -57,7 +59,7 @@ MODES = ("zerocopy", "uvm_accessedby", "uvm", "uvm_readmostly", "device")  # hos
 GATHER_MODES = MODES + ("uvm_warm", "cpu_gather")       # and hostlink.model.predict.GATHER_MODES
 KERNELS = ("bfs", "sssp", "cc", "pagerank")
 VARIANTS = ("naive", "merged", "merged_aligned", "chunked", "balanced")
-GRAPHS = ("kron", "urand", "file")
+GRAPHS = ("kron", "rmat", "urand", "grid", "road", "dataset", "file")  # families.KINDS + file
 REQUEST_SIZES_B = (32, 64, 96, 128)
 DEFAULT_GRAPH_SEED = 27491095  # GAP's default generator seed (sbeamer/gapbs src/generator.h)
 
@@ -120,10 +122,17 @@ SCHEMA: dict[str, dict[str, tuple[Any, Any, str]]] = {
         "seed": (1, _whole(lo=0), "seed of the synthetic stream's size draws (DES only)"),
     },
     "graph": {
-        "graph": ("kron", _text(GRAPHS), "generator (kron, urand) or file"),
+        "graph": ("kron", _text(GRAPHS), "graph family (kron, rmat, urand, grid, road, dataset) "
+                  "or file"),
         "scale": (12, _whole(lo=1, hi=31), "log2 of the vertex count of a generated graph"),
         "degree": (16, _whole(lo=1, hi=4096), "sampled edges per vertex of a generated graph"),
         "seed": (DEFAULT_GRAPH_SEED, _whole(lo=0), "generator seed"),
+        "dims": (None, _text(), "grid: \"WxH\" or \"XxYxZ\"; road: \"WxH\""),
+        "ids": (None, _text(("shuffled", "local")), "grid, road: vertex ids shuffled (default) "
+                "or in locality order"),
+        "mean_degree": (None, Annotated[float, Field(ge=1, le=4)], "road: average degree "
+                        "(default 2.5)"),
+        "name": (None, _text(), "dataset: a graph of traces/graphs/data/ (luxembourg_osm, ...)"),
         "path": (None, _text(), "graph file (or EMOGI binary CSR prefix) when graph = \"file\""),
         "kernel": ("bfs", _text(KERNELS), "traversal kernel"),
         "variant": ("merged_aligned", _text(VARIANTS), "kernel variant (gpu_kernels/KERNELS.md; balanced: gpu_kernels/traversal/README.md)"),
@@ -211,13 +220,7 @@ def normalise_workload(workload: dict[str, Any], where: str,
             for unused in ("requests", "warps", "seed"):
                 out[unused] = None
     elif kind == "graph":
-        if out["graph"] == "file":
-            if not out["path"]:
-                raise ConfigError(f"{where}: 'workload.path' must name the graph when graph = \"file\"")
-            for unused in ("scale", "degree", "seed"):
-                out[unused] = None
-        else:
-            out["path"] = None
+        _normalise_graph(out, where)
         if out["kernel"] != "pagerank":
             out["iterations"] = None
         if out["kernel"] not in ("bfs", "sssp"):
@@ -228,6 +231,29 @@ def normalise_workload(workload: dict[str, Any], where: str,
     elif kind == "gather":
         _normalise_gather(out, where)
     return {k: v for k, v in out.items() if v is not None}
+
+
+_FAMILY_KEYS = ("scale", "degree", "seed", "dims", "ids", "mean_degree", "name")
+
+
+def _normalise_graph(out: dict[str, Any], where: str) -> None:
+    """Keep the keys the graph's family uses, checked and with their defaults
+    (:func:`hostlink.traces.graphs.families.graph_params`)."""
+    if out["graph"] == "file":
+        if not out["path"]:
+            raise ConfigError(f"{where}: 'workload.path' must name the graph when graph = \"file\"")
+        for unused in _FAMILY_KEYS:
+            out[unused] = None
+        return
+    from hostlink.traces.graphs.families import PARAMS, GraphParamError, graph_params
+    used = PARAMS[out["graph"]] + ("seed",)
+    try:
+        params = graph_params(out["graph"], **{k: out[k] for k in used})
+    except GraphParamError as exc:
+        raise ConfigError(f"{where}: 'workload.{exc.key}': {exc}") from None
+    for key in _FAMILY_KEYS:
+        out[key] = params.get(key)
+    out["path"] = None
 
 
 def _normalise_sizes(out: dict[str, Any], where: str) -> None:
