@@ -206,6 +206,12 @@ def test_compressed_files_read_as_the_plain_file(tmp_path):
 
 
 # ------------------------------------------------------------------ graph gen
+def test_graph_gen_offers_every_family():
+    from hostlink.traces import cli_gen
+    from hostlink.traces.graphs import families
+    assert cli_gen.GRAPH_KINDS == families.KINDS
+
+
 @pytest.mark.parametrize("args,vertices", [
     (["rmat", "--scale", "8", "--degree", "4"], 256),
     (["urand", "--scale", "7", "--degree", "128"], 128),
