@@ -50,7 +50,8 @@ def register_graph_commands(sub) -> None:
     gen.add_argument("--scale", type=int, help="2**scale vertices (kron, rmat, urand)")
     gen.add_argument("--dims", help="grid: WxH or XxYxZ vertices; road: WxH")
     gen.add_argument("--ids", choices=("shuffled", "local"), default=None,
-                     help="grid, road: vertex ids shuffled by the seed (default) or in locality order")
+                     help="grid, road: vertex ids shuffled by the seed (default) or in "
+                          "locality order")
     gen.add_argument("--no-shuffle", action="store_true", help="grid, road: as --ids local")
     gen.add_argument("--mean-degree", type=float, default=None,
                      help="road: average degree (default 2.5)")
