@@ -497,17 +497,20 @@ class GeneratedGraphTable(TomlModel):
     seed: Seed = GAP_SEED
 
 
+_DIMS_TEXT = Annotated[str, Field(min_length=3)]          # "WxH" or "XxYxZ"
+
+
 class GridGraphTable(TomlModel):
     kind: Literal["grid"]
-    dims: Annotated[str, Field(min_length=3)] | Annotated[list[int], Field(min_length=2, max_length=3)]
+    dims: _DIMS_TEXT | Annotated[list[int], Field(min_length=2, max_length=3)]
     ids: Literal["shuffled", "local"] = "shuffled"
     seed: Seed = GAP_SEED
 
 
 class RoadGraphTable(GridGraphTable):
     kind: Literal["road"]  # type: ignore[assignment]
-    dims: Annotated[str, Field(min_length=3)] | Annotated[list[int], Field(min_length=2, max_length=2)]
-    mean_degree: Annotated[float, Field(ge=1, le=4)] = 2.5
+    dims: _DIMS_TEXT | Annotated[list[int], Field(min_length=2, max_length=2)]
+    mean_degree: Annotated[float, Field(ge=1, le=4)] | None = None   # None: road's default
 
 
 class DatasetGraphTable(TomlModel):

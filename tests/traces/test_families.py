@@ -161,9 +161,9 @@ def _readme_rows() -> dict[str, dict]:
     for line in (DATA_DIR / "README.md").read_text().splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) >= 7 and re.fullmatch(r"[0-9a-f]{64}", cells[-1].strip("`")):
-            rows[cells[0].strip("`")] = {"family": cells[1], "vertices": int(cells[2].replace(",", "")),
-                                         "edges": int(cells[3].replace(",", "")),
-                                         "sha256": cells[-1].strip("`")}
+            rows[cells[0].strip("`")] = {
+                "family": cells[1], "vertices": int(cells[2].replace(",", "")),
+                "edges": int(cells[3].replace(",", "")), "sha256": cells[-1].strip("`")}
     return rows
 
 
@@ -206,6 +206,12 @@ def test_compressed_files_read_as_the_plain_file(tmp_path):
 
 
 # ------------------------------------------------------------------ graph gen
+def test_graph_gen_offers_every_family():
+    from hostlink.traces import cli_gen
+    from hostlink.traces.graphs import families
+    assert cli_gen.GRAPH_KINDS == families.KINDS
+
+
 @pytest.mark.parametrize("args,vertices", [
     (["rmat", "--scale", "8", "--degree", "4"], 256),
     (["urand", "--scale", "7", "--degree", "128"], 128),
