@@ -156,7 +156,7 @@ def advise(csr, system, *, kernel: str = "bfs", variants=VARIANTS, modes=MODES,
     if "device" in modes and need_B > have_B:
         modes = [m for m in modes if m != "device"]
         skipped["device"] = (f"the run's arrays take {need_B / 1e9:.3g} GB, more than the "
-                             f"{system.gpu.memory_GiB:g} GiB of {system.gpu.name}")
+                             f"{system.gpu.memory_GiB:.4g} GiB of {system.gpu.name}")
     if not modes:
         raise HostlinkError("no memory mode left to predict: " + "; ".join(
             f"{m}: {why}" for m, why in skipped.items()))

@@ -1,8 +1,8 @@
 """``hostlink advise``: which kernel variant and which memory placement for a graph.
 
-``hostlink advise --graph PATH --system NAME_OR_TOML [--kernel K] [--source S]
+``hostlink advise --graph PATH --system NAME_OR_TOML [--set KEY=VALUE ...] [--kernel K] [--source S]
 [--id-bytes 4|8] [--modes M ...] [--variants V ...] [--fidelity des|analytic]
-[--json] [--out DIR]``
+[--jobs N] [--json] [--out DIR]``
 
 Predicts every variant x mode with :func:`hostlink.model.advice.advise` (predict's
 own run of the graph, as ``hostlink predict --graph``) and prints a table (a row
@@ -29,6 +29,8 @@ def register(subparsers) -> None:
                    help="a graph (binary CSR prefix, .mtx/.el/.wel/SNAP file)")
     p.add_argument("--system", required=True, metavar="NAME_OR_TOML",
                    help="system preset name, system preset file or resolved system file")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a system key, e.g. --set gpu.memory_GiB=16 (repeatable)")
     p.add_argument("--kernel", choices=KERNELS, default="bfs",
                    help="the traversal program (default bfs)")
     p.add_argument("--source", type=int, default=None,
@@ -60,7 +62,7 @@ def _advise(args) -> int:
     from hostlink.model.cli.progress import bar, note_first_compile, step
     from hostlink.model.predict import resolve_system
 
-    system = resolve_system(args.system)
+    system = resolve_system(args.system, args.overrides)
     with step(f"reading {args.graph}"):
         csr = graph_of(args.graph, args.kernel, args.id_bytes)
     note_first_compile()
@@ -113,8 +115,16 @@ def _print(advice) -> None:
         console.print(f"  {i:2d}. {o.name:<{width}}  {o.slowdown:6.2f}x slower  "
                       f"{o.time_s * 1e3:9.4g} ms" + (f"  bound: {o.bound}" if o.bound else ""))
     console.print(verdict(a))
-    fit = (f"the run's arrays take {a.footprint_B / 1e9:.3g} GB of the GPU's "
-           f"{a.device_capacity_B / 2**30:g} GiB")
-    console.print(fit + (": device memory holds them" if a.device_fits else ""))
+    if a.device_fits:
+        console.print(f"the run's arrays take {_size(a.footprint_B)} of the GPU's "
+                      f"{a.device_capacity_B / 2**30:.4g} GiB: device memory holds them")
     for mode, why in a.skipped.items():
         console.print(f"{mode}: left out: {why}")
+
+
+def _size(n_B: int) -> str:
+    """Bytes in GB, MB or kB (1e9, 1e6, 1e3 B), to three significant figures."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n_B >= scale:
+            return f"{n_B / scale:.3g} {unit}"
+    return f"{n_B} B"

@@ -86,3 +86,15 @@ def test_bad_input_is_one_line_and_status_2(graph, tmp_path, args, message):
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_device_is_left_out_with_its_reason_when_the_graph_does_not_fit(graph):
+    # kron10's BFS arrays take 181 kB at 8 B ids (footprint_B); 0.0001 GiB is 107 kB
+    proc = _hostlink("advise", "--graph", graph, "--system", "h200-pcie5", "--set",
+                     "gpu.memory_GiB=0.0001", "--fidelity", "analytic", "--variants",
+                     "merged_aligned", "--modes", "zerocopy", "device", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["device_fits"] is False
+    assert [o["mode"] for o in data["options"]] == ["zerocopy"]
+    assert "more than the 0.0001 GiB" in data["skipped"]["device"]
