@@ -232,6 +232,21 @@ def _forked_options(variant: str) -> list[Option]:
     return run.options(csr, variant)
 
 
+def write_advice(out, advice: Advice) -> None:
+    """``advice.json`` (:meth:`Advice.to_dict`) and ``advice.csv`` (an option a row,
+    fastest first) in the folder ``out``, made if need be."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = advice.to_dict()
+    (out / "advice.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n",
+                                     encoding="utf-8")
+    pd.DataFrame(data["options"]).to_csv(out / "advice.csv", index=False)
+
+
 def verdict(advice: Advice) -> str:
     """One sentence: the winner, then the slowdown of each other variant in the winner's
     mode and of the winner's variant in each other mode (the full ranking is

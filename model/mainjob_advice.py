@@ -3,8 +3,8 @@
 :func:`main_advice` runs :func:`hostlink.model.advice.advise` on the main job's own
 graph traversal (the sweep's workload: graph, kernel, ids, source) on the sweep's
 system at the preset's own link generation, every kernel variant in every memory
-mode. :func:`advice_markdown` is the report's section; :func:`write_advice` writes
-``advice.json`` and ``advice.csv`` (one row per option, fastest first).
+mode. :func:`advice_markdown` is the report's section;
+:func:`hostlink.model.advice.write_advice` writes ``advice.json`` and ``advice.csv``.
 
 Assumptions: the section is predicted by the analytic model, not the sweep's
 discrete-event model, to keep the main job quick: on the default graph (kron scale
@@ -17,9 +17,6 @@ accesses), so its zero-copy and UVM times are the sweep's at that generation, up
 the fidelity.
 """
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 ADVICE_FIDELITY = "analytic"
 
@@ -48,15 +45,6 @@ def main_advice(spec, *, jobs: int | None = None, progress: bool = False):
                       max_device_edges=csr.num_edges if w.get("include_device") else -1,
                       jobs=default_jobs() if jobs is None else jobs,
                       progress=lambda done, total, label: update(done, total))
-
-
-def write_advice(out: Path, advice) -> None:
-    """``advice.json`` (the whole advice) and ``advice.csv`` (an option a row) in ``out``."""
-    import pandas as pd
-    data = advice.to_dict()
-    (out / "advice.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n",
-                                     encoding="utf-8")
-    pd.DataFrame(data["options"]).to_csv(out / "advice.csv", index=False)
 
 
 def advice_markdown(advice) -> str:

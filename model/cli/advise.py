@@ -9,7 +9,7 @@ own run of the graph, as ``hostlink predict --graph``) and prints a table (a row
 per variant, a column per mode: time and useful GB/s), the winner, each other
 option's slowdown against it and the bound predict names for each. ``device`` is
 left out, with the reason, when the run's arrays do not fit the GPU's memory.
-``--out DIR`` writes ``advice.json`` and ``options.csv`` (one row per option).
+``--out DIR`` writes ``advice.json`` and ``advice.csv`` (one row per option).
 This module only formats; the ranking is :mod:`hostlink.model.advice`'s.
 """
 from __future__ import annotations
@@ -48,16 +48,15 @@ def register(subparsers) -> None:
                    help="worker processes, a variant each (default 1; each holds one "
                         "variant's requests)")
     p.add_argument("--json", action="store_true", help="print the advice as JSON")
-    p.add_argument("--out", metavar="DIR", help="write advice.json and options.csv here")
+    p.add_argument("--out", metavar="DIR", help="write advice.json and advice.csv here")
     p.set_defaults(func=_advise)
 
 
 def _advise(args) -> int:
     import json
-    from dataclasses import asdict
     from pathlib import Path
 
-    from hostlink.model.advice import advise
+    from hostlink.model.advice import advise, write_advice
     from hostlink.model.cli.predict import graph_of
     from hostlink.model.cli.progress import bar, note_first_compile, step
     from hostlink.model.predict import resolve_system
@@ -72,19 +71,13 @@ def _advise(args) -> int:
                         fidelity=args.fidelity, jobs=args.jobs,
                         progress=lambda done, total, label: update(done, total))
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "advice.json").write_text(json.dumps(advice.to_dict(), indent=2, sort_keys=True)
-                                         + "\n", encoding="utf-8")
-        import pandas as pd
-        pd.DataFrame([asdict(o) for o in advice.options]).to_csv(out / "options.csv",
-                                                                 index=False)
+        write_advice(args.out, advice)
     if args.json:
         print(json.dumps(advice.to_dict(), indent=2, sort_keys=True))
         return 0
     _print(advice)
     if args.out:
-        print(f"wrote {Path(args.out) / 'advice.json'}, options.csv")
+        print(f"wrote {Path(args.out) / 'advice.json'}, advice.csv")
     return 0
 
 
@@ -93,7 +86,7 @@ def _print(advice) -> None:
     from rich.table import Table
     from hostlink.model.advice import verdict
     # a pipe or a file gets the table at full width, as a terminal of 120 columns would
-    console = Console(width=None if sys.stdout.isatty() else 120, highlight=False)
+    console = Console(width=None if sys.stdout.isatty() else 120, highlight=False, markup=False)
     a = advice
     console.print(f"{a.kernel} on {a.graph} ({a.vertices:,} vertices, {a.edges:,} edges, "
                   f"{a.id_bytes} B ids, source {a.source}) on {a.system}, {a.fidelity}")

@@ -54,7 +54,7 @@ def test_out_writes_the_advice_and_its_rows(advised):
     data, out = advised
     assert json.loads((out / "advice.json").read_text()) == data
     import pandas as pd
-    rows = pd.read_csv(out / "options.csv")
+    rows = pd.read_csv(out / "advice.csv")
     assert list(rows["variant"] + "/" + rows["mode"]) == \
         [f"{o['variant']}/{o['mode']}" for o in data["options"]]
 
