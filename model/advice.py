@@ -87,6 +87,14 @@ class Advice:
         return t.reindex(index=[v for v in VARIANTS if v in t.index],
                          columns=[m for m in MODES if m in t.columns])
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "Advice":
+        """The advice :meth:`to_dict` gave (other keys are ignored)."""
+        names = [f for f in cls.__dataclass_fields__ if f not in ("options", "skipped")]
+        return cls(**{k: data[k] for k in names},
+                   options=[Option(**o) for o in data["options"]],
+                   skipped=dict(data.get("skipped") or {}))
+
     def to_dict(self) -> dict:
         """Plain, JSON-ready data: the facts of the run, the winner and every option."""
         from hostlink.model.result import _clean
@@ -232,16 +240,16 @@ def _forked_options(variant: str) -> list[Option]:
     return run.options(csr, variant)
 
 
-def write_advice(out, advice: Advice) -> None:
-    """``advice.json`` (:meth:`Advice.to_dict`) and ``advice.csv`` (an option a row,
-    fastest first) in the folder ``out``, made if need be."""
+def write_advice(out, advice: Advice, extra: dict | None = None) -> None:
+    """``advice.json`` (:meth:`Advice.to_dict`, with ``extra``'s keys) and ``advice.csv``
+    (an option a row, fastest first) in the folder ``out``, made if need be."""
     import json
     from pathlib import Path
 
     import pandas as pd
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    data = advice.to_dict()
+    data = {**advice.to_dict(), **(extra or {})}
     (out / "advice.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n",
                                      encoding="utf-8")
     pd.DataFrame(data["options"]).to_csv(out / "advice.csv", index=False)

@@ -168,11 +168,8 @@ def run_main_job(out: str | Path = "out/main", *, jobs: int | None = None,
     gem5 = write_gem5_run(out, spec)
     gather = (run_gather_sweep(out, jobs=jobs, progress=progress, link=link,
                                sweep_file=gather_file) if gather_file else None)
-    from hostlink.model.advice import write_advice
     from hostlink.model.mainjob_advice import main_advice
-    advice = main_advice(spec, jobs=jobs, progress=progress) if advise else None
-    if advice is not None:
-        write_advice(out, advice)
+    advice = main_advice(spec, out, jobs=jobs, progress=progress) if advise else None
     _write_report(out, spec, summary, requests, gem5, gather, advice)
     return MainJobResult(out, summary, requests, report.summary(), gather, advice)
 

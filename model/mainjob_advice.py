@@ -3,8 +3,8 @@
 :func:`main_advice` runs :func:`hostlink.model.advice.advise` on the main job's own
 graph traversal (the sweep's workload: graph, kernel, ids, source) on the sweep's
 system at the preset's own link generation, every kernel variant in every memory
-mode. :func:`advice_markdown` is the report's section;
-:func:`hostlink.model.advice.write_advice` writes ``advice.json`` and ``advice.csv``.
+mode, written to ``advice.json`` and ``advice.csv`` and taken back from there on a
+run with the same inputs. :func:`advice_markdown` is the report's section.
 
 Assumptions: the section is predicted by the analytic model, not the sweep's
 discrete-event model, to keep the main job quick: on the default graph (kron scale
@@ -18,13 +18,20 @@ the fidelity.
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 ADVICE_FIDELITY = "analytic"
 
 
-def main_advice(spec, *, jobs: int | None = None, progress: bool = False):
+def main_advice(spec, out=None, *, jobs: int | None = None, progress: bool = False):
     """The advice for ``spec``'s graph traversal at the preset's own link generation
-    (else the sweep's last point), or None where the sweep has no graph point."""
-    from hostlink.model.advice import advise
+    (else the sweep's last point), or None where the sweep has no graph point. With
+    ``out``, the advice is written there (:func:`hostlink.model.advice.write_advice`)
+    and taken back from there when its inputs (the point's resolved system and
+    workload, less the variant and mode, and the fidelity) are the same, as the sweep
+    resumes its points."""
+    from hostlink.model.advice import Advice, advise, write_advice
     from hostlink.model.cli.progress import bar
     from hostlink.model.predict import resolve_system
     from hostlink.model.sweep.evaluate import load_graph, pick_source
@@ -35,16 +42,37 @@ def main_advice(spec, *, jobs: int | None = None, progress: bool = False):
     gen = resolve_system(spec.system).link.gen
     rp = next((p for p in points if p.system.link.gen == gen), points[-1])
     w = rp.workload
+    key = _inputs_key(rp)
+    saved = Path(out) / "advice.json" if out is not None else None
+    if saved is not None and saved.exists():
+        try:
+            data = json.loads(saved.read_text(encoding="utf-8"))
+            if data.get("inputs") == key:
+                return Advice.from_dict(data)
+        except (ValueError, KeyError, TypeError):   # torn or older: predict again
+            pass
     csr = load_graph(w)
     src = w.get("source", "auto")
     with bar("which variant and placement", quiet=not progress) as update:
-        return advise(csr, rp.system, kernel=w["kernel"],
-                      source=pick_source(csr) if src == "auto" else int(src),
-                      id_bytes=w["id_bytes"], load_ahead=w.get("load_ahead", 1),
-                      iterations=w.get("iterations", 10), fidelity=ADVICE_FIDELITY,
-                      max_device_edges=csr.num_edges if w.get("include_device") else -1,
-                      jobs=default_jobs() if jobs is None else jobs,
-                      progress=lambda done, total, label: update(done, total))
+        advice = advise(csr, rp.system, kernel=w["kernel"],
+                        source=pick_source(csr) if src == "auto" else int(src),
+                        id_bytes=w["id_bytes"], load_ahead=w.get("load_ahead", 1),
+                        iterations=w.get("iterations", 10), fidelity=ADVICE_FIDELITY,
+                        max_device_edges=csr.num_edges if w.get("include_device") else -1,
+                        jobs=default_jobs() if jobs is None else jobs,
+                        progress=lambda done, total, label: update(done, total))
+    if out is not None:
+        write_advice(out, advice, {"inputs": key})
+    return advice
+
+
+def _inputs_key(rp) -> str:
+    """A hash of what the advice depends on: the point's resolved system and its
+    workload less the variant and mode, and :data:`ADVICE_FIDELITY`."""
+    import hashlib
+    w = {k: v for k, v in rp.workload.items() if k not in ("variant", "mode")}
+    text = json.dumps([rp.config_json, w, ADVICE_FIDELITY], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def advice_markdown(advice) -> str:

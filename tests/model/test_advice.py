@@ -12,8 +12,8 @@ import math
 
 import pytest
 
-from hostlink.model.advice import (MODES, VARIANTS, Option, advise, footprint_B, rank,
-                                   verdict)
+from hostlink.model.advice import (MODES, VARIANTS, Advice, Option, advise, footprint_B,
+                                   rank, verdict, write_advice)
 from hostlink.model.config import load_system, system_with
 from hostlink.model.errors import HostlinkError
 from hostlink.traces.graphs import kron
@@ -131,3 +131,11 @@ def test_to_dict_is_json_ready(advice):
     t = advice.table("time_s")
     assert list(t.index) == list(VARIANTS) and list(t.columns) == [m for m in MODES
                                                                     if m in ("zerocopy", "device")]
+
+
+def test_written_advice_reads_back_whole(advice, tmp_path):
+    import json
+    write_advice(tmp_path / "a", advice, {"inputs": "k"})
+    data = json.loads((tmp_path / "a" / "advice.json").read_text())
+    assert data["inputs"] == "k"
+    assert Advice.from_dict(data) == advice

@@ -114,3 +114,22 @@ def test_main_job_says_which_variant_and_placement(small_job):
     saved = json.loads((result.out / "advice.json").read_text())
     assert saved["winner"]["variant"] == advice.winner.variant
     assert len(pd.read_csv(result.out / "advice.csv")) == len(MODES) * len(VARIANTS)
+
+
+def test_main_job_takes_its_advice_back_when_its_inputs_are_the_same(small_job):
+    import json
+    from hostlink.model.mainjob_advice import main_advice
+    from hostlink.model.sweep import load_sweep
+    result, sweep = small_job
+    spec = load_sweep(sweep)
+    saved = result.out / "advice.json"
+    data = json.loads(saved.read_text())
+    # a marked time shows whether the file was read back or predicted again
+    data["options"][0]["time_s"] = 123.0
+    saved.write_text(json.dumps(data))
+    assert main_advice(spec, result.out, jobs=1).winner.time_s == 123.0
+    data["inputs"] = "another system"
+    saved.write_text(json.dumps(data))
+    again = main_advice(spec, result.out, jobs=1)
+    assert again.winner.time_s == result.advice.winner.time_s
+    assert json.loads(saved.read_text())["inputs"] != "another system"
