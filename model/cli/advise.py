@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 
 from hostlink.model.advice import KERNELS, MODES, VARIANTS
+from hostlink.model.cli.argtypes import int_at_least
 
 
 def register(subparsers) -> None:
@@ -33,7 +34,7 @@ def register(subparsers) -> None:
                    help="override a system key, e.g. --set gpu.memory_GiB=16 (repeatable)")
     p.add_argument("--kernel", choices=KERNELS, default="bfs",
                    help="the traversal program (default bfs)")
-    p.add_argument("--source", type=int, default=None,
+    p.add_argument("--source", type=int_at_least(0), default=None,
                    help="BFS/SSSP source (default the lowest id with an edge)")
     p.add_argument("--id-bytes", type=int, choices=(4, 8), default=8,
                    help="neighbour id width (default 8)")
@@ -44,7 +45,7 @@ def register(subparsers) -> None:
                    help=f"kernel variants to compare (default all: {' '.join(VARIANTS)})")
     p.add_argument("--fidelity", choices=("analytic", "des"), default="des",
                    help="des (default, as hostlink predict) or analytic (closed forms, quicker)")
-    p.add_argument("--jobs", type=int, default=1,
+    p.add_argument("--jobs", type=int_at_least(1), default=1,
                    help="worker processes, a variant each (default 1; each holds one "
                         "variant's requests)")
     p.add_argument("--json", action="store_true", help="print the advice as JSON")

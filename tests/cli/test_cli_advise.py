@@ -78,6 +78,7 @@ def test_text_output_has_table_winner_and_slowdowns(graph):
     (("--graph", "{graph}", "--system", "no-such-system"), "no system preset"),
     (("--graph", "{graph}", "--system", "h200-pcie5", "--modes", "pinned"), "invalid choice"),
     (("--graph", "{graph}", "--system", "h200-pcie5", "--source", "1000000"), "source 1000000"),
+    (("--graph", "{graph}", "--system", "h200-pcie5", "--jobs", "0"), "less than 1"),
 ])
 def test_bad_input_is_one_line_and_status_2(graph, tmp_path, args, message):
     args = [a.format(graph=graph, missing=tmp_path / "none.el") for a in args]
