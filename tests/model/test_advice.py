@@ -3,8 +3,9 @@
 The orderings asserted on kron are the ones the H200 measured
 (validation/experiments/first_run/runs/h200/summary.csv, BFS on kron14, 8 B ids,
 time_ms): in device memory every variant beats its zero-copy run (naive 1.253 against
-2.681 ms, merged_aligned 0.2506 against 0.4433 ms), and merged_aligned zero-copy beats
-naive zero-copy (0.4433 against 2.681 ms).
+2.681 ms, merged 0.2599 against 0.4460, merged_aligned 0.2506 against 0.4433, chunked
+0.2638 against 0.4877, balanced 0.2932 against 0.5022 ms), and merged_aligned zero-copy
+beats naive zero-copy (0.4433 against 2.681 ms).
 """
 from __future__ import annotations
 
