@@ -15,6 +15,8 @@ Assumptions:
   lays them out for device memory. The managed modes may oversubscribe the GPU;
   the UVM model evicts pages as it does.
 - one source and one run per option; no repeats or machine-to-machine spread.
+- ``jobs`` above 1 forks its workers (the ``fork`` start method: Linux, macOS), so
+  they share the graph the parent holds.
 
 References: the variants are EMOGI's (Min et al., VLDB 2020, §3.3 and §4.3: naive,
 merged, merged+aligned) and the chunked and balanced walks of
