@@ -15,7 +15,9 @@ model at the preset's own PCIe generation N: :func:`write_gem5_run`) and
 ``report.md``; prints the same table. A second sweep,
 ``sim_configs/sweeps/main_gather.toml``, gives the report's second table: a GNN
 feature gather's GB/s by row size and memory mode (``gather.csv``, results in
-``gather_results/``; :func:`gather_table`).
+``gather_results/``; :func:`gather_table`). A last section says which variant and
+which placement win on the graph (``advice.json``, ``advice.csv``:
+:mod:`hostlink.model.mainjob_advice`).
 """
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ class MainJobResult:
     requests: pd.DataFrame         # variant x request size -> count
     sweep_summary: str
     gather: pd.DataFrame | None = None   # row size x mode -> GB/s (gather_table)
+    advice: object | None = None         # hostlink.model.advice.Advice of the graph
 
 
 def request_mix(wide: pd.DataFrame) -> pd.DataFrame:
@@ -146,7 +149,8 @@ def main_figures(wide: pd.DataFrame) -> dict:
 def run_main_job(out: str | Path = "out/main", *, jobs: int | None = None,
                  progress: bool = True, sweep_file: str | Path = MAIN_SWEEP,
                  link: str | None = None,
-                 gather_file: str | Path | None = GATHER_SWEEP) -> MainJobResult:
+                 gather_file: str | Path | None = GATHER_SWEEP,
+                 advise: bool = True) -> MainJobResult:
     from hostlink.model import plots
     from hostlink.model.sweep import load_results, load_sweep, run_sweep
     out = Path(out)
@@ -164,8 +168,10 @@ def run_main_job(out: str | Path = "out/main", *, jobs: int | None = None,
     gem5 = write_gem5_run(out, spec)
     gather = (run_gather_sweep(out, jobs=jobs, progress=progress, link=link,
                                sweep_file=gather_file) if gather_file else None)
-    _write_report(out, spec, summary, requests, gem5, gather)
-    return MainJobResult(out, summary, requests, report.summary(), gather)
+    from hostlink.model.mainjob_advice import main_advice
+    advice = main_advice(spec, out, jobs=jobs, progress=progress) if advise else None
+    _write_report(out, spec, summary, requests, gem5, gather, advice)
+    return MainJobResult(out, summary, requests, report.summary(), gather, advice)
 
 
 def write_gem5_run(out: Path, spec, variant: str = GEM5_VARIANT) -> Path | None:
@@ -219,7 +225,8 @@ def _band_note() -> str:
 
 
 def _write_report(out: Path, spec, summary: pd.DataFrame, requests: pd.DataFrame,
-                  gem5: Path | None = None, gather: pd.DataFrame | None = None) -> None:
+                  gem5: Path | None = None, gather: pd.DataFrame | None = None,
+                  advice=None) -> None:
     from hostlink.model.sweep.workloads import normalise_workload
     w = normalise_workload(spec.workload, spec.name, spec.fidelity)
     bw = bandwidth_table(summary).reset_index()
@@ -284,4 +291,7 @@ gem5 packet trace of the {GEM5_VARIANT} zero-copy run: [`{rel}`]({rel}) (its hos
 requests as the root complex sees them, ticked by the discrete-event model; replay it
 with a gem5 `TrafficGen` in TRACE state: README, "gem5").
 """
+    if advice is not None:
+        from hostlink.model.mainjob_advice import advice_markdown
+        text += advice_markdown(advice)
     (out / "report.md").write_text(text)

@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "hostlink.traces.cli",            # hostlink trace, hostlink graph
     "hostlink.model.cli.predict",     # hostlink predict
     "hostlink.model.cli.predict_multi",  # hostlink predict-multi
+    "hostlink.model.cli.advise",      # hostlink advise
     "hostlink.validation.cli",        # hostlink validate
     "hostlink.model.cli.sweep",       # hostlink sweep, hostlink plot
     "hostlink.model.cli.run",         # hostlink run (the main job)

@@ -280,27 +280,31 @@ def _sampled(args, system) -> int:
 def _graph_workload(args, system):
     """The traversal program's run on ``--graph`` (hostlink.traces.traversal)."""
     from hostlink.traces.cli_gen import VARIANT_CHOICES, _default_source
-    from hostlink.traces.graphs import read_graph
     from hostlink.traces.traversal import traversal_workload
     from hostlink.model.errors import HostlinkError
     if args.variant not in VARIANT_CHOICES:
         raise HostlinkError(f"--variant {args.variant}: not one of {', '.join(VARIANT_CHOICES)}")
-    from pathlib import Path
-    text = str(args.graph)
-    if text.lower().endswith((".bel", ".bel.col", ".bel.dst", ".bel.val")) or \
-            Path(text + ".bel.col").exists():
-        # mapped, as the twins read it (GraphSource): its pages are the file's, and only
-        # SSSP reads the weights; the emulator narrows the ids where --id-bytes is 4
-        from hostlink.traces.graphs.readers import read_bel
-        csr = read_bel(text, id_bytes=8, mmap=True, weights=args.kernel == "sssp")
-    else:
-        csr = read_graph(args.graph, id_bytes=args.id_bytes)
+    csr = graph_of(args.graph, args.kernel, args.id_bytes)
     source = _default_source(csr) if args.source is None else args.source
     if not 0 <= source < csr.num_vertices:
         raise HostlinkError(f"--source {source}: the graph has {csr.num_vertices} vertices")
     return traversal_workload(csr, args.kernel, args.variant, system.gpu, source=source,
                               id_bytes=args.id_bytes, load_ahead=args.load_ahead,
                               iterations=args.iterations)
+
+
+def graph_of(path, kernel: str, id_bytes: int):
+    """The graph at ``path`` as ``--graph`` reads it (``hostlink advise`` reads it so too)."""
+    from pathlib import Path
+    from hostlink.traces.graphs import read_graph
+    text = str(path)
+    if text.lower().endswith((".bel", ".bel.col", ".bel.dst", ".bel.val")) or \
+            Path(text + ".bel.col").exists():
+        # mapped, as the twins read it (GraphSource): its pages are the file's, and only
+        # SSSP reads the weights; the emulator narrows the ids where --id-bytes is 4
+        from hostlink.traces.graphs.readers import read_bel
+        return read_bel(text, id_bytes=8, mmap=True, weights=kernel == "sssp")
+    return read_graph(path, id_bytes=id_bytes)
 
 
 def _print_launches(pred) -> None:

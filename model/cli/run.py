@@ -79,6 +79,12 @@ def _run(args) -> int:
         from hostlink.model.mainjob import gather_table
         console.print(_frame_table("GNN feature gather, GB/s of gathered rows", "row",
                                    gather_table(result.gather), _gbps))
+    if result.advice is not None:
+        from hostlink.model.advice import verdict
+        console.print(_frame_table("Which variant and placement: time in ms "
+                                   f"({result.advice.fidelity})", "variant",
+                                   result.advice.table("time_s") * 1e3, lambda v: f"{v:.4g}"))
+        console.print(verdict(result.advice))
     console.print(result.sweep_summary)
     console.print(f"report: {result.out / 'report.md'}")
     return 0

@@ -78,6 +78,7 @@ def test_cli_runs_the_main_job(small_job):
     assert proc.returncode == 0, proc.stderr
     assert "PCIe 6.0" in proc.stdout and "merged_aligned" in proc.stdout
     assert "a second machine of the same kind: within zerocopy ±" in proc.stdout
+    assert "Which variant and placement" in proc.stdout and " wins; " in proc.stdout
 
 
 def test_main_job_tables_the_gather_by_row_size_and_mode(small_job):
@@ -94,3 +95,41 @@ def test_main_job_tables_the_gather_by_row_size_and_mode(small_job):
     assert (table.max(axis=1) == table["device"]).all()
     assert (table["UVM warm"] == table["device"]).all()
     assert (table.idxmin(axis=1) == "UVM first touch").all()
+
+
+def test_main_job_says_which_variant_and_placement(small_job):
+    import json
+    from hostlink.model.advice import MODES, VARIANTS
+    result, _ = small_job
+    advice = result.advice
+    assert advice is not None and advice.kernel == "bfs" and advice.system == "h100-pcie5"
+    # main.toml's graph: kron scale 11 here, degree 16
+    assert advice.vertices == 2 ** 11
+    assert sorted(o.name for o in advice.options) == sorted(f"{v}/{m}" for v in VARIANTS
+                                                            for m in MODES)
+    report = (result.out / "report.md").read_text()
+    section = report[report.index("## Which variant and placement"):]
+    assert f"**{advice.winner.name} wins" in section
+    assert all(o.name in section for o in advice.options)
+    saved = json.loads((result.out / "advice.json").read_text())
+    assert saved["winner"]["variant"] == advice.winner.variant
+    assert len(pd.read_csv(result.out / "advice.csv")) == len(MODES) * len(VARIANTS)
+
+
+def test_main_job_takes_its_advice_back_when_its_inputs_are_the_same(small_job):
+    import json
+    from hostlink.model.mainjob_advice import main_advice
+    from hostlink.model.sweep import load_sweep
+    result, sweep = small_job
+    spec = load_sweep(sweep)
+    saved = result.out / "advice.json"
+    data = json.loads(saved.read_text())
+    # a marked time shows whether the file was read back or predicted again
+    data["options"][0]["time_s"] = 123.0
+    saved.write_text(json.dumps(data))
+    assert main_advice(spec, result.out, jobs=1).winner.time_s == 123.0
+    data["inputs"] = "another system"
+    saved.write_text(json.dumps(data))
+    again = main_advice(spec, result.out, jobs=1)
+    assert again.winner.time_s == result.advice.winner.time_s
+    assert json.loads(saved.read_text())["inputs"] != "another system"

@@ -20,12 +20,12 @@ import pytest
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 EXPECTED = ("01_seeds_reproduced", "02_design_sweep", "03_what_if", "04_validation",
-            "05_generations", "06_gnn_features")
+            "05_generations", "06_gnn_features", "07_which_variant")
 # About 15-35 s each on the 2-core machine (the emulated graphs and the 48-point sweep).
 SLOW = ("01_seeds_reproduced", "02_design_sweep")
 # 04 draws its figures only once validation results are committed.
 FIGURES_ALWAYS = ("01_seeds_reproduced", "02_design_sweep", "03_what_if", "05_generations",
-                  "06_gnn_features")
+                  "06_gnn_features", "07_which_variant")
 
 
 def test_the_notebooks_are_there():
