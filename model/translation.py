@@ -16,6 +16,16 @@ Model
   (reuse distance >= entries), or on first touch. Requests that straddle
   a page boundary are rare (<= 128 B requests at 32 B alignment) and are
   translated by the page of their first byte.
+- A warp's read of the page its previous host read touched does not reach
+  the last-level TLB: the SM's first-level TLB holds that translation, or the
+  miss merges into the walk already under way for it (GPU TLBs keep pending
+  misses and serve later ones to the same page from one walk; Power, Hill and
+  Wood, "Supporting x86-64 address translation for 100s of GPU lanes", HPCA
+  2014, §4; Pichai, Hsu and Bhattacharjee, "Architectural support for address
+  translation on GPUs", ASPLOS 2014). So a warp reading a 4 KiB row through 32
+  line requests walks once, not 32 times (:func:`warp_page_repeats`). Only the
+  warp's own last page counts: the first level's size and sharing between an
+  SM's warps are not modelled.
 - A miss adds ``miss_lat_ns`` (``iommu_miss_lat_ns``) to that request's
   round trip. ``walkers`` walks proceed at once, so the caches sustain at most
   ``walkers / miss_lat_ns`` misses per ns; with a fraction ``m`` of requests
@@ -77,6 +87,7 @@ from hostlink.model.errors import ConfigError
 from hostlink.model.workload import SPACE_HOST, RequestStream
 
 __all__ = ["TranslationResult", "issue_order", "lru_misses", "managed_host_view",
+           "warp_keys_of", "warp_page_repeats",
            "reach_from_two_regions",
            "translation_bound_GBps", "translation_misses", "simulate_translation",
            "stream_translation", "uniform_miss_rate"]
@@ -167,12 +178,43 @@ def managed_host_view(system):
     return replace(system, translation=replace(cfg, walkers=int(cfg.managed_walkers)))
 
 
-def translation_misses(pages: np.ndarray, cfg: TranslationConfig) -> np.ndarray:
-    """GPU TLB miss flags of a sequence of page numbers (addr // cfg.page_B)."""
+def translation_misses(pages: np.ndarray, cfg: TranslationConfig,
+                       warp_keys: np.ndarray | None = None) -> np.ndarray:
+    """GPU TLB miss flags of a sequence of page numbers (addr // cfg.page_B), in the
+    order they reach the TLB. With ``warp_keys`` (one key per request naming its
+    warp), a warp's repeat of its previous page (:func:`warp_page_repeats`) hits
+    without reaching the last-level TLB."""
     pages = np.asarray(pages)
     if not cfg.enabled:
         return np.zeros(pages.shape[0], dtype=np.bool_)
-    return lru_misses(pages, cfg.tlb_entries)
+    if warp_keys is None:
+        return lru_misses(pages, cfg.tlb_entries)
+    miss = np.zeros(pages.shape[0], dtype=np.bool_)
+    reach = ~warp_page_repeats(pages, warp_keys)
+    if reach.any():
+        miss[reach] = lru_misses(pages[reach], cfg.tlb_entries)
+    return miss
+
+
+def warp_page_repeats(pages: np.ndarray, warp_keys: np.ndarray) -> np.ndarray:
+    """True where a request's page is the page of the previous request of the same
+    warp (same key), both in the given (issue) order."""
+    pages = np.asarray(pages)
+    keys = np.asarray(warp_keys)
+    if pages.shape != keys.shape:
+        raise ValueError(f"pages and warp_keys differ in shape: {pages.shape} vs {keys.shape}")
+    out = np.zeros(pages.shape[0], dtype=np.bool_)
+    if pages.shape[0] < 2:
+        return out
+    by_warp = np.argsort(keys, kind="stable")   # each warp's requests, in order
+    k, p = keys[by_warp], pages[by_warp]
+    out[by_warp[1:]] = (k[1:] == k[:-1]) & (p[1:] == p[:-1])
+    return out
+
+
+def warp_keys_of(stream: RequestStream) -> np.ndarray:
+    """One key per request naming its warp across the stream's launches."""
+    return (stream.launch.astype(np.int64) << np.int64(32)) | stream.warp.astype(np.int64)
 
 
 def translation_bound_GBps(miss_rate: float, request_B: float, miss_lat_ns: float,
@@ -264,9 +306,11 @@ class TranslationResult:
 
 
 def simulate_translation(addr: np.ndarray, size_B: np.ndarray, cfg: TranslationConfig, *,
-                         iommu_walkers: int | None = None) -> tuple[TranslationResult, np.ndarray]:
+                         iommu_walkers: int | None = None,
+                         warp_keys: np.ndarray | None = None) -> tuple[TranslationResult, np.ndarray]:
     """Translate a sequence of requests (given in the order they reach the TLB).
 
+    ``warp_keys`` names each request's warp (see :func:`translation_misses`).
     Returns the summary and the per-request added latency in ns (0 on a hit in
     every cache), which a discrete-event model adds to each request's round trip.
     """
@@ -281,7 +325,7 @@ def simulate_translation(addr: np.ndarray, size_B: np.ndarray, cfg: TranslationC
     if n == 0 or not cfg.enabled:
         return (TranslationResult(n, total_B, 0, 0, 0, 0.0, 0.0, float("inf")),
                 np.zeros(n, dtype=np.float64))
-    tlb = translation_misses(addr // np.uint64(cfg.page_B), cfg)
+    tlb = translation_misses(addr // np.uint64(cfg.page_B), cfg, warp_keys)
     extra = np.where(tlb, cfg.miss_lat_ns, 0.0)
     n_tlb = int(tlb.sum())
     busy_ns = n_tlb * cfg.miss_lat_ns / cfg.walkers
@@ -306,5 +350,6 @@ def stream_translation(stream: RequestStream, cfg: TranslationConfig, resident_w
     host = stream.select(stream.space == SPACE_HOST)
     order = issue_order(host, resident_warps)
     res, _ = simulate_translation(host.addr[order], host.size_B[order], cfg,
-                                  iommu_walkers=iommu_walkers)
+                                  iommu_walkers=iommu_walkers,
+                                  warp_keys=warp_keys_of(host)[order])
     return res

@@ -16,7 +16,8 @@ from hostlink.model.config import TranslationConfig, load_system
 from hostlink.model.errors import ConfigError
 from hostlink.model.translation import (issue_order, lru_misses, managed_host_view,
                                         simulate_translation, stream_translation,
-                                        translation_bound_GBps, translation_misses)
+                                        translation_bound_GBps, translation_misses,
+                                        warp_page_repeats)
 from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, RequestStream
 
 
@@ -185,16 +186,16 @@ def test_issue_order_round_robin_in_waves():
 
 
 def test_stream_translation_uses_host_requests_in_issue_order(cfg):
-    # warp 0 reads page A twice, warp 1 page B twice. In each warp's own order (A A B B) a
-    # one-entry TLB misses twice; issued together (A B A B) it misses every time.
+    # warps 0 and 1 each read page A, then page B. Warp by warp (A B A B) a one-entry
+    # TLB misses every time; issued together (A A B B) the second warp hits each page.
     tiny = TranslationConfig(page_B=cfg.page_B, tlb_entries=1, miss_lat_ns=600.0, walkers=8)
-    addr = np.array([0, 128, 10 * cfg.page_B, 10 * cfg.page_B + 128])
+    addr = np.array([0, 10 * cfg.page_B, 128, 10 * cfg.page_B + 128])
     warps = np.array([0, 0, 1, 1])
     insts = np.array([0, 1, 0, 1])
     s = make_stream(warps, insts, addr)
-    assert stream_translation(s, tiny, resident_warps=1).tlb_misses == 2
+    assert stream_translation(s, tiny, resident_warps=1).tlb_misses == 4
     res = stream_translation(s, tiny, resident_warps=2)
-    assert res.requests == 4 and res.tlb_misses == 4
+    assert res.requests == 4 and res.tlb_misses == 2
     dev = make_stream(warps, insts, addr, np.full(4, SPACE_DEVICE))
     assert stream_translation(dev, tiny, resident_warps=2).requests == 0
 
@@ -210,3 +211,28 @@ def test_sparse_and_dense_keys_agree():
     spread = small.astype(np.uint64) * np.uint64(2**40) + np.uint64(7)   # same pattern, far apart
     assert np.array_equal(lru_misses(small, 64), lru_misses(spread, 64))
     assert np.array_equal(lru_misses(small, 64), brute_lru(small.tolist(), 64))
+
+
+def test_a_warp_walks_once_for_the_lines_of_one_page(cfg):
+    # three warps each read 32 lines of their own page, issued round robin: a
+    # one-entry TLB sees a different page on every request, yet each warp's 31
+    # repeats of its own page are served by the walk of its first (pending-miss
+    # merging / first-level TLB; Power et al., HPCA 2014), so 3 walks, not 96
+    tiny = TranslationConfig(page_B=cfg.page_B, tlb_entries=1, miss_lat_ns=600.0, walkers=8)
+    warps = np.repeat(np.arange(3), 32)
+    insts = np.tile(np.arange(32), 3)
+    addr = warps * 7 * cfg.page_B + insts * 128
+    s = make_stream(warps, insts, addr)
+    assert stream_translation(s, tiny, resident_warps=3).tlb_misses == 3
+    # a warp that leaves its page and comes back walks again
+    back = np.array([0, 5 * cfg.page_B, 128])
+    s2 = make_stream(np.zeros(3, int), np.arange(3), back)
+    assert stream_translation(s2, tiny, resident_warps=1).tlb_misses == 3
+
+
+def test_warp_page_repeats_follows_each_warp_in_order():
+    pages = np.array([4, 9, 4, 4, 9, 1])
+    keys = np.array([0, 1, 0, 2, 1, 0])
+    assert warp_page_repeats(pages, keys).tolist() == [False, False, True, False, True, False]
+    with pytest.raises(ValueError):
+        warp_page_repeats(pages, keys[:3])
