@@ -394,8 +394,9 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
         launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn, spread,
         line_ix, staged, leads, nlines, nbins, record, lat, spreads, inst_of, inst_rem,
         warp_of, cta_of, cta_rem, warp_next, warp_busy, cta_slot, slot_stack, warp_free,
-        sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, qt, qk, qs, qr, base, mask, head, cnt, fs, st, walker_free,
-        ready, kernel_ns, stats, bins, ready_t, grant_t, done_t, bin_ns)
+        sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, qt, qk, qs, qr,
+        base, mask, head, cnt, fs, st, walker_free, ready, kernel_ns, stats, bins, ready_t,
+        grant_t, done_t, bin_ns)
     return kernel_ns, stats, bins, bin_ns, ready_t, grant_t, done_t
 
 
@@ -407,8 +408,9 @@ def _launches(
         launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn, spread,
         line_ix, staged, leads, nlines, nbins, record, lat, spreads, inst_of, inst_rem,
         warp_of, cta_of, cta_rem, warp_next, warp_busy, cta_slot, slot_stack, warp_free,
-        sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, qt, qk, qs, qr, base, mask, head, cnt, fs, st, walker_free,
-        ready, kernel_ns, stats, bins, ready_t, grant_t, done_t, bin_ns):
+        sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, qt, qk, qs, qr,
+        base, mask, head, cnt, fs, st, walker_free, ready, kernel_ns, stats, bins, ready_t,
+        grant_t, done_t, bin_ns):
     """The launches one after another (the event loop); returns the last width of the
     bandwidth bins. Every array is made by :func:`_simulate`: compiled without
     Numba's reference counting, the loop and its inlined helpers pass arrays without
@@ -542,9 +544,9 @@ def _launches(
                         r = inst_ptr[i]
                         while not _is_read(kind[r]):
                             r += 1
-                        _heap_push(ht, hs, hp, hn, pk, pr, psm, pend, praw, free, now + (first_raw - now), now,
-                                   first_s, r, cta_slot[cta_of[w]] % sm_count, inst_ptr[i + 1],
-                                   first_raw)
+                        _heap_push(ht, hs, hp, hn, pk, pr, psm, pend, praw, free,
+                                   now + (first_raw - now), now, first_s, r,
+                                   cta_slot[cta_of[w]] % sm_count, inst_ptr[i + 1], first_raw)
             n_ready = 0
 
             # the next event: the earliest queue head; among equal times the one
@@ -608,8 +610,8 @@ def _launches(
                     _heap_replace_top(ht, hs, hp, hn, pk, pr, praw, k_iss + (raw - k_iss), k_iss,
                                       hs[0] + (r2 - r), r2, raw)
                     if t > now:         # (now + delay: a timeout's time in SimPy)
-                        _heap_push(ht, hs, hp, hn, pk, pr, psm, pend, praw, free, now + (t - now), now,
-                                   st[_I_SEQ], -1 - r, sm, 0, 0.0)
+                        _heap_push(ht, hs, hp, hn, pk, pr, psm, pend, praw, free,
+                                   now + (t - now), now, st[_I_SEQ], -1 - r, sm, 0, 0.0)
                 elif t > now:           # its leave takes the root's place
                     _heap_replace_top(ht, hs, hp, hn, pk, pr, praw, now + (t - now), now,
                                       st[_I_SEQ], -1 - r, 0.0)
