@@ -26,10 +26,10 @@ HAVE_GPU = _have_gpu()
 
 
 # The test files that take longest, longest first: the sums of their tests' durations
-# in a make test on two workers (2026-12-05, the 80 slowest tests of 1960, machine
-# under load: notebooks 277 s, calibrate 189 s, managed_translation 140 s, down to
-# sweep_run 41 s). They start first, so that no long file starts last and leaves one
-# worker alone at the end of the run.
+# among the 80 slowest of 1960 in a make test on two workers at commit f152e66
+# (2026-12-05, --durations=80, machine under load: notebooks 277 s, calibrate 189 s,
+# managed_translation 140 s, down to sweep_run 41 s). They start first, so that no
+# long file starts last and leaves one worker alone at the end of the run.
 LONGEST_FIRST = (
     "tests/notebooks/test_notebooks.py",
     "tests/validation/test_calibrate.py",

@@ -2,7 +2,8 @@
 
 Each function returns the active vertex set of every launch (one launch per
 iteration, in order) and the algorithm's result, computed with whole-array
-NumPy operations over the edges of each launch (no Python loop per edge).
+NumPy operations over the edges of each launch, or for BFS's next frontier one
+compiled pass over them (no Python loop per edge).
 
 The schedule emulated (a choice; KERNELS.md leaves the interleaving of warps
 open, and any legal interleaving gives the same final result):
