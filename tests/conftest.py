@@ -26,7 +26,7 @@ HAVE_GPU = _have_gpu()
 
 
 # The test files that take longest, longest first: the sums of their tests' durations
-# among the 80 slowest of 1960 in a make test on two workers at commit f152e66
+# among the 80 slowest of 1960 in a make test on two workers at commit 0e5d89f
 # (2026-12-05, --durations=80, machine under load: notebooks 277 s, calibrate 189 s,
 # managed_translation 140 s, down to sweep_run 41 s). They start first, so that no
 # long file starts last and leaves one worker alone at the end of the run.

@@ -413,9 +413,9 @@ def _launches(
         grant_t, done_t, bin_ns):
     """The launches one after another (the event loop); returns the last width of the
     bandwidth bins. Every array is made by :func:`_simulate`: compiled without
-    Numba's reference counting, the loop and its inlined helpers pass arrays without
-    the atomic count updates that otherwise took a quarter of its time (a pair per
-    array at each helper call)."""
+    Numba's reference counting, the loop and the functions inlined in it pass arrays
+    without the atomic count updates that otherwise took a quarter of its time (a pair
+    per array at each call)."""
     n_launch = launch_slots.shape[0]
     g_end = 0.0
     for L in range(n_launch):
