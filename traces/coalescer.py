@@ -557,13 +557,16 @@ def iter_coalesced(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
             g = c * info.warps_per_cta + w
             gw[on] = g
             inst[on] = counters.assign(int(li), g)
-        addrs = chunk.addrs[rows]
-        if np.any(addrs >> np.uint64(62)):
+        # every row kept (a trace of loads and stores alone): views, not copies of the
+        # 32 lane addresses a row (256 B)
+        pick = slice(None) if len(rows) == len(sel) else rows
+        addrs = chunk.addrs[pick]
+        if len(addrs) and int(addrs.max()) >> 62:
             raise TraceError("a lane address is >= 2**62, beyond the coalescer's range")
         addrs = addrs.view(np.int64)
-        mask = chunk.mask[rows]
-        width = chunk.width_B[rows]
-        op = chunk.op[rows]
+        mask = chunk.mask[pick]
+        width = chunk.width_B[pick]
+        op = chunk.op[pick]
         kind = np.where(op == OP_STORE, KIND_STORE,
                         np.where(op == OP_ATOMIC, KIND_ATOMIC, KIND_LOAD)).astype(np.uint8)
         if posted is not None and len(posted):

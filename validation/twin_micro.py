@@ -204,7 +204,7 @@ def _lane_stream(warp, j, gid, lane_addr, lane_mask, width_B: int, *, launches, 
         launch=launch[order], cta=(warp // wpc)[order], warp=(warp % wpc)[order],
         pc=np.zeros(n), opcode=np.zeros(n), op=np.full(n, OP_LOAD), space=np.full(n, SPACE_GLOBAL),
         width_B=np.full(n, width_B), mask=np.asarray(lane_mask, dtype=np.uint32)[order],
-        addrs=np.asarray(lane_addr, dtype=np.int64)[order].astype(np.uint64))
+        addrs=np.asarray(lane_addr, dtype=np.int64)[order].view(np.uint64))   # the same bits
     kls = [KernelLaunch(li.name, (li.ctas, 1, 1), (li.warps_per_cta * 32, 1, 1)) for li in launches]
     location = LOCATION_DEVICE if space == SPACE_DEVICE else LOCATION_HOST
     s = coalesce(table, [Region("buffer", MICRO_BASE, int(region_B), location)],

@@ -114,10 +114,12 @@ def _hint(cls, f) -> Any:
     return eval(f.type, vars(sys.modules[cls.__module__]))  # noqa: S307 (own annotations)
 
 
+@functools.cache
 def section_model(cls) -> type[TomlModel]:
     """A pydantic model of the :func:`param` fields of config dataclass ``cls``:
     every key optional (the dataclass holds the defaults), each checked against
-    its type, unit, range, choices and ``check``."""
+    its type, unit, range, choices and ``check``. Made once per class: building it
+    takes about 5 ms, and every override (``system_with``) checks its keys with it."""
     spec = {}
     for f in fields(cls):
         if not f.metadata:

@@ -150,47 +150,40 @@ def _key_less(t1, k1, s1, t2, k2, s2):
     return t1 < t2 or (t1 == t2 and (k1 < k2 or (k1 == k2 and s1 < s2)))
 
 
-# The issue stage's events live in a 4-ary min-heap of records (t, s, k, r, sm, end,
-# raw): time, sequence, scheduling time, request, the request's SM, the end of its
-# instruction's requests and the warp's running issue time that gave t (t is
-# k + (raw - k), as a SimPy timeout's), all float64 (exact below 2^53), one row per
-# entry; the SM, the end and raw ride along so that an arrival needs no lookups by
-# request and its instruction's next arrival gets the time the issue loop gave it.
-# Entries are ordered by (t, s) alone: every entry is pushed with k = now, and both
-# now and the sequence only grow while the heap holds anything (it is empty between
-# launches), so (t, s) orders them as (t, k, s) does.
-_H_T, _H_S, _H_K, _H_R, _H_SM, _H_END, _H_RAW = 0, 1, 2, 3, 4, 5, 6
-_H_COLS = 7
+# The issue stage's events live in a 4-ary min-heap ordered by (time t, sequence s),
+# keys and payload apart: the heap's arrays hold t, s and a payload slot, the slot's
+# arrays the scheduling time k, the request, its SM, the end of its instruction's
+# requests and the warp's running issue time that gave t (t is k + (raw - k), as a
+# SimPy timeout's). A sift moves three numbers a level, not seven, and compares keys
+# that lie side by side; a slot is taken from a stack of free ones on a push and
+# given back on a pop. Entries are ordered by (t, s) alone: every entry is pushed with
+# k = now, and both now and the sequence only grow while the heap holds anything (it
+# is empty between launches), so (t, s) orders them as (t, k, s) does.
+# hn: [entries, free slots]
+_HN_SIZE, _HN_FREE = 0, 1
 
 
 @njit(cache=True, inline="always")
-def _heap_push(h, n, t, k, s, r, sm, end, raw):
-    """Push (t, k, s, r, sm, end, raw) onto the heap of ``n`` entries; returns the new
-    size."""
-    fs_ = float(s)
-    i = n
+def _heap_sift_up(ht, hs, hp, i, t, s, p):
+    """Put (t, s, p) at position ``i`` and move it up to its place."""
     while i > 0:
-        p = (i - 1) >> 2
-        tp = h[p, _H_T]
-        if t > tp or (t == tp and fs_ > h[p, _H_S]):
+        q = (i - 1) >> 2
+        tq = ht[q]
+        if t > tq or (t == tq and s > hs[q]):
             break
-        for c in range(_H_COLS):
-            h[i, c] = h[p, c]
-        i = p
-    h[i, 0] = t
-    h[i, 1] = fs_
-    h[i, 2] = k
-    h[i, 3] = float(r)
-    h[i, 4] = float(sm)
-    h[i, 5] = float(end)
-    h[i, 6] = raw
-    return n + 1
+        ht[i] = tq
+        hs[i] = hs[q]
+        hp[i] = hp[q]
+        i = q
+    ht[i] = t
+    hs[i] = s
+    hp[i] = p
 
 
 @njit(cache=True, inline="always")
-def _heap_sift_down(h, n, t, s, k, r, sm, end, raw):
-    """Put (t, s, k, r, sm, end, raw) at the root of the heap of ``n`` entries (the root's
-    old entry is dropped) and move it down to its place."""
+def _heap_sift_down(ht, hs, hp, n, t, s, p):
+    """Put (t, s, p) at the root of the heap of ``n`` entries (the root's old entry is
+    dropped) and move it down to its place."""
     i = 0
     while True:
         c = 4 * i + 1
@@ -198,39 +191,57 @@ def _heap_sift_down(h, n, t, s, k, r, sm, end, raw):
             break
         # the least of up to four children
         m = c
-        tm, sm_ = h[c, _H_T], h[c, _H_S]
+        tm, sm_ = ht[c], hs[c]
         last = min(c + 4, n)
         for j in range(c + 1, last):
-            tj = h[j, _H_T]
-            if tj < tm or (tj == tm and h[j, _H_S] < sm_):
-                m, tm, sm_ = j, tj, h[j, _H_S]
+            tj = ht[j]
+            if tj < tm or (tj == tm and hs[j] < sm_):
+                m, tm, sm_ = j, tj, hs[j]
         if t < tm or (t == tm and s < sm_):
             break
-        for c in range(_H_COLS):
-            h[i, c] = h[m, c]
+        ht[i] = tm
+        hs[i] = sm_
+        hp[i] = hp[m]
         i = m
-    h[i, 0] = t
-    h[i, 1] = s
-    h[i, 2] = k
-    h[i, 3] = r
-    h[i, 4] = sm
-    h[i, 5] = end
-    h[i, 6] = raw
+    ht[i] = t
+    hs[i] = s
+    hp[i] = p
 
 
 @njit(cache=True, inline="always")
-def _heap_pop(h, n):
-    """Remove the least entry of the heap of ``n`` entries; returns the new size."""
-    n -= 1
-    _heap_sift_down(h, n, h[n, 0], h[n, 1], h[n, 2], h[n, 3], h[n, 4], h[n, 5], h[n, 6])
-    return n
+def _heap_push(ht, hs, hp, hn, pk, pr, psm, pend, praw, free, t, k, s, r, sm, end, raw):
+    """Push (t, k, s, r, sm, end, raw) onto the heap."""
+    hn[_HN_FREE] -= 1
+    p = free[hn[_HN_FREE]]
+    pk[p] = k
+    pr[p] = r
+    psm[p] = sm
+    pend[p] = end
+    praw[p] = raw
+    n = hn[_HN_SIZE]
+    _heap_sift_up(ht, hs, hp, n, t, s, p)
+    hn[_HN_SIZE] = n + 1
 
 
 @njit(cache=True, inline="always")
-def _heap_replace_top(h, n, t, k, s, r, raw):
-    """Replace the least entry of the heap of ``n`` entries by (t, k, s, r, raw) with
-    the root's SM and end; the size stays ``n``."""
-    _heap_sift_down(h, n, t, float(s), k, float(r), h[0, _H_SM], h[0, _H_END], raw)
+def _heap_pop(ht, hs, hp, hn, free):
+    """Remove the least entry of the heap."""
+    free[hn[_HN_FREE]] = hp[0]
+    hn[_HN_FREE] += 1
+    n = hn[_HN_SIZE] - 1
+    hn[_HN_SIZE] = n
+    _heap_sift_down(ht, hs, hp, n, ht[n], hs[n], hp[n])
+
+
+@njit(cache=True, inline="always")
+def _heap_replace_top(ht, hs, hp, hn, pk, pr, praw, t, k, s, r, raw):
+    """Replace the least entry of the heap by (t, k, s, r, raw) with the root's SM and
+    end; the size stays."""
+    p = hp[0]
+    pk[p] = k
+    pr[p] = r
+    praw[p] = raw
+    _heap_sift_down(ht, hs, hp, hn[_HN_SIZE], t, s, p)
 
 
 @njit(cache=True, inline="always")
@@ -339,8 +350,16 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
     warp_free = np.zeros(n_warp, dtype=np.float64)
     sm_free = np.zeros(max(sm_count, 1), dtype=np.float64)
     sm_last = np.zeros(max(sm_count, 1), dtype=np.float64)   # when its last line left
-    heap = np.empty((heap_cap, _H_COLS), dtype=np.float64)
-    n_heap = 0
+    ht = np.empty(heap_cap, dtype=np.float64)
+    hs = np.empty(heap_cap, dtype=np.int64)
+    hp = np.empty(heap_cap, dtype=np.int64)
+    pk = np.empty(heap_cap, dtype=np.float64)
+    praw = np.empty(heap_cap, dtype=np.float64)
+    pr = np.empty(heap_cap, dtype=np.int64)
+    psm = np.empty(heap_cap, dtype=np.int64)
+    pend = np.empty(heap_cap, dtype=np.int64)
+    free = np.arange(heap_cap, dtype=np.int64)
+    hn = np.array([0, heap_cap], dtype=np.int64)
 
     # rings: queue q holds slots base[q] .. base[q] + caps[q] - 1 (caps powers of two)
     nq = caps.shape[0]
@@ -368,7 +387,36 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
     ready_t = np.full(m, np.nan)
     grant_t = np.full(m, np.nan)
     done_t = np.full(m, np.nan)
+    bin_ns = _launches(
+        inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits, kind, cid, size_B,
+        ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data, walk, iommu_miss,
+        iommu_lat, tags, cpl_hdrs, cpl_data, half_rtt, dev_lat, atom_lat, lif, walk_ns,
+        launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn, spread,
+        line_ix, staged, leads, nlines, nbins, record, lat, spreads, inst_of, inst_rem,
+        warp_of, cta_of, cta_rem, warp_next, warp_busy, cta_slot, slot_stack, warp_free,
+        sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, qt, qk, qs, qr,
+        base, mask, head, cnt, fs, st, walker_free, ready, kernel_ns, stats, bins, ready_t,
+        grant_t, done_t, bin_ns)
+    return kernel_ns, stats, bins, bin_ns, ready_t, grant_t, done_t
 
+
+@njit(cache=True, _nrt=False)
+def _launches(
+        inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits, kind, cid, size_B,
+        ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data, walk, iommu_miss,
+        iommu_lat, tags, cpl_hdrs, cpl_data, half_rtt, dev_lat, atom_lat, lif, walk_ns,
+        launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn, spread,
+        line_ix, staged, leads, nlines, nbins, record, lat, spreads, inst_of, inst_rem,
+        warp_of, cta_of, cta_rem, warp_next, warp_busy, cta_slot, slot_stack, warp_free,
+        sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, qt, qk, qs, qr,
+        base, mask, head, cnt, fs, st, walker_free, ready, kernel_ns, stats, bins, ready_t,
+        grant_t, done_t, bin_ns):
+    """The launches one after another (the event loop); returns the last width of the
+    bandwidth bins. Every array is made by :func:`_simulate`: compiled without
+    Numba's reference counting, the loop and the functions inlined in it pass arrays
+    without the atomic count updates that otherwise took a quarter of its time (a pair
+    per array at each call)."""
+    n_launch = launch_slots.shape[0]
     g_end = 0.0
     for L in range(n_launch):
         g_start = g_end + launch_overhead_ns + (level_sync_ns if L > 0 else 0.0)
@@ -496,9 +544,9 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                         r = inst_ptr[i]
                         while not _is_read(kind[r]):
                             r += 1
-                        n_heap = _heap_push(heap, n_heap, now + (first_raw - now), now, first_s,
-                                            r, cta_slot[cta_of[w]] % sm_count, inst_ptr[i + 1],
-                                            first_raw)
+                        _heap_push(ht, hs, hp, hn, pk, pr, psm, pend, praw, free,
+                                   now + (first_raw - now), now, first_s, r,
+                                   cta_slot[cta_of[w]] % sm_count, inst_ptr[i + 1], first_raw)
             n_ready = 0
 
             # the next event: the earliest queue head; among equal times the one
@@ -517,18 +565,19 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
             # its SM changes nothing but the heap: the next one is taken here at once
             # (the queues' heads, credits, slots and ready warps are as they were)
             entering = False
-            while n_heap > 0 and (best < 0 or _key_less(heap[0, _H_T], heap[0, _H_K],
-                                                        int(heap[0, _H_S]), bt, bk, bs)):
-                now = heap[0, _H_T]
+            while hn[_HN_SIZE] > 0 and (best < 0 or _key_less(ht[0], pk[hp[0]], hs[0],
+                                                               bt, bk, bs)):
+                now = ht[0]
                 fs[_F_NOW] = now
-                r = int(heap[0, _H_R])
+                top = hp[0]
+                r = pr[top]
                 if r < 0:               # leaves its SM
                     r = -1 - r
-                    n_heap = _heap_pop(heap, n_heap)
+                    _heap_pop(ht, hs, hp, hn, free)
                     entering = True
                     break
                 # reaches its SM: leaves it first come first served
-                sm = int(heap[0, _H_SM])
+                sm = psm[top]
                 # from its first line's arrival to its last's (k - 1 gaps, or an
                 # atomic's spread)
                 span_r = _span(kind[r], _line(r, kind, line_ix, spreads), nlines[r], issue_gap,
@@ -548,26 +597,26 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
                 # the next staged request of its instruction (if any) arrives after
                 # its lines, with the sequence number it was given at issue (each
                 # write between them took one); it takes the root's place
-                end = int(heap[0, _H_END])
+                end = pend[top]
                 r2 = r + 1
                 while r2 < end and not _is_read(kind[r2]):
                     r2 += 1
                 if r2 < end:
-                    raw = heap[0, _H_RAW] + span_r
+                    raw = praw[top] + span_r
                     if leads[r2]:
                         lj = _line(r2, kind, line_ix, spreads)
                         raw += _span(kind[r2], lj - 1, 2, issue_gap, spread)
-                    k_iss = heap[0, _H_K]
-                    _heap_replace_top(heap, n_heap, k_iss + (raw - k_iss), k_iss,
-                                      int(heap[0, _H_S]) + (r2 - r), r2, raw)
+                    k_iss = pk[top]
+                    _heap_replace_top(ht, hs, hp, hn, pk, pr, praw, k_iss + (raw - k_iss), k_iss,
+                                      hs[0] + (r2 - r), r2, raw)
                     if t > now:         # (now + delay: a timeout's time in SimPy)
-                        n_heap = _heap_push(heap, n_heap, now + (t - now), now, st[_I_SEQ],
-                                            -1 - r, sm, 0, 0.0)
+                        _heap_push(ht, hs, hp, hn, pk, pr, psm, pend, praw, free,
+                                   now + (t - now), now, st[_I_SEQ], -1 - r, sm, 0, 0.0)
                 elif t > now:           # its leave takes the root's place
-                    _heap_replace_top(heap, n_heap, now + (t - now), now, st[_I_SEQ], -1 - r,
-                                      0.0)
+                    _heap_replace_top(ht, hs, hp, hn, pk, pr, praw, now + (t - now), now,
+                                      st[_I_SEQ], -1 - r, 0.0)
                 else:
-                    n_heap = _heap_pop(heap, n_heap)
+                    _heap_pop(ht, hs, hp, hn, free)
                 if t > now:
                     stats[_S_ISSUE] += t - now
                     st[_I_SEQ] += 1
@@ -636,7 +685,7 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
         kernel_ns[L] = fs[_F_NOW]
         g_end = g_start + fs[_F_NOW]
 
-    return kernel_ns, stats, bins, bin_ns, ready_t, grant_t, done_t
+    return bin_ns
 
 
 def _pow2_at_least(k: int) -> int:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
-RUN = REPO / "validation" / "results" / "h200" / "first_run"
+RUN = REPO / "validation" / "experiments" / "first_run" / "runs" / "h200"
 KRON_CASE = "bfs/kron21/merged_aligned/zerocopy/8B"
 GRID_DIMS = "2000x2000"
 VARIANTS = ("naive", "merged", "merged_aligned", "chunked", "balanced")

@@ -95,10 +95,10 @@ def test_kron_is_skewed_and_urand_is_not():
 
 @pytest.mark.parametrize("kind", ["kron", "urand"])
 def test_piecewise_csr_build_equals_generic_builder(kind, monkeypatch):
-    """The memory-lean builder (in pieces, blockwise dedup) gives what the
-    generic from_edges builds from the very same sampled edges."""
+    """The memory-lean builder (blockwise dedup and degree counts, lists filled in one
+    pass over the keys) gives what the generic from_edges builds from the very same
+    sampled edges."""
     monkeypatch.setattr(gen, "_WORK_BLOCK", 1000)
-    monkeypatch.setattr(gen, "_PIECE_ENTRIES", 3000)
     monkeypatch.setattr(gen, "BLOCK_EDGES", 4096)
     scale, degree, seed = 10, 6, 9
     g = generate(kind, scale, degree, seed, weighted=False)

@@ -2,7 +2,8 @@
 
 Each function returns the active vertex set of every launch (one launch per
 iteration, in order) and the algorithm's result, computed with whole-array
-NumPy operations over the edges of each launch (no Python loop per edge).
+NumPy operations over the edges of each launch, or for BFS's next frontier one
+compiled pass over them (no Python loop per edge).
 
 The schedule emulated (a choice; KERNELS.md leaves the interleaving of warps
 open, and any legal interleaving gives the same final result):
@@ -46,6 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from hostlink.traces.graphs.csr import CSR, GraphError
 
@@ -103,6 +105,28 @@ def _check_source(csr: CSR, source: int) -> int:
     return int(source)
 
 
+@njit(cache=True)
+def _unlabelled_neighbours(offsets, dst, frontier, label, mark):
+    """The distinct vertices the lists of ``frontier`` hold whose ``label`` is INF, in
+    the order first met (``mark``: an all-False scratch array of V, left so). One pass
+    over the lists: neither their edge indices nor their vertices are materialised."""
+    total = 0
+    for v in frontier:
+        total += int(offsets[v + 1]) - int(offsets[v])
+    out = np.empty(min(total, mark.shape[0]), dtype=np.int64)
+    n = 0
+    for v in frontier:
+        for e in range(int(offsets[v]), int(offsets[v + 1])):
+            u = int(dst[e])
+            if label[u] == INF_U32 and not mark[u]:
+                mark[u] = True
+                out[n] = u
+                n += 1
+    for k in range(n):
+        mark[out[k]] = False
+    return out[:n]
+
+
 def bfs(csr: CSR, source: int) -> AlgorithmRun:
     """Level-synchronous BFS: ``label`` (u32, INF = 0xFFFFFFFF) is the depth."""
     source = _check_source(csr, source)
@@ -114,8 +138,7 @@ def bfs(csr: CSR, source: int) -> AlgorithmRun:
     mark = np.zeros(csr.num_vertices, dtype=bool)
     while len(frontier):
         active.append(frontier)
-        nbrs = csr.dst[edge_indices(csr.offsets, frontier)]
-        new = _distinct(nbrs[label[nbrs] == INF_U32], mark)
+        new = np.sort(_unlabelled_neighbours(csr.offsets, csr.dst, frontier, label, mark))
         label[new] = level + 1
         frontier = new
         level += 1

@@ -34,6 +34,43 @@ SECTORS_PER_LINE = LINE_B // SECTOR_B
 DEFAULT_BATCH = 1 << 22
 
 
+@njit(cache=True)
+def _presorted_requests(row, lo, hi):
+    """:func:`coalesce_ranges` of presorted ranges in one pass: each range's sectors in
+    turn, a sector equal to the one before (same row) adding its bytes to it, one
+    right after it in the same row and 128 B line extending its request."""
+    total = 0
+    for i in range(len(lo)):
+        total += max(0, (hi[i] - 1) // SECTOR_B - lo[i] // SECTOR_B + 1)
+    out_r = np.empty(total, dtype=np.int64)
+    out_addr = np.empty(total, dtype=np.int64)
+    out_size = np.empty(total, dtype=np.int64)
+    out_useful = np.empty(total, dtype=np.int64)
+    n = 0
+    last_r = 0
+    last_s = 0
+    for i in range(len(lo)):
+        r = row[i]
+        s0 = lo[i] // SECTOR_B
+        for sec in range(s0, (hi[i] - 1) // SECTOR_B + 1):
+            u = min(hi[i], (sec + 1) * SECTOR_B) - max(lo[i], sec * SECTOR_B)
+            if n and r == last_r and sec == last_s:
+                out_useful[n - 1] += u                  # the same sector again
+            elif (n and r == last_r and sec == last_s + 1
+                  and sec // SECTORS_PER_LINE == last_s // SECTORS_PER_LINE):
+                out_size[n - 1] += SECTOR_B             # the next sector of the line
+                out_useful[n - 1] += u
+            else:
+                out_r[n] = r
+                out_addr[n] = sec * SECTOR_B
+                out_size[n] = SECTOR_B
+                out_useful[n] = u
+                n += 1
+            last_r = r
+            last_s = sec
+    return out_r[:n], out_addr[:n], out_size[:n], out_useful[:n]
+
+
 def coalesce_ranges(row: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                     presorted: bool) -> tuple[np.ndarray, ...]:
     """Requests of byte ranges [lo, hi), each belonging to instruction ``row``.
@@ -44,6 +81,8 @@ def coalesce_ranges(row: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     """
     lo = lo.astype(np.int64)
     hi = hi.astype(np.int64)
+    if presorted:
+        return _presorted_requests(np.asarray(row, dtype=np.int64), lo, hi)
     s0 = lo // SECTOR_B
     ns = (hi - 1) // SECTOR_B - s0 + 1
     rep = np.repeat(np.arange(len(lo), dtype=np.int64), ns)

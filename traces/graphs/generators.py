@@ -36,8 +36,9 @@ Assumptions (choices of this module, not of GAP):
   weights from its RNG instead).
 
 Memory and time: the sampled edges are held once as packed u64 keys (8 B
-per sampled edge), sorted and compacted in place; the CSR is then built in
-pieces of about 2**25 entries, so no second full-size key array exists.
+per sampled edge), sorted and compacted in place; one compiled pass over
+them then writes each key into both its ends' lists, so no second key array
+exists.
 Measured on the 2-core CI-size machine (tests/bench/results/emulator.json):
 kron scale 22 degree 16 (128.3 M directed edges) peaks at 1.7 GiB and takes
 about 16 s on an idle machine; scale 24 (520.8 M edges, 4.0 GiB of offsets,
@@ -46,6 +47,7 @@ edges and weights) peaks at 4.85 GiB.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from hostlink.traces.graphs.csr import CSR, GraphError, offsets_from_sorted_keys
 
@@ -60,7 +62,6 @@ _LOW32 = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
 _SENTINEL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _WORK_BLOCK = 1 << 23
-_PIECE_ENTRIES = 1 << 25
 
 
 def _rng(seed: int, *key: int) -> np.random.Generator:
@@ -76,24 +77,27 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
+@njit(cache=True)
+def _weights_into(offsets, dst, salt, out):
+    """:func:`edge_weights` edge by edge: ``1 + splitmix64((min << 32 | max) ^ salt)
+    mod WEIGHT_MAX`` (u64 arithmetic wraps, as NumPy's)."""
+    for v in range(offsets.shape[0] - 1):
+        g = np.uint64(v)
+        for e in range(offsets[v], offsets[v + 1]):
+            u = np.uint64(dst[e])
+            z = (((min(g, u) << _S32) | max(g, u)) ^ salt) + np.uint64(0x9E3779B97F4A7C15)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            z = z ^ (z >> np.uint64(31))
+            out[e] = np.uint32(z % np.uint64(WEIGHT_MAX) + np.uint64(1))
+
+
 def edge_weights(offsets: np.ndarray, dst: np.ndarray, seed: int = DEFAULT_SEED) -> np.ndarray:
     """Weights in [1, 255] of every CSR edge, symmetric in its endpoints (see module doc)."""
-    offsets = np.asarray(offsets, dtype=np.uint64)
-    V = len(offsets) - 1
-    E = len(dst)
-    out = np.empty(E, dtype=np.uint32)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    out = np.empty(len(dst), dtype=np.uint32)
     salt = splitmix64(np.uint64(seed & 0xFFFFFFFFFFFFFFFF))
-    targets = np.arange(0, E, _WORK_BLOCK, dtype=np.uint64)
-    cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets, targets), [V]]))
-    deg = np.diff(offsets).astype(np.int64)
-    for v0, v1 in zip(cuts[:-1], cuts[1:]):
-        e0, e1 = int(offsets[v0]), int(offsets[v1])
-        if e1 == e0:
-            continue
-        src = np.repeat(np.arange(v0, v1, dtype=np.uint64), deg[v0:v1])
-        d = dst[e0:e1].astype(np.uint64)
-        key = (np.minimum(src, d) << _S32) | np.maximum(src, d)
-        out[e0:e1] = (splitmix64(key ^ salt) % np.uint64(WEIGHT_MAX) + np.uint64(1)).astype(np.uint32)
+    _weights_into(offsets, np.asarray(dst), np.uint64(salt), out)
     return out
 
 
@@ -161,41 +165,48 @@ def _sample_keys(kind: str, scale: int, degree: int, seed: int) -> np.ndarray:
     return keys[:kept]
 
 
+@njit(cache=True)
+def _fill_lists(keys, offsets, lower_deg, dst):
+    """Write each canonical key ``min << 32 | max`` of ``keys`` (sorted) into both its
+    ends' lists in ``dst``: v's list holds its lower neighbours (``lower_deg[v]`` of
+    them) then its higher ones. The keys come sorted by ``min``, then ``max``, so each
+    part fills in ascending order."""
+    n = offsets.shape[0] - 1
+    lower_at = np.empty(n, dtype=np.int64)
+    higher_at = np.empty(n, dtype=np.int64)
+    for v in range(n):
+        lower_at[v] = offsets[v]
+        higher_at[v] = offsets[v] + lower_deg[v]
+    for k in keys:
+        lo = np.int64(k >> _S32)
+        hi = np.int64(k & _LOW32)
+        dst[higher_at[lo]] = hi
+        higher_at[lo] += 1
+        dst[lower_at[hi]] = lo
+        lower_at[hi] += 1
+
+
 def _csr_from_undirected(holder: list, N: int) -> tuple[np.ndarray, np.ndarray]:
     """Offsets (u64) and dst (u32) of the symmetric graph whose canonical keys
     ``min << 32 | max`` (sorted, unique) are ``holder[0]``.
 
     The neighbour list of v is the ``min`` ends of the keys whose ``max`` is v
     (all below v), then the ``max`` ends of the keys whose ``min`` is v (all
-    above v). The list is built in pieces of about 2**25 entries: the key array
-    (taken out of ``holder`` so that it is freed here) is never copied whole.
+    above v), each ascending: one compiled pass over the keys (taken out of
+    ``holder`` so that they are freed here) writes every key into both lists.
     """
     keys = holder.pop()
     U = len(keys)
-    fwd_start = offsets_from_sorted_keys(keys, N).astype(np.int64)
-    deg = np.diff(fwd_start)
+    higher_deg = np.diff(offsets_from_sorted_keys(keys, N).astype(np.int64))
+    lower_deg = np.zeros(N, dtype=np.int64)
     for a in range(0, U, _WORK_BLOCK):
-        deg += np.bincount((keys[a:a + _WORK_BLOCK] & _LOW32).astype(np.int64), minlength=N)
+        lower_deg += np.bincount((keys[a:a + _WORK_BLOCK] & _LOW32).astype(np.int64),
+                                 minlength=N)
     offsets = np.zeros(N + 1, dtype=np.uint64)
-    np.cumsum(deg, out=offsets[1:])
-    del deg
+    np.cumsum(higher_deg + lower_deg, out=offsets[1:])
+    del higher_deg
     dst = np.empty(2 * U, dtype=np.uint32)
-    targets = np.arange(0, 2 * U, _PIECE_ENTRIES, dtype=np.uint64)
-    cuts = np.unique(np.concatenate([[0], np.searchsorted(offsets, targets), [N]]))
-    for v0, v1 in zip(cuts[:-1], cuts[1:]):
-        lo_v0, hi_v1 = np.uint64(v0), np.uint64(v1)
-        parts = []
-        for a in range(0, int(fwd_start[v1]), _WORK_BLOCK):
-            blk = keys[a:min(a + _WORK_BLOCK, int(fwd_start[v1]))]
-            hi = blk & _LOW32
-            b = blk[(hi >= lo_v0) & (hi < hi_v1)]
-            parts.append(((b & _LOW32) << _S32) | (b >> _S32))
-        parts.append(keys[fwd_start[v0]:fwd_start[v1]])
-        piece = np.concatenate(parts)
-        del parts
-        piece.sort()
-        dst[int(offsets[v0]):int(offsets[v1])] = piece & _LOW32
-        del piece
+    _fill_lists(keys, offsets.astype(np.int64), lower_deg, dst)
     return offsets, dst
 
 
