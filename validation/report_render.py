@@ -46,6 +46,19 @@ def timing_table(timings: dict[str, dict], annotated: pd.DataFrame) -> pd.DataFr
                                        "measured_kernel_ms", "model_over_kernel"])
 
 
+def bound_table(timings: dict[str, dict], annotated: pd.DataFrame) -> pd.DataFrame:
+    """Per case with a named bound (a microbenchmark twin's, in ``timings``): its group,
+    primary metric's measured, predicted and error, and the bound."""
+    named = {c: t["bound"] for c, t in timings.items() if t.get("bound")}
+    rows = annotated[annotated["primary"] & annotated["case"].isin(named)]
+    if not len(rows):
+        return pd.DataFrame(columns=["group", "case", "measured", "predicted", "error_pct",
+                                     "unit", "bound"])
+    out = rows[["group", "case", "measured", "predicted", "error_pct", "unit"]].copy()
+    out["bound"] = out["case"].map(named)
+    return out.reset_index(drop=True)
+
+
 def markdown(annotated: pd.DataFrame, stats: list[GroupStats], *, title: str, system_name: str,
              fidelity: str, calibration: dict | None, results_dir: str,
              unpredicted: list[str], timings: dict | None = None,
@@ -121,6 +134,22 @@ def markdown(annotated: pd.DataFrame, stats: list[GroupStats], *, title: str, sy
                 lines.append(f"| `{r['case']}` | {r['emulate_s']:.1f} | {r['model_s']:.1f} | "
                              f"{r['requests']:.3g} | {_fmt(r['measured_kernel_ms'], 4)} | "
                              f"{r['model_over_kernel']:.3g} |")
+            lines.append("")
+    bounds = bound_table(timings or {}, annotated)
+    if len(bounds):
+        lines += ["## What binds each case", "",
+                  "The bound the model names for each microbenchmark case: the link, "
+                  "requests in flight, translation, the host's serve rate, UVM service, "
+                  "device memory, issue or launch.", ""]
+        for group, g in bounds.groupby("group", sort=False):
+            counts = ", ".join(f"{b} {n}" for b, n in g["bound"].value_counts().items())
+            lines += [f"### `{group}`: {counts}", "",
+                      "| case | measured | predicted | error % | bound |",
+                      "|---|---:|---:|---:|---|"]
+            for _, r in g.iterrows():
+                lines.append(f"| `{r['case']}` | {_fmt(r['measured'], 4)} {r['unit']} | "
+                             f"{_fmt(r['predicted'], 4)} {r['unit']} | {r['error_pct']:+.1f} | "
+                             f"{r['bound']} |")
             lines.append("")
     if unpredicted:
         lines += ["## Cases without a prediction", ""]

@@ -253,6 +253,7 @@ class MicroTwin:
     size_B: int = 0                  # memcpy, uvm_touch
     extra: dict = field(default_factory=dict)
     workload: object = None          # what predict() takes
+    bound: str = ""                  # what bound the last prediction (bound_of)
 
     @property
     def scale(self) -> float:
@@ -283,7 +284,14 @@ class MicroTwin:
         :func:`hostlink.model.predict.predict` of the case's workload."""
         from hostlink.model.predict import predict
         pred = predict(self.workload, system, mode=self.predict_mode, fidelity=fidelity)
+        self.bound = bound_of(pred)
         return metrics(self, pred)
+
+
+def bound_of(pred) -> str:
+    """The bound a prediction names: its class where it has one (a gather's link,
+    requests in flight, translation, the host's serve rate, ...), else its own name."""
+    return str(pred.extra.get("bound_class") or pred.bound or "")
 
 
 def metrics(twin: MicroTwin, pred) -> dict[str, float]:

@@ -58,7 +58,8 @@ def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
                 on_case: Callable[[str, pd.DataFrame, str | None], None] | None = None,
                 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """Tidy predicted rows for every measured case (model_kind = fidelity), and the
-    cases whose twin failed with the reason (``timings``, a dict, receives each traversal case's wall-clock seconds, and
+    cases whose twin failed with the reason (``timings``, a dict, receives each traversal case's wall-clock seconds
+    and each microbenchmark case's bound, ``{"bound": ...}``; and
     ``max_sources`` samples each traversal case's sources, see
     :func:`predict_traversal`). ``skip_cases``: cases not predicted (already done
     elsewhere, e.g. a resumed report); ``on_case(case, rows, failure)`` is called as
@@ -93,6 +94,8 @@ def predict_run(run: RunData, system, *, fidelity: str = "des", graph_dir=None,
                 for metric, value in twin.predict(system, fidelity).items():
                     rows.append((run_id, run.experiment, case, fidelity, metric, value,
                                  unit_of(metric), 0))
+                if timings is not None and getattr(twin, "bound", ""):
+                    timings[case] = {"bound": twin.bound}
             elif kind == "traversal":
                 timing = {} if timings is not None else None
                 if timings is not None:

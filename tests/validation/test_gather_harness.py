@@ -159,6 +159,27 @@ def test_twins_build_the_workload_and_call_predict(tmp_path):
         direct = predict(work, SYSTEM, mode=mode, fidelity="analytic")
         assert got["bw_GBps"] == pytest.approx(direct.bw_GBps)
         assert got["time_ms"] == pytest.approx(direct.time_s * 1e3)
+        assert twin.bound == direct.extra["bound_class"] != ""
+
+
+def test_the_report_names_each_gather_cases_bound():
+    import pandas as pd
+    from hostlink.validation.report_render import bound_table, markdown
+    annotated = pd.DataFrame({
+        "case": ["micro/gather/a", "micro/gather/b", "micro/zc_read/c"],
+        "group": ["micro/gather/zerocopy", "micro/gather/zerocopy", "micro/zc_read"],
+        "primary": [True, True, True], "metric": ["bw_GBps"] * 3, "measured": [50.0, 14.0, 4.9],
+        "predicted": [51.0, 19.0, 5.2], "error_pct": [2.0, 35.7, 6.1], "unit": ["GB/s"] * 3})
+    timings = {"micro/gather/a": {"bound": "link"}, "micro/gather/b": {"bound": "translation"},
+               "trav/x": {"sources": 1, "model_s": 2.0}}
+    t = bound_table(timings, annotated)
+    assert t.set_index("case")["bound"].to_dict() == {"micro/gather/a": "link",
+                                                      "micro/gather/b": "translation"}
+    text = markdown(annotated, [], title="t", system_name="s", fidelity="des", calibration=None,
+                    results_dir="r", unpredicted=[], timings=timings)
+    assert "### `micro/gather/zerocopy`: link 1, translation 1" in text
+    assert "| `micro/gather/b` | 14 GB/s | 19 GB/s | +35.7 | translation |" in text
+    assert bound_table({}, annotated).empty
 
 
 def test_gather_groups_carry_the_acceptance_targets():

@@ -1,0 +1,47 @@
+"""Which BFS variant and placement wins on each graph: measured against predicted.
+
+For every graph of a run, over its BFS cases with 8 B ids (every variant in
+zero-copy, UVM and device memory), it names the fastest case measured and the
+fastest predicted, and how much slower, measured, the predicted winner ran
+than the measured one (the acceptance allows 5%). Kernel time is the mean over
+reps and sources.
+
+Usage: python3 winners_summary.py RUN  (reads RUN/summary.csv of
+`hostlink validate report`; writes RUN/winners.csv and prints one line a graph)
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+
+def winners(summary: pd.DataFrame) -> pd.DataFrame:
+    s = summary[(summary["metric"] == "kernel_time_ms") & summary["case"].str.startswith("bfs/")
+                & summary["case"].str.endswith("/8B")].copy()
+    parts = s["case"].str.split("/", expand=True)
+    s["graph"], s["option"] = parts[1], parts[2] + "/" + parts[3]
+    rows = []
+    for graph, g in s.groupby("graph"):
+        g = g.groupby("option")[["measured", "predicted"]].mean()
+        meas, pred = g["measured"].idxmin(), g["predicted"].idxmin()
+        rows.append({"graph": graph, "measured_winner": meas,
+                     "measured_ms": g.loc[meas, "measured"], "predicted_winner": pred,
+                     "predicted_winner_measured_ms": g.loc[pred, "measured"],
+                     "slower_pct": 100 * (g.loc[pred, "measured"] / g.loc[meas, "measured"] - 1),
+                     "options": len(g)})
+    return pd.DataFrame(rows)
+
+
+def main(run: str) -> None:
+    w = winners(pd.read_csv(Path(run) / "summary.csv"))
+    w.to_csv(Path(run) / "winners.csv", index=False, float_format="%.4g")
+    for _, r in w.iterrows():
+        verdict = "same" if r.measured_winner == r.predicted_winner else f"{r.slower_pct:+.1f}%"
+        print(f"{r.graph:16s} measured {r.measured_winner:24s} {r.measured_ms:9.3f} ms  "
+              f"predicted {r.predicted_winner:24s} {verdict}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
