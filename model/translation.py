@@ -212,9 +212,12 @@ def warp_page_repeats(pages: np.ndarray, warp_keys: np.ndarray) -> np.ndarray:
     return out
 
 
-def warp_keys_of(stream: RequestStream) -> np.ndarray:
-    """One key per request naming its warp across the stream's launches."""
-    return (stream.launch.astype(np.int64) << np.int64(32)) | stream.warp.astype(np.int64)
+def warp_keys_of(stream: RequestStream, rows: np.ndarray | None = None) -> np.ndarray:
+    """One key per request (of ``rows``, all by default) naming its warp across the
+    stream's launches."""
+    launch, warp = (stream.launch, stream.warp) if rows is None else \
+        (stream.launch[rows], stream.warp[rows])
+    return (launch.astype(np.int64) << np.int64(32)) | warp.astype(np.int64)
 
 
 def translation_bound_GBps(miss_rate: float, request_B: float, miss_lat_ns: float,

@@ -352,8 +352,7 @@ def translation_flags(stream: RequestStream, system: SystemConfig, row: np.ndarr
     else:
         seq = reads[np.lexsort((reads, arrival[reads]))]
     addr = stream.addr[row[seq]]
-    rows = row[seq]
-    keys = (stream.launch[rows].astype(np.int64) << np.int64(32)) | stream.warp[rows].astype(np.int64)
+    keys = xl.warp_keys_of(stream, row[seq])
     walk[seq] = xl.translation_misses(addr // np.uint64(cfg.page_B), cfg, keys)
     if cfg.iommu:
         iommu[seq] = xl.lru_misses(addr // np.uint64(cfg.iommu_page_B), cfg.iommu_iotlb_entries)
