@@ -20,6 +20,8 @@ each with the request-stream model and what the description adds:
   cta_dispatch_ns)`` (as :func:`hostlink.model.predict.launch_floor`), the work the
   sampled CTAs' device time scaled to the grid;
 - :class:`~hostlink.model.workload.Gather`: :mod:`hostlink.model.gather_run`;
+- :class:`~hostlink.model.workload.HostRead`: host threads reading rows
+  (:func:`hostlink.model.cpu_gather.host_read_time`);
 - :class:`~hostlink.model.workload.HostLoopRun`: the loop's time outside its walks
   (:func:`hostlink.model.host_loop.loop_gap_ns`) plus the walks as their events time
   them (``walk_us`` plus an empty launch's ``gpu.launch_ns``).
@@ -34,8 +36,8 @@ import numpy as np
 
 from hostlink.model.errors import HostlinkError
 from hostlink.model.result import Prediction
-from hostlink.model.workload import (Copy, FirstTouch, Gather, HostLoopRun, LaunchGrid,
-                                     PointerChase, SampledRun)
+from hostlink.model.workload import (Copy, FirstTouch, Gather, HostLoopRun, HostRead,
+                                     LaunchGrid, PointerChase, SampledRun)
 
 UVM_MODES = ("uvm", "uvm_readmostly")
 
@@ -233,7 +235,17 @@ def _gather(run, system, mode, fidelity, opts) -> Prediction:
     return predict_gather(run, system, mode, fidelity, opts)
 
 
-_TIMERS = {Gather: _gather, SampledRun: _sampled, FirstTouch: _first_touch,
+def _host_read(run: HostRead, system, mode, fidelity, opts) -> Prediction:
+    from hostlink.model.cpu_gather import host_read_time
+    time_ns, bound, terms = host_read_time(system, run.rows, run.row_B, run.threads,
+                                           copy=run.copy)
+    return _made(mode, fidelity, system, time_ns, run.rows * run.row_B, bound=bound,
+                 kernel_ns=[0.0],
+                 extra={"host_read_ns": {k: v for k, v in terms.items() if k != "dram_B"},
+                        "host_dram_B": terms["dram_B"], "launch_bounds": [bound]})
+
+
+_TIMERS = {Gather: _gather, HostRead: _host_read, SampledRun: _sampled, FirstTouch: _first_touch,
            PointerChase: _chase, Copy: _copy, LaunchGrid: _launch_grid, HostLoopRun: _host_loop}
 
 

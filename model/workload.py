@@ -344,5 +344,19 @@ class Gather:
     host_threads: int = 16
 
 
+@dataclass(frozen=True)
+class HostRead:
+    """``threads`` host threads reading ``rows`` random rows of ``row_B`` bytes from a
+    host table of ``table_B`` bytes, each thread its share in turn; ``copy``: each row
+    copied into its slot of a staging buffer (the CPU gather without its copy to the
+    GPU), else only read. Timed by :func:`hostlink.model.cpu_gather.host_read_time`;
+    no GPU and no link take part."""
+    rows: int
+    row_B: int
+    table_B: int
+    threads: int = 16
+    copy: bool = False
+
+
 #: the workloads :func:`hostlink.model.predict.predict` takes beside request streams and traces
-WORKLOADS = (SampledRun, FirstTouch, PointerChase, Copy, LaunchGrid, HostLoopRun, Gather)
+WORKLOADS = (SampledRun, FirstTouch, PointerChase, Copy, LaunchGrid, HostLoopRun, Gather, HostRead)

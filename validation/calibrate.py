@@ -388,6 +388,29 @@ def _guess_host_loop(prob, system, base):
             for k, v, u in zip(HOST_LOOP_COSTS, sol, used)}
 
 
+def _guess_host_read(prob, system, base):
+    """A thread's time per row is ``lat (1 + (lines - 1) / fill_buffers)``
+    (:func:`hostlink.model.cpu_gather.row_thread_ns`): a line through the measured
+    times per row and thread against the rows' further lines, least squares on the
+    relative errors."""
+    from hostlink.model.cpu_gather import CACHE_LINE_B, mean_row_read_B
+
+    lines, per_row = [], []
+    for t, bw in zip(prob.twins, prob.measured_arr):
+        run = t.workload
+        lines.append(mean_row_read_B(run.row_B, CACHE_LINE_B) / CACHE_LINE_B - 1.0)
+        per_row.append(run.threads * run.row_B / float(bw))      # B / (B/ns) = ns
+    x, y = np.asarray(lines), np.asarray(per_row)
+    if len(set(x.tolist())) < 2:
+        return {}
+    a = np.stack([np.ones_like(x), x], axis=1) / y[:, None]
+    (lat, per_line), *_ = np.linalg.lstsq(a, np.ones_like(y), rcond=None)
+    if lat <= 0 or per_line <= 0:
+        return {}
+    return {"host.cpu_load_lat_ns": float(lat),
+            "host.cpu_fill_buffers": float(min(256, max(1, round(lat / per_line))))}
+
+
 def _guess_additive(key: str):
     """Latency-like keys: the prediction moves one for one with the key."""
     def guess(prob, system, base):
@@ -830,6 +853,12 @@ STEPS: tuple[Step, ...] = (
          guess=_guess_added_us("uvm.prefetch_call_us"),
          explain=f"prefetched first touch of at most {PREFETCH_CALL_MAX_B >> 20} MiB: "
                  "cudaMemPrefetchAsync's fixed cost per call, which larger prefetches hide"),
+    Step("host_read", (Param("host.cpu_load_lat_ns", 1.0, 1e5),
+                       Param("host.cpu_fill_buffers", 1, 256, integer=True)),
+         ("micro/host_read/sum",), guess=_guess_host_read,
+         explain="host threads summing random rows of growing size: the first line's "
+                 "latency per row, the further lines streamed with the fill buffers' "
+                 "misses in flight"),
     Step("host_loop", tuple(Param(k, 0.0, 1e4, log=False, sens_step=0.2) for k in HOST_LOOP_KEYS),
          ("micro/host_loop/parts",), guess=_guess_host_loop,
          explain="loops of a walk launch and the stream items a program puts between its "

@@ -52,7 +52,8 @@ file and the key, :mod:`hostlink.model.tomlcheck`)::
 
     [[micro]]                  # a group of microbenchmark points
     benchmark = "zc_read"      # memcpy, zc_read, zc_warps, ptr_chase, uvm_touch, launch,
-                               # host_loop, gather (a GNN feature gather: ids uniform or
+                               # host_loop, host_read (host threads reading random rows),
+                               # gather (a GNN feature gather: ids uniform or
                                # sampled from a kron graph of graph_scale, table_B, row_B,
                                # variant, lane_B, memory_mode; see
                                # validation/experiments/gather/manifest.toml)
@@ -205,6 +206,15 @@ MICRO_BENCHMARKS: dict[str, tuple[str, dict[str, Param]]] = {
         "fanouts": Param("choice", "10,25", GATHER_FANOUTS, naming=False),
         "batch": Param("int", 1024, naming=False, minimum=1),
         "threads": Param("int", 16, naming=False, minimum=1),
+        "reps": Param("int", 5, naming=False, minimum=1),
+        "seed": Param("int", 1, naming=False),
+    }),
+    "host_read": ("host_read", {
+        "region_B": Param("size", 1 << 30, minimum=4096),
+        "row_B": Param("size", 64, minimum=4),
+        "threads": Param("int", 16, minimum=1),
+        "op": Param("choice", "sum", ("sum", "copy")),
+        "rows": Param("int", 262144, naming=False, minimum=1),
         "reps": Param("int", 5, naming=False, minimum=1),
         "seed": Param("int", 1, naming=False),
     }),
@@ -604,6 +614,13 @@ def _micro_group(m: dict, where: str, key: str) -> MicroGroup:
                               "set memory_mode = \"device\"")
     if bench == "gather":
         _check_gather(where, key, lists, settings, spec)
+    if bench == "host_read":
+        bad = [v for v in lists.get("row_B", ()) if v % 4]
+        if bad:
+            raise ConfigError(f"{where}: '{key}.row_B': {bad[0]} is not a multiple of 4 B "
+                              "(rows are read as 4 B words)")
+        if any(v > 4096 for v in lists.get("threads", ())):
+            raise ConfigError(f"{where}: '{key}.threads': at most 4096")
     return MicroGroup(bench, lists, settings)
 
 

@@ -168,6 +168,9 @@ def micro_group(params: dict) -> str:
         cls = {"registered": "zerocopy", "uvm_accessedby": "zerocopy", "uvm_warm": "device",
                "uvm": "uvm"}.get(mode, mode)
         return f"micro/gather/{cls}"
+    if b == "host_read":
+        # rows only read (they calibrate the host threads) and rows copied (held out)
+        return f"micro/host_read/{params.get('op', 'sum')}"
     return f"micro/{b}"
 
 

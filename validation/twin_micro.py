@@ -42,7 +42,8 @@ mod n`` or one line every ``stride_B`` (sparse), in the UVM model by advice;
 ``memcpy``: a :class:`~hostlink.model.workload.Copy` (:mod:`hostlink.model.copy_engine`).
 ``launch``: a :class:`~hostlink.model.workload.LaunchGrid`; ``host_loop``: a
 :class:`~hostlink.model.workload.HostLoopRun`; ``gather``: a
-:class:`~hostlink.model.workload.Gather` (:mod:`hostlink.validation.twin_gather`).
+:class:`~hostlink.model.workload.Gather` (:mod:`hostlink.validation.twin_gather`);
+``host_read``: a :class:`~hostlink.model.workload.HostRead` (no GPU takes part).
 
 Caches: host loads with the default cache operator go through the caches
 :func:`hostlink.traces.cache.host_read_cache` gives for the system's GPU (the
@@ -922,6 +923,21 @@ def build_gather(case: str, params: dict, system) -> MicroTwin:
                      loads_in_flight=work.loads_in_flight, workload=work)
 
 
+def build_host_read(case: str, params: dict, system) -> MicroTwin:
+    """The twin of a host_read case: a :class:`~hostlink.model.workload.HostRead` of the
+    program's rows, threads and op."""
+    from hostlink.model.workload import HostRead
+    rows, row_B = int(params.get("rows", 262144)), int(params["row_B"])
+    threads, table_B = int(params.get("threads", 16)), int(params["region_B"])
+    if rows < 1 or threads < 1 or row_B < 4 or table_B < row_B:
+        raise TwinError(f"case '{case}': rows and threads must be >= 1 and the region must "
+                        "hold a row")
+    work = HostRead(rows, row_B, table_B, threads, copy=params.get("op", "sum") == "copy")
+    full_B = float(rows * row_B)
+    return MicroTwin(case, "host_read", params, "device", None, full_B, full_B,
+                     workload=work)
+
+
 def build_micro(case: str, params: dict, system, *, hints: Callable[[str], float | None] | None = None,
                 max_requests: int = DEFAULT_MAX_REQUESTS,
                 max_uvm_B: int = DEFAULT_MAX_UVM_B,
@@ -947,6 +963,8 @@ def build_micro(case: str, params: dict, system, *, hints: Callable[[str], float
         return build_host_loop(case, params, system)
     if bench == "gather":
         return build_gather(case, params, system)
+    if bench == "host_read":
+        return build_host_read(case, params, system)
     raise TwinError(f"case '{case}': no twin for benchmark '{bench}'")
 
 

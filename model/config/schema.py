@@ -108,11 +108,13 @@ class HostMemoryConfig:
                                      "sustained peak; None = the DRAM's", gt=0, le=1e5,
                                      optional=True, provenance="measured")
     numa_nodes: int = param(1, doc="NUMA nodes of the host", ge=1, le=64)
-    cpu_fill_buffers: int = param(10, doc="cache-line misses one host core keeps in flight "
-                                  "(its L1 data cache's fill buffers): a CPU gather's "
-                                  "threads", ge=1, le=256, provenance="assumption")
-    cpu_load_lat_ns: float = param(100.0, doc="loaded latency of a host core's load that "
-                                   "misses to DRAM: a CPU gather's threads", gt=0, le=1e5,
+    cpu_fill_buffers: int = param(10, doc="cache-line misses one host thread keeps in flight "
+                                  "while it streams a row's lines (its L1 data cache's fill "
+                                  "buffers): host threads reading rows (a CPU gather)",
+                                  ge=1, le=256, provenance="assumption")
+    cpu_load_lat_ns: float = param(100.0, doc="a host thread's wait for the first cache line "
+                                   "of a row it reads from DRAM: host threads reading rows "
+                                   "(a CPU gather)", gt=0, le=1e5,
                                    provenance="assumption")
 
 

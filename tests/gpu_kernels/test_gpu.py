@@ -234,3 +234,14 @@ def test_gather_reads_sampled_ids(bin_dir, tmp_path):
     m = measurements(run(bin_dir, "gather", "--ids", "sampled", "--ids-file", path,
                          "--table-B", "4MiB", "--row-B", "1000", "--rows", 2048, "--reps", 1))
     assert len(m) == 1 and m[0]["metrics"]["check_pass"] == 1
+
+
+def test_host_read_passes_its_checks(bin_dir):
+    # rows summed and copied, 1 and 2 threads, a row size that is no power of two
+    m = measurements(run(bin_dir, "host_read", "--region-B", "8MiB", "--row-B", "64,1000",
+                         "--threads", "1,2", "--op", "sum,copy", "--rows", 4096, "--reps", 1))
+    assert len(m) == 2 * 2 * 2
+    assert all(x["metrics"]["check_pass"] == 1 and x["metrics"]["bw_GBps"] > 0 for x in m)
+    assert {(x["params"]["row_B"], x["params"]["threads"], x["params"]["op"]) for x in m} == {
+        (r, t, o) for r in (64, 1000) for t in (1, 2) for o in ("sum", "copy")}
+    run(bin_dir, "host_read", "--row-B", "66", rc=2)
