@@ -1,13 +1,18 @@
-"""Which BFS variant and placement wins on each graph: measured against predicted.
+"""Per graph of a run: the prediction's error by placement, and which BFS option wins.
 
-For every graph of a run, over its BFS cases with 8 B ids (every variant in
-zero-copy, UVM and device memory), it names the fastest case measured and the
-fastest predicted, and how much slower, measured, the predicted winner ran
-than the measured one (the acceptance allows 5%). Kernel time is the mean over
-reps and sources.
+Errors: the MAPE of kernel time over every case of a graph (BFS, SSSP and CC,
+every variant and id size) in each placement class (zero-copy, UVM, device),
+with its bias (the mean signed error); the acceptance asks at most 10% in
+zero-copy and 20% in UVM and in device memory, per family.
+
+Winners: over a graph's BFS cases with 8 B ids (every variant in zero-copy, UVM
+and device memory), the fastest case measured and the fastest predicted, and
+how much slower, measured, the predicted winner ran than the measured one (the
+acceptance allows 5%). Kernel time is the mean over reps and sources.
 
 Usage: python3 winners_summary.py RUN  (reads RUN/summary.csv of
-`hostlink validate report`; writes RUN/winners.csv and prints one line a graph)
+`hostlink validate report`; writes RUN/winners.csv and RUN/errors.csv and
+prints both)
 """
 from __future__ import annotations
 
@@ -34,8 +39,29 @@ def winners(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+PLACEMENT = {"zerocopy": "zerocopy", "registered": "zerocopy", "uvm_accessedby": "zerocopy",
+             "uvm": "uvm", "uvm_readmostly": "uvm", "device": "device"}
+
+
+def errors(summary: pd.DataFrame) -> pd.DataFrame:
+    """MAPE and bias of kernel time per (graph, placement), over the graph's cases."""
+    s = summary[summary["metric"] == "kernel_time_ms"].copy()
+    parts = s["case"].str.split("/", expand=True)
+    s["graph"], s["placement"] = parts[1], parts[3].map(PLACEMENT)
+    s["abs_pct"] = s["error_pct"].abs()
+    g = s.groupby(["graph", "placement"])
+    return pd.DataFrame({"cases": g.size(), "mape_pct": g["abs_pct"].mean(),
+                         "bias_pct": g["error_pct"].mean(),
+                         "worst_pct": g["error_pct"].agg(lambda e: e.loc[e.abs().idxmax()])}
+                        ).reset_index()
+
+
 def main(run: str) -> None:
-    w = winners(pd.read_csv(Path(run) / "summary.csv"))
+    summary = pd.read_csv(Path(run) / "summary.csv")
+    e = errors(summary)
+    e.to_csv(Path(run) / "errors.csv", index=False, float_format="%.4g")
+    print(e.pivot(index="graph", columns="placement", values="mape_pct").round(1).to_string())
+    w = winners(summary)
     w.to_csv(Path(run) / "winners.csv", index=False, float_format="%.4g")
     for _, r in w.iterrows():
         verdict = "same" if r.measured_winner == r.predicted_winner else f"{r.slower_pct:+.1f}%"
