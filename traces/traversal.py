@@ -27,11 +27,16 @@ Assumptions:
   every memory mode.
 - SSSP and CC launches run in waves of the GPU's resident warps
   (:mod:`hostlink.traces.emulator.algorithms`).
+- every BFS, SSSP and CC launch tests all the graph's vertices; the warp
+  instructions of those tests, as measured (:mod:`hostlink.traces.scan_cost`),
+  join each launch's count (:func:`with_scan_insts`), so the issue floor bounds a
+  launch that tests a million vertices and expands a few.
 """
 from __future__ import annotations
 
 from hostlink.model.geometry import SECTOR_B
 from hostlink.model.workload import TraversalWorkload
+from hostlink.traces.scan_cost import scan_warp_insts
 
 #: Graphs up to this many edges carry their device-array accesses (the scale-14
 #: graphs at degree 16, not the scale-21 and -24 ones).
@@ -68,6 +73,20 @@ def requests_ahead(variant: str, load_ahead: int, id_bytes: int, weighted: bool 
     if variant == "balanced":
         load_ahead = BALANCED_LOADS_IN_FLIGHT.get(load_ahead, load_ahead)
     return max(1, load_ahead) * (2 if weighted else 1)
+
+
+def with_scan_insts(stream, kernel: str, variant: str, id_bytes: int, vertices: int):
+    """``stream`` with each launch's warp instructions raised by the tests of its
+    ``vertices`` vertices (:mod:`hostlink.traces.scan_cost`), which the issue floor
+    of :mod:`hostlink.model.compute` then sees; unchanged where the variant's tests
+    were not measured."""
+    from dataclasses import replace
+    extra = scan_warp_insts(kernel, variant, id_bytes, vertices)
+    if extra <= 0 or not stream.launches:
+        return stream
+    launches = tuple(replace(info, warp_insts=int(info.warp_insts) + extra)
+                     for info in stream.launches)
+    return replace(stream, launches=launches)
 
 
 def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
@@ -108,6 +127,7 @@ def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
         stream = stream.with_waits(walk_waits(stream))
     else:                # the walk's dependent device steps, one request each
         stream = with_visit_skeleton(stream, em, load_ahead)
+    stream = with_scan_insts(stream, kernel, variant, id_bytes, csr.num_vertices)
     elem_B = id_bytes + (WEIGHT_B if kernel == "sssp" else 0)
     return TraversalWorkload(
         stream=stream, kernel=kernel, variant=variant,

@@ -1,0 +1,68 @@
+"""The measured instructions of a traversal launch's vertex tests (traces/scan_cost.py):
+their source, and what they do to a launch that tests many vertices and expands few."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hostlink.model.config import load_system
+from hostlink.model.predict import predict
+from hostlink.traces.graphs.families import build_graph
+from hostlink.traces.scan_cost import SCAN_WARP_INSTS, per_vertex, scan_warp_insts
+from hostlink.traces.traversal import traversal_workload, with_scan_insts
+
+LAUNCHES = (Path(__file__).resolve().parents[2] / "validation" / "experiments" / "device_work"
+            / "runs" / "h100" / "launches.csv")
+VERTICES = {"kron14": 1 << 14, "urand14": 1 << 14, "kron21": 1 << 21, "urand21": 1 << 21}
+
+
+def test_the_table_is_the_probes_least_last_launch_per_vertex():
+    d = pd.read_csv(LAUNCHES)
+    last = d.groupby(["kernel", "graph", "memory_mode", "variant", "id_bytes"]).tail(1)
+    last = last.assign(per_v=last["warp_inst"] / last["graph"].map(VERTICES))
+    least = last.groupby(["kernel", "variant", "id_bytes"])["per_v"].min()
+    measured = {k: v for k, v in least.items() if k[0] in ("bfs", "sssp", "cc")}
+    assert set(measured) == set(SCAN_WARP_INSTS)
+    for key, value in SCAN_WARP_INSTS.items():
+        assert value == pytest.approx(measured[key], abs=1e-3), key
+
+
+def test_unmeasured_variants_get_none_and_widths_stand_in():
+    assert per_vertex("bfs", "naive", 8) == 0.0 and per_vertex("bfs", "balanced", 4) == 0.0
+    assert per_vertex("sssp", "chunked", 4) == SCAN_WARP_INSTS[("sssp", "chunked", 8)]
+    assert scan_warp_insts("bfs", "chunked", 8, 1000) == round(27.3758 * 1000)
+    assert scan_warp_insts("pagerank", "chunked", 8, 1000) == 0
+
+
+@pytest.fixture(scope="module")
+def grid():
+    # a 2-D grid with shuffled ids: about 90 BFS levels, each testing 4096 vertices
+    return build_graph("grid", dims="64x64", ids="shuffled", seed=3)
+
+
+def test_every_launch_counts_its_tests(grid):
+    system = load_system("h200-pcie5")
+    work = traversal_workload(grid, "bfs", "chunked", system.gpu, source=5, id_bytes=8)
+    bare = traversal_workload(grid, "bfs", "naive", system.gpu, source=5, id_bytes=8)
+    extra = scan_warp_insts("bfs", "chunked", 8, grid.num_vertices)
+    assert all(info.warp_insts >= extra for info in work.stream.launches)
+    # naive: not measured, the trace's own counts
+    again = with_scan_insts(bare.stream, "bfs", "naive", 8, grid.num_vertices)
+    assert again is bare.stream
+
+
+def test_a_scan_of_many_vertices_is_bound_by_issue():
+    # 262144 vertices tested, a few expanded: 7.2 M warp instructions on 132 SMs x 4 a
+    # clock at the preset's clock
+    system = load_system("h200-pcie5")
+    g = build_graph("grid", dims="512x512", ids="shuffled", seed=3)
+    work = traversal_workload(g, "bfs", "chunked", system.gpu, source=5, id_bytes=8)
+    pred = predict(work, system, mode="device")
+    floor_ns = scan_warp_insts("bfs", "chunked", 8, g.num_vertices) / (4 * 132) \
+        * 1e3 / system.gpu.clock_MHz
+    kernel_ns = np.asarray(pred.per_launch_kernel_s) * 1e9
+    assert np.median(kernel_ns) >= floor_ns
+    assert pred.extra["issue"]["binds"]

@@ -1,0 +1,59 @@
+"""The warp instructions a traversal launch spends testing its vertices, as measured.
+
+Every launch of the BFS, SSSP and CC programs (gpu_kernels/traversal/walk.cuh)
+covers all V vertices of the graph and tests each one (``algo.active(v)``),
+active or not. The emulated traces hold memory instructions only, so a launch
+that tests a million vertices and expands a few hundred looks almost empty to
+the model's issue floor (:mod:`hostlink.model.compute`), while on the GPU the
+tests alone take tens of microseconds: the chunked kernel's last BFS launch on
+a 2 M-vertex graph ran 68.5 us, its SMs issuing 3.2 of 4 warp instructions a
+clock (``validation/experiments/device_work/runs/h100``).
+
+:data:`SCAN_WARP_INSTS` holds the warp instructions per tested vertex of a
+launch that expands no vertex: Nsight Compute's ``smsp__inst_executed`` of the
+last launch of each run in that probe (``launches.csv``, column ``warp_inst``)
+over the graph's vertices, the least over its graphs (a last launch that still
+expanded a few vertices issues more). Measured on an H100 for sm_90 builds of
+the same sources as the H200's (the same GH100 SM).
+:func:`scan_warp_insts` adds them to a launch's count.
+
+Assumptions: every vertex's test costs the same (the variant's loop over its
+warp's vertices is the same for every warp); the measured count includes the
+test's own loads, which a trace that carries the device accesses counts again
+(one or two instructions of 27-31); the naive and balanced variants were not
+measured and get none; an id width a variant was not measured at takes the
+measured one of the same kernel and variant.
+"""
+from __future__ import annotations
+
+#: (kernel, variant, id bytes) -> warp instructions per tested vertex, from
+#: validation/experiments/device_work/runs/h100/launches.csv (least warp_inst / V of
+#: each configuration's last launch over kron14, urand14, kron21 and urand21).
+SCAN_WARP_INSTS: dict[tuple[str, str, int], float] = {
+    ("bfs", "merged", 4): 27.0007,
+    ("bfs", "merged", 8): 28.0007,
+    ("bfs", "merged_aligned", 4): 27.0008,
+    ("bfs", "merged_aligned", 8): 28.0008,
+    ("bfs", "chunked", 4): 26.3758,
+    ("bfs", "chunked", 8): 27.3758,
+    ("sssp", "merged_aligned", 8): 30.0060,
+    ("sssp", "chunked", 8): 28.3815,
+    ("cc", "merged_aligned", 8): 30.6583,
+    ("cc", "chunked", 8): 28.3802,
+}
+
+
+def per_vertex(kernel: str, variant: str, id_bytes: int) -> float:
+    """Warp instructions per tested vertex of ``kernel``'s ``variant`` launch (0 where
+    not measured); another id width of the same kernel and variant stands in for one
+    not measured."""
+    if (kernel, variant, id_bytes) in SCAN_WARP_INSTS:
+        return SCAN_WARP_INSTS[(kernel, variant, id_bytes)]
+    same = [v for (k, var, _), v in SCAN_WARP_INSTS.items() if k == kernel and var == variant]
+    return same[0] if same else 0.0
+
+
+def scan_warp_insts(kernel: str, variant: str, id_bytes: int, vertices: int) -> int:
+    """Warp instructions one launch of ``kernel``'s ``variant`` spends testing
+    ``vertices`` vertices (0 where not measured)."""
+    return int(round(per_vertex(kernel, variant, id_bytes) * max(0, int(vertices))))
