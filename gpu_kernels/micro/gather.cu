@@ -18,7 +18,8 @@
 // one untimed pass first), cpu_gather (a malloc'd table: --threads host threads
 // memcpy the rows into a pinned staging buffer, then one cudaMemcpy).
 //
-// The table's 4 B word k holds (uint32) mix64(k ^ kSalt). Every rep checks the
+// The table's 4 B word k holds (uint32) mix64(k ^ kTableSalt)
+// (common/table_words.cuh). Every rep checks the
 // output against the table: the sum of the output's words (a GPU reduction)
 // must equal the sum the CPU computes from the ids (check_pass). Reported:
 // time_ms (kernel, or gather + copy), bw_GBps (M * F bytes over it); cpu_gather
@@ -41,20 +42,14 @@
 #include "../common/json.hpp"
 #include "../common/memory.cuh"
 #include "../common/numa.hpp"
+#include "../common/table_words.cuh"
 
 namespace {
 
 constexpr int kUnroll = 4;
 constexpr int kThreadsPerCta = 256;
-constexpr uint64_t kSalt = 0x5eed5eedULL;
-
-__host__ __device__ inline uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-__host__ __device__ inline uint32_t word_of(uint64_t k) { return static_cast<uint32_t>(mix64(k ^ kSalt)); }
+using hl::mix64;
+using hl::word_of;
 
 template <int BPL> struct Vec;
 template <> struct Vec<4> { using T = unsigned int; };
@@ -100,15 +95,6 @@ __global__ void sum_kernel(const uint32_t* words, uint64_t n, unsigned long long
        k += static_cast<uint64_t>(gridDim.x) * blockDim.x)
     s += words[k];
   atomicAdd(total, s);
-}
-
-void fill_host(uint32_t* words, uint64_t n, int threads) {
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([=] {
-      for (uint64_t k = n * t / threads; k < n * (t + 1) / threads; ++k) words[k] = word_of(k);
-    });
-  for (auto& th : pool) th.join();
 }
 
 unsigned long long expected_sum(const std::vector<uint64_t>& ids, uint64_t row_B, int threads) {
@@ -236,7 +222,7 @@ int main(int argc, char** argv) {
       if (cpu) {
         cpu_table = static_cast<uint32_t*>(std::aligned_alloc(4096, hl::round_up(table_B, 4096)));
         if (!cpu_table) hl::fail(hl::kExitCudaError, "host", "aligned_alloc of the table failed");
-        fill_host(cpu_table, words, threads);
+        hl::fill_words(cpu_table, words, threads);
         hl::print_buffer_node("table", cpu_table, bound.node);
       } else {
         table = hl::alloc_buffer(mm, table_B, dev.device);
@@ -244,7 +230,7 @@ int main(int argc, char** argv) {
           fill_kernel<<<dev.sm_count * 8, 256>>>(static_cast<uint32_t*>(table.dev), words);
           CUDA_CHECK(cudaDeviceSynchronize());
         } else {
-          fill_host(static_cast<uint32_t*>(table.host), words, threads);
+          hl::fill_words(static_cast<uint32_t*>(table.host), words, threads);
           hl::print_buffer_node("table", table.host, bound.node);
         }
         hl::apply_advice(table);

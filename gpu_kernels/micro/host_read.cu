@@ -10,7 +10,8 @@
 //   copy  memcpy the row to slot i of a staging buffer (what cpu_gather does,
 //         into a malloc'd buffer instead of a pinned one)
 // The table is an aligned_alloc'd buffer (as cpu_gather's), written by T
-// threads before the first rep; its 4 B word k holds (uint32) mix64(k ^ kSalt).
+// threads before the first rep; its 4 B word k holds (uint32)
+// mix64(k ^ kTableSalt) (common/table_words.cuh).
 // Each rep checks itself: the threads' totals (sum) or the staging buffer's word
 // sum (copy) must equal the sum computed from the ids (check_pass).
 // Reported per rep: time_ms, bw_GBps (rows * row_B bytes over it).
@@ -21,7 +22,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../common/args.hpp"
@@ -30,25 +30,13 @@
 #include "../common/json.hpp"
 #include "../common/memory.cuh"
 #include "../common/numa.hpp"
+#include "../common/table_words.cuh"
 
 namespace {
 
-constexpr uint64_t kSalt = 0x5eed5eedULL;
-
-inline uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-inline uint32_t word_of(uint64_t k) { return static_cast<uint32_t>(mix64(k ^ kSalt)); }
-
-// Run body(t) on `threads` threads and wait for them.
-template <class F> void on_threads(int threads, F body) {
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(body, t);
-  for (auto& th : pool) th.join();
-}
+using hl::mix64;
+using hl::on_threads;
+using hl::word_of;
 
 uint64_t row_id(uint64_t seed, uint64_t i, uint64_t n_rows) { return mix64((seed << 32) | i) % n_rows; }
 
@@ -111,9 +99,7 @@ int main(int argc, char** argv) {
     const uint64_t words = region_B / 4;
     auto* table = static_cast<uint32_t*>(std::aligned_alloc(4096, hl::round_up(region_B, 4096)));
     if (!table) hl::fail(hl::kExitCudaError, "host", "aligned_alloc of the table failed");
-    on_threads(max_threads, [&](int t) {
-      for (uint64_t k = words * t / max_threads; k < words * (t + 1) / max_threads; ++k) table[k] = word_of(k);
-    });
+    hl::fill_words(table, words, max_threads);
     hl::print_buffer_node("table", table, bound.node);
     const char* bytes = reinterpret_cast<const char*>(table);
     for (uint64_t row_B : row_sizes) {

@@ -46,6 +46,7 @@
 #include "../common/json.hpp"
 #include "../common/memory.cuh"
 #include "../common/numa.hpp"
+#include "../common/table_words.cuh"
 
 namespace zc {
 
@@ -53,12 +54,7 @@ enum Pattern { kCoalesced = 0, kStrided = 1, kRandom = 2, kScatter = 3 };
 enum Op { kLoad = 0, kStore = 1, kRed = 2 };
 enum Cache { kDefault = 0, kCg = 1, kCv = 2 };
 
-__host__ __device__ inline uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+using hl::mix64;
 
 template <int BPL>
 struct Word;

@@ -1,21 +1,16 @@
 """The families experiment's summary: errors per graph and placement, and winners."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pandas as pd
 import pytest
+from probe_files import load_script
 
-FOLDER = Path(__file__).resolve().parents[2] / "validation" / "experiments" / "families"
+from hostlink.validation.data_tree import script_path
 
 
 @pytest.fixture(scope="module")
 def summary_module():
-    spec = importlib.util.spec_from_file_location("winners_summary", FOLDER / "winners_summary.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(script_path("families", "winners_summary.py"))
 
 
 def _summary(rows):

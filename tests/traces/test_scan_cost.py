@@ -2,8 +2,6 @@
 their source, and what they do to a launch that tests many vertices and expands few."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,9 +11,9 @@ from hostlink.model.predict import predict
 from hostlink.traces.graphs.families import build_graph
 from hostlink.traces.scan_cost import SCAN_WARP_INSTS, per_vertex, scan_warp_insts
 from hostlink.traces.traversal import traversal_workload, with_scan_insts
+from hostlink.validation.data_tree import run_dir
 
-LAUNCHES = (Path(__file__).resolve().parents[2] / "validation" / "experiments" / "device_work"
-            / "runs" / "h100" / "launches.csv")
+LAUNCHES = run_dir("device_work", "h100") / "launches.csv"
 VERTICES = {"kron14": 1 << 14, "urand14": 1 << 14, "kron21": 1 << 21, "urand21": 1 << 21}
 
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from hostlink.validation.twin_common import case_group
+
 
 def winners(summary: pd.DataFrame) -> pd.DataFrame:
     s = summary[(summary["metric"] == "kernel_time_ms") & summary["case"].str.startswith("bfs/")
@@ -39,15 +41,16 @@ def winners(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-PLACEMENT = {"zerocopy": "zerocopy", "registered": "zerocopy", "uvm_accessedby": "zerocopy",
-             "uvm": "uvm", "uvm_readmostly": "uvm", "device": "device"}
 
 
 def errors(summary: pd.DataFrame) -> pd.DataFrame:
     """MAPE and bias of kernel time per (graph, placement), over the graph's cases."""
     s = summary[summary["metric"] == "kernel_time_ms"].copy()
     parts = s["case"].str.split("/", expand=True)
-    s["graph"], s["placement"] = parts[1], parts[3].map(PLACEMENT)
+    # the report's own classes: traversal/zerocopy, traversal/uvm, traversal/device
+    s["graph"] = parts[1]
+    s["placement"] = [case_group(c, {"kind": "traversal", "memory_mode": m}).split("/")[1]
+                      for c, m in zip(s["case"], parts[3])]
     s["abs_pct"] = s["error_pct"].abs()
     g = s.groupby(["graph", "placement"])
     return pd.DataFrame({"cases": g.size(), "mape_pct": g["abs_pct"].mean(),
