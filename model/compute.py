@@ -19,10 +19,14 @@ its warp instructions, every kind counted (arithmetic, control, memory):
 
 So a launch of ``W`` warp instructions, the longest warp's ``w``, takes at
 least ``max(W / (4 x min(ctas, sm_count)), w)`` clocks at ``gpu.clock_MHz``.
+Where a launch's record states that some of its instructions were measured to
+stall (``LaunchInfo.stall_sm_clocks``: the vertex tests of a traversal launch,
+:mod:`hostlink.traces.scan_cost`), those SM clocks join the first term, spread
+over the same SMs.
 
-Assumptions: every instruction issues in one clock (no replays, no
-dependences, no latency: the floor is a bound, not an estimate); the SMs run
-at the configured clock. The counts come from the trace a stream was coalesced
+Assumptions: every other instruction issues in one clock (no replays, no
+dependences, no latency: for them the floor is a bound, not an estimate); the
+SMs run at the configured clock. The counts come from the trace a stream was coalesced
 from (:func:`hostlink.traces.coalescer.coalesce`); a stream built without one
 (the graph emulator's requests, synthetic streams) has none and gets no floor,
 and a trace that records only some instructions is bounded by those.
@@ -121,12 +125,17 @@ class IssueCounter:
         return total, longest
 
 
-def issue_floor_ns(warp_insts, longest_warp_insts, ctas, gpu) -> np.ndarray:
-    """Per launch: the least time, ns, its SMs need to issue its warp instructions."""
+def issue_floor_ns(warp_insts, longest_warp_insts, ctas, gpu,
+                   stall_sm_clocks=None) -> np.ndarray:
+    """Per launch: the least time, ns, its SMs need to issue its warp instructions
+    (and to wait out their known stalls, ``stall_sm_clocks``: SM clocks summed over
+    the SMs; None: none)."""
     total = np.asarray(warp_insts, dtype=np.float64)
     longest = np.asarray(longest_warp_insts, dtype=np.float64)
+    stall = (np.zeros_like(total) if stall_sm_clocks is None
+             else np.asarray(stall_sm_clocks, dtype=np.float64))
     sms = np.clip(np.asarray(ctas, dtype=np.float64), 1.0, float(gpu.sm_count))
-    clocks = np.maximum(total / (ISSUE_PER_SM_PER_CLK * sms), longest)
+    clocks = np.maximum((total / ISSUE_PER_SM_PER_CLK + stall) / sms, longest)
     return clocks * 1e3 / float(gpu.clock_MHz)          # clocks / (MHz) = us; x 1e3 = ns
 
 
@@ -137,7 +146,8 @@ def stream_issue_floor_ns(stream, gpu, n: int) -> np.ndarray:
     total = [getattr(i, "warp_insts", 0) for i in infos]
     longest = [getattr(i, "longest_warp_insts", 0) for i in infos]
     ctas = [getattr(i, "ctas", 1) for i in infos]
-    return issue_floor_ns(total, longest, ctas, gpu)
+    stall = [getattr(i, "stall_sm_clocks", 0.0) for i in infos]
+    return issue_floor_ns(total, longest, ctas, gpu, stall)
 
 
 def apply_issue_floor(kernel_ns: np.ndarray, stream, gpu) -> tuple[np.ndarray, dict]:

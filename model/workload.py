@@ -43,14 +43,18 @@ class LaunchInfo:
     ``warp_insts`` and ``longest_warp_insts``: the warp instructions of every
     kind the launch issues, and those of its longest warp, where the trace
     gives them (0: unknown); :mod:`hostlink.model.compute` bounds the launch's
-    time by their issue. Not compared: two records of one launch are equal
-    whether or not they carry the counts."""
+    time by their issue. ``stall_sm_clocks``: SM clocks, summed over the SMs,
+    that some of those instructions are known to take beyond one per scheduler
+    a clock (their dependences' stalls, as measured; 0: none known). Not
+    compared: two records of one launch are equal whether or not they carry the
+    counts."""
     name: str
     ctas: int
     warps_per_cta: int
     threads_per_cta: int
     warp_insts: int = field(default=0, compare=False)
     longest_warp_insts: int = field(default=0, compare=False)
+    stall_sm_clocks: float = field(default=0.0, compare=False)
 
 
 @dataclass(frozen=True)

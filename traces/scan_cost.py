@@ -17,12 +17,24 @@ expanded a few vertices issues more). Measured on an H100 for sm_90 builds of
 the same sources as the H200's (the same GH100 SM).
 :func:`scan_warp_insts` adds them to a launch's count.
 
+The SMs do not issue those tests at their peak of four warp instructions a
+clock. :data:`SCAN_ISSUE_PER_CLK` holds the rate they did issue them at
+(``ipc_per_sm`` of the same last launches, where the SMs were busy issuing:
+chunked, 81-82% of cycles issuing); :func:`scan_stall_sm_clocks` turns the gap
+to four into SM clocks that the issue floor (:mod:`hostlink.model.compute`)
+adds. The merged variants' last launches issued at 1.3-1.4 a clock because
+their one-warp CTAs wait for dispatch (``gpu.cta_dispatch_ns`` times them), so
+they get no stall of their own.
+
 Assumptions: every vertex's test costs the same (the variant's loop over its
 warp's vertices is the same for every warp); the measured count includes the
 test's own loads, which a trace that carries the device accesses counts again
 (one or two instructions of 27-31); the naive and balanced variants were not
 measured and get none; an id width a variant was not measured at takes the
-measured one of the same kernel and variant.
+measured one of the same kernel and variant; every kernel's chunked tests
+issue at BFS's measured rate (the same loop in gpu_kernels/traversal/walk.cuh,
+only ``algo.active`` differs; SSSP's and CC's were measured on 16 K-vertex
+graphs only, where a launch's latency, not its issue, sets its time).
 """
 from __future__ import annotations
 
@@ -42,6 +54,11 @@ SCAN_WARP_INSTS: dict[tuple[str, str, int], float] = {
     ("cc", "chunked", 8): 28.3802,
 }
 
+#: variant -> warp instructions a clock per SM at which the SMs issued the vertex tests:
+#: the mean ``ipc_per_sm`` of chunked BFS's last launches on kron21 and urand21 in
+#: validation/experiments/device_work/runs/h100/launches.csv (six launches, 3.215-3.264).
+SCAN_ISSUE_PER_CLK: dict[str, float] = {"chunked": 3.2403}
+
 
 def per_vertex(kernel: str, variant: str, id_bytes: int) -> float:
     """Warp instructions per tested vertex of ``kernel``'s ``variant`` launch (0 where
@@ -57,3 +74,14 @@ def scan_warp_insts(kernel: str, variant: str, id_bytes: int, vertices: int) -> 
     """Warp instructions one launch of ``kernel``'s ``variant`` spends testing
     ``vertices`` vertices (0 where not measured)."""
     return int(round(per_vertex(kernel, variant, id_bytes) * max(0, int(vertices))))
+
+
+def scan_stall_sm_clocks(kernel: str, variant: str, id_bytes: int, vertices: int) -> float:
+    """SM clocks, summed over the SMs, that one launch's tests of ``vertices`` vertices
+    take beyond their issue at four a clock (0 where the rate was not measured)."""
+    rate = SCAN_ISSUE_PER_CLK.get(variant)
+    if rate is None:
+        return 0.0
+    from hostlink.model.compute import ISSUE_PER_SM_PER_CLK
+    insts = scan_warp_insts(kernel, variant, id_bytes, vertices)
+    return insts * (1.0 / rate - 1.0 / ISSUE_PER_SM_PER_CLK)

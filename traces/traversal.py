@@ -28,15 +28,16 @@ Assumptions:
 - SSSP and CC launches run in waves of the GPU's resident warps
   (:mod:`hostlink.traces.emulator.algorithms`).
 - every BFS, SSSP and CC launch tests all the graph's vertices; the warp
-  instructions of those tests, as measured (:mod:`hostlink.traces.scan_cost`),
-  join each launch's count (:func:`with_scan_insts`), so the issue floor bounds a
-  launch that tests a million vertices and expands a few.
+  instructions of those tests, and the clocks they stall, as measured
+  (:mod:`hostlink.traces.scan_cost`), join each launch's count
+  (:func:`with_scan_insts`), so the issue floor times a launch that tests a
+  million vertices and expands a few.
 """
 from __future__ import annotations
 
 from hostlink.model.geometry import SECTOR_B
 from hostlink.model.workload import TraversalWorkload
-from hostlink.traces.scan_cost import scan_warp_insts
+from hostlink.traces.scan_cost import scan_stall_sm_clocks, scan_warp_insts
 
 #: Graphs up to this many edges carry their device-array accesses (the scale-14
 #: graphs at degree 16, not the scale-21 and -24 ones).
@@ -77,14 +78,16 @@ def requests_ahead(variant: str, load_ahead: int, id_bytes: int, weighted: bool 
 
 def with_scan_insts(stream, kernel: str, variant: str, id_bytes: int, vertices: int):
     """``stream`` with each launch's warp instructions raised by the tests of its
-    ``vertices`` vertices (:mod:`hostlink.traces.scan_cost`), which the issue floor
-    of :mod:`hostlink.model.compute` then sees; unchanged where the variant's tests
-    were not measured."""
+    ``vertices`` vertices, and its stall clocks by theirs (:mod:`hostlink.traces.scan_cost`),
+    which the issue floor of :mod:`hostlink.model.compute` then sees; unchanged where
+    the variant's tests were not measured."""
     from dataclasses import replace
     extra = scan_warp_insts(kernel, variant, id_bytes, vertices)
     if extra <= 0 or not stream.launches:
         return stream
-    launches = tuple(replace(info, warp_insts=int(info.warp_insts) + extra)
+    stall = scan_stall_sm_clocks(kernel, variant, id_bytes, vertices)
+    launches = tuple(replace(info, warp_insts=int(info.warp_insts) + extra,
+                             stall_sm_clocks=float(info.stall_sm_clocks) + stall)
                      for info in stream.launches)
     return replace(stream, launches=launches)
 

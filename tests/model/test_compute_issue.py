@@ -29,6 +29,9 @@ def test_four_warp_instructions_per_sm_per_clock():
     # one warp issues one instruction per clock at most
     assert issue_floor_ns([1328], [1328], [1], gpu)[0] == pytest.approx(1328 / 1.980)
     assert issue_floor_ns([0], [0], [5], gpu)[0] == 0.0             # unknown: no floor
+    # known stalls: SM clocks summed over the SMs, spread over the same SMs
+    assert issue_floor_ns([8000], [10], [2], gpu, [600])[0] == \
+        pytest.approx((8000 / 4 + 600) / 2 / 1.980)
 
 
 def test_counter_sums_a_warp_split_over_chunks():
