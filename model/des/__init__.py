@@ -12,6 +12,13 @@ and more host pages than the TLB holds, the order in which reads reach the TLB
 matters: a first pass without translation gives that order (issue times), and
 the second pass uses the misses it implies (one step towards the fixed point).
 
+A stream of more than :data:`GROUP_REQUESTS` requests whose host pages fit the
+TLB (or with translation off) is simulated a group of whole launches at a time
+(:func:`simulate_in_groups`): the GPU is idle between launches, so the engine
+carries only the clock, its statistics and its bandwidth bins from one group to
+the next, and the inputs held are one group's. The numbers are those of one
+whole run; a page's first touch is a miss in the group that touches it first.
+
 The model and its assumptions are stated in :mod:`hostlink.model.des.events`;
 :mod:`hostlink.model.des.inputs` turns the packetiser's and the DRAM model's
 byte counts into service times. :func:`hostlink.model.predict.predict` wraps
@@ -29,8 +36,14 @@ from hostlink.model.des.inputs import build_inputs, layout, pages_fit, request_c
 
 ENGINES = ("fast", "reference")
 
-__all__ = ["DEVICE_READ", "DEVICE_WRITE", "ENGINES", "HOST_READ", "HOST_WRITE", "STAT",
-           "STAT_NAMES", "DesInputs", "DesOutput", "build_inputs", "run", "simulate"]
+__all__ = ["DEVICE_READ", "DEVICE_WRITE", "ENGINES", "GROUP_REQUESTS", "HOST_READ",
+           "HOST_WRITE", "STAT", "STAT_NAMES", "DesInputs", "DesOutput", "build_inputs",
+           "launch_groups", "run", "simulate", "simulate_in_groups"]
+
+#: Streams of more requests than this are simulated in groups of launches of at most
+#: about this many requests each (a launch is never split): the engines' inputs take
+#: about 80 B a request, so a group's are about 340 MB.
+GROUP_REQUESTS = 1 << 22
 
 
 def run(inputs: DesInputs, *, engine: str = "fast", record: bool = False,
@@ -67,6 +80,10 @@ def simulate(stream, system, *, engine: str = "fast", record: bool = False, nbin
     from hostlink.model.stream_memo import memoized
     key = _round_trip_free_key(system)
     use_xl = system.translation.enabled if translation is None else translation
+    if engine == "fast" and not record and len(stream) > GROUP_REQUESTS:
+        groups = launch_groups(stream, GROUP_REQUESTS)
+        if groups is not None and len(groups) > 1 and (not use_xl or pages_fit(stream, system)):
+            return simulate_in_groups(stream, system, groups, translation=use_xl, nbins=nbins)
 
     def prepared():
         lay = layout(stream, system)
@@ -89,3 +106,90 @@ def simulate(stream, system, *, engine: str = "fast", record: bool = False, nbin
         inputs = build_inputs(stream, system, translation=use_xl, arrival=arrival, lay=lay,
                               costs=costs)
     return inputs, run(inputs, engine=engine, record=record, nbins=nbins)
+
+
+def launch_groups(stream, max_requests: int) -> list[tuple[int, int, int, int]] | None:
+    """Consecutive groups of whole launches of at most ``max_requests`` requests each
+    (a launch of more is a group of its own), as (first launch, launch after the
+    last, first row, row after the last); None where the stream's rows are not in
+    launch order."""
+    launch = stream.launch
+    n = len(launch)
+    if n == 0:
+        return None
+    if n > 1 and bool(np.any(launch[1:] < launch[:-1])):
+        return None
+    n_launch = max(len(stream.launches), int(launch[-1]) + 1)
+    # rows before each launch: starts[L] .. starts[L + 1] are launch L's
+    starts = np.searchsorted(launch, np.arange(n_launch + 1, dtype=np.int64)).astype(np.int64)
+    groups = []
+    first = 0
+    while first < n_launch:
+        # the last launch end whose rows stay within max_requests of the group's start
+        end = int(np.searchsorted(starts, starts[first] + max_requests, side="right")) - 1
+        end = min(max(end, first + 1), n_launch)
+        groups.append((first, end, int(starts[first]), int(starts[end])))
+        first = end
+    return groups
+
+
+def _launch_slice(stream, first: int, end: int, r0: int, r1: int):
+    """Rows ``r0:r1`` of ``stream`` (launches ``first:end``) as a stream of their own,
+    its launches numbered from 0 (views of the columns but the launch's)."""
+    from hostlink.model.workload import OPTIONAL_COLUMNS, REQUEST_DTYPES, RequestStream
+    cols = {k: getattr(stream, k)[r0:r1] for k in REQUEST_DTYPES}
+    cols["launch"] = (cols["launch"] - np.uint32(first)).astype(np.uint32)
+    opt = {k: None if getattr(stream, k) is None else getattr(stream, k)[r0:r1]
+           for k in OPTIONAL_COLUMNS}
+    return RequestStream(**cols, launches=tuple(stream.launches[first:end]), **opt)
+
+
+def _first_touches(flags: np.ndarray, pages: np.ndarray, seen: np.ndarray) -> tuple[
+        np.ndarray, np.ndarray]:
+    """``flags`` (a group's misses, each its page's first touch in the group) less the
+    pages an earlier group touched (``seen``, sorted), and ``seen`` with the group's."""
+    hit = np.flatnonzero(flags)
+    if len(hit):
+        flags = flags.copy()
+        flags[hit[np.isin(pages[hit], seen)]] = False
+        seen = np.union1d(seen, pages[hit])
+    return flags, seen
+
+
+def simulate_in_groups(stream, system, groups, *, translation: bool,
+                       nbins: int = 1024) -> tuple[DesInputs, DesOutput]:
+    """:func:`simulate` of ``stream`` (the fast engine, no per-request record) one group
+    of ``groups`` (:func:`launch_groups`) at a time; the host pages it reads must fit
+    the TLB (and IOTLB) where ``translation`` is on, so that only first touches miss.
+    Returns the last group's inputs, their ``extra`` the whole run's wire and DRAM
+    bytes, and the run's output."""
+    from hostlink.model.des import fast
+    from hostlink.model.workload import SPACE_HOST
+    cfg = system.translation
+    carry = fast.Carry(nbins)
+    kernel_ns = []
+    wire = {"up": 0.0, "down": 0.0}
+    dram_B = 0
+    seen_tlb = np.zeros(0, dtype=np.uint64)
+    seen_iommu = np.zeros(0, dtype=np.uint64)
+    inputs = None
+    for first, end, r0, r1 in groups:
+        part = _launch_slice(stream, first, end, r0, r1)
+        inputs = build_inputs(part, system, translation=translation)
+        if translation:
+            host = part.space[inputs.row] == SPACE_HOST
+            addr = np.where(host, part.addr[inputs.row], np.uint64(0))
+            walk, seen_tlb = _first_touches(inputs.walk, addr // np.uint64(cfg.page_B),
+                                            seen_tlb)
+            iommu, seen_iommu = _first_touches(inputs.iommu_miss,
+                                               addr // np.uint64(cfg.iommu_page_B), seen_iommu)
+            inputs = dataclasses.replace(inputs, walk=walk, iommu_miss=iommu)
+            del host, addr
+        wire["up"] += inputs.extra["wire_B"]["up"]
+        wire["down"] += inputs.extra["wire_B"]["down"]
+        dram_B += int(inputs.extra["host_dram_B"])
+        kernel_ns.append(fast.run(inputs, nbins=nbins, carry=carry).kernel_ns)
+        del part
+    inputs = dataclasses.replace(inputs, extra={"host_dram_B": dram_B, "wire_B": wire,
+                                                "groups": len(groups)})
+    return inputs, carry.output(np.concatenate(kernel_ns))

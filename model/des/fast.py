@@ -309,7 +309,8 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
               walk, iommu_miss, iommu_lat, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, atom_lat, lif,
               walkers, walk_ns,
               launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn,
-              spread, line_ix, staged, leads, nlines, caps, heap_cap, max_ready, nbins, record):
+              spread, line_ix, staged, leads, nlines, caps, heap_cap, max_ready, nbins, record,
+              clock, stats, bins):
     n = kind.shape[0]
     n_inst = inst_ptr.shape[0] - 1
     n_warp = warp_ptr.shape[0] - 1
@@ -380,9 +381,6 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
     ready = np.empty(max_ready, dtype=np.int64)  # warps that may issue now
 
     kernel_ns = np.zeros(n_launch, dtype=np.float64)
-    stats = np.zeros(_N_STATS, dtype=np.float64)
-    bins = np.zeros(nbins, dtype=np.float64)
-    bin_ns = 1.0
     m = n if record else 0
     ready_t = np.full(m, np.nan)
     grant_t = np.full(m, np.nan)
@@ -396,8 +394,8 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
         warp_of, cta_of, cta_rem, warp_next, warp_busy, cta_slot, slot_stack, warp_free,
         sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, qt, qk, qs, qr,
         base, mask, head, cnt, fs, st, walker_free, ready, kernel_ns, stats, bins, ready_t,
-        grant_t, done_t, bin_ns)
-    return kernel_ns, stats, bins, bin_ns, ready_t, grant_t, done_t
+        grant_t, done_t, clock)
+    return kernel_ns, ready_t, grant_t, done_t
 
 
 @njit(cache=True, _nrt=False)
@@ -410,16 +408,19 @@ def _launches(
         warp_of, cta_of, cta_rem, warp_next, warp_busy, cta_slot, slot_stack, warp_free,
         sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, qt, qk, qs, qr,
         base, mask, head, cnt, fs, st, walker_free, ready, kernel_ns, stats, bins, ready_t,
-        grant_t, done_t, bin_ns):
-    """The launches one after another (the event loop); returns the last width of the
-    bandwidth bins. Every array is made by :func:`_simulate`: compiled without
-    Numba's reference counting, the loop and the functions inlined in it pass arrays
-    without the atomic count updates that otherwise took a quarter of its time (a pair
-    per array at each call)."""
+        grant_t, done_t, clock):
+    """The launches one after another (the event loop). ``clock`` carries the run's
+    state from launches simulated before these (:class:`Carry`): [end of the last
+    launch (ns), width of the bandwidth bins (ns), launches before these], updated
+    here, as are ``stats`` and ``bins``. Every array is made by :func:`_simulate` or
+    its caller: compiled without Numba's reference counting, the loop and the
+    functions inlined in it pass arrays without the atomic count updates that
+    otherwise took a quarter of its time (a pair per array at each call)."""
     n_launch = launch_slots.shape[0]
-    g_end = 0.0
+    g_end = clock[0]
+    bin_ns = clock[1]
     for L in range(n_launch):
-        g_start = g_end + launch_overhead_ns + (level_sync_ns if L > 0 else 0.0)
+        g_start = g_end + launch_overhead_ns + (level_sync_ns if L + clock[2] > 0 else 0.0)
         fs[:] = 0.0
         st[_I_TAGS] = tags
         st[_I_HDRS] = cpl_hdrs
@@ -685,7 +686,9 @@ def _launches(
         kernel_ns[L] = fs[_F_NOW]
         g_end = g_start + fs[_F_NOW]
 
-    return bin_ns
+    clock[0] = g_end
+    clock[1] = bin_ns
+    clock[2] += n_launch
 
 
 def _pow2_at_least(k: int) -> int:
@@ -727,14 +730,37 @@ def heap_capacity(x: DesInputs) -> int:
     return max(1, min(len(x.kind), _resident_requests(x)[1]))
 
 
-def run(inputs: DesInputs, *, record: bool = False, nbins: int = 1024) -> DesOutput:
-    """Simulate ``inputs``; ``record`` keeps per-request times (24 B per request)."""
-    if nbins < 2 or nbins & (nbins - 1):
-        raise ValueError(f"nbins must be a power of two >= 2, not {nbins}")
+class Carry:
+    """What a run hands from one group of launches to the next: the end of its last
+    launch, the launches done, the statistics and the bandwidth bins. The engine resets
+    everything else at each launch (the GPU is idle between launches), so a run
+    simulated group by group gives the same numbers as one simulated whole."""
+
+    def __init__(self, nbins: int):
+        if nbins < 2 or nbins & (nbins - 1):
+            raise ValueError(f"nbins must be a power of two >= 2, not {nbins}")
+        self.clock = np.array([0.0, 1.0, 0.0])      # end ns, bin width ns, launches
+        self.stats = np.zeros(_N_STATS, dtype=np.float64)
+        self.bins = np.zeros(nbins, dtype=np.float64)
+
+    def output(self, kernel_ns: np.ndarray) -> DesOutput:
+        """The run's output once every group has run (``kernel_ns``: all its launches)."""
+        return DesOutput(kernel_ns=kernel_ns, stats=self.stats, bw_bins_B=self.bins,
+                         bin_ns=float(self.clock[1]))
+
+
+def run(inputs: DesInputs, *, record: bool = False, nbins: int = 1024,
+        carry: Carry | None = None) -> DesOutput:
+    """Simulate ``inputs``; ``record`` keeps per-request times (24 B per request).
+    ``carry``: the state of the launches run before these (:class:`Carry`), which
+    this run updates; its output then holds these launches' times and the run's
+    statistics so far."""
+    carry = Carry(nbins) if carry is None else carry
+    nbins = len(carry.bins)
     x = inputs
     c = x.costs
     caps, max_ready = queue_capacities(x)
-    kernel_ns, stats, bins, bin_ns, ready, grant, done = _simulate(
+    kernel_ns, ready, grant, done = _simulate(
         x.inst_ptr, x.warp_ptr, x.cta_ptr, x.launch_ptr, x.launch_slots, x.waits_per_inst(),
         x.kind, np.asarray(x.cost_id, dtype=np.int32), c.size_B, c.ser_up_ns, c.ser_down_ns,
         c.dram_ns, c.dev_ns, c.need_tags, c.need_hdr, c.need_data_B, x.walk,
@@ -747,8 +773,8 @@ def run(inputs: DesInputs, *, record: bool = False, nbins: int = 1024) -> DesOut
         x.sm_turn_ns(), float(x.atomic_spread_ns), x.line_index_per_request(),
         bool(x.has_issue_stage), x.leads_per_request(), x.lines_per_request(), caps,
         heap_capacity(x), int(max_ready), int(nbins),
-        bool(record))
-    out = DesOutput(kernel_ns=kernel_ns, stats=stats, bw_bins_B=bins, bin_ns=float(bin_ns))
+        bool(record), carry.clock, carry.stats, carry.bins)
+    out = carry.output(kernel_ns)
     if record:
         out.ready_ns, out.granted_ns, out.done_ns = ready, grant, done
     return out
