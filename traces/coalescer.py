@@ -694,17 +694,8 @@ def coalesce(trace_or_chunks: WarpTrace | InstTable | Iterable[InstTable],
         useful = cols["useful_B"].astype(np.int64)
         np.add.at(useful, np.concatenate(late_index), np.concatenate(late_B))
         cols["useful_B"] = useful.astype(REQUEST_DTYPES["useful_B"])
-    key_launch = cols["launch"].astype(np.int64)
-    key_warp = cols["warp"].astype(np.int64)
-    key_inst = cols["inst"].astype(np.int64)
-    n = len(key_launch)
-    if n > 1:
-        dl = np.diff(key_launch)
-        dw = np.diff(key_warp)
-        di = np.diff(key_inst)
-        ordered = np.all((dl > 0) | ((dl == 0) & ((dw > 0) | ((dw == 0) & (di >= 0)))))
-        if not ordered:
-            order = np.lexsort((key_inst, key_warp, key_launch))
-            cols = {k: v[order] for k, v in cols.items()}
-            atomic = None if atomic is None else atomic[order]
-    return RequestStream(**cols, launches=infos, atomic=atomic)
+    stream = RequestStream(**cols, launches=infos, atomic=atomic)
+    del cols, atomic
+    from hostlink.model.des.inputs import program_permutation
+    order = program_permutation(stream)       # one pass where already in order
+    return stream if order is None else stream.select(order)
