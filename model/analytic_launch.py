@@ -16,8 +16,9 @@ DRAM and tag bounds are :mod:`hostlink.model.analytic`'s.
   store is posted (it is done when it leaves the GPU, a few ns). The warp also
   issues no faster than one line per gap, so its chain is at least its lines
   times the gap.
-- CTA waves (:func:`launch_terms`): a launch runs ``sm_count x
-  (max_warps_per_sm // warps_per_cta)`` CTAs at once and starts the next one
+- CTA waves (:func:`launch_terms`): a launch runs ``sm_count`` x the CTAs an
+  SM holds (its warp slots and registers, :mod:`hostlink.model.occupancy`) at
+  once and starts the next one
   when one ends; a CTA lasts as long as its longest warp. Greedy list
   scheduling of jobs on m slots ends no earlier than the longest job and than
   the jobs' sum over m (Graham, "Bounds on multiprocessing timing anomalies",
@@ -137,7 +138,8 @@ def warp_chains(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
 
 
 def launch_terms(chains: WarpChains, stream: RequestStream, n_launch: int, sm_count: int,
-                 max_warps_per_sm: int, sm_request_ns: float) -> dict[str, np.ndarray]:
+                 max_warps_per_sm: int, sm_request_ns: float,
+                 registers_per_sm: int = 65536) -> dict[str, np.ndarray]:
     """Per launch: the longest warp (``path``), the CTA waves (``waves``: the CTAs'
     summed durations over the CTA slots) and the busiest SM's issue stage (``sm``:
     its lines' turns, then the least read latency)."""
@@ -146,8 +148,10 @@ def launch_terms(chains: WarpChains, stream: RequestStream, n_launch: int, sm_co
         return out
     np.maximum.at(out["path"], chains.launch, chains.chain_ns)
     wpc_of = np.ones(n_launch, dtype=np.int64)
+    regs_of = np.zeros(n_launch, dtype=np.int64)
     for k, info in enumerate(stream.launches[:n_launch]):
         wpc_of[k] = max(1, int(info.warps_per_cta))
+        regs_of[k] = int(getattr(info, "regs_per_thread", 0))
     wpc = wpc_of[chains.launch]
     cta = chains.warp // wpc
     # CTAs per launch: key (launch, cta), chains in program order
@@ -161,7 +165,8 @@ def launch_terms(chains: WarpChains, stream: RequestStream, n_launch: int, sm_co
     # starts on SM k mod sm_count
     first = np.searchsorted(cta_launch, cta_launch)
     rank = np.arange(len(uniq)) - first
-    slots = sm_count * np.maximum(1, max_warps_per_sm // wpc_of)
+    from hostlink.model.occupancy import ctas_per_sm
+    slots = sm_count * ctas_per_sm(max_warps_per_sm, registers_per_sm, wpc_of, regs_of)
     out["waves"] = np.bincount(cta_launch, weights=cta_ns, minlength=n_launch) / slots
     if sm_request_ns > 0:
         sm = cta_launch * sm_count + rank % sm_count

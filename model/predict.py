@@ -248,7 +248,7 @@ def launch_terms_ns(stream: RequestStream, system: SystemConfig,
                          atomic_spread_ns=gpu.atomic_spread_ns,
                          host_gap_ns=gpu.host_request_gap_ns, device_gap_ns=gpu.request_gap_ns)
     terms = launch_terms(chains, stream, n_launches(stream), gpu.sm_count,
-                         gpu.max_warps_per_sm, gpu.sm_request_ns)
+                         gpu.max_warps_per_sm, gpu.sm_request_ns, gpu.registers_per_sm)
     return {"latency": terms["path"], "waves": terms["waves"], "sm_issue": terms["sm"]}
 
 

@@ -45,7 +45,9 @@ class LaunchInfo:
     gives them (0: unknown); :mod:`hostlink.model.compute` bounds the launch's
     time by their issue. ``stall_sm_clocks``: SM clocks, summed over the SMs,
     that some of those instructions are known to take beyond one per scheduler
-    a clock (their dependences' stalls, as measured; 0: none known). Not
+    a clock (their dependences' stalls, as measured; 0: none known).
+    ``regs_per_thread``: the registers a thread of the kernel uses, which bound the
+    CTAs an SM holds at once (:mod:`hostlink.model.occupancy`; 0: unknown). Not
     compared: two records of one launch are equal whether or not they carry the
     counts."""
     name: str
@@ -55,6 +57,7 @@ class LaunchInfo:
     warp_insts: int = field(default=0, compare=False)
     longest_warp_insts: int = field(default=0, compare=False)
     stall_sm_clocks: float = field(default=0.0, compare=False)
+    regs_per_thread: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)

@@ -460,7 +460,8 @@ def _infer_launches(chunks: list[InstTable]) -> list[KernelLaunch]:
 
 def _launch_infos(launches: list[KernelLaunch]) -> tuple[LaunchInfo, ...]:
     return tuple(LaunchInfo(name=l.name, ctas=l.ctas, warps_per_cta=l.warps_per_cta,
-                            threads_per_cta=l.threads_per_cta) for l in launches)
+                            threads_per_cta=l.threads_per_cta, regs_per_thread=int(l.nregs))
+                 for l in launches)
 
 
 def _with_issue_counts(infos: tuple[LaunchInfo, ...], issued) -> tuple[LaunchInfo, ...]:

@@ -32,11 +32,15 @@ Assumptions:
   (:mod:`hostlink.traces.scan_cost`), join each launch's count
   (:func:`with_scan_insts`), so the issue floor times a launch that tests a
   million vertices and expands a few.
+- each launch runs as many CTAs per SM as the program's registers allow
+  (:mod:`hostlink.traces.kernel_registers`: the balanced walk's 44-61 registers
+  a thread leave room for 4 to 6 CTAs of 8 warps, not 8).
 """
 from __future__ import annotations
 
 from hostlink.model.geometry import SECTOR_B
 from hostlink.model.workload import TraversalWorkload
+from hostlink.traces.kernel_registers import with_program_registers
 from hostlink.traces.scan_cost import scan_stall_sm_clocks, scan_warp_insts
 
 #: Graphs up to this many edges carry their device-array accesses (the scale-14
@@ -131,6 +135,7 @@ def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
     else:                # the walk's dependent device steps, one request each
         stream = with_visit_skeleton(stream, em, load_ahead)
     stream = with_scan_insts(stream, kernel, variant, id_bytes, csr.num_vertices)
+    stream = with_program_registers(stream, kernel, variant, id_bytes, load_ahead)
     elem_B = id_bytes + (WEIGHT_B if kernel == "sssp" else 0)
     return TraversalWorkload(
         stream=stream, kernel=kernel, variant=variant,

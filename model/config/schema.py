@@ -126,6 +126,10 @@ class GpuConfig:
                                                             "hopper", "blackwell", "gcn"))
     sm_count: int = param(80, doc="streaming multiprocessors", ge=1, le=1024, provenance="datasheet")
     max_warps_per_sm: int = param(64, doc="resident warps per SM", ge=1, le=128, provenance="datasheet")
+    registers_per_sm: int = param(65536, doc="32-bit registers per SM, which the resident "
+                                  "warps share (64 K on every NVIDIA SM from Pascal to "
+                                  "Hopper: their architecture whitepapers)", ge=1,
+                                  provenance="datasheet")
     l1_B: int = param(128 * 1024, doc="L1 data cache per SM (combined with shared memory)",
                       ge=0, provenance="datasheet")
     l2_B: int = param(6 * 1024**2, doc="L2 cache", ge=0, provenance="datasheet")

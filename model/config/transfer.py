@@ -79,7 +79,8 @@ def _rules() -> dict[str, Rule]:
     put("gpu", "part", "link.cpl_buffer_B link.cpl_buffer_hdrs")
     put("host", "part", " ".join(f"host.{f.name}" for f in dataclasses.fields(SECTIONS["host"])
                                  if f.name != "serve_GBps"))
-    put("gpu", "part", "gpu.name gpu.arch gpu.sm_count gpu.max_warps_per_sm gpu.l1_B gpu.l2_B "
+    put("gpu", "part", "gpu.name gpu.arch gpu.sm_count gpu.max_warps_per_sm gpu.registers_per_sm "
+                       "gpu.l1_B gpu.l2_B "
                        "gpu.memory_GiB gpu.device_bw_GBps gpu.clock_MHz "
                        "gpu.max_outstanding_host_reads gpu.loads_in_flight_per_warp "
                        "gpu.max_request_B gpu.caches_host_reads")

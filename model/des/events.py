@@ -9,7 +9,8 @@ them number for number.
 The model (one kernel launch at a time, each from local time 0; launches do not overlap)
 ---------------------------------------------------------------------------------------
 - Occupancy: a launch's CTAs start in id order while CTA slots are free
-  (``slots = sm_count * (max_warps_per_sm // warps_per_cta)``); a CTA frees its
+  (``slots = sm_count`` x the CTAs an SM holds by its warp slots and registers,
+  :mod:`hostlink.model.occupancy`); a CTA frees its
   slot when its last warp has finished. CTAs and warps that issue no memory
   request take no time (compute is not modelled).
 - Warps: each warp issues its memory instructions in program order, at most

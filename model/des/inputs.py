@@ -25,8 +25,9 @@ into service times:
   ``gpu.sm_request_ns`` between two lines leaving an SM (a line: the read
   requests of one instruction to one 128 B line, :func:`line_leads`; writes do
   not pass the stage);
-- occupancy: CTA slots per launch = ``sm_count * (max_warps_per_sm //
-  warps_per_cta)``; a stream without launch records is taken as one warp per CTA.
+- occupancy: CTA slots per launch = ``sm_count`` x the CTAs an SM holds, by its
+  warp slots and its registers (:mod:`hostlink.model.occupancy`); a stream
+  without launch records is taken as one warp per CTA.
 - translation (when ``translation.enabled``): which host reads miss the GPU
   TLB and the IOTLB comes from :mod:`hostlink.model.translation`, given the
   order in which the reads reach it (see :func:`translation_flags`).
@@ -162,15 +163,20 @@ def layout(stream: RequestStream, system: SystemConfig) -> dict:
             raise HostlinkError(f"request stream: launch {int(launch.max())} has no launch record "
                                 f"(the stream lists {len(stream.launches)} launches)")
         wpc = np.array([max(1, li.warps_per_cta) for li in stream.launches], dtype=np.int64)
+        regs = np.array([getattr(li, "regs_per_thread", 0) for li in stream.launches],
+                        dtype=np.int64)
     else:
         wpc = np.ones(n_launch, dtype=np.int64)
+        regs = np.zeros(n_launch, dtype=np.int64)
     gpu = system.gpu
     too_big = wpc > gpu.max_warps_per_sm
     if too_big.any():
         k = int(np.flatnonzero(too_big)[0])
         raise ConfigError(f"launch {k}: {int(wpc[k])} warps per CTA exceed "
                           f"gpu.max_warps_per_sm = {gpu.max_warps_per_sm}")
-    slots = gpu.sm_count * (gpu.max_warps_per_sm // wpc)
+    from hostlink.model.occupancy import ctas_per_sm
+    slots = gpu.sm_count * np.asarray(ctas_per_sm(gpu.max_warps_per_sm, gpu.registers_per_sm,
+                                                  wpc, regs), dtype=np.int64)
 
     if n == 0:
         z = np.zeros(1, dtype=np.int64)
