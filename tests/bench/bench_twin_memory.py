@@ -17,9 +17,11 @@ back, and the target is on that.
 
 Target: each scale-22 anonymous peak at most TARGET_GiB (5.5 GiB), so that four
 times it, the scale-24 twin, stays under 22 GiB. A third case is long rather than
-wide: SSSP on a shuffled 1024 x 1024 road grid (the families run's road_shuffled,
-about 1500 launches, each vertex relaxed many times), whose twin a report once
-lost to the kernel at 24.3 GB; its target is the same 5.5 GiB. Measured before the steps were built in
+wide: SSSP merged_aligned on a shuffled 512 x 512 road grid (about 690 launches,
+each vertex relaxed many times), a quarter of the families run's road_shuffled,
+whose SSSP twins a report once lost to the kernel at 24.3 GB and which, with the
+engine run a group of launches at a time, peaked at 22.9 GB resident (33 minutes
+for its four cases); its target is the same 5.5 GiB. Measured before the steps were built in
 batches: a report's urand24 twin ran out of memory at 24.4 GB; the same
 scale-22 UVM case peaked at 7.45 GB (6.9 GiB, its graph's 0.5 GB of weights
 held too), 4.65 GiB after. Before the discrete-event engine kept one cost class
@@ -44,7 +46,7 @@ from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results" / "twin_memory.json"
 SCALE, DEGREE, SEED = 22, 16, 27491095
-ROAD = {"kind": "road", "dims": "1024x1024", "ids": "shuffled"}
+ROAD = {"kind": "road", "dims": "512x512", "ids": "shuffled"}
 CASES = (f"bfs/urand{SCALE}/merged_aligned/uvm/8B", f"bfs/urand{SCALE}/chunked/zerocopy/8B",
          "sssp/road_shuffled/merged_aligned/zerocopy/8B")
 TARGET_GiB = 5.5
