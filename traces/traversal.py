@@ -33,7 +33,7 @@ Assumptions:
   (:func:`with_scan_insts`), so the issue floor times a launch that tests a
   million vertices and expands a few.
 - each launch runs as many CTAs per SM as the program's registers allow
-  (:mod:`hostlink.traces.kernel_registers`: the balanced walk's 44-61 registers
+  (:mod:`hostlink.traces.kernel_registers`: the balanced walk's 40-61 registers
   a thread leave room for 4 to 6 CTAs of 8 warps, not 8).
 """
 from __future__ import annotations
