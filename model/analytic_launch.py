@@ -139,7 +139,7 @@ def warp_chains(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
 
 def launch_terms(chains: WarpChains, stream: RequestStream, n_launch: int, sm_count: int,
                  max_warps_per_sm: int, sm_request_ns: float,
-                 registers_per_sm: int = 65536) -> dict[str, np.ndarray]:
+                 registers_per_sm: int) -> dict[str, np.ndarray]:
     """Per launch: the longest warp (``path``), the CTA waves (``waves``: the CTAs'
     summed durations over the CTA slots) and the busiest SM's issue stage (``sm``:
     its lines' turns, then the least read latency)."""
@@ -151,7 +151,7 @@ def launch_terms(chains: WarpChains, stream: RequestStream, n_launch: int, sm_co
     regs_of = np.zeros(n_launch, dtype=np.int64)
     for k, info in enumerate(stream.launches[:n_launch]):
         wpc_of[k] = max(1, int(info.warps_per_cta))
-        regs_of[k] = int(getattr(info, "regs_per_thread", 0))
+        regs_of[k] = int(info.regs_per_thread)
     wpc = wpc_of[chains.launch]
     cta = chains.warp // wpc
     # CTAs per launch: key (launch, cta), chains in program order

@@ -12,3 +12,4 @@ from __future__ import annotations
 
 LINE_B = 128      # a cache line: the largest request a warp's load sends per line
 SECTOR_B = 32     # a sector: the least a load reads
+WARP_SIZE = 32    # threads a warp (CUDA C++ Programming Guide, "SIMT Architecture")

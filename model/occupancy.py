@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from hostlink.model.geometry import WARP_SIZE
+
 REG_ALLOC_UNIT = 256          # registers: a warp's allocation unit (CUDA C++ Programming Guide)
-WARP_SIZE = 32
 
 
 def ctas_per_sm(max_warps_per_sm: int, registers_per_sm: int, warps_per_cta,

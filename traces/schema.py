@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-WARP_SIZE = 32
+from hostlink.model.geometry import WARP_SIZE  # noqa: F401  (the traces' lanes per warp)
 
 OP_LOAD, OP_STORE, OP_ATOMIC, OP_OTHER = 0, 1, 2, 3
 OP_NAMES = {OP_LOAD: "load", OP_STORE: "store", OP_ATOMIC: "atomic", OP_OTHER: "other"}

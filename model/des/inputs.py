@@ -163,8 +163,7 @@ def layout(stream: RequestStream, system: SystemConfig) -> dict:
             raise HostlinkError(f"request stream: launch {int(launch.max())} has no launch record "
                                 f"(the stream lists {len(stream.launches)} launches)")
         wpc = np.array([max(1, li.warps_per_cta) for li in stream.launches], dtype=np.int64)
-        regs = np.array([getattr(li, "regs_per_thread", 0) for li in stream.launches],
-                        dtype=np.int64)
+        regs = np.array([li.regs_per_thread for li in stream.launches], dtype=np.int64)
     else:
         wpc = np.ones(n_launch, dtype=np.int64)
         regs = np.zeros(n_launch, dtype=np.int64)

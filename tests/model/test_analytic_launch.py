@@ -94,7 +94,8 @@ def test_chains_count_each_warps_lines():
     c = warp_chains(stream(rows), 1000.0, 100.0, 1, host_gap_ns=10.0)
     assert c.read_lines.tolist() == [3.0, 0.0]
     assert c.chain_ns.tolist() == pytest.approx([1000.0 + 1010.0, 0.0])
-    t = launch_terms(c, stream(rows), 1, sm_count=1, max_warps_per_sm=1, sm_request_ns=2.0)
+    t = launch_terms(c, stream(rows), 1, sm_count=1, max_warps_per_sm=1, sm_request_ns=2.0,
+                     registers_per_sm=65536)
     assert t["sm"][0] == pytest.approx(3 * 2.0 + 1000.0)
     assert t["waves"][0] == pytest.approx(2010.0)
 
