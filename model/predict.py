@@ -258,8 +258,15 @@ def _per_launch_sum(stream: RequestStream, sel: np.ndarray, values: np.ndarray) 
 
 
 def _host_costs(stream: RequestStream, system: SystemConfig) -> dict:
-    from hostlink.model.des.inputs import request_costs
-    return request_costs(stream, system, np.arange(len(stream)))
+    """:func:`hostlink.model.des.inputs.request_costs` in the stream's row order; its
+    cost classes, which depend on the stream alone, are kept with the stream (a
+    calibration prices the same stream on many systems)."""
+    from hostlink.model.des.inputs import request_classes, request_costs
+    from hostlink.model.stream_memo import memoized
+    row = np.arange(len(stream))
+    classes = memoized(stream, "request_classes", None, lambda: request_classes(stream, row),
+                       keep=1)
+    return request_costs(stream, system, row, classes=classes)
 
 
 # ------------------------------------------------------------------ the modes
@@ -291,8 +298,12 @@ def _zerocopy_analytic(stream, system, common) -> dict:
     dev_ns = _per_launch_sum(stream, dev, stream.size_B.astype(np.float64)) / gpu.device_bw_GBps
     warps = launch_terms_ns(stream, system)
     if host.any():
-        res = predict_system(system, size_histogram(stream),
-                             **translation_params(system, _tlb_miss_rate(stream, system))).item()
+        from hostlink.model.stream_memo import memoized
+        hist = memoized(stream, "size_histogram", None, lambda: size_histogram(stream), keep=1)
+        resident = system.gpu.sm_count * system.gpu.max_warps_per_sm
+        miss = memoized(stream, "tlb_miss_rate", (system.translation, resident),
+                        lambda: _tlb_miss_rate(stream, system))
+        res = predict_system(system, hist, **translation_params(system, miss)).item()
         bw = res["bw_GBps"]
         link_ns = _per_launch_sum(stream, host, stream.size_B.astype(np.float64)) / bw
         bound_name = res["bound"]

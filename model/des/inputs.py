@@ -262,16 +262,15 @@ def _class_costs(kind: int, offset_B: np.ndarray, size_B: np.ndarray, system: Sy
             for name, v in c.items()}
 
 
-def request_costs(stream: RequestStream, system: SystemConfig, row: np.ndarray) -> dict:
-    """Kinds, cost classes and the cost table of the requests, in ``row`` order.
+def request_classes(stream: RequestStream, row: np.ndarray) -> dict:
+    """Kinds and cost classes of the requests, in ``row`` order: what of
+    :func:`request_costs` depends on the stream alone.
 
-    Returns ``kind`` (uint8, per request), ``cost_id`` (int32, per request), ``table``
-    (a :class:`CostTable`, per class), ``wire`` (upstream and downstream wire bytes
-    in all) and ``host_dram_B`` (bytes of the DRAM bursts the host requests touch).
-    A host request's TLPs depend only on its offset in its 4 KiB page and its size,
-    and so do its DRAM bursts (a burst divides the page): its class is its kind,
-    that offset and its size. A device request's costs depend on its kind and size
-    alone."""
+    Returns ``kind`` (uint8, per request), ``cost_id`` (int32, per request) and
+    ``kinds``: per kind present, in class order, (kind, the classes' keys
+    ``offset << KEY_OFFSET_SHIFT | size``, the requests in each class). A host
+    request's class is its kind, its offset in its 4 KiB page and its size; a
+    device request's its kind and size."""
     n = len(row)
     space = stream.space[row]
     write = stream.is_write[row]
@@ -281,18 +280,8 @@ def request_costs(stream: RequestStream, system: SystemConfig, row: np.ndarray) 
     if stream.atomic is not None:
         kind[(kind == DEVICE_READ) & stream.atomic[row]] = DEVICE_ATOMIC
     del space, write, host
-    rate = link_rate_Bpns(system)
-    fmt = tlp_format(system)
-    burst = int(system.host.burst_B)
-    if burst < 1 or spec.PAGE_4K_B % burst:
-        raise ConfigError(f"host.burst_B: {burst} must be a power of two of at most "
-                          f"{spec.PAGE_4K_B} (a request's bursts follow from its page offset)")
     cost_id = np.zeros(n, dtype=np.int32)
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in (
-        "size_B", "ser_up_ns", "ser_down_ns", "dram_ns", "dev_ns", "need_tags", "need_hdr",
-        "need_data_B", "dram_B")}
-    wire = {"up": 0.0, "down": 0.0}
-    host_dram_B = 0
+    kinds = []
     n_classes = 0
     for k in (HOST_READ, HOST_WRITE, DEVICE_READ, DEVICE_WRITE, DEVICE_ATOMIC):
         sel = np.flatnonzero(kind == k)
@@ -316,8 +305,37 @@ def request_costs(stream: RequestStream, system: SystemConfig, row: np.ndarray) 
         del offset, size
         cost_id[sel] = inv + n_classes
         del sel
-        counts = np.bincount(inv, minlength=len(key)).astype(np.float64)
+        kinds.append((k, key, np.bincount(inv, minlength=len(key)).astype(np.float64)))
         del inv
+        n_classes += len(key)
+    return {"kind": kind, "cost_id": cost_id, "kinds": kinds}
+
+
+def request_costs(stream: RequestStream, system: SystemConfig, row: np.ndarray,
+                  classes: dict | None = None) -> dict:
+    """Kinds, cost classes and the cost table of the requests, in ``row`` order.
+
+    Returns ``kind`` (uint8, per request), ``cost_id`` (int32, per request), ``table``
+    (a :class:`CostTable`, per class), ``wire`` (upstream and downstream wire bytes
+    in all) and ``host_dram_B`` (bytes of the DRAM bursts the host requests touch).
+    A host request's TLPs depend only on its offset in its 4 KiB page and its size,
+    and so do its DRAM bursts (a burst divides the page): its class is its kind,
+    that offset and its size. A device request's costs depend on its kind and size
+    alone. ``classes``: :func:`request_classes` of the same rows, to reuse (they do
+    not depend on the system)."""
+    rate = link_rate_Bpns(system)
+    fmt = tlp_format(system)
+    burst = int(system.host.burst_B)
+    if burst < 1 or spec.PAGE_4K_B % burst:
+        raise ConfigError(f"host.burst_B: {burst} must be a power of two of at most "
+                          f"{spec.PAGE_4K_B} (a request's bursts follow from its page offset)")
+    classes = request_classes(stream, row) if classes is None else classes
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in (
+        "size_B", "ser_up_ns", "ser_down_ns", "dram_ns", "dev_ns", "need_tags", "need_hdr",
+        "need_data_B", "dram_B")}
+    wire = {"up": 0.0, "down": 0.0}
+    host_dram_B = 0
+    for k, key, counts in classes["kinds"]:
         c = _class_costs(k, key >> KEY_OFFSET_SHIFT, key & ((1 << KEY_OFFSET_SHIFT) - 1),
                          system, fmt, rate, burst)
         if k in (HOST_READ, HOST_WRITE):
@@ -326,11 +344,10 @@ def request_costs(stream: RequestStream, system: SystemConfig, row: np.ndarray) 
             host_dram_B += int(np.dot(counts, c["dram_B"]))
         for name in cols:
             cols[name].append(c[name])
-        n_classes += len(key)
     table = CostTable(**{name: (np.concatenate(v) if v else np.zeros(0, dtype=_cost_dtype(name)))
                          for name, v in cols.items()})
-    return {"kind": kind, "cost_id": cost_id, "table": table, "wire": wire,
-            "host_dram_B": host_dram_B}
+    return {"kind": classes["kind"], "cost_id": classes["cost_id"], "table": table,
+            "wire": wire, "host_dram_B": host_dram_B}
 
 
 def translation_flags(stream: RequestStream, system: SystemConfig, row: np.ndarray,
@@ -350,15 +367,33 @@ def translation_flags(stream: RequestStream, system: SystemConfig, row: np.ndarr
     reads = np.flatnonzero((stream.space[row] == SPACE_HOST) & ~stream.is_write[row])
     if len(reads) == 0:
         return walk, iommu
-    if arrival is None:
-        sub = stream.select(row[reads])
-        resident = system.gpu.sm_count * system.gpu.max_warps_per_sm
-        seq = reads[xl.issue_order(sub, resident)]
-    else:
+    if arrival is not None:
         seq = reads[np.lexsort((reads, arrival[reads]))]
-    addr = stream.addr[row[seq]]
-    keys = xl.warp_keys_of(stream, row[seq])
-    walk[seq] = xl.translation_misses(addr // np.uint64(cfg.page_B), cfg, keys)
+        addr = stream.addr[row[seq]]
+        keys = xl.warp_keys_of(stream, row[seq])
+        walk[seq] = xl.translation_misses(addr // np.uint64(cfg.page_B), cfg, keys)
+    else:
+        # The reads in program order (``row``), then in the issue order of
+        # hostlink.model.translation.issue_order. A warp's reads keep their program
+        # order in the issue order (by instruction, then row), so a read repeats its
+        # warp's previous page there exactly where it does here: the repeats are
+        # found in program order, without a sort by warp.
+        rr = row[reads]
+        launch, warp = stream.launch[rr], stream.warp[rr]
+        resident = system.gpu.sm_count * system.gpu.max_warps_per_sm
+        perm = np.lexsort((warp, stream.inst[rr], warp.astype(np.int64) // resident, launch))
+        pages = stream.addr[rr] // np.uint64(cfg.page_B)
+        same = np.zeros(len(rr), dtype=bool)
+        same[1:] = (launch[1:] == launch[:-1]) & (warp[1:] == warp[:-1]) & (pages[1:] == pages[:-1])
+        del launch, warp
+        seq = reads[perm]
+        reach = ~same[perm]
+        miss = np.zeros(len(seq), dtype=bool)
+        if reach.any():
+            miss[reach] = xl.lru_misses(pages[perm][reach], cfg.tlb_entries)
+        walk[seq] = miss
+        del pages, same, reach, miss
+        addr = stream.addr[rr][perm]
     if cfg.iommu:
         iommu[seq] = xl.lru_misses(addr // np.uint64(cfg.iommu_page_B), cfg.iommu_iotlb_entries)
     return walk, iommu
