@@ -428,18 +428,34 @@ class Materialiser:
         mask_l = valid.copy()
         if self.device:
             attempt, flagged = self._flags(plan, is_trip, j, valid, idx_c, vl, n)
-            is_rule = lanes_rule[:, None]
-            mask_l = np.where(is_rule == LANES_VALID, valid,
-                     np.where(is_rule == LANES_FLAGGED, valid & flagged,
-                     np.where(is_rule == LANES_ATTEMPT, valid & attempt,
-                     np.where(is_rule == LANES_ALL, in_range, act))))  # else LANES_ACTIVE
-            nbr = np.where(valid, csr.dst[idx_c].astype(np.int64), 0)
-            tg = target[:, None]
-            elem = np.where(tg == TARGET_EDGE, idx_c,
-                   np.where(tg == TARGET_NBR, nbr,
-                   np.where(tg == TARGET_SELF, vl,
-                   np.where(tg == TARGET_SELF1, vl + 1, 0))))
-            addr = base[:, None] + elem * np.where(tg == TARGET_FLAG, 0, width[:, None])
+            # each row's lanes and elements by its instruction's rule and target,
+            # computed on the rows of each rule and target only
+            mask_l = np.empty((n, WARP_SIZE), dtype=bool)
+            for rule in np.unique(lanes_rule):
+                sel = np.flatnonzero(lanes_rule == rule)
+                if rule == LANES_VALID:
+                    mask_l[sel] = valid[sel]
+                elif rule == LANES_FLAGGED:
+                    mask_l[sel] = valid[sel] & flagged[sel]
+                elif rule == LANES_ATTEMPT:
+                    mask_l[sel] = valid[sel] & attempt[sel]
+                elif rule == LANES_ALL:
+                    mask_l[sel] = in_range[sel]
+                else:                                    # LANES_ACTIVE
+                    mask_l[sel] = act[sel]
+            elem = np.zeros((n, WARP_SIZE), dtype=np.int64)
+            for tg in np.unique(target):
+                sel = np.flatnonzero(target == tg)
+                if tg == TARGET_EDGE:
+                    elem[sel] = idx_c[sel]
+                elif tg == TARGET_NBR:
+                    elem[sel] = np.where(valid[sel], csr.dst[idx_c[sel]].astype(np.int64), 0)
+                elif tg == TARGET_SELF:
+                    elem[sel] = vl[sel]
+                elif tg == TARGET_SELF1:
+                    elem[sel] = vl[sel] + 1
+            step = np.where(target == TARGET_FLAG, 0, width)
+            addr = base[:, None] + elem * step[:, None]
         else:
             addr = base[:, None] + idx_c * width[:, None]
         addr = np.where(mask_l, addr, 0).astype(np.uint64)
