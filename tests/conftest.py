@@ -26,21 +26,22 @@ HAVE_GPU = _have_gpu()
 
 
 # The test files that take longest, longest first: the sums of their tests' durations
-# among the 80 slowest of 1960 in a make test on two workers at commit 0e5d89f
-# (2026-12-05, --durations=80, machine under load: notebooks 277 s, calibrate 189 s,
-# managed_translation 140 s, down to sweep_run 41 s). They start first, so that no
-# long file starts last and leaves one worker alone at the end of the run.
+# in a make test on two workers at commit a9fd359 (2026-12-05, --durations=0:
+# notebooks 100 s, compile 89 s, seeds 86 s, calibrate 79 s, down to report_resume
+# 26 s). They start first, so that no long file starts last and leaves one worker
+# alone at the end of the run.
 LONGEST_FIRST = (
     "tests/notebooks/test_notebooks.py",
+    "tests/gpu_kernels/test_compile.py",
+    "tests/model/test_seeds.py",
     "tests/validation/test_calibrate.py",
     "tests/validation/test_managed_translation.py",
     "tests/validation/test_traversal_sample.py",
-    "tests/experiments/test_device_work.py",
-    "tests/gpu_kernels/test_compile.py",
     "tests/validation/test_twin_strided_l1.py",
-    "tests/model/test_seeds.py",
-    "tests/fuzz/test_fuzz_cli.py",
-    "tests/model/test_sweep_run.py",
+    "tests/validation/test_fidelity_agreement.py",
+    "tests/experiments/test_device_work.py",
+    "tests/traces/test_emulator_recorded.py",
+    "tests/validation/test_report_resume.py",
 )
 
 
