@@ -1,12 +1,13 @@
 """Per-launch table of a device_work_probe.sh folder: Nsight Compute counters beside the
 launch's time without the profiler.
 
-Usage: python3 device_work_summary.py FOLDER  (writes FOLDER/launches.csv)
+Usage: python3 device_work_summary.py FOLDER [--launch-offset N]  (writes FOLDER/launches.csv)
 
-Each ``ncu_<kernel>_<graph>_<mode>.csv`` holds the walk launches of one program run
-(one source, one repetition, no warm-up), configuration after configuration; the
-kernel name's template arguments give the id type and the variant, and the launches
-of one configuration come in order. ``plain.jsonl`` holds the same configurations
+Each ``ncu_<kernel>_<graph>_<mode>[_<anything>].csv`` holds the walk launches of one
+program run (one source, one repetition, no warm-up), configuration after
+configuration; the kernel name's template arguments give the id type and the
+variant, and the launches of one configuration come in order, the first being
+launch N (``--launch-offset``, 0 unless the probe skipped launches). ``plain.jsonl`` holds the same configurations
 timed by CUDA events (three repetitions; the table takes the median of each launch
 over the repetitions after the first, which pays the run's first touches, among those
 with the most common launch count: SSSP and CC may converge in fewer launches).
@@ -45,6 +46,7 @@ NAMES = {
     "launch__grid_size": "grid_ctas",
     "launch__registers_per_thread": "registers",
 }
+MODES = ("device", "zerocopy", "registered", "uvm", "uvm_accessedby", "uvm_readmostly")
 KERNEL_RE = re.compile(r"walk<\s*(unsigned int|unsigned long)\s*,\s*(\d)\s*,")
 
 
@@ -95,16 +97,31 @@ def event_times(folder: Path) -> tuple[dict, int]:
     return out, sm_count
 
 
+def split_name(path: Path) -> tuple[str, str, str]:
+    """(kernel, graph, mode) of ``ncu_<kernel>_<graph>_<mode>[_<anything>].csv``; the
+    graph's name may hold underscores."""
+    kernel, *rest = path.stem.split("_")[1:]
+    at = [i for i, part in enumerate(rest) if part in MODES]
+    if not at or at[0] == 0:
+        raise SystemExit(f"{path}: expected ncu_<kernel>_<graph>_<mode>[_...].csv")
+    return kernel, "_".join(rest[:at[0]]), rest[at[0]]
+
+
 def main(argv: list[str]) -> int:
     folder = Path(argv[0])
+    offset = 0
+    if len(argv) == 3 and argv[1] == "--launch-offset":
+        offset = int(argv[2])
+    elif len(argv) != 1:
+        raise SystemExit("usage: device_work_summary.py FOLDER [--launch-offset N]")
     events, sm_count = event_times(folder)
     table = []
     for path in sorted(folder.glob("ncu_*.csv")):
-        kernel, graph, mode = path.stem.split("_")[1:4]
+        kernel, graph, mode = split_name(path)
         seen: dict[tuple, int] = {}
         for rec in read_ncu(path):
             key = (kernel, graph, mode, rec["variant"], rec["id_bytes"])
-            launch = seen.get(key, 0)
+            launch = seen.get(key, offset)
             seen[key] = launch + 1
             ev = events.get(key)
             row = {"kernel": kernel, "graph": graph, "memory_mode": mode,

@@ -16,7 +16,7 @@ python3 validation/experiments/tools/pregen.py "$G" validation/experiments/famil
 B=gpu_kernels/bin/bfs
 M=gpu__time_duration.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_miss.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum,l1tex__m_xbar2l1tex_read_sectors.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum,smsp__inst_executed.sum,launch__shared_mem_config_size,launch__grid_size,launch__block_size
 echo "metrics: $M" > $OUT/metrics.txt
-NCU="ncu --clock-control none -k regex:bfs --csv --page raw --metrics $M"
+NCU="ncu --clock-control none -k regex:walk --csv --page raw --metrics $M"
 {
 for point in "dense16 42692 merged_aligned" "dense16 42692 naive" "grid3d 223825 naive" "grid3d 223825 merged_aligned" "rmat20 662202 merged_aligned" "ca_grqc 2833 merged_aligned"; do
   set -- $point
