@@ -17,20 +17,40 @@ expanded a few vertices issues more). Measured on an H100 for sm_90 builds of
 the same sources as the H200's (the same GH100 SM).
 :func:`scan_warp_insts` adds them to a launch's count.
 
+The balanced walk's counts come from a second probe of the same kind
+(``validation/experiments/vertex_tests/runs/h100``, ``scale21/launches.csv``:
+BFS on kron21 and urand21, device memory), the least of its last launches.
+
 The SMs do not issue those tests at their peak of four warp instructions a
-clock. :data:`SCAN_ISSUE_PER_CLK` holds the rate they did issue them at
-(``ipc_per_sm`` of the same last launches, where the SMs were busy issuing:
-chunked, 81-82% of cycles issuing); :func:`scan_stall_sm_clocks` turns the gap
-to four into SM clocks that the issue floor (:mod:`hostlink.model.compute`)
-adds. The merged variants' last launches issued at 1.3-1.4 a clock because
-their one-warp CTAs wait for dispatch (``gpu.cta_dispatch_ns`` times them), so
-they get no stall of their own.
+clock. :data:`SCAN_ISSUE_PER_CLK` holds the rate they did issue them at;
+:func:`scan_stall_sm_clocks` turns the gap to four into SM clocks that the
+issue floor (:mod:`hostlink.model.compute`) adds.
+
+- chunked: ``ipc_per_sm`` of the same last launches, where the SMs were busy
+  issuing (81-82% of cycles).
+- balanced: its tests wait on their label loads (about 20 warps stalled on a
+  long scoreboard per issue, 24-26% of cycles issuing; its 58 registers a
+  thread leave room for 4 of its 8-warp CTAs an SM). Nsight Compute flushes
+  the caches before each launch it profiles, which slows such loads, so the
+  rate comes from the launches timed without the profiler (CUDA events): their
+  warp instructions over the SM clocks of the event time less ``gpu.launch_ns``
+  (what a pair of events adds to a launch, the H100 preset's 6.15 us): 1.39 on
+  kron21 and 1.16 on urand21. The road grid's mid-run launches issued at 1.46
+  by the same measure; at the mean rate their floor and launch come 8.5% over
+  their time.
+- The merged variants' last launches issued at 1.3-1.4 a clock because their
+  one-warp CTAs wait for dispatch (``gpu.cta_dispatch_ns`` times them), so
+  they get no stall of their own.
+- naive: a scan launch issues 1.0 warp instruction per vertex and takes 11-17
+  us on 1-2 M vertices (``vertex_tests``): fixed costs, not issue, set it, so
+  it gets no count.
 
 Assumptions: every vertex's test costs the same (the variant's loop over its
 warp's vertices is the same for every warp); the measured count includes the
 test's own loads, which a trace that carries the device accesses counts again
-(one or two instructions of 27-31); the naive and balanced variants were not
-measured and get none; an id width a variant was not measured at takes the
+(one or two instructions of 8-31); the balanced rate, measured with the labels
+in device memory, holds wherever the labels are (they always are in device
+memory); an id width a variant was not measured at takes the
 measured one of the same kernel and variant; every kernel's chunked tests
 issue at BFS's measured rate (the same loop in gpu_kernels/traversal/walk.cuh,
 only ``algo.active`` differs; SSSP's and CC's were measured on 16 K-vertex
@@ -40,7 +60,9 @@ from __future__ import annotations
 
 #: (kernel, variant, id bytes) -> warp instructions per tested vertex, from
 #: validation/experiments/device_work/runs/h100/launches.csv (least warp_inst / V of
-#: each configuration's last launch over kron14, urand14, kron21 and urand21).
+#: each configuration's last launch over kron14, urand14, kron21 and urand21); balanced
+#: from validation/experiments/vertex_tests/runs/h100/scale21/launches.csv (the same
+#: over kron21 and urand21).
 SCAN_WARP_INSTS: dict[tuple[str, str, int], float] = {
     ("bfs", "merged", 4): 27.0007,
     ("bfs", "merged", 8): 28.0007,
@@ -48,16 +70,20 @@ SCAN_WARP_INSTS: dict[tuple[str, str, int], float] = {
     ("bfs", "merged_aligned", 8): 28.0008,
     ("bfs", "chunked", 4): 26.3758,
     ("bfs", "chunked", 8): 27.3758,
+    ("bfs", "balanced", 8): 8.2530,
     ("sssp", "merged_aligned", 8): 30.0060,
     ("sssp", "chunked", 8): 28.3815,
     ("cc", "merged_aligned", 8): 30.6583,
     ("cc", "chunked", 8): 28.3802,
 }
 
-#: variant -> warp instructions a clock per SM at which the SMs issued the vertex tests:
-#: the mean ``ipc_per_sm`` of chunked BFS's last launches on kron21 and urand21 in
-#: validation/experiments/device_work/runs/h100/launches.csv (six launches, 3.215-3.264).
-SCAN_ISSUE_PER_CLK: dict[str, float] = {"chunked": 3.2403}
+#: variant -> warp instructions a clock per SM at which the SMs issued the vertex tests.
+#: chunked: the mean ``ipc_per_sm`` of chunked BFS's last launches on kron21 and urand21
+#: in validation/experiments/device_work/runs/h100/launches.csv (six launches,
+#: 3.215-3.264); balanced: the mean over balanced BFS's last launches on kron21 and
+#: urand21 of warp_inst / (SMs x (event_ms - gpu.launch_ns of h100-pcie5) x SM clock) in
+#: validation/experiments/vertex_tests/runs/h100/scale21/launches.csv (1.391, 1.158).
+SCAN_ISSUE_PER_CLK: dict[str, float] = {"chunked": 3.2403, "balanced": 1.2747}
 
 
 def per_vertex(kernel: str, variant: str, id_bytes: int) -> float:

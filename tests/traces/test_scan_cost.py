@@ -15,13 +15,30 @@ from hostlink.traces.traversal import traversal_workload, with_scan_insts
 from hostlink.validation.data_tree import run_dir
 
 LAUNCHES = run_dir("device_work", "h100") / "launches.csv"
+TESTS = run_dir("vertex_tests", "h100") / "scale21"
 VERTICES = {"kron14": 1 << 14, "urand14": 1 << 14, "kron21": 1 << 21, "urand21": 1 << 21}
+KEYS = ["kernel", "graph", "memory_mode", "variant", "id_bytes"]
+
+
+def _last_launches(path):
+    last = pd.read_csv(path).groupby(KEYS).tail(1)
+    return last.assign(per_v=last["warp_inst"] / last["graph"].map(VERTICES))
+
+
+def _sm_and_clock(folder):
+    """(SM count, SM clock MHz) of the GPU a probe's programs reported."""
+    import json
+    for line in (folder / "plain.jsonl").read_text().splitlines():
+        rec = json.loads(line) if line.startswith("{") else {}
+        if rec.get("type") == "device":
+            return int(rec["sm_count"]), float(rec["sm_clock_MHz"])
+    raise AssertionError(f"{folder}: no device record")
 
 
 def test_the_table_is_the_probes_least_last_launch_per_vertex():
-    d = pd.read_csv(LAUNCHES)
-    last = d.groupby(["kernel", "graph", "memory_mode", "variant", "id_bytes"]).tail(1)
-    last = last.assign(per_v=last["warp_inst"] / last["graph"].map(VERTICES))
+    last = _last_launches(LAUNCHES)
+    balanced = _last_launches(TESTS / "launches.csv")
+    last = pd.concat([last, balanced[balanced["variant"] == "balanced"]])
     least = last.groupby(["kernel", "variant", "id_bytes"])["per_v"].min()
     measured = {k: v for k, v in least.items() if k[0] in ("bfs", "sssp", "cc")}
     assert set(measured) == set(SCAN_WARP_INSTS)
@@ -40,6 +57,27 @@ def test_the_issue_rate_is_the_probes_busy_chunked_scans():
     assert (merged["issue_active_pct"] < 40).all() and "merged_aligned" not in SCAN_ISSUE_PER_CLK
 
 
+def test_the_balanced_rate_is_its_scans_timed_without_the_profiler():
+    """The balanced tests wait on their loads (long-scoreboard stalls, a quarter of the
+    cycles issuing), which Nsight Compute's cache flush slows: the rate is the last
+    launches' instructions over the SM clocks of their event times less what the events
+    add to a launch (gpu.launch_ns), and with it the road grid's mid-run launches (1 M
+    vertices tested, about a thousand expanded) come within 10% of their time."""
+    sms, mhz = _sm_and_clock(TESTS)
+    launch_ns = load_system("h100-pcie5").gpu.launch_ns
+    last = _last_launches(TESTS / "launches.csv")
+    bal = last[last["variant"] == "balanced"]
+    assert len(bal) == 2 and (bal["stall_long_scoreboard"] > 15).all()
+    assert (bal["issue_active_pct"] < 30).all()
+    rate = bal["warp_inst"] / (sms * (bal["event_ms"] * 1e6 - launch_ns) * mhz * 1e-3)
+    assert SCAN_ISSUE_PER_CLK["balanced"] == pytest.approx(rate.mean(), abs=1e-4)
+    road = pd.read_csv(TESTS.parent / "road" / "launches.csv")
+    road = road[(road["variant"] == "balanced") & (road["memory_mode"] == "device")]
+    floor_ns = scan_warp_insts("bfs", "balanced", 8, 1 << 20) / (
+        sms * SCAN_ISSUE_PER_CLK["balanced"] * mhz * 1e-3)
+    assert floor_ns + launch_ns == pytest.approx(road["event_ms"].median() * 1e6, rel=0.10)
+
+
 def test_stalls_make_the_tests_issue_at_the_measured_rate():
     insts = scan_warp_insts("bfs", "chunked", 8, 1 << 21)
     stall = scan_stall_sm_clocks("bfs", "chunked", 8, 1 << 21)
@@ -50,7 +88,8 @@ def test_stalls_make_the_tests_issue_at_the_measured_rate():
 
 
 def test_unmeasured_variants_get_none_and_widths_stand_in():
-    assert per_vertex("bfs", "naive", 8) == 0.0 and per_vertex("bfs", "balanced", 4) == 0.0
+    assert per_vertex("bfs", "naive", 8) == 0.0 and per_vertex("sssp", "balanced", 8) == 0.0
+    assert per_vertex("bfs", "balanced", 4) == SCAN_WARP_INSTS[("bfs", "balanced", 8)]
     assert per_vertex("sssp", "chunked", 4) == SCAN_WARP_INSTS[("sssp", "chunked", 8)]
     assert scan_warp_insts("bfs", "chunked", 8, 1000) == round(27.3758 * 1000)
     assert scan_warp_insts("pagerank", "chunked", 8, 1000) == 0

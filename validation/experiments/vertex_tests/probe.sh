@@ -27,13 +27,13 @@ declare -A SRC=([kron21]=322668 [urand21]=573449 [road_shuffled]=480893)
 M=gpu__time_duration.sum,smsp__inst_executed.sum,sm__cycles_active.avg,sm__cycles_elapsed.avg,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.per_cycle_active,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,lts__t_sectors_srcunit_tex_aperture_sysmem_op_read.sum,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio,launch__grid_size,launch__block_size,launch__registers_per_thread,launch__occupancy_limit_registers
 echo "metrics: $M" > "$W/log.txt"
 one() {  # one() DIR PROGRAM GRAPH VARIANT MODE [NCU ARGS]: timed run, then the profiled run
-  local dir=$W/$1 prog=$2 graph=$3 variant=$4 mode=$5; shift 5
+  local part=$1 dir=$W/$1 prog=$2 graph=$3 variant=$4 mode=$5; shift 5
   local args=(--graph "$G/$graph" --graph-name "$graph" --source "${SRC[$graph]}" --id-bytes 8
               --variant "$variant" --memory-mode "$mode" --warmup 0)
   timeout 120 gpu_kernels/bin/$prog "${args[@]}" --reps 3 >> "$dir/plain.jsonl" 2>>"$W/log.txt"
   timeout 180 ncu --clock-control none -k regex:walk "$@" --csv --page raw --metrics "$M" \
     gpu_kernels/bin/$prog "${args[@]}" --reps 1 > "$dir/ncu_${prog}_${graph}_${mode}_$variant.csv" 2>>"$W/log.txt"
-  echo "$(date -u +%T) $1 $prog $graph $variant $mode rc $?" | tee -a "$W/log.txt"
+  echo "$(date -u +%T) $part $prog $graph $variant $mode rc $?" | tee -a "$W/log.txt"
 }
 for g in kron21 urand21; do
   for v in naive balanced chunked; do one scale21 bfs $g $v device; done
