@@ -43,3 +43,13 @@ def test_the_predicted_winner_is_judged_by_its_measured_time(summary_module):
     assert w["predicted_winner"] == "merged_aligned/zerocopy"
     assert w["slower_pct"] == pytest.approx(5.0)
     assert w["options"] == 3
+
+
+def test_a_partial_report_replaces_its_cases_only(summary_module):
+    s = _summary([("bfs/road/naive/zerocopy/8B", 10.0, 12.0),
+                  ("bfs/road/balanced/zerocopy/8B", 10.0, 5.0)])
+    newer = _summary([("bfs/road/balanced/zerocopy/8B", 10.0, 9.0)])
+    both = summary_module.replaced(s, newer).set_index("case")
+    assert len(both) == 2
+    assert both.loc["bfs/road/balanced/zerocopy/8B", "predicted"] == 9.0
+    assert both.loc["bfs/road/naive/zerocopy/8B", "predicted"] == 12.0

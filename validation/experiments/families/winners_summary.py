@@ -10,9 +10,11 @@ and device memory), the fastest case measured and the fastest predicted, and
 how much slower, measured, the predicted winner ran than the measured one (the
 acceptance allows 5%). Kernel time is the mean over reps and sources.
 
-Usage: python3 winners_summary.py RUN  (reads RUN/summary.csv of
-`hostlink validate report`; writes RUN/winners.csv and RUN/errors.csv and
-prints both)
+Usage: python3 winners_summary.py RUN [--replace SUMMARY --out FOLDER]
+(reads RUN/summary.csv of `hostlink validate report`; writes RUN/winners.csv and
+RUN/errors.csv and prints both). With ``--replace``, the cases SUMMARY holds (a
+report of some of RUN's cases, ``validate report --only``) take the place of
+RUN's rows of the same cases, and the tables go to FOLDER.
 """
 from __future__ import annotations
 
@@ -59,13 +61,26 @@ def errors(summary: pd.DataFrame) -> pd.DataFrame:
                         ).reset_index()
 
 
-def main(run: str) -> None:
+def replaced(summary: pd.DataFrame, newer: pd.DataFrame) -> pd.DataFrame:
+    """``summary`` with the rows of every case ``newer`` holds taken from ``newer``."""
+    return pd.concat([summary[~summary["case"].isin(set(newer["case"]))], newer],
+                     ignore_index=True)
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) not in (1, 5) or (len(argv) == 5 and (argv[1], argv[3]) != ("--replace", "--out")):
+        raise SystemExit("usage: winners_summary.py RUN [--replace SUMMARY --out FOLDER]")
+    run = argv[0]
     summary = pd.read_csv(Path(run) / "summary.csv")
+    out = Path(run)
+    if len(argv) == 5:
+        summary = replaced(summary, pd.read_csv(argv[2]))
+        out = Path(argv[4])
     e = errors(summary)
-    e.to_csv(Path(run) / "errors.csv", index=False, float_format="%.4g")
+    e.to_csv(out / "errors.csv", index=False, float_format="%.4g")
     print(e.pivot(index="graph", columns="placement", values="mape_pct").round(1).to_string())
     w = winners(summary)
-    w.to_csv(Path(run) / "winners.csv", index=False, float_format="%.4g")
+    w.to_csv(out / "winners.csv", index=False, float_format="%.4g")
     for _, r in w.iterrows():
         verdict = "same" if r.measured_winner == r.predicted_winner else f"{r.slower_pct:+.1f}%"
         print(f"{r.graph:16s} measured {r.measured_winner:24s} {r.measured_ms:9.3f} ms  "
@@ -73,4 +88,4 @@ def main(run: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1:])
