@@ -28,29 +28,25 @@ issue floor (:mod:`hostlink.model.compute`) adds.
 
 - chunked: ``ipc_per_sm`` of the same last launches, where the SMs were busy
   issuing (81-82% of cycles).
-- balanced: its tests wait on their label loads (about 20 warps stalled on a
-  long scoreboard per issue, 24-26% of cycles issuing; its 58 registers a
-  thread leave room for 4 of its 8-warp CTAs an SM). Nsight Compute flushes
-  the caches before each launch it profiles, which slows such loads, so the
-  rate comes from the launches timed without the profiler (CUDA events): their
-  warp instructions over the SM clocks of the event time less ``gpu.launch_ns``
-  (what a pair of events adds to a launch, the H100 preset's 6.15 us): 1.39 on
-  kron21 and 1.16 on urand21. The road grid's mid-run launches issued at 1.46
-  by the same measure; at the mean rate their floor and launch come 8.5% over
-  their time.
+- balanced: its tests wait on their label loads (long-scoreboard stalls; its
+  58 registers a thread leave room for 4 of its 8-warp CTAs an SM). Nsight
+  Compute flushes the caches before each launch it profiles, which slows such
+  loads, so the rate comes from the same launches timed without the profiler
+  (CUDA events): their warp instructions over the SM clocks of the event time
+  less ``gpu.launch_ns`` (what a pair of events adds to a launch). The run's
+  README compares the rate with the road grid's mid-run launches.
 - The merged variants' last launches issued at 1.3-1.4 a clock because their
   one-warp CTAs wait for dispatch (``gpu.cta_dispatch_ns`` times them), so
   they get no stall of their own.
-- naive: a scan launch issues 1.0 warp instruction per vertex and takes 11-17
-  us on 1-2 M vertices (``vertex_tests``): fixed costs, not issue, set it, so
-  it gets no count.
+- naive: a scan launch issues one warp instruction per vertex, and fixed
+  costs, not issue, set its time (``vertex_tests``): it gets no count.
 
 Assumptions: every vertex's test costs the same (the variant's loop over its
 warp's vertices is the same for every warp); the measured count includes the
 test's own loads, which a trace that carries the device accesses counts again
-(one or two instructions of 8-31); the balanced rate, measured with the labels
-in device memory, holds wherever the labels are (they always are in device
-memory); an id width a variant was not measured at takes the
+(one or two instructions of 8-31); the balanced rate, measured with the graph
+in device memory, stands for every placement (from pinned host memory the
+road grid's scan launches took 11% longer, ``vertex_tests``); an id width a variant was not measured at takes the
 measured one of the same kernel and variant; every kernel's chunked tests
 issue at BFS's measured rate (the same loop in gpu_kernels/traversal/walk.cuh,
 only ``algo.active`` differs; SSSP's and CC's were measured on 16 K-vertex
