@@ -86,7 +86,7 @@ from hostlink.model.config.schema import TranslationConfig
 from hostlink.model.errors import ConfigError
 from hostlink.model.workload import SPACE_HOST, RequestStream
 
-__all__ = ["TranslationResult", "issue_order", "lru_misses", "managed_host_view",
+__all__ = ["TranslationResult", "issue_order", "issue_permutation", "lru_misses", "managed_host_view",
            "warp_keys_of", "warp_page_repeats",
            "reach_from_two_regions",
            "translation_bound_GBps", "translation_misses", "simulate_translation",
@@ -179,18 +179,22 @@ def managed_host_view(system):
 
 
 def translation_misses(pages: np.ndarray, cfg: TranslationConfig,
-                       warp_keys: np.ndarray | None = None) -> np.ndarray:
+                       warp_keys: np.ndarray | None = None, *,
+                       repeats: np.ndarray | None = None) -> np.ndarray:
     """GPU TLB miss flags of a sequence of page numbers (addr // cfg.page_B), in the
     order they reach the TLB. With ``warp_keys`` (one key per request naming its
     warp), a warp's repeat of its previous page (:func:`warp_page_repeats`) hits
-    without reaching the last-level TLB."""
+    without reaching the last-level TLB; ``repeats`` gives those flags where the
+    caller has them already."""
     pages = np.asarray(pages)
     if not cfg.enabled:
         return np.zeros(pages.shape[0], dtype=np.bool_)
-    if warp_keys is None:
-        return lru_misses(pages, cfg.tlb_entries)
+    if repeats is None:
+        if warp_keys is None:
+            return lru_misses(pages, cfg.tlb_entries)
+        repeats = warp_page_repeats(pages, warp_keys)
     miss = np.zeros(pages.shape[0], dtype=np.bool_)
-    reach = ~warp_page_repeats(pages, warp_keys)
+    reach = ~np.asarray(repeats, dtype=bool)
     if reach.any():
         miss[reach] = lru_misses(pages[reach], cfg.tlb_entries)
     return miss
@@ -266,19 +270,28 @@ def reach_from_two_regions(region1_B: float, bw1_GBps: float, region2_B: float,
 
 
 def issue_order(stream: RequestStream, resident_warps: int) -> np.ndarray:
-    """Permutation of the stream's rows in approximate issue order.
+    """Permutation of the stream's rows in approximate issue order
+    (:func:`issue_permutation` of its columns)."""
+    return issue_permutation(stream.launch, stream.warp, stream.inst, resident_warps)
+
+
+def issue_permutation(launch: np.ndarray, warp: np.ndarray, inst: np.ndarray,
+                      resident_warps: int) -> np.ndarray:
+    """Permutation of requests (given by their launch, warp and instruction columns)
+    in approximate issue order.
 
     Within a launch, warps ``k * resident_warps .. (k+1) * resident_warps - 1``
     form wave ``k``; a wave's warps issue their n-th instruction in turn
-    before any issues its (n+1)-th; waves and launches follow each other.
+    before any issues its (n+1)-th; waves and launches follow each other. Ties keep
+    the given order, so a warp's requests keep their order within an instruction.
     """
     if resident_warps < 1:
         raise ValueError(f"resident_warps must be >= 1, not {resident_warps}")
-    if len(stream) == 0:
+    if len(launch) == 0:
         return np.zeros(0, dtype=np.int64)
-    wave = stream.warp.astype(np.int64) // resident_warps
+    wave = np.asarray(warp).astype(np.int64) // resident_warps
     # np.lexsort sorts by the last key first.
-    return np.lexsort((stream.warp, stream.inst, wave, stream.launch))
+    return np.lexsort((warp, inst, wave, launch))
 
 
 @dataclass(frozen=True)

@@ -373,26 +373,21 @@ def translation_flags(stream: RequestStream, system: SystemConfig, row: np.ndarr
         keys = xl.warp_keys_of(stream, row[seq])
         walk[seq] = xl.translation_misses(addr // np.uint64(cfg.page_B), cfg, keys)
     else:
-        # The reads in program order (``row``), then in the issue order of
-        # hostlink.model.translation.issue_order. A warp's reads keep their program
-        # order in the issue order (by instruction, then row), so a read repeats its
-        # warp's previous page there exactly where it does here: the repeats are
-        # found in program order, without a sort by warp.
+        # The reads in program order (``row``), then in issue order. A warp's reads
+        # keep their program order in the issue order (by instruction, then row), so
+        # a read repeats its warp's previous page there exactly where it does here:
+        # the repeats are found in program order, without a sort by warp.
         rr = row[reads]
         launch, warp = stream.launch[rr], stream.warp[rr]
         resident = system.gpu.sm_count * system.gpu.max_warps_per_sm
-        perm = np.lexsort((warp, stream.inst[rr], warp.astype(np.int64) // resident, launch))
+        perm = xl.issue_permutation(launch, warp, stream.inst[rr], resident)
         pages = stream.addr[rr] // np.uint64(cfg.page_B)
         same = np.zeros(len(rr), dtype=bool)
         same[1:] = (launch[1:] == launch[:-1]) & (warp[1:] == warp[:-1]) & (pages[1:] == pages[:-1])
         del launch, warp
         seq = reads[perm]
-        reach = ~same[perm]
-        miss = np.zeros(len(seq), dtype=bool)
-        if reach.any():
-            miss[reach] = xl.lru_misses(pages[perm][reach], cfg.tlb_entries)
-        walk[seq] = miss
-        del pages, same, reach, miss
+        walk[seq] = xl.translation_misses(pages[perm], cfg, repeats=same[perm])
+        del pages, same
         addr = stream.addr[rr][perm]
     if cfg.iommu:
         iommu[seq] = xl.lru_misses(addr // np.uint64(cfg.iommu_page_B), cfg.iommu_iotlb_entries)
