@@ -393,7 +393,8 @@ def _run_des(stream, system, common, engine, nbins, as_device) -> dict:
                                space=np.full(len(stream), SPACE_DEVICE, dtype=np.uint8),
                                launches=stream.launches,
                                **{k: getattr(stream, k) for k in OPTIONAL_COLUMNS})
-    inputs, out = simulate(stream, system, engine=engine, nbins=nbins)
+    # a device run's stream is made here and run once: nothing to keep
+    inputs, out = simulate(stream, system, engine=engine, nbins=nbins, keep_inputs=not as_device)
     stats = {name: float(out.stats[i]) for i, name in enumerate(STAT_NAMES)}
     stats["walk_busy_ns"] = stats["walks"] * inputs.walk_ns / max(1, inputs.walkers)
     kernel_ns = out.kernel_ns
@@ -598,6 +599,7 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
         # themselves stay memoized, a few numbers per launch
         from hostlink.model.stream_memo import forget
         forget(stream, "des_inputs")
+        forget(stream, "des_group_inputs")
         return pred
     return _predict_stream(stream, system, common, host_loop=host_loop, vertices=vertices, **args)
 

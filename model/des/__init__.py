@@ -38,12 +38,18 @@ ENGINES = ("fast", "reference")
 
 __all__ = ["DEVICE_READ", "DEVICE_WRITE", "ENGINES", "GROUP_REQUESTS", "HOST_READ",
            "HOST_WRITE", "STAT", "STAT_NAMES", "DesInputs", "DesOutput", "build_inputs",
-           "launch_groups", "run", "simulate", "simulate_in_groups"]
+           "KeptGroups", "launch_groups", "run", "simulate", "simulate_in_groups"]
 
 #: Streams of more requests than this are simulated in groups of launches of at most
 #: about this many requests each (a launch is never split): the engines' inputs take
 #: about 80 B a request, so a group's are about 340 MB.
 GROUP_REQUESTS = 1 << 22
+
+#: Bytes of the groups' inputs kept with a stream between the loaded round trip's
+#: passes (:mod:`hostlink.model.loaded_rtt`), which change only ``rtt_ns``: the first
+#: groups that fit are kept (about 20 B a request; kron21's BFS, 10 M requests, fits
+#: whole), the rest are built again on every pass.
+GROUP_INPUTS_KEPT_B = 256 << 20
 
 
 def run(inputs: DesInputs, *, engine: str = "fast", record: bool = False,
@@ -69,7 +75,8 @@ def _round_trip_free_key(system) -> tuple:
 
 
 def simulate(stream, system, *, engine: str = "fast", record: bool = False, nbins: int = 1024,
-             translation: bool | None = None) -> tuple[DesInputs, DesOutput]:
+             translation: bool | None = None,
+             keep_inputs: bool = True) -> tuple[DesInputs, DesOutput]:
     """Simulate ``stream`` on ``system``; returns the inputs used and the output.
 
     The inputs are built once per stream and system less the link's round trip
@@ -83,7 +90,10 @@ def simulate(stream, system, *, engine: str = "fast", record: bool = False, nbin
     if engine == "fast" and not record and len(stream) > GROUP_REQUESTS:
         groups = launch_groups(stream, GROUP_REQUESTS)
         if groups is not None and len(groups) > 1 and (not use_xl or pages_fit(stream, system)):
-            return simulate_in_groups(stream, system, groups, translation=use_xl, nbins=nbins)
+            kept = (memoized(stream, "des_group_inputs", (key, bool(use_xl)), KeptGroups, keep=1)
+                    if keep_inputs else None)
+            return simulate_in_groups(stream, system, groups, translation=use_xl, nbins=nbins,
+                                      kept=kept)
 
     def prepared():
         lay = layout(stream, system)
@@ -93,7 +103,8 @@ def simulate(stream, system, *, engine: str = "fast", record: bool = False, nbin
                   if fits else None)
         return lay, costs, inputs
 
-    lay, costs, inputs = memoized(stream, "des_inputs", (key, bool(use_xl)), prepared, keep=1)
+    lay, costs, inputs = (memoized(stream, "des_inputs", (key, bool(use_xl)), prepared, keep=1)
+                          if keep_inputs else prepared())
     rtt = {"rtt_ns": float(system.link.rtt_ns)}
     if inputs is not None:
         inputs = dataclasses.replace(inputs, **rtt)
@@ -156,11 +167,52 @@ def _first_touches(flags: np.ndarray, pages: np.ndarray, seen: np.ndarray) -> tu
     return flags, seen
 
 
+class KeptGroups:
+    """The inputs of a stream's first groups, kept for the next pass on a system that
+    differs in ``link.rtt_ns`` alone, up to :data:`GROUP_INPUTS_KEPT_B` bytes. Each
+    group keeps the TLB's and IOTLB's pages seen by the end of it, so that a group
+    built again after it starts from them."""
+
+    def __init__(self, budget_B: int | None = None):
+        self.budget_B = GROUP_INPUTS_KEPT_B if budget_B is None else int(budget_B)
+        self.groups: dict[int, tuple] = {}
+        self.size_B = 0
+
+    def get(self, i: int):
+        """(inputs, pages seen by the TLB, by the IOTLB) of group ``i``, or None."""
+        kept = self.groups.get(i)
+        if kept is None:
+            return None
+        inputs, seen_tlb, seen_iommu = kept
+        if inputs.row is None:      # kept without its identity row order
+            inputs = dataclasses.replace(inputs, row=np.arange(len(inputs.kind),
+                                                               dtype=np.int64))
+        return inputs, seen_tlb, seen_iommu
+
+    def offer(self, i: int, inputs: DesInputs, seen_tlb, seen_iommu) -> None:
+        """Keep group ``i`` if it fits what is left of the budget (with every group
+        before it kept, so that the kept ones are a prefix)."""
+        if i != len(self.groups):
+            return
+        row = inputs.row
+        if len(row) and row[0] == 0 and row[-1] == len(row) - 1 and \
+                bool(np.all(np.diff(row) == 1)):
+            inputs = dataclasses.replace(inputs, row=None)
+        size = sum(v.nbytes for v in vars(inputs).values() if isinstance(v, np.ndarray))
+        size += seen_tlb.nbytes + seen_iommu.nbytes
+        if self.size_B + size <= self.budget_B:
+            self.groups[i] = (inputs, seen_tlb, seen_iommu)
+            self.size_B += size
+
+
 def simulate_in_groups(stream, system, groups, *, translation: bool,
-                       nbins: int = 1024) -> tuple[DesInputs, DesOutput]:
+                       nbins: int = 1024,
+                       kept: KeptGroups | None = None) -> tuple[DesInputs, DesOutput]:
     """:func:`simulate` of ``stream`` (the fast engine, no per-request record) one group
     of ``groups`` (:func:`launch_groups`) at a time; the host pages it reads must fit
     the TLB (and IOTLB) where ``translation`` is on, so that only first touches miss.
+    ``kept``: groups' inputs from an earlier call on a system that differs in
+    ``link.rtt_ns`` alone, which this call uses and adds to (:class:`KeptGroups`).
     Returns the last group's inputs, their ``extra`` the whole run's wire and DRAM
     bytes, and the run's output."""
     from hostlink.model.des import fast
@@ -173,23 +225,31 @@ def simulate_in_groups(stream, system, groups, *, translation: bool,
     seen_tlb = np.zeros(0, dtype=np.uint64)
     seen_iommu = np.zeros(0, dtype=np.uint64)
     inputs = None
-    for first, end, r0, r1 in groups:
-        part = _launch_slice(stream, first, end, r0, r1)
-        inputs = build_inputs(part, system, translation=translation)
-        if translation:
-            host = part.space[inputs.row] == SPACE_HOST
-            addr = np.where(host, part.addr[inputs.row], np.uint64(0))
-            walk, seen_tlb = _first_touches(inputs.walk, addr // np.uint64(cfg.page_B),
-                                            seen_tlb)
-            iommu, seen_iommu = _first_touches(inputs.iommu_miss,
-                                               addr // np.uint64(cfg.iommu_page_B), seen_iommu)
-            inputs = dataclasses.replace(inputs, walk=walk, iommu_miss=iommu)
-            del host, addr
+    rtt = {"rtt_ns": float(system.link.rtt_ns)}
+    for i, (first, end, r0, r1) in enumerate(groups):
+        found = None if kept is None else kept.get(i)
+        if found is not None:
+            inputs, seen_tlb, seen_iommu = found
+            inputs = dataclasses.replace(inputs, **rtt)
+        else:
+            part = _launch_slice(stream, first, end, r0, r1)
+            inputs = build_inputs(part, system, translation=translation)
+            if translation:
+                host = part.space[inputs.row] == SPACE_HOST
+                addr = np.where(host, part.addr[inputs.row], np.uint64(0))
+                walk, seen_tlb = _first_touches(inputs.walk, addr // np.uint64(cfg.page_B),
+                                                seen_tlb)
+                iommu, seen_iommu = _first_touches(
+                    inputs.iommu_miss, addr // np.uint64(cfg.iommu_page_B), seen_iommu)
+                inputs = dataclasses.replace(inputs, walk=walk, iommu_miss=iommu)
+                del host, addr
+            del part
+            if kept is not None:
+                kept.offer(i, inputs, seen_tlb, seen_iommu)
         wire["up"] += inputs.extra["wire_B"]["up"]
         wire["down"] += inputs.extra["wire_B"]["down"]
         dram_B += int(inputs.extra["host_dram_B"])
         kernel_ns.append(fast.run(inputs, nbins=nbins, carry=carry).kernel_ns)
-        del part
     inputs = dataclasses.replace(inputs, extra={"host_dram_B": dram_B, "wire_B": wire,
                                                 "groups": len(groups)})
     return inputs, carry.output(np.concatenate(kernel_ns))

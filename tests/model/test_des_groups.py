@@ -108,3 +108,30 @@ def test_rows_out_of_launch_order_are_not_grouped():
     stream = random_stream(5)
     back = stream.select(np.arange(len(stream))[::-1])
     assert des.launch_groups(back, 50) is None
+
+
+@pytest.mark.parametrize("budget", ["all", "half", "none"])
+def test_kept_groups_serve_another_round_trip_unchanged(budget):
+    """The loaded round trip's passes reuse the groups' inputs (KeptGroups): a pass on
+    another ``link.rtt_ns`` gives the numbers of inputs built afresh, whether every
+    group, the first few or none fit the budget."""
+    from hostlink.model.config import system_with
+    system = load_system("h200-pcie5")
+    stream = random_stream(6)
+    groups = des.launch_groups(stream, len(stream) // 6)
+    assert len(groups) >= 6
+    sizes = {"all": 1 << 40, "half": None, "none": 0}
+    kept = des.KeptGroups(sizes[budget])
+    first_in, first = grouped(stream, system, groups, translation=True, kept=kept)
+    if budget == "half":        # keep the first groups only: the later ones are rebuilt
+        kept = des.KeptGroups(kept.size_B // 2)
+        grouped(stream, system, groups, translation=True, kept=kept)
+        assert 0 < len(kept.groups) < len(groups)
+    assert (len(kept.groups) == len(groups)) == (budget == "all")
+    assert len(kept.groups) > 0 or budget == "none"
+    slower = system_with(system, {"link.rtt_ns": 2.5 * system.link.rtt_ns})
+    reused_in, reused = grouped(stream, slower, groups, translation=True, kept=kept)
+    fresh_in, fresh = grouped(stream, slower, groups, translation=True)
+    assert_identical(fresh_in, fresh, reused_in, reused)
+    assert fresh.stats[des.STAT["walks"]] > 0
+    assert not np.array_equal(first.kernel_ns, fresh.kernel_ns)   # the round trip counted

@@ -205,6 +205,39 @@ def trip_lines(csr, plan, variant: str, base: int, width_B: int,
     return np.maximum(counts, 1)
 
 
+@njit(cache=True)
+def _fill_steps(u0, u1, w_u, T, new_base, vtx, trip_off, npro, nvis, P, A, pro_base, pro_w,
+                vis_base, vis_w, vis_atomic, counts, warp, inst, addr, useful_B, lines, atomic):
+    """The device steps of units ``u0:u1`` into the columns given (module notes): per
+    unit its ``npro`` prologue steps, then for each trip ``t`` its ``nvis`` visits,
+    numbered after the host loads of the trip's group of ``A`` trips (``P`` a trip);
+    a step reads a 32 B sector of its array at the unit's vertex ``vtx``; a visit
+    stands for ``counts[s, trip_off[u] + t]`` lines (at most :data:`LINES_MAX`)."""
+    r = 0
+    sector = np.uint64(SECTOR_B)
+    for u in range(u0, u1):
+        base_u = new_base[u]
+        for j in range(npro + T[u] * nvis):
+            if j < npro:
+                step = base_u + j
+                base, width, n_lines, is_atomic = pro_base[j], pro_w[j], 1, False
+            else:
+                t, s = (j - npro) // nvis, (j - npro) % nvis
+                g = t // A
+                n_g = min(A, T[u] - g * A)
+                step = base_u + npro + g * A * (P + nvis) + n_g * P + (t - g * A) * nvis + s
+                base, width = vis_base[s], vis_w[s]
+                n_lines, is_atomic = counts[s, trip_off[u] + t], vis_atomic[s]
+            a = base + vtx[u] * width
+            warp[r] = w_u[u]
+            inst[r] = step
+            addr[r] = a - a % sector
+            useful_B[r] = width
+            lines[r] = min(n_lines, LINES_MAX)
+            atomic[r] = is_atomic
+            r += 1
+
+
 #: device steps built at a time by :func:`with_visit_skeleton` (bounds its working memory)
 SKELETON_BATCH_STEPS = 1 << 22
 
@@ -294,48 +327,33 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
 
         # device steps: the prologue, then each trip's visits after its group's host loads
         trip_off = np.cumsum(T) - T
-        counts = [trip_lines(csr, plan, variant, int(vis_base[k]), int(vis_w[k]), active)
-                  for k in range(nvis)]
+        counts = (np.stack([trip_lines(csr, plan, variant, int(vis_base[k]), int(vis_w[k]),
+                                       active) for k in range(nvis)]).astype(np.int64)
+                  if nvis else np.zeros((0, 1), dtype=np.int64))
+        vertex = vtx.astype(np.uint64)
         tot = npro + T * nvis
         cum = np.cumsum(tot)
         u0 = 0
         while u0 < len(w_u):
             u1 = int(np.searchsorted(cum, cum[u0] - tot[u0] + SKELETON_BATCH_STEPS, side="right"))
             u1 = max(u1, u0 + 1)
-            tb = tot[u0:u1]
-            unit = np.repeat(np.arange(u0, u1), tb)
-            j = np.arange(len(unit)) - np.repeat(np.cumsum(tb) - tb, tb)
-            is_pro = j < npro
-            jv = np.where(is_pro, 0, j - npro)
-            t = jv // max(1, nvis)
-            s = jv % max(1, nvis)
-            g = t // A
-            n_g = np.minimum(A, T[unit] - g * A)
-            dinst = np.where(is_pro, new_base[unit] + j,
-                             new_base[unit] + npro + g * A * (P + nvis) + n_g * P
-                             + (t - g * A) * nvis + s)
-            base = np.where(is_pro, pro_base[np.minimum(j, npro - 1)], vis_base[s] if nvis else 0)
-            width = np.where(is_pro, pro_w[np.minimum(j, npro - 1)], vis_w[s] if nvis else 4)
-            addr = base + vtx[unit].astype(np.uint64) * width
-            lines = np.ones(len(unit), dtype=np.int64)
-            atomic = np.zeros(len(unit), dtype=np.bool_)
-            for k in range(nvis):
-                at = ~is_pro & (s == k)
-                lines[at] = counts[k][trip_off[unit[at]] + t[at]]
-                atomic[at] = vis_atomic[k]
-            n = len(unit)
-            dev_parts.append({
+            n = int(cum[u1 - 1] - cum[u0] + tot[u0])
+            part = {"warp": np.empty(n, dtype=REQUEST_DTYPES["warp"]),
+                    "inst": np.empty(n, dtype=REQUEST_DTYPES["inst"]),
+                    "addr": np.empty(n, dtype=REQUEST_DTYPES["addr"]),
+                    "useful_B": np.empty(n, dtype=REQUEST_DTYPES["useful_B"]),
+                    "lines": np.empty(n, dtype=np.uint16),
+                    "atomic": np.empty(n, dtype=np.bool_)}
+            _fill_steps(u0, u1, w_u, T, new_base, vertex, trip_off, npro, nvis,
+                        P, A, pro_base, pro_w, vis_base, vis_w, vis_atomic, counts,
+                        part["warp"], part["inst"], part["addr"], part["useful_B"],
+                        part["lines"], part["atomic"])
+            part.update({
                 "launch": np.full(n, li, dtype=REQUEST_DTYPES["launch"]),
-                "warp": w_u[unit].astype(REQUEST_DTYPES["warp"]),
-                "inst": dinst.astype(REQUEST_DTYPES["inst"]),
-                "addr": (addr - addr % SECTOR_B).astype(REQUEST_DTYPES["addr"]),
                 "size_B": np.full(n, SECTOR_B, dtype=REQUEST_DTYPES["size_B"]),
-                "useful_B": width.astype(REQUEST_DTYPES["useful_B"]),
                 "space": np.full(n, SPACE_DEVICE, dtype=REQUEST_DTYPES["space"]),
-                "is_write": np.zeros(n, dtype=REQUEST_DTYPES["is_write"]),
-                "lines": np.minimum(lines, LINES_MAX).astype(np.uint16),
-                "atomic": atomic})
-            del unit, j, is_pro, jv, t, s, g, n_g, dinst, base, width, addr, lines, atomic
+                "is_write": np.zeros(n, dtype=REQUEST_DTYPES["is_write"])})
+            dev_parts.append(part)
             u0 = u1
     new_inst = _host_instructions(stream, plans, P, A, npro, nvis)
 
