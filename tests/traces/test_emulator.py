@@ -392,3 +392,22 @@ def test_property_rows_follow_kernels_md(g, variant, id_bytes, kernel, chunk_row
         assert emu.result.tolist() == ref_bfs(g, src)
     elif kernel == "sssp":
         assert emu.result.tolist() == ref_dijkstra(g, src)
+
+
+def test_window_owners_are_the_last_list_starting_at_or_before_each_element():
+    """The balanced walk's owner lanes (emit.window_owners: one galloping search per
+    window from a hint, then a walk up the lists) are a binary search of every lane's
+    element in the offsets, empty lists, hints off the graph and windows past its last
+    edge included."""
+    from hostlink.traces.emulator.emit import window_owners
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        V = int(rng.integers(1, 80))
+        deg = rng.integers(0, 6, size=V) * (rng.random(V) < 0.7)
+        offsets = np.concatenate([[0], np.cumsum(deg)]).astype(np.uint64)
+        first = rng.integers(0, int(offsets[-1]) + 40, size=64)
+        hint = rng.integers(-3, V + 3, size=64)
+        lanes = first[:, None] + np.arange(32)
+        expected = np.clip(np.searchsorted(offsets, lanes.astype(np.uint64), side="right") - 1,
+                           0, V - 1)
+        assert np.array_equal(window_owners(offsets, first, hint), expected)

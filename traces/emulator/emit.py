@@ -15,7 +15,7 @@ only), then ``trips`` loop trips of ``len(program.trip)`` instructions each
   32 element indices that :func:`balanced_windows` walks over the lists of its
   live vertices (active, with a non-empty list), trip k covering
   ``win[k] + lane``; a lane loads when its index lies in a live list of the
-  warp, for the vertex that owns that index (:func:`owner_of`). Its prologue
+  warp, for the vertex that owns that index (:func:`window_owners`). Its prologue
   (device traces) has one lane per vertex of the warp, as naive's has.
 Rows are numbered unit after unit; a chunk is a row range cut at trip
 boundaries, so at most ``chunk_rows`` rows (plus the tail of one trip) are
@@ -159,12 +159,56 @@ def balanced_windows(offsets: np.ndarray, live: np.ndarray, warps: np.ndarray,
     return trips, win
 
 
-def owner_of(offsets: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """The vertex whose list holds element ``idx``: the last vertex whose list starts
-    at or before it (the balanced kernel's owner lane), clipped to [0, V)."""
+@njit(cache=True)
+def _window_owners(offsets, first, hint, out):
+    """The owner of each element ``first[i] + lane`` (lanes 0..31) into ``out[i, lane]``:
+    the last vertex whose list starts at or before it (the balanced kernel's owner
+    lane), clipped to [0, V). The first lane's is found by a search that gallops out
+    from ``hint[i]`` (the row's warp's first vertex, near its windows), the others by
+    a walk up the lists (the owner grows with the element)."""
     V = len(offsets) - 1
-    own = np.searchsorted(offsets, idx.astype(np.uint64), side="right").astype(np.int64) - 1
-    return np.clip(own, 0, max(0, V - 1))
+    top = max(0, V - 1)
+    for i in range(len(first)):
+        x = first[i]
+        # bracket the answer: offsets[lo] <= x < offsets[hi], with offsets[-1] = -inf
+        # and offsets[V + 1] = +inf
+        h = min(max(hint[i], 0), V)
+        step = 1
+        if offsets[h] <= x:
+            lo = h
+            hi = h + 1
+            while hi <= V and offsets[hi] <= x:
+                lo = hi
+                hi = min(hi + step, V + 1)
+                step *= 2
+        else:
+            hi = h
+            lo = h - 1
+            while lo >= 0 and offsets[lo] > x:
+                hi = lo
+                lo = max(lo - step, -1)
+                step *= 2
+        while hi - lo > 1:
+            mid = (lo + hi) >> 1
+            if offsets[mid] <= x:
+                lo = mid
+            else:
+                hi = mid
+        v = lo
+        for lane in range(out.shape[1]):
+            while v < V and offsets[v + 1] <= x + lane:
+                v += 1
+            out[i, lane] = min(max(v, 0), top)
+
+
+def window_owners(offsets: np.ndarray, first: np.ndarray, hint: np.ndarray) -> np.ndarray:
+    """The owners (:func:`_window_owners`) of ``first[:, None] + range(32)``, a warp's
+    window per row, each row's search starting at its ``hint`` vertex."""
+    out = np.empty((len(first), WARP_SIZE), dtype=np.int64)
+    _window_owners(np.ascontiguousarray(offsets).view(np.int64),
+                   np.ascontiguousarray(first, dtype=np.int64),
+                   np.ascontiguousarray(hint, dtype=np.int64), out)
+    return out
 
 
 def plan_launch(csr: CSR, variant: str, prog: Program, active: np.ndarray, launch: int,
@@ -401,7 +445,7 @@ class Materialiser:
             b = np.zeros(n, dtype=np.int64)
             b[is_trip] = plan.win[plan.first_trip[u[is_trip]] + k[is_trip]]
             idx = b[:, None] + _LANES[None, :]
-            own = owner_of(csr.offsets, idx)
+            own = window_owners(csr.offsets, b, warp_g * CHUNK_VERTICES)
             valid = (is_trip[:, None] & (idx >= plan.s[u][:, None]) & (idx < plan.e[u][:, None])
                      & plan.live_v[own])
             vl = np.where(is_trip[:, None], own, vpc)
