@@ -226,3 +226,27 @@ def test_the_skeletons_atomic_steps_are_marked(kron, kernel):
         assert n_trip_steps > 0 and 2 * int(out.atomic.sum()) == n_trip_steps
     else:
         assert out.atomic is None
+
+
+def test_merged_order_is_the_stable_sort_of_host_rows_and_steps():
+    """The skeleton's row order (visits._merged_order): a merge where the host rows and
+    the device steps are each sorted, a stable sort where not; both the stable
+    (launch, warp, inst, addr) order, ties to the host rows."""
+    import numpy as np
+
+    from hostlink.traces.emulator.visits import _merged_order
+    rng = np.random.default_rng(3)
+    for sort_parts in (True, False):
+        for _ in range(50):
+            n, split = int(rng.integers(1, 300)), None
+            cols = [rng.integers(0, k, size=n).astype(dt) for k, dt in
+                    ((3, np.uint32), (4, np.uint32), (5, np.uint32), (4, np.uint64))]
+            split = int(rng.integers(0, n + 1))
+            if sort_parts:
+                for lo, hi in ((0, split), (split, n)):
+                    o = np.lexsort(tuple(c[lo:hi] for c in reversed(cols)))
+                    for c in cols:
+                        c[lo:hi] = c[lo:hi][o]
+            launch, warp, inst, addr = cols
+            expected = np.lexsort((addr, inst, warp, launch))
+            assert np.array_equal(_merged_order(launch, warp, inst, addr, split), expected)

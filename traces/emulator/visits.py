@@ -238,6 +238,52 @@ def _fill_steps(u0, u1, w_u, T, new_base, vtx, trip_off, npro, nvis, P, A, pro_b
             r += 1
 
 
+@njit(cache=True, inline="always")
+def _row_less(la, wa, ia, aa, x, y):
+    """Whether row ``x`` comes before row ``y`` in (launch, warp, inst, addr) order."""
+    if la[x] != la[y]:
+        return la[x] < la[y]
+    if wa[x] != wa[y]:
+        return wa[x] < wa[y]
+    if ia[x] != ia[y]:
+        return ia[x] < ia[y]
+    return aa[x] < aa[y]
+
+
+@njit(cache=True)
+def _runs_sorted(la, wa, ia, aa, split):
+    """Whether rows ``0:split`` and ``split:`` are each in (launch, warp, inst, addr) order."""
+    for r in range(1, len(la)):
+        if r != split and _row_less(la, wa, ia, aa, r, r - 1):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _merge_runs(la, wa, ia, aa, split):
+    """The stable order of two sorted runs ``0:split`` and ``split:`` (ties: the first)."""
+    n = len(la)
+    order = np.empty(n, dtype=np.int64)
+    x, y = 0, split
+    for k in range(n):
+        if y >= n or (x < split and not _row_less(la, wa, ia, aa, y, x)):
+            order[k] = x
+            x += 1
+        else:
+            order[k] = y
+            y += 1
+    return order
+
+
+def _merged_order(launch, warp, inst, addr, split: int) -> np.ndarray:
+    """The stable (launch, warp, inst, addr) order of the host rows ``0:split`` and the
+    device steps after them: a merge where each is already in that order (as the
+    coalescer and the steps' units leave them), else a sort."""
+    if _runs_sorted(launch, warp, inst, addr, split):
+        return _merge_runs(launch, warp, inst, addr, split)
+    return np.lexsort((addr, inst, warp, launch))
+
+
 #: device steps built at a time by :func:`with_visit_skeleton` (bounds its working memory)
 SKELETON_BATCH_STEPS = 1 << 22
 
@@ -363,7 +409,7 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
 
     keys = {name: column(name, new_inst if name == "inst" else getattr(stream, name))
             for name in ("launch", "warp", "inst", "addr")}
-    order = np.lexsort((keys["addr"], keys["inst"], keys["warp"], keys["launch"]))
+    order = _merged_order(keys["launch"], keys["warp"], keys["inst"], keys["addr"], len(stream))
     cols = {}
     for name in REQUEST_DTYPES:
         col = keys.pop(name) if name in keys else column(name, getattr(stream, name))
