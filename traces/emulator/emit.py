@@ -394,6 +394,49 @@ def _pack_mask(lanes: np.ndarray) -> np.ndarray:
     return np.packbits(lanes, axis=1, bitorder="little").view("<u4").reshape(-1).astype(np.uint32)
 
 
+#: how :func:`_host_lanes` finds a trip's lanes: one index range per trip (merged,
+#: merged_aligned, chunked), a vertex per lane (naive) or a window over the warp's lists
+_LANES_RANGE, _LANES_NAIVE, _LANES_WINDOW = 0, 1, 2
+
+
+@njit(cache=True)
+def _host_lanes(how, u, is_trip, k, first, warp_g, base, width, a, s, e, offsets, deg,
+                active_v, live_v, own, addr, mask):
+    """The lanes of rows whose instructions all read host arrays (element indices into
+    the row's array): ``addr[i, lane]`` (0 where the lane reads nothing) and the row's
+    lane mask, as :meth:`Materialiser.rows` computes them lane array by lane array.
+    A prologue row reads nothing; a trip row's lane reads element ``idx`` where:
+    ``_LANES_RANGE``, idx = a[u] + 32 k + lane within [s[u], e[u]); ``_LANES_NAIVE``,
+    its vertex v = 32 warp + lane is active with more than k neighbours, idx =
+    offsets[v] + k; ``_LANES_WINDOW``, idx = first[i] + lane within [s[u], e[u]) and
+    in the list of a live vertex (``own``: each lane's owner)."""
+    V = len(offsets) - 1
+    for i in range(len(u)):
+        m = 0
+        w = u[i]
+        for lane in range(WARP_SIZE):
+            idx = 0
+            ok = False
+            if is_trip[i]:
+                if how == _LANES_RANGE:
+                    idx = a[w] + WARP_SIZE * k[i] + lane
+                    ok = s[w] <= idx < e[w]
+                elif how == _LANES_NAIVE:
+                    v = warp_g[i] * WARP_SIZE + lane
+                    if v < V and active_v[v] and k[i] < deg[v]:
+                        idx = offsets[v] + k[i]
+                        ok = True
+                else:
+                    idx = first[i] + lane
+                    ok = s[w] <= idx < e[w] and live_v[own[i, lane]]
+            if ok:
+                addr[i, lane] = base[i] + idx * width[i]
+                m |= 1 << lane
+            else:
+                addr[i, lane] = 0
+        mask[i] = m
+
+
 class Materialiser:
     """Turns row ranges of a launch plan into InstTable chunks."""
 
@@ -433,6 +476,9 @@ class Materialiser:
         csr = self.csr
         V = csr.num_vertices
         naive = self.variant == "naive"
+        if not self.device:
+            addr, mask = self._host_lanes(plan, u, is_trip, k, instr, warp_g)
+            return self._table(plan, instr, warp_g, addr, mask)
 
         # lanes: vertex of each lane (naive) and the element index of trip rows
         if self.variant == "balanced":
@@ -503,7 +549,41 @@ class Materialiser:
         else:
             addr = base[:, None] + idx_c * width[:, None]
         addr = np.where(mask_l, addr, 0).astype(np.uint64)
-        mask = _pack_mask(mask_l)
+        return self._table(plan, instr, warp_g, addr, _pack_mask(mask_l))
+
+    def _host_lanes(self, plan: LaunchPlan, u, is_trip, k, instr, warp_g):
+        """(addr, mask) of rows whose instructions all read host arrays
+        (:func:`_host_lanes`, one compiled pass instead of lane arrays)."""
+        n = len(u)
+        offsets = np.ascontiguousarray(self.csr.offsets).view(np.int64)
+        none_b, none_i = np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.int64)
+        first, own = none_i, np.zeros((0, WARP_SIZE), dtype=np.int64)
+        active_v = live_v = none_b
+        deg = none_i
+        if self.variant == "balanced":
+            how = _LANES_WINDOW
+            first = np.zeros(n, dtype=np.int64)
+            trip = np.flatnonzero(is_trip)
+            first[trip] = plan.win[plan.first_trip[u[trip]] + k[trip]]
+            own = window_owners(self.csr.offsets, first, warp_g * CHUNK_VERTICES)
+            live_v = plan.live_v
+        elif self.variant == "naive":
+            how = _LANES_NAIVE
+            active_v, deg = plan.is_active_v, self.deg
+        else:
+            how = _LANES_RANGE
+        addr = np.empty((n, WARP_SIZE), dtype=np.uint64)
+        mask = np.empty(n, dtype=np.uint32)
+        _host_lanes(how, u.astype(np.int64), is_trip, k.astype(np.int64), first,
+                    warp_g.astype(np.int64), self.i_base[instr], self.i_width[instr],
+                    plan.a, plan.s, plan.e, offsets, deg, active_v, live_v, own, addr.view(np.int64),
+                    mask)
+        return addr, mask
+
+    def _table(self, plan: LaunchPlan, instr, warp_g, addr, mask) -> InstTable:
+        """The rows' InstTable: those with a lane that reads (``mask``) and their lane
+        addresses ``addr``."""
+        n = len(instr)
         keep = mask != 0
         cols = {
             "launch": np.full(n, plan.launch, dtype=INST_DTYPES["launch"]),
@@ -513,7 +593,7 @@ class Materialiser:
             "opcode": self.i_opcode[instr],
             "op": self.i_op[instr],
             "space": np.full(n, SPACE_GLOBAL, dtype=np.uint8),
-            "width_B": width.astype(np.uint8),
+            "width_B": self.i_width[instr].astype(np.uint8),
             "mask": mask,
         }
         if not keep.all():
