@@ -113,6 +113,7 @@ def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
     from hostlink.traces.emulator.issue_order import issue_order, walk_waits
     from hostlink.traces.emulator.program import program
     from hostlink.traces.emulator.visits import with_visit_skeleton
+    from hostlink.model.page_advice import release_freed_memory
 
     host_cache = host_read_cache(gpu)
     cache = host_cache if host_cache is not None else CacheConfig.from_gpu(gpu, l2=False)
@@ -137,8 +138,11 @@ def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
     stream = with_scan_insts(stream, kernel, variant, id_bytes, csr.num_vertices)
     stream = with_program_registers(stream, kernel, variant, id_bytes, load_ahead)
     elem_B = id_bytes + (WEIGHT_B if kernel == "sssp" else 0)
+    iterations = len(em.active)
+    del em, trace
+    release_freed_memory()          # the emulation's and the coalescer's pieces
     return TraversalWorkload(
         stream=stream, kernel=kernel, variant=variant,
         loads_in_flight=requests_ahead(variant, load_ahead, id_bytes, weighted=kernel == "sssp"),
-        vertices=csr.num_vertices, edges_read=edges, iterations=len(em.active),
+        vertices=csr.num_vertices, edges_read=edges, iterations=iterations,
         bytes_read_B=edges * elem_B)

@@ -228,17 +228,18 @@ def test_the_skeletons_atomic_steps_are_marked(kron, kernel):
         assert out.atomic is None
 
 
-def test_merged_order_is_the_stable_sort_of_host_rows_and_steps():
-    """The skeleton's row order (visits._merged_order): a merge where the host rows and
-    the device steps are each sorted, a stable sort where not; both the stable
-    (launch, warp, inst, addr) order, ties to the host rows."""
+def test_merged_rows_are_the_stable_sort_of_host_rows_and_steps():
+    """The skeleton's row order (visits._device_rows, _merged_column): a merge where the
+    host rows and the device steps are each sorted (None where not, and the skeleton
+    sorts), the stable (launch, warp, inst, addr) order with ties to the host rows."""
     import numpy as np
 
-    from hostlink.traces.emulator.visits import _merged_order
+    from hostlink.traces.emulator.visits import _device_rows, _merged_column
     rng = np.random.default_rng(3)
+    unsorted = 0
     for sort_parts in (True, False):
         for _ in range(50):
-            n, split = int(rng.integers(1, 300)), None
+            n = int(rng.integers(1, 300))
             cols = [rng.integers(0, k, size=n).astype(dt) for k, dt in
                     ((3, np.uint32), (4, np.uint32), (5, np.uint32), (4, np.uint64))]
             split = int(rng.integers(0, n + 1))
@@ -247,6 +248,12 @@ def test_merged_order_is_the_stable_sort_of_host_rows_and_steps():
                     o = np.lexsort(tuple(c[lo:hi] for c in reversed(cols)))
                     for c in cols:
                         c[lo:hi] = c[lo:hi][o]
-            launch, warp, inst, addr = cols
-            expected = np.lexsort((addr, inst, warp, launch))
-            assert np.array_equal(_merged_order(launch, warp, inst, addr, split), expected)
+            flags = _device_rows(*(c[:split] for c in cols), *(c[split:] for c in cols))
+            if flags is None:
+                assert not sort_parts
+                unsorted += 1
+                continue
+            expected = np.lexsort(tuple(reversed(cols)))
+            row = np.arange(n)
+            assert np.array_equal(_merged_column(row[:split], row[split:], flags), expected)
+    assert unsorted > 40

@@ -46,6 +46,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from hostlink.model.page_advice import release_freed_memory
 from hostlink.model.workload import REQUEST_DTYPES, SPACE_DEVICE, RequestStream
 from hostlink.model.geometry import LINE_B, SECTOR_B
 from hostlink.traces.coalescer import REDUCTION_PREFIX
@@ -251,37 +252,69 @@ def _row_less(la, wa, ia, aa, x, y):
 
 
 @njit(cache=True)
-def _runs_sorted(la, wa, ia, aa, split):
-    """Whether rows ``0:split`` and ``split:`` are each in (launch, warp, inst, addr) order."""
+def _is_sorted(la, wa, ia, aa):
+    """Whether the rows are in (launch, warp, inst, addr) order."""
     for r in range(1, len(la)):
-        if r != split and _row_less(la, wa, ia, aa, r, r - 1):
+        if _row_less(la, wa, ia, aa, r, r - 1):
             return False
     return True
 
 
 @njit(cache=True)
-def _merge_runs(la, wa, ia, aa, split):
-    """The stable order of two sorted runs ``0:split`` and ``split:`` (ties: the first)."""
-    n = len(la)
-    order = np.empty(n, dtype=np.int64)
-    x, y = 0, split
-    for k in range(n):
-        if y >= n or (x < split and not _row_less(la, wa, ia, aa, y, x)):
-            order[k] = x
-            x += 1
-        else:
-            order[k] = y
+def _merge_flags(la, wa, ia, aa, lb, wb, ib, ab):
+    """Per row of the stable merge of sorted runs a and b (ties: a first): 1 where it
+    comes from b."""
+    na, nb = len(la), len(lb)
+    flags = np.empty(na + nb, dtype=np.uint8)
+    x, y = 0, 0
+    for k in range(na + nb):
+        take_b = False
+        if y < nb:
+            if x >= na:
+                take_b = True
+            elif la[x] != lb[y]:
+                take_b = lb[y] < la[x]
+            elif wa[x] != wb[y]:
+                take_b = wb[y] < wa[x]
+            elif ia[x] != ib[y]:
+                take_b = ib[y] < ia[x]
+            else:
+                take_b = ab[y] < aa[x]
+        if take_b:
+            flags[k] = 1
             y += 1
-    return order
+        else:
+            flags[k] = 0
+            x += 1
+    return flags
 
 
-def _merged_order(launch, warp, inst, addr, split: int) -> np.ndarray:
-    """The stable (launch, warp, inst, addr) order of the host rows ``0:split`` and the
-    device steps after them: a merge where each is already in that order (as the
-    coalescer and the steps' units leave them), else a sort."""
-    if _runs_sorted(launch, warp, inst, addr, split):
-        return _merge_runs(launch, warp, inst, addr, split)
-    return np.lexsort((addr, inst, warp, launch))
+def _device_rows(la, wa, ia, aa, lb, wb, ib, ab) -> np.ndarray | None:
+    """Where the stable (launch, warp, inst, addr) order of the host rows (a) and the
+    device steps after them (b) takes a step (uint8 per row), if each is already in that
+    order (as the coalescer and the steps' units leave them); else None."""
+    if not (_is_sorted(la, wa, ia, aa) and _is_sorted(lb, wb, ib, ab)):
+        return None
+    return _merge_flags(la, wa, ia, aa, lb, wb, ib, ab)
+
+
+@njit(cache=True)
+def _merge_into(a, b, from_b, out):
+    x, y = 0, 0
+    for k in range(len(from_b)):
+        if from_b[k]:
+            out[k] = b[y]
+            y += 1
+        else:
+            out[k] = a[x]
+            x += 1
+
+
+def _merged_column(a: np.ndarray, b: np.ndarray, from_b: np.ndarray) -> np.ndarray:
+    """Column ``a`` (host rows) and ``b`` (steps) in the merged order ``from_b``."""
+    out = np.empty(len(from_b), dtype=a.dtype)
+    _merge_into(a, b.astype(a.dtype, copy=False), from_b, out)
+    return out
 
 
 #: device steps built at a time by :func:`with_visit_skeleton` (bounds its working memory)
@@ -403,21 +436,36 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
             u0 = u1
     new_inst = _host_instructions(stream, plans, P, A, npro, nvis)
 
-    def column(name, host_col):
-        # the host rows, then each batch's steps; each part is freed once joined
-        return np.concatenate([host_col] + [d.pop(name) for d in dev_parts])
+    def device_column(name, dtype):
+        # the steps of every batch in turn; each batch's part is freed once joined
+        parts = [d.pop(name) for d in dev_parts]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
-    keys = {name: column(name, new_inst if name == "inst" else getattr(stream, name))
-            for name in ("launch", "warp", "inst", "addr")}
-    order = _merged_order(keys["launch"], keys["warp"], keys["inst"], keys["addr"], len(stream))
+    def host_column(name):
+        if name == "inst":
+            return new_inst
+        if name == "lines":
+            return np.ones(len(stream), dtype=np.uint16)
+        if name == "atomic":
+            return np.zeros(len(stream), dtype=np.bool_)
+        return getattr(stream, name)
+
+    names = list(REQUEST_DTYPES) + ["lines"] + (["atomic"] if vis_atomic.any() else [])
+    dtypes = dict(REQUEST_DTYPES, lines=np.uint16, atomic=np.bool_)
+    keys = ("launch", "warp", "inst", "addr")
+    dev = {name: device_column(name, dtypes[name]) for name in keys}
+    release_freed_memory()          # the steps' parts: many small arrays, now joined
+    # both parts in program order: merged (a flag per row); else a stable sort of the
+    # host rows, then the steps
+    from_dev = _device_rows(*(host_column(k) for k in keys), *(dev[k] for k in keys))
+    order = None if from_dev is not None else np.lexsort(
+        tuple(np.concatenate([host_column(k), dev[k]]) for k in keys[::-1]))
     cols = {}
-    for name in REQUEST_DTYPES:
-        col = keys.pop(name) if name in keys else column(name, getattr(stream, name))
-        cols[name] = col[order]
-        del col
-    lines = column("lines", np.ones(len(stream), dtype=np.uint16))[order]
-    atomic = column("atomic", np.zeros(len(stream), dtype=np.bool_))[order] if vis_atomic.any() \
-        else None
-    del order
+    for name in names:
+        dev_col = dev.pop(name) if name in dev else device_column(name, dtypes[name])
+        cols[name] = (_merged_column(host_column(name), dev_col, from_dev) if order is None
+                      else np.concatenate([host_column(name), dev_col])[order])
+        del dev_col
+    lines, atomic = cols.pop("lines"), cols.pop("atomic", None)
     out = RequestStream(**cols, launches=stream.launches, lines=lines, atomic=atomic)
     return out.with_waits(walk_waits(out))
