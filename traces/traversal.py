@@ -134,6 +134,7 @@ def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
     if with_device:
         stream = stream.with_waits(walk_waits(stream))
     else:                # the walk's dependent device steps, one request each
+        release_freed_memory()      # the coalescer's pieces, before the steps are built
         stream = with_visit_skeleton(stream, em, load_ahead)
     stream = with_scan_insts(stream, kernel, variant, id_bytes, csr.num_vertices)
     stream = with_program_registers(stream, kernel, variant, id_bytes, load_ahead)

@@ -153,10 +153,13 @@ def program_order(stream: RequestStream) -> np.ndarray:
 def layout(stream: RequestStream, system: SystemConfig) -> dict:
     """Row order and the instruction/warp/CTA/launch index arrays of a stream."""
     n = len(stream)
-    row = program_order(stream).astype(np.int64)
-    launch = stream.launch.astype(np.int64)[row]
-    warp = stream.warp.astype(np.int64)[row]
-    inst = stream.inst.astype(np.int64)[row]
+    perm = program_permutation(stream)
+    row = np.arange(n, dtype=np.int64) if perm is None else perm.astype(np.int64, copy=False)
+
+    def in_order(col):
+        # rows already in program order are taken as they are (no gather)
+        return (col if perm is None else col[perm]).astype(np.int64)
+    launch, warp, inst = in_order(stream.launch), in_order(stream.warp), in_order(stream.inst)
     n_launch = max(len(stream.launches), int(launch.max()) + 1 if n else 0)
     if stream.launches:
         if n and int(launch.max()) >= len(stream.launches):
@@ -196,11 +199,12 @@ def layout(stream: RequestStream, system: SystemConfig) -> dict:
     c_launch = w_launch[cta_start]
     return {
         "row": row,
-        "inst_ptr": np.append(inst_start, n).astype(np.int64),
-        "warp_ptr": np.append(warp_start, len(inst_start)).astype(np.int64),
-        "cta_ptr": np.append(cta_start, len(warp_start)).astype(np.int64),
-        "launch_ptr": np.searchsorted(c_launch, np.arange(n_launch + 1)).astype(np.int64),
-        "launch_slots": slots.astype(np.int64),
+        "inst_ptr": np.append(inst_start, n).astype(np.int64, copy=False),
+        "warp_ptr": np.append(warp_start, len(inst_start)).astype(np.int64, copy=False),
+        "cta_ptr": np.append(cta_start, len(warp_start)).astype(np.int64, copy=False),
+        "launch_ptr": np.searchsorted(c_launch, np.arange(n_launch + 1)).astype(np.int64,
+                                                                                copy=False),
+        "launch_slots": slots.astype(np.int64, copy=False),
     }
 
 
