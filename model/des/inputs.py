@@ -157,8 +157,8 @@ def layout(stream: RequestStream, system: SystemConfig) -> dict:
     row = np.arange(n, dtype=np.int64) if perm is None else perm.astype(np.int64, copy=False)
 
     def in_order(col):
-        # rows already in program order are taken as they are (no gather)
-        return (col if perm is None else col[perm]).astype(np.int64)
+        # rows already in program order are taken as they are (no gather, no copy)
+        return col if perm is None else col[perm]
     launch, warp, inst = in_order(stream.launch), in_order(stream.warp), in_order(stream.inst)
     n_launch = max(len(stream.launches), int(launch.max()) + 1 if n else 0)
     if stream.launches:
@@ -187,7 +187,7 @@ def layout(stream: RequestStream, system: SystemConfig) -> dict:
     new_inst = np.ones(n, dtype=bool)
     new_inst[1:] = (launch[1:] != launch[:-1]) | (warp[1:] != warp[:-1]) | (inst[1:] != inst[:-1])
     inst_start = np.flatnonzero(new_inst)
-    i_launch, i_warp = launch[inst_start], warp[inst_start]
+    i_launch, i_warp = launch[inst_start].astype(np.int64), warp[inst_start].astype(np.int64)
     new_warp = np.ones(len(inst_start), dtype=bool)
     new_warp[1:] = (i_launch[1:] != i_launch[:-1]) | (i_warp[1:] != i_warp[:-1])
     warp_start = np.flatnonzero(new_warp)
