@@ -16,8 +16,10 @@ A stream of more than :data:`GROUP_REQUESTS` requests whose host pages fit the
 TLB (or with translation off) is simulated a group of whole launches at a time
 (:func:`simulate_in_groups`): the GPU is idle between launches, so the engine
 carries only the clock, its statistics and its bandwidth bins from one group to
-the next, and the inputs held are one group's. The numbers are those of one
-whole run; a page's first touch is a miss in the group that touches it first.
+the next, and the inputs held are one group's, plus those of the first groups
+that fit :data:`GROUP_INPUTS_KEPT_B`, kept for the loaded round trip's next pass
+(:class:`KeptGroups`). The numbers are those of one whole run; a page's first
+touch is a miss in the group that touches it first.
 
 The model and its assumptions are stated in :mod:`hostlink.model.des.events`;
 :mod:`hostlink.model.des.inputs` turns the packetiser's and the DRAM model's

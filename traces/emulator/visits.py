@@ -300,6 +300,7 @@ def _device_rows(la, wa, ia, aa, lb, wb, ib, ab) -> np.ndarray | None:
 
 @njit(cache=True)
 def _merge_into(a, b, from_b, out):
+    """``out[k]``: the next row of ``b`` where ``from_b[k]``, else the next of ``a``."""
     x, y = 0, 0
     for k in range(len(from_b)):
         if from_b[k]:
