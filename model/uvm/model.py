@@ -336,26 +336,38 @@ def sm_interleaved_warps(host: RequestStream, sm_count: int) -> np.ndarray:
     dealt to the SMs round robin (CTA c on SM c mod ``sm_count``), a CTA's warps in
     order. Without launch records every warp is its own CTA and the order is the
     warps' own."""
-    wpc = np.array([max(1, i.warps_per_cta) for i in host.launches] or [1], dtype=np.int64)
-    per = wpc[np.minimum(host.launch.astype(np.int64), len(wpc) - 1)]
-    w = host.warp.astype(np.int64)
+    return _interleaved_labels(host.launches, host.launch, host.warp, sm_count)
+
+
+def _interleaved_labels(launches, launch: np.ndarray, warp: np.ndarray,
+                        sm_count: int) -> np.ndarray:
+    """:func:`sm_interleaved_warps` of the rows with these launch and warp columns."""
+    wpc = np.array([max(1, i.warps_per_cta) for i in launches] or [1], dtype=np.int64)
+    per = wpc[np.minimum(launch.astype(np.int64), len(wpc) - 1)]
+    w = warp.astype(np.int64)
     cta = w // per
     rank = (cta // sm_count) * per + w % per
     return rank * sm_count + cta % sm_count
 
 
-def _in_fault_order(host: RequestStream, sm_count: int) -> RequestStream:
-    """``host`` with its warps relabelled by :func:`sm_interleaved_warps` and its rows in
-    (launch, new label, instruction) order. Rows already grouped by warp move as whole
-    runs (one gather, no sort of the rows)."""
-    key = sm_interleaved_warps(host, sm_count)
+def _in_fault_order(stream: RequestStream, rows: np.ndarray | None,
+                    sm_count: int) -> RequestStream:
+    """The stream's rows ``rows`` (its host requests; None: every row) with their warps
+    relabelled by :func:`sm_interleaved_warps` and in (launch, new label, instruction)
+    order, taken from ``stream`` in one gather. Rows already grouped by warp move as
+    whole runs (no sort of the rows)."""
+    def col(name):
+        return getattr(stream, name) if rows is None else getattr(stream, name)[rows]
+    launch_h, warp_h = col("launch"), col("warp")
+    key = _interleaved_labels(stream.launches, launch_h, warp_h, sm_count)
     if int(key.max()) >= 1 << 32:
         raise ConfigError(f"simulate_uvm: warp label {int(key.max())} does not fit the "
                           "request stream's 32-bit warp column")
-    n = len(host)
-    launch = host.launch.astype(np.int64)
+    n = len(key)
+    launch = launch_h.astype(np.int64)
     new = np.ones(n, dtype=bool)
-    new[1:] = (host.launch[1:] != host.launch[:-1]) | (host.warp[1:] != host.warp[:-1])
+    new[1:] = (launch_h[1:] != launch_h[:-1]) | (warp_h[1:] != warp_h[:-1])
+    del launch_h, warp_h
     starts = np.flatnonzero(new)
     lens = np.diff(np.append(starts, n))
     order = np.lexsort((key[starts], launch[starts]))
@@ -365,9 +377,10 @@ def _in_fault_order(host: RequestStream, sm_count: int) -> RequestStream:
         s, ln = starts[order], lens[order]
         idx = np.repeat(s - (np.cumsum(ln) - ln), ln) + np.arange(n)
     else:
-        idx = np.lexsort((host.inst, key, launch))
-    out = host.select(idx)
-    return dataclasses.replace(out, warp=key[idx].astype(host.warp.dtype))
+        idx = np.lexsort((col("inst"), key, launch))
+    del launch
+    out = stream.select(idx if rows is None else rows[idx])
+    return dataclasses.replace(out, warp=key[idx].astype(stream.warp.dtype))
 
 
 def _log2_exact(value: int, what: str) -> int:
@@ -428,15 +441,19 @@ def _prepare(host: RequestStream, page_shift: int, block_shift: int):
 PREPARED_MEMO_MAX_REQUESTS = 1 << 22
 
 
-def _fault_accesses(stream: RequestStream, host: RequestStream, fault_order: str,
+def _fault_accesses(stream: RequestStream, host_rows: np.ndarray | None, fault_order: str,
                     sm_count: int, page_shift: int, block_shift: int):
-    """:func:`_prepare` of ``host`` (the stream's host requests) in the fault order
-    asked for; kept with ``stream`` while it is small."""
+    """:func:`_prepare` of the stream's host requests (rows ``host_rows``; None: every
+    row) in the fault order asked for; kept with ``stream`` while it is small."""
     def compute():
-        ordered = _in_fault_order(host, sm_count) if fault_order == "sm_interleaved" else host
+        if fault_order == "sm_interleaved":
+            ordered = _in_fault_order(stream, host_rows, sm_count)
+        else:
+            ordered = stream if host_rows is None else stream.select(host_rows)
         return _prepare(ordered, page_shift, block_shift)
 
-    if len(host) > PREPARED_MEMO_MAX_REQUESTS:
+    n_host = len(stream) if host_rows is None else len(host_rows)
+    if n_host > PREPARED_MEMO_MAX_REQUESTS:
         return compute()
     from hostlink.model.stream_memo import memoized
     return memoized(stream, "uvm_accesses", (fault_order, sm_count, page_shift, block_shift),
@@ -530,13 +547,16 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
                           f"{uvm.va_block_B} B VA block")
 
     is_host = stream.space == SPACE_HOST
-    host = stream if is_host.all() else stream.select(is_host)
+    host_rows = None if is_host.all() else np.flatnonzero(is_host)
+    n_host = len(stream) if host_rows is None else len(host_rows)
     total_B = int(stream.size_B.sum(dtype=np.int64))
-    device_B = total_B - int(host.size_B.sum(dtype=np.int64))
+    device_B = total_B - int(stream.size_B[is_host].sum(dtype=np.int64))
+    del is_host
     dev_Bps = gpu.device_bw_GBps * 1e9
     mode = "read_mostly" if read_mostly else ("accessed_by" if accessed_by else "migrate")
 
     if mode == "accessed_by":
+        host = stream if host_rows is None else stream.select(host_rows)
         uniq_B = unique_bytes(host.addr, host.size_B)
         launches = np.unique(stream.launch)
         per = []
@@ -554,9 +574,9 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
                          host_requests=len(host), remote=remote_requests(stream),
                          per_launch=tuple(per))
 
-    if len(host):
+    if n_host:
         (dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids, n_pages,
-         uniq_B) = _fault_accesses(stream, host, fault_order, gpu.sm_count, page_shift,
+         uniq_B) = _fault_accesses(stream, host_rows, fault_order, gpu.sm_count, page_shift,
                                    block_shift)
     else:
         dense, acc_write = np.zeros(0, np.int64), np.zeros(0, np.bool_)
@@ -615,7 +635,7 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
         d2h_B=int(tot[core.ST_D2H_PAGES]) * page_B, evictions=int(tot[core.ST_EVICT]),
         thrashing_events=int(tot[core.ST_THRASH]), thrashing_chunks=int(tot[core.ST_THRASH_CHUNKS]),
         unique_B=uniq_B, touched_B=int(touched.sum()) * page_B, capacity_B=int(capacity_B),
-        host_requests=len(host), block_services=int(tot[core.ST_BLOCK_SVC]),
+        host_requests=n_host, block_services=int(tot[core.ST_BLOCK_SVC]),
         migration_runs=int(tot[core.ST_RUNS]), move_runs=int(tot[core.ST_MOVE_RUNS]),
         driver_time_s=float(tot[core.ST_DRIVER_US]) * 1e-6,
         faults_raised=float(tot[core.ST_RAISED]),
