@@ -86,7 +86,8 @@ from hostlink.model.config.schema import TranslationConfig
 from hostlink.model.errors import ConfigError
 from hostlink.model.workload import SPACE_HOST, RequestStream
 
-__all__ = ["TranslationResult", "issue_order", "issue_permutation", "lru_misses", "managed_host_view",
+__all__ = ["TranslationResult", "issue_order", "issue_permutation", "lru_misses",
+           "managed_host_view",
            "warp_keys_of", "warp_page_repeats",
            "reach_from_two_regions",
            "translation_bound_GBps", "translation_misses", "simulate_translation",

@@ -46,8 +46,8 @@ warp's vertices is the same for every warp); the measured count includes the
 test's own loads, which a trace that carries the device accesses counts again
 (one or two instructions of 8-31); the balanced rate, measured with the graph
 in device memory, stands for every placement (from pinned host memory the
-road grid's scan launches took 11% longer, ``vertex_tests``); an id width a variant was not measured at takes the
-measured one of the same kernel and variant; every kernel's chunked tests
+road grid's scan launches took 11% longer, ``vertex_tests``); an id width a
+variant was not measured at takes the measured one of the same kernel and variant; every kernel's chunked tests
 issue at BFS's measured rate (the same loop in gpu_kernels/traversal/walk.cuh,
 only ``algo.active`` differs; SSSP's and CC's were measured on 16 K-vertex
 graphs only, where a launch's latency, not its issue, sets its time).

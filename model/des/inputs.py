@@ -387,7 +387,8 @@ def translation_flags(stream: RequestStream, system: SystemConfig, row: np.ndarr
         perm = xl.issue_permutation(launch, warp, stream.inst[rr], resident)
         pages = stream.addr[rr] // np.uint64(cfg.page_B)
         same = np.zeros(len(rr), dtype=bool)
-        same[1:] = (launch[1:] == launch[:-1]) & (warp[1:] == warp[:-1]) & (pages[1:] == pages[:-1])
+        same[1:] = ((launch[1:] == launch[:-1]) & (warp[1:] == warp[:-1])
+                    & (pages[1:] == pages[:-1]))
         del launch, warp
         seq = reads[perm]
         walk[seq] = xl.translation_misses(pages[perm], cfg, repeats=same[perm])

@@ -477,7 +477,7 @@ class Materialiser:
         V = csr.num_vertices
         naive = self.variant == "naive"
         if not self.device:
-            addr, mask = self._host_lanes(plan, u, is_trip, k, instr, warp_g)
+            addr, mask = self._host_only_lanes(plan, u, is_trip, k, instr, warp_g)
             return self._table(plan, instr, warp_g, addr, mask)
 
         # lanes: vertex of each lane (naive) and the element index of trip rows
@@ -551,7 +551,7 @@ class Materialiser:
         addr = np.where(mask_l, addr, 0).astype(np.uint64)
         return self._table(plan, instr, warp_g, addr, _pack_mask(mask_l))
 
-    def _host_lanes(self, plan: LaunchPlan, u, is_trip, k, instr, warp_g):
+    def _host_only_lanes(self, plan: LaunchPlan, u, is_trip, k, instr, warp_g):
         """(addr, mask) of rows whose instructions all read host arrays
         (:func:`_host_lanes`, one compiled pass instead of lane arrays)."""
         n = len(u)
@@ -576,8 +576,8 @@ class Materialiser:
         mask = np.empty(n, dtype=np.uint32)
         _host_lanes(how, u.astype(np.int64), is_trip, k.astype(np.int64), first,
                     warp_g.astype(np.int64), self.i_base[instr], self.i_width[instr],
-                    plan.a, plan.s, plan.e, offsets, deg, active_v, live_v, own, addr.view(np.int64),
-                    mask)
+                    plan.a, plan.s, plan.e, offsets, deg, active_v, live_v, own,
+                    addr.view(np.int64), mask)
         return addr, mask
 
     def _table(self, plan: LaunchPlan, instr, warp_g, addr, mask) -> InstTable:

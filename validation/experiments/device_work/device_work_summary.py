@@ -7,10 +7,11 @@ Each ``ncu_<kernel>_<graph>_<mode>[_<anything>].csv`` holds the walk launches of
 program run (one source, one repetition, no warm-up), configuration after
 configuration; the kernel name's template arguments give the id type and the
 variant, and the launches of one configuration come in order, the first being
-launch N (``--launch-offset``, 0 unless the probe skipped launches). ``plain.jsonl`` holds the same configurations
-timed by CUDA events (three repetitions; the table takes the median of each launch
-over the repetitions after the first, which pays the run's first touches, among those
-with the most common launch count: SSSP and CC may converge in fewer launches).
+launch N (``--launch-offset``, 0 unless the probe skipped launches).
+``plain.jsonl`` holds the same configurations timed by CUDA events (three
+repetitions; the table takes the median of each launch over the repetitions after
+the first, which pays the run's first touches, among those with the most common
+launch count: SSSP and CC may converge in fewer launches).
 Columns: kernel, graph, memory_mode, variant, id_bytes, launch, event_ms (median),
 then the counters under short names (``NAMES``), and ``ipc_per_sm``: warp
 instructions per active SM cycle (at most 4 on Hopper: four schedulers per SM).
