@@ -66,14 +66,14 @@ index: $(STAMP)
 # are made with (run after make reports; tests/model/test_presets.py checks them)
 FREEZE = $(BIN)/hostlink config freeze
 presets: $(STAMP)
-	$(FREEZE) $(EXP)/atomic_warps/runs/h200/calibrated.toml --name h200-pcie5 --base h200-pcie5 \
+	$(FREEZE) $(EXP)/host_read/runs/h200/calibrated.toml --name h200-pcie5 --base h200-pcie5 \
 	  --keep translation.managed_walkers --out sim_configs/system/h200-pcie5.toml \
 	  --description "NVIDIA H200 SXM5 141 GB HBM3e (132 SMs, 700 W), PCIe 5.0 x16 to a virtualised Intel Xeon host; host DRAM taken as DDR5-4800 x8 (not measured)" \
-	  --header "The lent H200 as calibrated for validation/experiments/first_run/runs/h200's report (make presets:\nvalidation/experiments/atomic_warps/runs/h200/calibrated.toml, managed_walkers from accessedby_reach).\nKeys without provenance here are their part presets' (which mark their assumptions)."
-	$(FREEZE) $(EXP)/uvm_launches/runs/h100/calibrated.toml --name h100-pcie5 --base h100-pcie5 \
+	  --header "The lent H200 as calibrated for validation/experiments/first_run/runs/h200's report, its host threads by host_read (make presets:\nvalidation/experiments/host_read/runs/h200/calibrated.toml, managed_walkers from accessedby_reach).\nKeys without provenance here are their part presets' (which mark their assumptions)."
+	$(FREEZE) $(EXP)/host_read/runs/h100/calibrated.toml --name h100-pcie5 --base h100-pcie5 \
 	  --out sim_configs/system/h100-pcie5.toml \
 	  --description "NVIDIA H100 SXM5 80 GB HBM3 (132 SMs, 700 W), PCIe 5.0 x16 to a virtualised Intel Xeon host; host DRAM taken as DDR5-4800 x8 (not measured)" \
-	  --header "The lent H100 as calibrated for validation/experiments/first_run/runs/h100's report (make presets:\nvalidation/experiments/uvm_launches/runs/h100/calibrated.toml).\nKeys without provenance here are their part presets' (which mark their assumptions)."
+	  --header "The lent H100 as calibrated for validation/experiments/first_run/runs/h100's report, its host threads by host_read (make presets:\nvalidation/experiments/host_read/runs/h100/calibrated.toml).\nKeys without provenance here are their part presets' (which mark their assumptions)."
 	$(BIN)/hostlink config seeds --from h200-pcie5 --out sim_configs/system
 	$(BIN)/python -m hostlink.model.bands --write validation/experiments
 
@@ -137,6 +137,10 @@ reports-h200: $(STAMP)
 	$(CAL) $(EXP)/atomic_warps/runs/h200 --system $(EXP)/atomic_chase/runs/h200/calibrated.toml --steps atomic_sm --quiet
 	$(REPORT) $(EXP)/atomic_warps/runs/h200 --system $(EXP)/atomic_warps/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
 	$(REPORT) $(EXP)/first_run/runs/h200 --system $(EXP)/atomic_warps/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
+	@# host threads reading random rows (the CPU gather's half, which no GPU times):
+	@# fitted on host_read's own sums and copies; the presets take it, and the gather
+	@# runs' CPU gather plus copy is held out (host_read/README.md)
+	$(CAL) $(EXP)/host_read/runs/h200 --system $(EXP)/atomic_warps/runs/h200/calibrated.toml --steps host_read --quiet
 	for r in traversal14_la1/runs/h200 traversal14_la1/runs/h200-again; do \
 	  $(REPORT) $(EXP)/$$r --system $(EXP)/uvm_launches/runs/h200/calibrated.toml --only /uvm/,/uvm_readmostly/ --jobs $(JOBS) --quiet || exit 1; \
 	done
@@ -269,6 +273,8 @@ reports-h100: $(STAMP)
 	@# (no H100 host-loop run: its traversals' time_ms take the schema's host-loop costs,
 	@# the H200's)
 	$(REPORT) $(EXP)/first_run/runs/h100 --system $(EXP)/uvm_launches/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
+	@# host threads reading random rows, as on the H200
+	$(CAL) $(EXP)/host_read/runs/h100 --system $(EXP)/uvm_launches/runs/h100/calibrated.toml --steps host_read --quiet
 	@# managed memory left on the host (SetAccessedBy) beside pinned and registered memory:
 	@# accessedby_reach fits the managed memory's page walks in flight (its link from
 	@# micro_tags_d's lease), accessedby_session fits its own link and holds its managed

@@ -19,19 +19,29 @@ Reading rows takes the longer of two terms:
   its line first, write-allocate, then writes it back);
 - ``host_threads``: each thread reads its rows one after another. A row's first
   cache line costs ``host.cpu_load_lat_ns`` (the row's address is known only as
-  the thread reaches it); its further lines stream with ``host.cpu_fill_buffers``
-  misses in flight, ``cpu_load_lat_ns / cpu_fill_buffers`` each (Little's law).
+  the thread reaches it). Its further lines cost ``host.cpu_line_ns`` each up to
+  ``host.cpu_stream_after_B`` into the row, and ``host.cpu_stream_line_ns`` each
+  beyond, where the core's prefetchers have picked up the row's stream (Intel's
+  L2 streamer follows ascending accesses within a 4 KiB page and runs up to 20
+  lines ahead: Intel 64 and IA-32 Architectures Optimization Reference Manual,
+  "Data Prefetching"). Threads slow one another: each thread past the first adds
+  ``host.cpu_thread_load`` of every thread's time per row (they share cores and
+  the memory system's queues).
 
-The two host values are system config fields. No public figure pins them for a
-given host (the defaults are the 10 L1 fill buffers of Skylake-era cores, Intel
-64 and IA-32 Architectures Optimization Reference Manual, and a 100 ns loaded
-DRAM latency); the ``host_read`` microbenchmark's random rows of two or more
-sizes fix both (the calibration step ``host_read``). Assumptions: 64 B cache
+The host values are system config fields. No public figure pins them for a
+given host (the defaults assume a 100 ns DRAM latency, a Skylake-era core's 10
+L1 fill buffers and 10 GB/s of streamed reads a core); the ``host_read``
+microbenchmark's random rows of several sizes, thread counts and both ops fix
+them (the calibration step ``host_read``; ``host.cpu_stream_after_B`` stays an
+assumption: host_read's rows of 1 and 4 KiB bracket it). ``host.cpu_dram_GBps``
+caps the DRAM term where the host's threads move less than its DRAM's sustained
+rate (a virtual machine's share of the socket, say). Assumptions: 64 B cache
 lines (x86); no per-row cost beyond its lines; the stores of a copy cost the
 threads nothing beyond their DRAM traffic (the store buffer drains them);
-threads beyond the host's cores are not modelled; the table's size does not
-matter (no host TLB term); the staging buffer is pinned (no second copy by the
-driver); the gather and the copy do not overlap.
+threads beyond the host's cores are not modelled apart from
+``cpu_thread_load``; the table's size does not matter (no host TLB term); the
+staging buffer is pinned (no second copy by the driver); the gather and the
+copy do not overlap.
 """
 from __future__ import annotations
 
@@ -41,9 +51,18 @@ CACHE_LINE_B = 64  # an x86 core's cache line (Intel SDM vol. 3A, "Memory Cache 
 
 
 def row_thread_ns(host, lines: float) -> float:
-    """One thread's time to read a row of ``lines`` cache lines: the first line's
-    miss latency, then the rest with ``cpu_fill_buffers`` misses in flight."""
-    return host.cpu_load_lat_ns * (1.0 + max(0.0, lines - 1.0) / host.cpu_fill_buffers)
+    """One thread's time alone to read a row of ``lines`` cache lines: the first line's
+    miss latency, the lines up to ``cpu_stream_after_B`` at ``cpu_line_ns``, the rest
+    at ``cpu_stream_line_ns``."""
+    ramp_lines = host.cpu_stream_after_B / CACHE_LINE_B
+    ramped = max(0.0, min(lines, ramp_lines) - 1.0)
+    streamed = max(0.0, lines - max(ramp_lines, 1.0))
+    return host.cpu_load_lat_ns + ramped * host.cpu_line_ns + streamed * host.cpu_stream_line_ns
+
+
+def thread_load_factor(host, threads: int) -> float:
+    """How much longer each of ``threads`` threads takes per row than one thread alone."""
+    return 1.0 + host.cpu_thread_load * (threads - 1)
 
 
 def row_read_B(row_B: int, lead_B: int, burst_B: int) -> int:
@@ -69,9 +88,12 @@ def read_terms_ns(system, rows: int, row_B: int, threads: int = 16, *,
     host = system.host
     dram_GBps = float(sustained_GBps(host.channels, host.transfer_rate_MTps,
                                      host.channel_width_bits, host.efficiency))
+    if host.cpu_dram_GBps is not None:
+        dram_GBps = min(dram_GBps, host.cpu_dram_GBps)
     dram_B = rows * mean_row_read_B(row_B, host.burst_B) + (2 * rows * row_B if copy else 0)
     lines = mean_row_read_B(row_B, CACHE_LINE_B) / CACHE_LINE_B
-    threads_ns = -(-rows // threads) * row_thread_ns(host, lines)
+    threads_ns = (-(-rows // threads) * row_thread_ns(host, lines)
+                  * thread_load_factor(host, threads))
     return {"host_serve": dram_B / dram_GBps, "host_threads": threads_ns, "dram_B": dram_B}
 
 

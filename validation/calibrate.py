@@ -388,27 +388,34 @@ def _guess_host_loop(prob, system, base):
             for k, v, u in zip(HOST_LOOP_COSTS, sol, used)}
 
 
-def _guess_host_read(prob, system, base):
-    """A thread's time per row is ``lat (1 + (lines - 1) / fill_buffers)``
-    (:func:`hostlink.model.cpu_gather.row_thread_ns`): a line through the measured
-    times per row and thread against the rows' further lines, least squares on the
-    relative errors."""
-    from hostlink.model.cpu_gather import CACHE_LINE_B, mean_row_read_B
+HOST_READ_KEYS = ("host.cpu_load_lat_ns", "host.cpu_line_ns", "host.cpu_stream_line_ns",
+                  "host.cpu_thread_load", "host.cpu_dram_GBps")
 
-    lines, per_row = [], []
-    for t, bw in zip(prob.twins, prob.measured_arr):
-        run = t.workload
-        lines.append(mean_row_read_B(run.row_B, CACHE_LINE_B) / CACHE_LINE_B - 1.0)
-        per_row.append(run.threads * run.row_B / float(bw))      # B / (B/ns) = ns
-    x, y = np.asarray(lines), np.asarray(per_row)
-    if len(set(x.tolist())) < 2:
-        return {}
-    a = np.stack([np.ones_like(x), x], axis=1) / y[:, None]
-    (lat, per_line), *_ = np.linalg.lstsq(a, np.ones_like(y), rcond=None)
-    if lat <= 0 or per_line <= 0:
-        return {}
-    return {"host.cpu_load_lat_ns": float(lat),
-            "host.cpu_fill_buffers": float(min(256, max(1, round(lat / per_line))))}
+
+def _guess_host_read(prob, system, base):
+    """Least squares on the relative errors of the closed-form thread and DRAM terms
+    (:func:`hostlink.model.cpu_gather.read_terms_ns`), from the base values and the
+    fastest DRAM traffic a case reached as the DRAM cap; the step then refines it."""
+    from scipy.optimize import least_squares
+
+    from hostlink.model.cpu_gather import read_terms_ns
+
+    start = dict(base)
+    # the cap starts at the fastest DRAM traffic a case reached (B / ns = GB/s)
+    start["host.cpu_dram_GBps"] = max(
+        read_terms_ns(system, t.workload.rows, t.workload.row_B, t.workload.threads,
+                      copy=t.workload.copy)["dram_B"] / (t.workload.rows * t.workload.row_B
+                                                         / float(bw))
+        for t, bw in zip(prob.twins, prob.measured_arr))
+    start["host.cpu_thread_load"] = max(start["host.cpu_thread_load"], 0.01)
+    x0 = np.log([start[k] for k in HOST_READ_KEYS])
+
+    def rel(x):
+        values = dict(zip(HOST_READ_KEYS, np.exp(x).tolist()))
+        return np.log(prob.predict(system, values) / prob.measured_arr)
+
+    sol = least_squares(rel, x0, max_nfev=400)
+    return dict(zip(HOST_READ_KEYS, np.exp(sol.x).tolist()))
 
 
 def _guess_additive(key: str):
@@ -854,11 +861,16 @@ STEPS: tuple[Step, ...] = (
          explain=f"prefetched first touch of at most {PREFETCH_CALL_MAX_B >> 20} MiB: "
                  "cudaMemPrefetchAsync's fixed cost per call, which larger prefetches hide"),
     Step("host_read", (Param("host.cpu_load_lat_ns", 1.0, 1e5),
-                       Param("host.cpu_fill_buffers", 1, 256, integer=True)),
-         ("micro/host_read/sum",), guess=_guess_host_read,
-         explain="host threads summing random rows of growing size: the first line's "
-                 "latency per row, the further lines streamed with the fill buffers' "
-                 "misses in flight"),
+                       Param("host.cpu_line_ns", 0.01, 1e4),
+                       Param("host.cpu_stream_line_ns", 0.01, 1e4),
+                       Param("host.cpu_thread_load", 1e-4, 10.0),
+                       Param("host.cpu_dram_GBps", 1.0, 1e5, unset_neutral=True)),
+         ("micro/host_read/sum", "micro/host_read/copy"), guess=_guess_host_read,
+         requires=("micro/host_read/copy",),
+         explain="host threads summing and copying random rows of growing size, one to "
+                 "many threads: the first line's latency per row, the further lines before "
+                 "and after the prefetchers stream the row, how threads slow one another, "
+                 "and the DRAM rate the threads' copies reach"),
     Step("host_loop", tuple(Param(k, 0.0, 1e4, log=False, sens_step=0.2) for k in HOST_LOOP_KEYS),
          ("micro/host_loop/parts",), guess=_guess_host_loop,
          explain="loops of a walk launch and the stream items a program puts between its "
@@ -1013,7 +1025,7 @@ def apply_overrides(system, overrides: dict):
 def _base_value(system, p: Param) -> float:
     v = _get(system, p.key)
     if v is None:                     # derived from the spec: start from its derived value
-        if p.key == "host.serve_GBps":       # no limit: the DRAM's own rate
+        if p.key in ("host.serve_GBps", "host.cpu_dram_GBps"):   # no limit: the DRAM's rate
             from hostlink.model import dram as dram_model
             return dram_model.served_GBps(system.host)
         if p.key == "link.dllp_overhead":

@@ -108,14 +108,29 @@ class HostMemoryConfig:
                                      "sustained peak; None = the DRAM's", gt=0, le=1e5,
                                      optional=True, provenance="measured")
     numa_nodes: int = param(1, doc="NUMA nodes of the host", ge=1, le=64)
-    cpu_fill_buffers: int = param(10, doc="cache-line misses one host thread keeps in flight "
-                                  "while it streams a row's lines (its L1 data cache's fill "
-                                  "buffers): host threads reading rows (a CPU gather)",
-                                  ge=1, le=256, provenance="assumption")
     cpu_load_lat_ns: float = param(100.0, doc="a host thread's wait for the first cache line "
-                                   "of a row it reads from DRAM: host threads reading rows "
-                                   "(a CPU gather)", gt=0, le=1e5,
+                                   "of a row it reads from DRAM, the thread alone: host "
+                                   "threads reading rows (a CPU gather)", gt=0, le=1e5,
                                    provenance="assumption")
+    cpu_line_ns: float = param(10.0, doc="one host thread's time for each further line of a "
+                               "row, up to cpu_stream_after_B into the row (the 10 L1 fill "
+                               "buffers of a Skylake-era core at cpu_load_lat_ns each)",
+                               gt=0, le=1e4, provenance="assumption")
+    cpu_stream_line_ns: float = param(6.4, doc="one host thread's time for each line of a row "
+                                      "past cpu_stream_after_B, once the core's prefetchers "
+                                      "stream the row (64 B at an assumed 10 GB/s a core)", gt=0, le=1e4,
+                                      provenance="assumption")
+    cpu_stream_after_B: int = param(1024, doc="bytes into a row after which its lines come at "
+                                    "cpu_stream_line_ns", ge=64, le=1 << 20,
+                                    provenance="assumption")
+    cpu_thread_load: float = param(0.0, doc="fraction each further host thread adds to every "
+                                   "thread's time per row (threads sharing cores and the "
+                                   "memory system's queues)", ge=0, le=10,
+                                   provenance="assumption")
+    cpu_dram_GBps: float | None = param(None, doc="bytes a second the host's threads move to "
+                                        "and from DRAM at most, where that is below the "
+                                        "DRAM's sustained peak; None = the DRAM's", gt=0,
+                                        le=1e5, optional=True, provenance="measured")
 
 
 @dataclass(frozen=True)
