@@ -27,6 +27,13 @@
 // the L2 is flushed before each timed kernel (every rep gathers the same rows).
 // Points whose rows are not a multiple of lane_B (a lane's load must be aligned)
 // or whose table holds fewer rows than the sampled graph has vertices are skipped.
+//
+// Probe flags (validation/experiments/gather_walks/): --store fold keeps the rows
+// in registers instead of writing the output (each thread adds its words and one
+// atomic per thread totals them; the total is checked against the ids' sum), and
+// --id-source hash computes uniform ids in the kernel instead of loading them.
+// Either runs a separate kernel (gather_probe_kernel); the records then carry
+// "store" and "id_source" among their params. The defaults run gather_kernel.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -83,6 +90,52 @@ __global__ void gather_kernel(const char* __restrict__ table, char* __restrict__
   }
 }
 
+template <int BPL> __device__ __forceinline__ unsigned long long fold(typename Vec<BPL>::T v);
+template <> __device__ __forceinline__ unsigned long long fold<4>(unsigned int v) { return v; }
+template <> __device__ __forceinline__ unsigned long long fold<8>(uint2 v) {
+  return static_cast<unsigned long long>(v.x) + v.y;
+}
+template <> __device__ __forceinline__ unsigned long long fold<16>(uint4 v) {
+  return static_cast<unsigned long long>(v.x) + v.y + v.z + v.w;
+}
+
+// gather_kernel's loads with its stores or its id loads taken out (the probe flags):
+// STORE false folds the loaded words into a per-thread sum (one atomic per thread at
+// the end); HASH true computes row i's id as mix64(seed << 32 | i) % n_rows.
+template <int BPL, bool ALIGNED, bool STORE, bool HASH>
+__global__ void gather_probe_kernel(const char* __restrict__ table, char* __restrict__ out,
+                                    const uint64_t* __restrict__ ids, uint64_t rows, uint64_t row_B,
+                                    uint64_t seed, uint64_t n_rows, unsigned long long* total) {
+  using T = typename Vec<BPL>::T;
+  constexpr uint64_t blk = 32 * BPL;
+  const uint64_t lane = threadIdx.x & 31;
+  const uint64_t warps = (static_cast<uint64_t>(gridDim.x) * blockDim.x) >> 5;
+  unsigned long long acc = 0;
+  for (uint64_t i = (static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; i < rows;
+       i += warps) {
+    const uint64_t id = HASH ? mix64((seed << 32) | i) % n_rows : ids[i];
+    const uint64_t src = id * row_B, end = src + row_B, dst = i * row_B;
+    const uint64_t start = ALIGNED ? (src & ~127ULL) : src;
+    for (uint64_t base = start; base < end; base += kUnroll * blk) {
+      T v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const uint64_t a = base + u * blk + lane * BPL;
+        if (a >= src && a < end) v[u] = *reinterpret_cast<const T*>(table + a);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const uint64_t a = base + u * blk + lane * BPL;
+        if (a >= src && a < end) {
+          if (STORE) *reinterpret_cast<T*>(out + dst + (a - src)) = v[u];
+          else acc += fold<BPL>(v[u]);
+        }
+      }
+    }
+  }
+  if (!STORE) atomicAdd(total, acc);
+}
+
 __global__ void fill_kernel(uint32_t* words, uint64_t n) {
   for (uint64_t k = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
        k += static_cast<uint64_t>(gridDim.x) * blockDim.x)
@@ -136,6 +189,22 @@ void launch(int lane_B, bool aligned, int ctas, const char* table, char* out, co
   CUDA_CHECK(cudaGetLastError());
 }
 
+void launch_probe(int lane_B, bool aligned, bool store, bool hash, int ctas, const char* table,
+                  char* out, const uint64_t* ids, uint64_t rows, uint64_t row_B, uint64_t seed,
+                  uint64_t n_rows, unsigned long long* total, cudaStream_t s) {
+#define HL_PROBE(B, A, S, H) gather_probe_kernel<B, A, S, H><<<ctas, kThreadsPerCta, 0, s>>>( \
+    table, out, ids, rows, row_B, seed, n_rows, total)
+#define HL_PROBE_SH(B, A)                                  \
+  if (store) { if (hash) HL_PROBE(B, A, true, true); else HL_PROBE(B, A, true, false); } \
+  else { if (hash) HL_PROBE(B, A, false, true); else HL_PROBE(B, A, false, false); }
+  if (lane_B == 4) { if (aligned) { HL_PROBE_SH(4, true) } else { HL_PROBE_SH(4, false) } }
+  else if (lane_B == 8) { if (aligned) { HL_PROBE_SH(8, true) } else { HL_PROBE_SH(8, false) } }
+  else { if (aligned) { HL_PROBE_SH(16, true) } else { HL_PROBE_SH(16, false) } }
+#undef HL_PROBE_SH
+#undef HL_PROBE
+  CUDA_CHECK(cudaGetLastError());
+}
+
 struct SampledIds {
   uint64_t vertices = 0;
   std::vector<uint64_t> ids;
@@ -175,6 +244,8 @@ int main(int argc, char** argv) {
   args.flag("reps", "5", "timed repetitions per point");
   args.flag("seed", "1", "seed of the uniform ids");
   args.flag("device", "0", "CUDA device ordinal");
+  args.flag("store", "out", "probe: out (write the rows) or fold (keep them in registers)");
+  args.flag("id-source", "array", "probe: array (load the ids) or hash (uniform ids computed in the kernel)");
   hl::declare_host_flags(args);
   args.parse(argc, argv);
   hl::check_host_flags(args);
@@ -190,6 +261,12 @@ int main(int argc, char** argv) {
   const int threads = static_cast<int>(args.integer("threads"));
   const int reps = static_cast<int>(args.integer("reps"));
   const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
+  const std::string store = args.str("store"), id_source = args.str("id-source");
+  if (store != "out" && store != "fold") hl::fail(hl::kExitUsage, "usage", "--store: out or fold");
+  if (id_source != "array" && id_source != "hash") hl::fail(hl::kExitUsage, "usage", "--id-source: array or hash");
+  const bool probe = store != "out" || id_source != "array";
+  if (id_source == "hash" && (id_kinds.size() != 1 || id_kinds[0] != "uniform"))
+    hl::fail(hl::kExitUsage, "usage", "--id-source hash: uniform ids only");
   if (rows < 1 || threads < 1 || reps < 1) hl::fail(hl::kExitUsage, "usage", "--rows, --threads and --reps must be >= 1");
   for (auto l : lanes)
     if (l != 4 && l != 8 && l != 16) hl::fail(hl::kExitUsage, "usage", "--lane-B: 4, 8 or 16");
@@ -209,6 +286,8 @@ int main(int argc, char** argv) {
   hl::L2Flusher flusher(dev);
   uint64_t* d_ids = nullptr;
   CUDA_CHECK(cudaMalloc(&d_ids, rows * sizeof(uint64_t)));
+  unsigned long long* d_total = nullptr;
+  CUDA_CHECK(cudaMalloc(&d_total, sizeof(unsigned long long)));
   int failures = 0;
   hl::start_gate(args, dev.device);
 
@@ -254,8 +333,15 @@ int main(int argc, char** argv) {
               if (row_B % lane_B) continue;
               const bool aligned = variant == "aligned";
               auto run_kernel = [&] {
-                launch(static_cast<int>(lane_B), aligned, ctas, static_cast<const char*>(table.dev), d_out,
-                       d_ids, rows, row_B, stream);
+                if (probe) {
+                  CUDA_CHECK(cudaMemsetAsync(d_total, 0, sizeof(unsigned long long), stream));
+                  launch_probe(static_cast<int>(lane_B), aligned, store == "out", id_source == "hash", ctas,
+                               static_cast<const char*>(table.dev), d_out, d_ids, rows, row_B, seed, n_rows,
+                               d_total, stream);
+                } else {
+                  launch(static_cast<int>(lane_B), aligned, ctas, static_cast<const char*>(table.dev), d_out,
+                         d_ids, rows, row_B, stream);
+                }
               };
               if (!cpu && mm != hl::MemMode::Uvm) { run_kernel(); CUDA_CHECK(cudaStreamSynchronize(stream)); }
               char* staging = nullptr;
@@ -289,13 +375,20 @@ int main(int argc, char** argv) {
                   timer.stop(stream);
                   time_ms = timer.ms();
                 }
-                const bool pass = device_sum(d_out, bytes, dev.sm_count) == want;
+                unsigned long long got = 0;
+                if (store == "fold" && !cpu)
+                  CUDA_CHECK(cudaMemcpy(&got, d_total, sizeof(got), cudaMemcpyDeviceToHost));
+                else
+                  got = device_sum(d_out, bytes, dev.sm_count);
+                const bool pass = got == want;
                 failures += pass ? 0 : 1;
                 hl::Json j;
                 j.str("type", "measurement").str("benchmark", "gather");
                 j.begin("params").str("ids", kind).uinteger("table_B", table_B).uinteger("row_B", row_B);
                 if (!cpu) j.str("variant", variant).integer("lane_B", lane_B);
-                j.str("memory_mode", mode).end();
+                j.str("memory_mode", mode);
+                if (probe && !cpu) j.str("store", store).str("id_source", id_source);
+                j.end();
                 j.integer("rep", rep);
                 j.begin("metrics").num("time_ms", time_ms).num("bw_GBps", bytes / (time_ms * 1e-3) / 1e9);
                 if (cpu) j.num("gather_ms", gather_ms).num("copy_ms", copy_ms);
@@ -313,6 +406,7 @@ int main(int argc, char** argv) {
     }
   }
   CUDA_CHECK(cudaFree(d_ids));
+  CUDA_CHECK(cudaFree(d_total));
   CUDA_CHECK(cudaStreamDestroy(stream));
   hl::Json done;
   done.str("type", "done").str("program", "gather").integer("check_failures", failures).print();

@@ -236,6 +236,19 @@ def test_gather_reads_sampled_ids(bin_dir, tmp_path):
     assert len(m) == 1 and m[0]["metrics"]["check_pass"] == 1
 
 
+def test_gather_probe_flags_take_out_the_stores_and_id_loads(bin_dir):
+    # gather_walks' probe: the rows folded in registers (checked against the ids' sum)
+    # and the uniform ids computed in the kernel; the records name both
+    m = measurements(run(bin_dir, "gather", "--table-B", "8MiB", "--row-B", "480", "--lane-B", "4,16",
+                         "--variant", "naive,aligned", "--rows", 4096, "--reps", 1,
+                         "--store", "fold", "--id-source", "hash"))
+    assert len(m) == 2 * 2
+    assert all(x["metrics"]["check_pass"] == 1 for x in m)
+    assert {(x["params"]["store"], x["params"]["id_source"]) for x in m} == {("fold", "hash")}
+    run(bin_dir, "gather", "--store", "none", rc=2)
+    run(bin_dir, "gather", "--ids", "sampled", "--id-source", "hash", rc=2)
+
+
 def test_host_read_passes_its_checks(bin_dir):
     # rows summed and copied, 1 and 2 threads, a row size that is no power of two
     m = measurements(run(bin_dir, "host_read", "--region-B", "8MiB", "--row-B", "64,1000",
