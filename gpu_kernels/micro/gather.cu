@@ -31,7 +31,9 @@
 // Probe flags (validation/experiments/gather_walks/): --store fold keeps the rows
 // in registers instead of writing the output (each thread adds its words and one
 // atomic per thread totals them; the total is checked against the ids' sum), and
-// --id-source hash computes uniform ids in the kernel instead of loading them.
+// --id-source hash computes uniform ids in the kernel instead of loading them,
+// and --load ca reads the table with ld.global.ca instead of the read-only path
+// (ld.global.nc, which the const __restrict__ table gives gather_kernel).
 // Either runs a separate kernel (gather_probe_kernel); the records then carry
 // "store" and "id_source" among their params. The defaults run gather_kernel.
 #include <algorithm>
@@ -101,8 +103,9 @@ template <> __device__ __forceinline__ unsigned long long fold<16>(uint4 v) {
 
 // gather_kernel's loads with its stores or its id loads taken out (the probe flags):
 // STORE false folds the loaded words into a per-thread sum (one atomic per thread at
-// the end); HASH true computes row i's id as mix64(seed << 32 | i) % n_rows.
-template <int BPL, bool ALIGNED, bool STORE, bool HASH>
+// the end); HASH true computes row i's id as mix64(seed << 32 | i) % n_rows; CA true
+// loads the table with ld.global.ca (else ld.global.nc, as gather_kernel).
+template <int BPL, bool ALIGNED, bool STORE, bool HASH, bool CA>
 __global__ void gather_probe_kernel(const char* __restrict__ table, char* __restrict__ out,
                                     const uint64_t* __restrict__ ids, uint64_t rows, uint64_t row_B,
                                     uint64_t seed, uint64_t n_rows, unsigned long long* total) {
@@ -121,7 +124,8 @@ __global__ void gather_probe_kernel(const char* __restrict__ table, char* __rest
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const uint64_t a = base + u * blk + lane * BPL;
-        if (a >= src && a < end) v[u] = *reinterpret_cast<const T*>(table + a);
+        if (a >= src && a < end)
+          v[u] = CA ? __ldca(reinterpret_cast<const T*>(table + a)) : *reinterpret_cast<const T*>(table + a);
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
@@ -189,14 +193,17 @@ void launch(int lane_B, bool aligned, int ctas, const char* table, char* out, co
   CUDA_CHECK(cudaGetLastError());
 }
 
-void launch_probe(int lane_B, bool aligned, bool store, bool hash, int ctas, const char* table,
+void launch_probe(int lane_B, bool aligned, bool store, bool hash, bool ca, int ctas, const char* table,
                   char* out, const uint64_t* ids, uint64_t rows, uint64_t row_B, uint64_t seed,
                   uint64_t n_rows, unsigned long long* total, cudaStream_t s) {
-#define HL_PROBE(B, A, S, H) gather_probe_kernel<B, A, S, H><<<ctas, kThreadsPerCta, 0, s>>>( \
-    table, out, ids, rows, row_B, seed, n_rows, total)
+#define HL_PROBE(B, A, S, H)                                                                   \
+  if (ca) gather_probe_kernel<B, A, S, H, true><<<ctas, kThreadsPerCta, 0, s>>>(                \
+      table, out, ids, rows, row_B, seed, n_rows, total);                                     \
+  else gather_probe_kernel<B, A, S, H, false><<<ctas, kThreadsPerCta, 0, s>>>(                 \
+      table, out, ids, rows, row_B, seed, n_rows, total)
 #define HL_PROBE_SH(B, A)                                  \
-  if (store) { if (hash) HL_PROBE(B, A, true, true); else HL_PROBE(B, A, true, false); } \
-  else { if (hash) HL_PROBE(B, A, false, true); else HL_PROBE(B, A, false, false); }
+  if (store) { if (hash) { HL_PROBE(B, A, true, true); } else { HL_PROBE(B, A, true, false); } } \
+  else { if (hash) { HL_PROBE(B, A, false, true); } else { HL_PROBE(B, A, false, false); } }
   if (lane_B == 4) { if (aligned) { HL_PROBE_SH(4, true) } else { HL_PROBE_SH(4, false) } }
   else if (lane_B == 8) { if (aligned) { HL_PROBE_SH(8, true) } else { HL_PROBE_SH(8, false) } }
   else { if (aligned) { HL_PROBE_SH(16, true) } else { HL_PROBE_SH(16, false) } }
@@ -246,6 +253,7 @@ int main(int argc, char** argv) {
   args.flag("device", "0", "CUDA device ordinal");
   args.flag("store", "out", "probe: out (write the rows) or fold (keep them in registers)");
   args.flag("id-source", "array", "probe: array (load the ids) or hash (uniform ids computed in the kernel)");
+  args.flag("load", "nc", "probe: nc (the table through the read-only path, as the kernel) or ca (ld.global.ca)");
   hl::declare_host_flags(args);
   args.parse(argc, argv);
   hl::check_host_flags(args);
@@ -261,10 +269,11 @@ int main(int argc, char** argv) {
   const int threads = static_cast<int>(args.integer("threads"));
   const int reps = static_cast<int>(args.integer("reps"));
   const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
-  const std::string store = args.str("store"), id_source = args.str("id-source");
+  const std::string store = args.str("store"), id_source = args.str("id-source"), load = args.str("load");
   if (store != "out" && store != "fold") hl::fail(hl::kExitUsage, "usage", "--store: out or fold");
   if (id_source != "array" && id_source != "hash") hl::fail(hl::kExitUsage, "usage", "--id-source: array or hash");
-  const bool probe = store != "out" || id_source != "array";
+  if (load != "nc" && load != "ca") hl::fail(hl::kExitUsage, "usage", "--load: nc or ca");
+  const bool probe = store != "out" || id_source != "array" || load != "nc";
   if (id_source == "hash" && (id_kinds.size() != 1 || id_kinds[0] != "uniform"))
     hl::fail(hl::kExitUsage, "usage", "--id-source hash: uniform ids only");
   if (rows < 1 || threads < 1 || reps < 1) hl::fail(hl::kExitUsage, "usage", "--rows, --threads and --reps must be >= 1");
@@ -335,9 +344,9 @@ int main(int argc, char** argv) {
               auto run_kernel = [&] {
                 if (probe) {
                   CUDA_CHECK(cudaMemsetAsync(d_total, 0, sizeof(unsigned long long), stream));
-                  launch_probe(static_cast<int>(lane_B), aligned, store == "out", id_source == "hash", ctas,
-                               static_cast<const char*>(table.dev), d_out, d_ids, rows, row_B, seed, n_rows,
-                               d_total, stream);
+                  launch_probe(static_cast<int>(lane_B), aligned, store == "out", id_source == "hash",
+                               load == "ca", ctas, static_cast<const char*>(table.dev), d_out, d_ids, rows,
+                               row_B, seed, n_rows, d_total, stream);
                 } else {
                   launch(static_cast<int>(lane_B), aligned, ctas, static_cast<const char*>(table.dev), d_out,
                          d_ids, rows, row_B, stream);
@@ -387,7 +396,7 @@ int main(int argc, char** argv) {
                 j.begin("params").str("ids", kind).uinteger("table_B", table_B).uinteger("row_B", row_B);
                 if (!cpu) j.str("variant", variant).integer("lane_B", lane_B);
                 j.str("memory_mode", mode);
-                if (probe && !cpu) j.str("store", store).str("id_source", id_source);
+                if (probe && !cpu) j.str("store", store).str("id_source", id_source).str("load", load);
                 j.end();
                 j.integer("rep", rep);
                 j.begin("metrics").num("time_ms", time_ms).num("bw_GBps", bytes / (time_ms * 1e-3) / 1e9);

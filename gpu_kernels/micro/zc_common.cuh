@@ -52,7 +52,7 @@ namespace zc {
 
 enum Pattern { kCoalesced = 0, kStrided = 1, kRandom = 2, kScatter = 3 };
 enum Op { kLoad = 0, kStore = 1, kRed = 2 };
-enum Cache { kDefault = 0, kCg = 1, kCv = 2 };
+enum Cache { kDefault = 0, kCg = 1, kCv = 2, kNc = 3 };
 
 using hl::mix64;
 
@@ -80,6 +80,7 @@ __device__ __forceinline__ typename Word<BPL>::T load(const char* p) {
   const T* q = reinterpret_cast<const T*>(p);
   if (CACHE == kCg) return __ldcg(q);
   if (CACHE == kCv) return __ldcv(q);
+  if (CACHE == kNc) return __ldg(q);   // ld.global.nc: the read-only data path
   return *q;
 }
 
@@ -244,6 +245,7 @@ KernelFn pick_cache(int cache, int unroll, int pattern) {
   switch (cache) {
     case kDefault: return pick_unroll<BPL, kDefault>(unroll, pattern);
     case kCg: return pick_unroll<BPL, kCg>(unroll, pattern);
+    case kNc: return pick_unroll<BPL, kNc>(unroll, pattern);
     default: return pick_unroll<BPL, kCv>(unroll, pattern);
   }
 }
@@ -284,7 +286,7 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
   args.flag("memory-mode", "zerocopy", "where the buffer lives: zerocopy, registered, uvm_accessedby, device (list)");
   args.flag("warps", def.warps, "warps in the grid, 0 = as many as fit on the GPU at once (list)");
   args.flag("unroll", def.unroll, "independent loads in flight per thread: 1, 2, 4, 8 (list)");
-  args.flag("cache", "default", "load cache operator: default, cg, cv (list)");
+  args.flag("cache", "default", "load cache operator: default, cg, cv, nc (the read-only path, ld.global.nc) (list)");
   args.flag("total-B", def.total_B, "useful bytes each measurement reads at most");
   args.flag("max-per-warp-B", def.max_per_warp_B, "useful bytes one warp reads at most per measurement");
   args.flag("warps-per-block", "0", "warps per block: 1 to 32; 0 = the largest of 8, 4, 2, 1 that spreads the blocks over every SM (a block larger than its share of warps puts the warps on fewer SMs)");
@@ -304,7 +306,7 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
   auto modes = args.choices("memory-mode", {"zerocopy", "registered", "uvm_accessedby", "device"});
   auto warps_list = args.integers("warps");
   auto unrolls = args.integers("unroll");
-  auto caches = args.choices("cache", {"default", "cg", "cv"});
+  auto caches = args.choices("cache", {"default", "cg", "cv", "nc"});
   uint64_t total_B = args.size("total-B");
   uint64_t max_per_warp_B = args.size("max-per-warp-B");
   int reps = static_cast<int>(args.integer("reps"));
@@ -384,7 +386,7 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
             for (auto unroll : unrolls)
               for (const auto& cname : caches)
                 for (const auto& oname : ops) {
-                  int cache = cname == "default" ? kDefault : cname == "cg" ? kCg : kCv;
+                  int cache = cname == "default" ? kDefault : cname == "cg" ? kCg : cname == "nc" ? kNc : kCv;
                   int op = oname == "load" ? kLoad : oname == "store" ? kStore : kRed;
                   KernelFn fn = pick(static_cast<int>(bpl), cache, static_cast<int>(unroll), pattern, op);
                   int occ_blocks = 0;

@@ -54,6 +54,10 @@ def test_zc_read_patterns(bin_dir):
     m = measurements(run(bin_dir, "zc_read", "--pattern", "coalesced,strided,random", "--offset-B", "0,32",
                          "--region-B", "64KiB", "--total-B", "16MiB", "--reps", 1))
     assert len(m) == 4 and all(x["metrics"]["bw_GBps"] > 0 for x in m)
+    # the read-only path (ld.global.nc) beside the default operator
+    m = measurements(run(bin_dir, "zc_read", "--pattern", "random", "--cache", "default,nc",
+                         "--region-B", "64KiB", "--total-B", "16MiB", "--reps", 1))
+    assert sorted(x["params"]["cache"] for x in m) == ["default", "nc"]
 
 
 def test_zc_warps_writes_and_scatter(bin_dir):
@@ -245,7 +249,12 @@ def test_gather_probe_flags_take_out_the_stores_and_id_loads(bin_dir):
     assert len(m) == 2 * 2
     assert all(x["metrics"]["check_pass"] == 1 for x in m)
     assert {(x["params"]["store"], x["params"]["id_source"]) for x in m} == {("fold", "hash")}
+    # the table through ld.global.ca instead of the read-only path
+    m = measurements(run(bin_dir, "gather", "--table-B", "8MiB", "--row-B", "1024", "--rows", 4096,
+                         "--reps", 1, "--load", "ca"))
+    assert len(m) == 1 and m[0]["metrics"]["check_pass"] == 1 and m[0]["params"]["load"] == "ca"
     run(bin_dir, "gather", "--store", "none", rc=2)
+    run(bin_dir, "gather", "--load", "cg", rc=2)
     run(bin_dir, "gather", "--ids", "sampled", "--id-source", "hash", rc=2)
 
 

@@ -1,7 +1,8 @@
 """Median rows (or lines) a second of each point of a gather_walks run.
 
-Usage: python gather_walks_summary.py RUN_DIR  (reads gather.jsonl, gather_long.jsonl
-and zc_read.jsonl; prints one line per point, and fails if any check failed)."""
+Usage: python gather_walks_summary.py RUN_DIR  (reads those of gather.jsonl,
+gather_long.jsonl and zc_read.jsonl the run has; prints one line per point, and fails
+if any check failed)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-KEYS = ("table_B", "region_B", "row_B", "store", "id_source")
+KEYS = ("table_B", "region_B", "row_B", "store", "id_source", "load", "cache")
 
 
 def points(path: Path) -> dict[tuple, list[float]]:
@@ -23,6 +24,8 @@ def points(path: Path) -> dict[tuple, list[float]]:
             raise SystemExit(f"{path}: a check failed: {line}")
         params = rec["params"]
         key = tuple((k, params[k]) for k in KEYS if k in params)
+        if "bytes_B" in rec["metrics"]:     # zc_read: the kernel's length
+            key += (("bytes_B", int(rec["metrics"]["bytes_B"])),)
         row_B = params.get("row_B", 32 * params.get("bytes_per_lane", 4))
         rates[key].append(rec["metrics"]["bw_GBps"] * 1e9 / row_B / 1e6)   # M rows/s
     return rates
@@ -30,9 +33,11 @@ def points(path: Path) -> dict[tuple, list[float]]:
 
 def main(run: Path) -> None:
     for name in ("gather.jsonl", "gather_long.jsonl", "zc_read.jsonl"):
+        if not (run / name).is_file():
+            continue
         for key, rates in points(run / name).items():
             what = ", ".join(f"{k}={v}" for k, v in key)
-            print(f"{name:18s} {what:70s} {statistics.median(rates):6.1f} M/s ({len(rates)} reps)")
+            print(f"{name:18s} {what:90s} {statistics.median(rates):6.1f} M/s ({len(rates)} reps)")
 
 
 if __name__ == "__main__":
