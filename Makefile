@@ -275,6 +275,12 @@ reports-h100: $(STAMP)
 	$(REPORT) $(EXP)/first_run/runs/h100 --system $(EXP)/uvm_launches/runs/h100/calibrated.toml --jobs $(JOBS) --quiet
 	@# host threads reading random rows, as on the H200
 	$(CAL) $(EXP)/host_read/runs/h100 --system $(EXP)/uvm_launches/runs/h100/calibrated.toml --steps host_read --quiet
+	@# the gather's UVM first touch predicted with the UVM costs of its own session's first
+	@# touch, on two leases (gather_session/README.md)
+	for r in gather_session/runs/h100 gather_session/runs/h100-b; do \
+	  $(CAL) $(EXP)/$$r --system $(EXP)/host_read/runs/h100/calibrated.toml --quiet && \
+	  $(REPORT) $(EXP)/$$r --system $(EXP)/$$r/calibrated.toml --jobs $(JOBS) --quiet || exit 1; \
+	done
 	@# managed memory left on the host (SetAccessedBy) beside pinned and registered memory:
 	@# accessedby_reach fits the managed memory's page walks in flight (its link from
 	@# micro_tags_d's lease), accessedby_session fits its own link and holds its managed
