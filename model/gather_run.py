@@ -108,7 +108,28 @@ def predict_gather(run: Gather, system, mode: str, fidelity: str, opts: dict) ->
                          sample_B=float(run.sample_rows * run.row_B),
                          loads_in_flight=run.loads_in_flight)
     pred = _sampled(sampled, system, stream_mode, fidelity, opts)
+    pred = _with_cold_walks(pred, run, system, mode)
     return _with_counts(replace(pred, bound=_behind_link(pred)), run, mode)
+
+
+def _with_cold_walks(pred: Prediction, run: Gather, system, mode: str) -> Prediction:
+    """``pred`` with the cold page-table fetches of a run that starts with its L2 flushed
+    (pinned or registered tables: :func:`~hostlink.model.translation.cold_span_time_ns`),
+    added to its kernel time."""
+    from hostlink.model.translation import cold_span_time_ns
+    if not run.l2_flushed or mode not in ("zerocopy", "registered"):
+        return pred
+    cold_ns = cold_span_time_ns(run.table_spans, run.table_B, system.translation)
+    if cold_ns <= 0:
+        return pred
+    time_s = pred.time_s + cold_ns * 1e-9
+    kernel_s, launch_s = list(pred.per_launch_kernel_s), list(pred.per_launch_time_s)
+    for column in (kernel_s, launch_s):
+        if column:
+            column[0] += cold_ns * 1e-9
+    return replace(pred, time_s=time_s, bw_GBps=run.rows * run.row_B / (time_s * 1e9),
+                   per_launch_kernel_s=kernel_s, per_launch_time_s=launch_s,
+                   extra=dict(pred.extra, cold_span_ns=cold_ns))
 
 
 def _behind_link(pred: Prediction) -> str:

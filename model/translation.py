@@ -62,6 +62,17 @@ The same reach and walk latency serve both; the walks in flight differ
 (``managed_walkers``), and :func:`managed_host_view` gives the system as such
 memory is translated.
 
+A flushed L2. A benchmark that flushes the GPU's L2 before each timed kernel
+also evicts the page-table entries the walks read, so a short kernel past the
+reach walks slower than a long one, and at the long one's rate when no flush
+comes before it (the ``gather_walks`` experiment). The flushed kernel's extra
+time grows with the
+distinct page-table spans its walks touch, about the same per span over 1 to
+16 GiB when a span is :data:`PAGE_TABLE_SPAN_B` (a 64 B line of 8 B entries of
+4 KiB pages). :func:`cold_span_time_ns` charges ``cold_span_ns`` for each; the
+walks' own rate is the long kernels'. A run that starts with a warm L2 (a
+training loop's next minibatch) pays none of it.
+
 Assumptions (no public figures exist for the reach or the miss cost of host
 mappings on NVIDIA GPUs; every parameter of ``TranslationConfig`` is marked an
 assumption and is calibrated from the random-line microbenchmark in the
@@ -91,6 +102,7 @@ __all__ = ["TranslationResult", "issue_order", "issue_permutation", "lru_misses"
            "warp_keys_of", "warp_page_repeats",
            "reach_from_two_regions",
            "translation_bound_GBps", "translation_misses", "simulate_translation",
+           "cold_span_time_ns", "PAGE_TABLE_SPAN_B",
            "stream_translation", "uniform_miss_rate"]
 
 
@@ -223,6 +235,25 @@ def warp_keys_of(stream: RequestStream, rows: np.ndarray | None = None) -> np.nd
     launch, warp = (stream.launch, stream.warp) if rows is None else \
         (stream.launch[rows], stream.warp[rows])
     return (launch.astype(np.int64) << np.int64(32)) | warp.astype(np.int64)
+
+
+#: host memory whose page-table entries one cold fetch brings: a 64 B line of 8 B
+#: entries of 4 KiB pages (the extra time of a flushed kernel grows with these spans
+#: alike over 1 to 16 GiB, not with 16 or 64 KiB ones: validation/experiments/gather_walks/)
+PAGE_TABLE_SPAN_B = 8 * 4096
+
+
+def cold_span_time_ns(spans: int, table_B: float, cfg: TranslationConfig) -> float:
+    """Extra time of a run that starts with its L2 flushed and touches ``spans``
+    distinct :data:`PAGE_TABLE_SPAN_B` spans of a ``table_B`` host region: every span
+    past the reach is walked at least once; inside the reach only the first touch of
+    each translation page walks (at most one span a page)."""
+    if not cfg.enabled or cfg.cold_span_ns <= 0 or spans <= 0:
+        return 0.0
+    walked = spans
+    if table_B <= cfg.tlb_entries * cfg.page_B:
+        walked = min(spans, -(-int(table_B) // cfg.page_B))
+    return walked * cfg.cold_span_ns
 
 
 def translation_bound_GBps(miss_rate: float, request_B: float, miss_lat_ns: float,

@@ -336,7 +336,11 @@ class Gather:
     ``requests_by_size_B``: the whole run's host read requests by size ((size, count)
     pairs; empty: scaled from the sample); ``pages``/``sample_pages``: the distinct
     ``uvm.page_B`` pages the whole run and the sample touch (0: unknown, scaled by rows);
-    ``host_threads``: the threads of the CPU-gather path."""
+    ``host_threads``: the threads of the CPU-gather path; ``table_spans``: the distinct
+    :data:`~hostlink.model.translation.PAGE_TABLE_SPAN_B` spans of the table the whole
+    run touches; ``l2_flushed``: the run starts with the GPU's L2 flushed (as the
+    gather program's timed kernels do), so its walks fetch page-table entries cold
+    (:func:`~hostlink.model.translation.cold_span_time_ns`)."""
     stream: RequestStream
     rows: int
     row_B: int
@@ -349,6 +353,8 @@ class Gather:
     sample_pages: int = 0
     loads_in_flight: int = 1
     host_threads: int = 16
+    table_spans: int = 0
+    l2_flushed: bool = False
 
 
 @dataclass(frozen=True)

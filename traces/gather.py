@@ -324,11 +324,13 @@ def merge_unrolled(stream: RequestStream) -> RequestStream:
 def gather_workload(spec: GatherSpec, ids: str, gpu, *, seed: int = 1, csr=None,
                     fanouts: tuple[int, ...] = (10, 25), batch: int = 1024,
                     sample_rounds: int = 4, exact_counts: bool = True, page_B: int = 4096,
-                    host_threads: int = 16):
+                    host_threads: int = 16, l2_flushed: bool = False):
     """The :class:`~hostlink.model.workload.Gather` of ``spec`` on ``gpu``: the requests of
     its first ``sample_rounds`` rows per warp (through the GPU's caches as it caches host
     reads), the whole run's request counts (``exact_counts``: streamed over every row,
-    no caches) and the ``page_B`` pages it touches."""
+    no caches), the ``page_B`` pages and page-table spans it touches; ``l2_flushed``:
+    the run starts with the L2 flushed (the gather program's timed kernels)."""
+    from hostlink.model.translation import PAGE_TABLE_SPAN_B
     from hostlink.model.predict import coalesce_defaults
     from hostlink.model.workload import Gather
     ids_of = ids_function(ids, spec, seed=seed, csr=csr, fanouts=fanouts, batch=batch)
@@ -342,7 +344,9 @@ def gather_workload(spec: GatherSpec, ids: str, gpu, *, seed: int = 1, csr=None,
                   requests_by_size_B=tuple(sorted(counts.items())),
                   pages=table_pages(spec, ids_of, page_B),
                   sample_pages=table_pages(spec, ids_of, page_B, sample_rows),
-                  loads_in_flight=1, host_threads=host_threads)
+                  loads_in_flight=1, host_threads=host_threads,
+                  table_spans=table_pages(spec, ids_of, PAGE_TABLE_SPAN_B),
+                  l2_flushed=l2_flushed)
 
 
 def warp_trace(spec: GatherSpec, ids_of, gpu, where: str = LOCATION_HOST):

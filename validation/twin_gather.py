@@ -12,7 +12,9 @@ is :func:`hostlink.model.predict.predict` of that workload; the program's metric
 Memory modes map onto predict's: ``zerocopy`` and ``registered`` (pinned either
 way) to ``zerocopy``, ``uvm_accessedby`` to itself, ``uvm`` (every rep starts with
 the table on the host) to ``uvm``, ``uvm_warm`` and ``cpu_gather`` to the gather's
-own modes, ``device`` to ``device``.
+own modes, ``device`` to ``device``. The program flushes the GPU's L2 before every
+timed kernel, so each twin's run starts with its L2 flushed (``l2_flushed``: its
+walks fetch page-table entries cold).
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ def gather_twin(case: str, params: dict, system):
     try:
         spec = GatherSpec(row_B, table_B // row_B, rows, variant, lane_B)
         kwargs = {"seed": int(params.get("seed", 1)), "host_threads": int(params.get("threads", 16)),
-                  "page_B": system.uvm.page_B, "exact_counts": False}
+                  "page_B": system.uvm.page_B, "exact_counts": False, "l2_flushed": True}
         if ids == "sampled":
             from hostlink.validation.gather_ids import graph_of
             fanouts = str(params.get("fanouts", "10,25"))

@@ -31,7 +31,9 @@
 // in flight per warp). Each measurement moves bytes_B = min(total_B,
 // warps * max_per_warp_B) useful bytes, rounded down to whole blocks; the
 // reported bandwidth is bytes_B over the kernel time (CUDA events). L2 is
-// flushed before each timed repetition.
+// flushed before each timed repetition. Probe flags: --l2-flush 0 skips the
+// flush, and --seed-step S draws repetition r's random lines with seed + (r + 1)
+// S (fresh lines each time); records carry them when set.
 #pragma once
 
 #include <algorithm>
@@ -292,6 +294,8 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
   args.flag("warps-per-block", "0", "warps per block: 1 to 32; 0 = the largest of 8, 4, 2, 1 that spreads the blocks over every SM (a block larger than its share of warps puts the warps on fewer SMs)");
   args.flag("reps", "5", "timed repetitions per point");
   args.flag("seed", "1", "seed of the random pattern");
+  args.flag("l2-flush", "1", "probe: 0 skips the L2 flush before each timed repetition");
+  args.flag("seed-step", "0", "probe: repetition r draws with seed + (r + 1) x step (the warm-up with seed): fresh lines each time");
   args.flag("device", "0", "CUDA device ordinal");
   hl::declare_host_flags(args);
   args.parse(argc, argv);
@@ -313,6 +317,9 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
   const long long wpb_req = args.integer("warps-per-block");
   if (wpb_req < 0 || wpb_req > 32) hl::fail(hl::kExitUsage, "usage", "--warps-per-block: %lld is not 0 (auto) or 1 to 32", wpb_req);
   uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
+  const long long l2_flush = args.integer("l2-flush"), seed_step = args.integer("seed-step");
+  if (l2_flush != 0 && l2_flush != 1) hl::fail(hl::kExitUsage, "usage", "--l2-flush: 0 or 1");
+  if (seed_step < 0) hl::fail(hl::kExitUsage, "usage", "--seed-step must be >= 0");
   for (auto b : bpls)
     if (b != 4 && b != 8 && b != 16) hl::fail(hl::kExitUsage, "usage", "--bytes-per-lane: %lld is not 4, 8 or 16", (long long)b);
   for (auto u : unrolls)
@@ -425,7 +432,8 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
                   LAUNCH_CHECK("read_kernel");
                   CUDA_CHECK(cudaStreamSynchronize(stream));
                   for (int rep = 0; rep < reps; ++rep) {
-                    flusher.flush(stream);
+                    L.seed = seed + static_cast<uint64_t>(rep + 1) * static_cast<uint64_t>(seed_step);
+                    if (l2_flush) flusher.flush(stream);
                     timer.start(stream);
                     fn<<<static_cast<unsigned>(grid), wpb * 32, 0, stream>>>(L);
                     LAUNCH_CHECK("read_kernel");
@@ -443,6 +451,8 @@ inline int run(int argc, char** argv, const char* name, const char* summary, con
                         .integer("unroll", unroll)
                         .str("cache", cname);
                     if (op != kLoad) j.str("op", oname);
+                    if (!l2_flush) j.integer("l2_flush", 0);
+                    if (seed_step) j.integer("seed_step", seed_step);
                     j.end();
                     j.integer("rep", rep);
                     j.begin("metrics")

@@ -306,6 +306,11 @@ class TranslationConfig:
                                  "reads where it lies on the host (cudaMemAdviseSetAccessedBy), "
                                  "which the driver maps apart from pinned memory",
                                  ge=1, provenance="assumption")
+    cold_span_ns: float = param(0.0, doc="time a run that starts with its L2 flushed spends "
+                                "fetching the page-table entries of each PAGE_TABLE_SPAN_B "
+                                "span of host memory its walks touch (the entries come from "
+                                "DRAM, not the L2): what a benchmark's flush costs its kernel; "
+                                "0 = none", ge=0, le=1e6, provenance="assumption")
     iommu: bool = param(False, doc="an IOMMU translates the GPU's DMA addresses")
     iommu_page_B: int = param(4096, doc="IOMMU mapping page", check=power_of_two, ge=4096,
                               provenance="assumption")

@@ -58,6 +58,11 @@ def test_zc_read_patterns(bin_dir):
     m = measurements(run(bin_dir, "zc_read", "--pattern", "random", "--cache", "default,nc",
                          "--region-B", "64KiB", "--total-B", "16MiB", "--reps", 1))
     assert sorted(x["params"]["cache"] for x in m) == ["default", "nc"]
+    # probe flags: no L2 flush before a repetition, fresh random lines each time
+    m = measurements(run(bin_dir, "zc_read", "--pattern", "random", "--region-B", "64KiB",
+                         "--total-B", "16MiB", "--reps", 2, "--l2-flush", 0, "--seed-step", 1))
+    assert [(x["params"]["l2_flush"], x["params"]["seed_step"]) for x in m] == [(0, 1), (0, 1)]
+    run(bin_dir, "zc_read", "--l2-flush", 2, rc=2)
 
 
 def test_zc_warps_writes_and_scatter(bin_dir):

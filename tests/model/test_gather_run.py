@@ -47,6 +47,37 @@ def test_a_table_beyond_the_reach_is_translation_bound():
     assert predict(_work(H200, 512, 16 * GiB, "aligned"), off).bw_GBps > 2 * far.bw_GBps
 
 
+def test_a_flushed_l2_costs_each_page_table_span_the_walks_touch():
+    from dataclasses import replace
+
+    from hostlink.model.translation import PAGE_TABLE_SPAN_B, cold_span_time_ns
+    spec = GatherSpec(128, 16 * GiB // 128, 1 << 14, "aligned", 4)
+    warm = gather_workload(spec, "uniform", H200.gpu, exact_counts=False)
+    flushed = gather_workload(spec, "uniform", H200.gpu, exact_counts=False, l2_flushed=True)
+    # 2**14 uniform rows among 2**19 spans of 32 KiB: N (1 - exp(-n / N)) distinct
+    assert PAGE_TABLE_SPAN_B == 32 * 1024
+    n, spans = 2**14, 16 * GiB // PAGE_TABLE_SPAN_B
+    assert flushed.table_spans == pytest.approx(spans * -np.expm1(-n / spans), rel=0.01)
+    assert not warm.l2_flushed and flushed.table_spans == warm.table_spans
+    cold_ns = flushed.table_spans * H200.translation.cold_span_ns
+    assert cold_span_time_ns(flushed.table_spans, spec.table_B, H200.translation) == cold_ns
+    for mode in ("zerocopy", "uvm_accessedby", "device"):
+        a, b = predict(warm, H200, mode=mode), predict(flushed, H200, mode=mode)
+        if mode == "zerocopy":     # the flush adds its fetches to the kernel, nothing else
+            assert b.time_s == pytest.approx(a.time_s + cold_ns * 1e-9, rel=1e-12)
+            assert b.kernel_time_s == pytest.approx(a.kernel_time_s + cold_ns * 1e-9, rel=1e-12)
+            assert b.extra["cold_span_ns"] == pytest.approx(cold_ns)
+        else:
+            assert b.time_s == a.time_s
+    # inside the reach only each translation page's first walk fetches cold
+    small_B = 64 << 20
+    pages = small_B // H200.translation.page_B
+    assert cold_span_time_ns(2048, small_B, H200.translation) == pages * H200.translation.cold_span_ns
+    off = system_with(H200, {"translation.cold_span_ns": 0.0})
+    assert predict(replace(flushed), off, mode="zerocopy").time_s == pytest.approx(
+        predict(warm, off, mode="zerocopy").time_s, rel=1e-12)
+
+
 def test_uvm_first_touch_is_slower_than_warm(small):
     cold, warm = (predict(small, H200, mode=m) for m in ("uvm", "uvm_warm"))
     assert cold.time_s > warm.time_s

@@ -22,10 +22,12 @@ from hostlink.validation.data_tree import run_dir
 REPO = Path(__file__).resolve().parents[2]
 #: keys the preset takes from a later measurement than the report's chain: the
 #: host threads' row costs (host_read, the chain's last link, which first_run
-#: does not use) and, on the H200, the managed page walks
+#: does not use), the cold page-table spans of a flushed L2 (gather_walks, which
+#: no first_run twin takes) and, on the H200, the managed page walks
 HOST_THREADS = {"host.cpu_load_lat_ns", "host.cpu_line_ns", "host.cpu_stream_line_ns",
                 "host.cpu_thread_load", "host.cpu_dram_GBps"}
-KEPT = {"h200": {"translation.managed_walkers"} | HOST_THREADS, "h100": HOST_THREADS}
+KEPT = {"h200": {"translation.managed_walkers", "translation.cold_span_ns"} | HOST_THREADS,
+        "h100": {"translation.cold_span_ns"} | HOST_THREADS}
 
 
 def _report_system(gpu: str) -> Path:

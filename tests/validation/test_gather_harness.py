@@ -154,7 +154,10 @@ def test_twins_build_the_workload_and_call_predict(tmp_path):
         spec = GatherSpec(p["row_B"], p["table_B"] // p["row_B"], p["rows"],
                           p.get("variant", "aligned"), p.get("lane_B", 4))
         kw = {"csr": graph_of(10), "fanouts": (5, 5), "batch": 16} if p["ids"] == "sampled" else {}
-        work = gather_workload(spec, p["ids"], SYSTEM.gpu, exact_counts=False, **kw)
+        # the program flushes the L2 before every timed kernel: the twin's run starts so
+        assert twin.workload.l2_flushed
+        work = gather_workload(spec, p["ids"], SYSTEM.gpu, exact_counts=False, l2_flushed=True,
+                               **kw)
         mode = {"zerocopy": "zerocopy"}.get(p["memory_mode"], p["memory_mode"])
         direct = predict(work, SYSTEM, mode=mode, fidelity="analytic")
         assert got["bw_GBps"] == pytest.approx(direct.bw_GBps)

@@ -11,7 +11,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-KEYS = ("table_B", "region_B", "row_B", "store", "id_source", "load", "cache")
+KEYS = ("table_B", "region_B", "row_B", "store", "id_source", "load", "cache", "l2_flush",
+        "seed_step")
 
 
 def points(path: Path) -> dict[tuple, list[float]]:
