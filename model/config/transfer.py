@@ -92,7 +92,7 @@ def _rules() -> dict[str, Rule]:
     put("driver", "keep", "gpu.launch_ns gpu.copy_setup_ns")
     put("gpu", "keep", "translation.name translation.enabled translation.page_B "
                        "translation.tlb_entries translation.miss_lat_ns translation.walkers "
-                       "translation.managed_walkers")
+                       "translation.managed_walkers translation.cold_span_ns")
     put("driver", "keep", " ".join(f"uvm.{f.name}" for f in dataclasses.fields(SECTIONS["uvm"])
                                    if f.name != "gpu_memory_available_GiB"))
     put("gpu", "part", "uvm.gpu_memory_available_GiB")
