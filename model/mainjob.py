@@ -130,8 +130,9 @@ def run_gather_sweep(out: Path, *, jobs: int | None = None, progress: bool = Tru
     from hostlink.model.sweep import load_results, load_sweep, run_sweep
     from hostlink.model.sweep.spec import with_link
     spec = with_link(load_sweep(sweep_file), link)
-    run_sweep(spec, out / "gather_results", jobs=jobs, progress=progress)
-    rows = gather_rows(load_results(out / "gather_results", experiment=spec.name, wide=True))
+    report = run_sweep(spec, out / "gather_results", jobs=jobs, progress=progress)
+    rows = gather_rows(load_results(out / "gather_results", experiment=spec.name, wide=True,
+                                    run_ids=report.run_ids))
     rows.to_csv(out / "gather.csv", index=False)
     rows.attrs["sweep"] = spec
     return rows
@@ -158,7 +159,8 @@ def run_main_job(out: str | Path = "out/main", *, jobs: int | None = None,
     from hostlink.model.sweep.spec import with_link
     spec = with_link(load_sweep(sweep_file), link)   # link: a link preset every point starts from
     report = run_sweep(spec, out / "results", jobs=jobs, progress=progress)
-    wide = load_results(out / "results", experiment=spec.name, wide=True)
+    wide = load_results(out / "results", experiment=spec.name, wide=True,
+                        run_ids=report.run_ids)
     summary = summarise(wide)
     summary.to_csv(out / "summary.csv", index=False)
     requests = request_mix(wide)

@@ -60,6 +60,7 @@ class SweepReport:
     tasks: int
     executor: str
     elapsed_s: float
+    run_ids: frozenset = frozenset()   # the sweep's own points' run ids (a folder may hold more)
 
     def summary(self) -> str:
         return (f"sweep '{self.name}': {self.points} points ({self.unique} distinct), "
@@ -402,4 +403,4 @@ def _run(spec, resolved, out, jobs, dask, progress, batch_size, dask_timeout_s, 
     return SweepReport(name=spec.name, out=Path(out), points=len(resolved), unique=len(by_id),
                        skipped=len(skipped_ids), computed=computed, dropped=dropped,
                        tasks=len(tasks), executor=executor.name,
-                       elapsed_s=time.perf_counter() - t0)
+                       elapsed_s=time.perf_counter() - t0, run_ids=frozenset(by_id))

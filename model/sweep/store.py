@@ -360,8 +360,11 @@ def _attach(frame: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
 
 
 def load_results(root: str | Path, experiment: str | None = None,
-                 wide: bool = False) -> pd.DataFrame:
-    """Every result row of a results folder, with the sweep's parameters as columns.
+                 wide: bool = False, run_ids=None) -> pd.DataFrame:
+    """Every result row of a results folder, with the sweep's parameters as columns;
+    ``run_ids``: only these runs (a resumed folder keeps the runs of every earlier
+    version of its sweep: :attr:`~hostlink.model.sweep.runner.SweepReport.run_ids` names
+    the current one's).
 
     Long form (default): the tidy columns (``run_id, experiment, case,
     model_kind, metric, value, unit, rep``) then the parameter columns
@@ -372,7 +375,10 @@ def load_results(root: str | Path, experiment: str | None = None,
     """
     root = Path(root)
     points = load_points(root, experiment)
-    table = _read_results(root, set(points["run_id"]) if experiment is not None else None)
+    if run_ids is not None:
+        points = points[points["run_id"].isin(set(run_ids))].reset_index(drop=True)
+    table = _read_results(root, set(points["run_id"])
+                          if experiment is not None or run_ids is not None else None)
     if wide:
         return _wide(table, points)
     results = table.drop_columns(["experiment", "case"]).to_pandas()

@@ -131,6 +131,20 @@ def test_interrupted_sweep_resumes_without_recomputing(tmp_path, monkeypatch):
     assert counted == [] and report.computed == 0 and report.skipped == 36
 
 
+def test_a_changed_sweep_resumed_in_its_folder_reads_only_its_own_points(tmp_path):
+    # the same sweep name with other values (as after a preset or model change): the
+    # folder keeps both versions' runs, the report names the current one's
+    old = run_sweep(grid(tmp_path, tags=(32, 64), n_rtt=2), tmp_path / "out", jobs=1)
+    new = run_sweep(grid(tmp_path, tags=(128, 256), n_rtt=2), tmp_path / "out", jobs=1)
+    assert len(load_results(tmp_path / "out", experiment="grid", wide=True)) == 8
+    assert len(new.run_ids) == 4 and not new.run_ids & old.run_ids
+    mine = load_results(tmp_path / "out", experiment="grid", wide=True, run_ids=new.run_ids)
+    assert set(mine["run_id"]) == set(new.run_ids)
+    assert sorted(mine["link.tags"].unique()) == [128, 256]
+    assert len(load_results(tmp_path / "out", run_ids=new.run_ids)) == len(
+        load_results(tmp_path / "out", experiment="grid", run_ids=new.run_ids))
+
+
 def test_killed_sweep_resumes(tmp_path):
     """SIGKILL the CLI midway (no clean-up at all), then rerun it."""
     path = grid(tmp_path, tags=range(32, 769, 32), n_rtt=400)   # 9,600 points
