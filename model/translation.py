@@ -66,12 +66,11 @@ A flushed L2. A benchmark that flushes the GPU's L2 before each timed kernel
 also evicts the page-table entries the walks read, so a short kernel past the
 reach walks slower than a long one, and at the long one's rate when no flush
 comes before it (the ``gather_walks`` experiment). The flushed kernel's extra
-time grows with the
-distinct page-table spans its walks touch, about the same per span over 1 to
-16 GiB when a span is :data:`PAGE_TABLE_SPAN_B` (a 64 B line of 8 B entries of
-4 KiB pages). :func:`cold_span_time_ns` charges ``cold_span_ns`` for each; the
-walks' own rate is the long kernels'. A run that starts with a warm L2 (a
-training loop's next minibatch) pays none of it.
+time grows with the distinct page-table spans its walks touch, about the same
+per span over 1 to 16 GiB when a span is :data:`PAGE_TABLE_SPAN_B` (a 64 B line
+of 8 B entries of 4 KiB pages). :func:`cold_span_time_ns` charges
+``cold_span_ns`` for each; the walks' own rate is the long kernels'. A run that
+starts with a warm L2 (a training loop's next minibatch) pays none of it.
 
 Assumptions (no public figures exist for the reach or the miss cost of host
 mappings on NVIDIA GPUs; every parameter of ``TranslationConfig`` is marked an

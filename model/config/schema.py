@@ -118,8 +118,8 @@ class HostMemoryConfig:
                                gt=0, le=1e4, provenance="assumption")
     cpu_stream_line_ns: float = param(6.4, doc="one host thread's time for each line of a row "
                                       "past cpu_stream_after_B, once the core's prefetchers "
-                                      "stream the row (64 B at an assumed 10 GB/s a core)", gt=0, le=1e4,
-                                      provenance="assumption")
+                                      "stream the row (64 B at an assumed 10 GB/s a core)",
+                                      gt=0, le=1e4, provenance="assumption")
     cpu_stream_after_B: int = param(1024, doc="bytes into a row after which its lines come at "
                                     "cpu_stream_line_ns", ge=64, le=1 << 20,
                                     provenance="assumption")
