@@ -114,10 +114,10 @@ def predict_gather(run: Gather, system, mode: str, fidelity: str, opts: dict) ->
 
 def _with_cold_walks(pred: Prediction, run: Gather, system, mode: str) -> Prediction:
     """``pred`` with the cold page-table fetches of a run that starts with its L2 flushed
-    (pinned or registered tables: :func:`~hostlink.model.translation.cold_span_time_ns`),
-    added to its kernel time."""
+    (zero-copy: a pinned or registered table;
+    :func:`~hostlink.model.translation.cold_span_time_ns`), added to its kernel time."""
     from hostlink.model.translation import cold_span_time_ns
-    if not run.l2_flushed or mode not in ("zerocopy", "registered"):
+    if not run.l2_flushed or mode != "zerocopy":
         return pred
     cold_ns = cold_span_time_ns(run.table_spans, run.table_B, system.translation)
     if cold_ns <= 0:

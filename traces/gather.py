@@ -282,20 +282,27 @@ def ids_function(kind: str, spec: GatherSpec, *, seed: int = 1, csr=None,
 
 def table_pages(spec: GatherSpec, ids_of, page_B: int, rows: int | None = None) -> int:
     """Distinct ``page_B`` pages of the table that the first ``rows`` rows touch, streamed."""
-    n_pages = -(-(TABLE_BASE % page_B + spec.table_B) // page_B)
-    seen = np.zeros(n_pages, dtype=np.bool_)
+    return table_page_counts(spec, ids_of, (page_B,), rows)[0]
+
+
+def table_page_counts(spec: GatherSpec, ids_of, pages_B: tuple[int, ...],
+                      rows: int | None = None) -> tuple[int, ...]:
+    """:func:`table_pages` for each of ``pages_B``, in one pass over the row ids."""
+    seen = [np.zeros(-(-(TABLE_BASE % page_B + spec.table_B) // page_B), dtype=np.bool_)
+            for page_B in pages_B]
     total = spec.rows if rows is None else min(rows, spec.rows)
-    base = TABLE_BASE % page_B
     for first in range(0, total, 1 << 20):
         ids = np.asarray(ids_of(first, min(1 << 20, total - first)), dtype=np.int64)
-        lo = (base + ids * spec.row_B) // page_B
-        hi = (base + ids * spec.row_B + spec.row_B - 1) // page_B
-        seen[lo] = True
-        seen[hi] = True
-        for extra in range(1, int((hi - lo).max(initial=0))):
-            inner = lo + extra
-            seen[inner[inner < hi]] = True
-    return int(seen.sum())
+        for page_B, marks in zip(pages_B, seen):
+            base = TABLE_BASE % page_B
+            lo = (base + ids * spec.row_B) // page_B
+            hi = (base + ids * spec.row_B + spec.row_B - 1) // page_B
+            marks[lo] = True
+            marks[hi] = True
+            for extra in range(1, int((hi - lo).max(initial=0))):
+                inner = lo + extra
+                marks[inner[inner < hi]] = True
+    return tuple(int(marks.sum()) for marks in seen)
 
 
 def merge_unrolled(stream: RequestStream) -> RequestStream:
@@ -339,13 +346,12 @@ def gather_workload(spec: GatherSpec, ids: str, gpu, *, seed: int = 1, csr=None,
     opts = coalesce_defaults(gpu)
     stream = merge_unrolled(stream_of(spec, ids_of, gpu, rows=sample_rows, **opts))
     counts = host_request_counts(spec, ids_of, gpu) if exact_counts else {}
+    pages, spans = table_page_counts(spec, ids_of, (page_B, PAGE_TABLE_SPAN_B))
     return Gather(stream=stream, rows=spec.rows, row_B=spec.row_B, table_B=spec.table_B,
                   sample_rows=sample_rows, variant=spec.variant, lane_B=spec.lane_B,
                   requests_by_size_B=tuple(sorted(counts.items())),
-                  pages=table_pages(spec, ids_of, page_B),
-                  sample_pages=table_pages(spec, ids_of, page_B, sample_rows),
-                  loads_in_flight=1, host_threads=host_threads,
-                  table_spans=table_pages(spec, ids_of, PAGE_TABLE_SPAN_B),
+                  pages=pages, sample_pages=table_pages(spec, ids_of, page_B, sample_rows),
+                  loads_in_flight=1, host_threads=host_threads, table_spans=spans,
                   l2_flushed=l2_flushed)
 
 
