@@ -9,9 +9,14 @@ mean field: the run is predicted with
     link.rtt_ns' = link.rtt_ns + link.rtt_at_full_link_ns * U
 
 where U is the share of the run's kernel time the downstream link spends on
-completions in the previous pass (:func:`link_utilisation`), starting from the
-unloaded pass, until the predicted time moves by less than ``TOL`` (two or
-three passes settle it; at most ``PASSES``).
+completions (:func:`link_utilisation`). U depends on the round trip it sets, so
+the round trip is a fixed point, found by passes (:func:`settle_rtt`): the
+first at the unloaded round trip, the second at the one its load asks for, and
+each later one where the secant through the last two passes' residuals (asked
+for less used) crosses zero. The passes stop when moving to the round trip the
+last pass asks for would change the predicted time by less than ``TOL``, on
+the slope of time against round trip through the last two passes. Two or three
+passes settle a run; at most ``PASSES`` after the first.
 
 Assumptions: one U stands for every launch of a run, so short launches on a
 quiet link get the round trip of the busy ones; the growth is linear in U.
@@ -22,8 +27,8 @@ from typing import Callable
 
 import numpy as np
 
-PASSES = 4          # at most: the fixed point settles in two or three
-TOL = 2e-3          # relative change of the predicted time that ends the passes
+PASSES = 4          # at most, after the first: two or three passes settle a run
+TOL = 2e-4          # relative change of the predicted time, by the slope, that ends them
 
 
 def link_utilisation(pred, system) -> float:
@@ -36,26 +41,54 @@ def link_utilisation(pred, system) -> float:
     return min(1.0, float(pred.wire_B_down) / (kernel_ns * link_rate_Bpns(system)))
 
 
+def settle_rtt(rtt0_ns: float, full_ns: float,
+               run: Callable[[float], tuple[float, float]]) -> float:
+    """The round trip ``rtt0_ns + full_ns * U`` at which a run's own link share U
+    asks for the round trip it ran at, to within ``TOL`` of its time (the module
+    docstring). ``run(rtt_ns)`` predicts the run at a round trip and returns its
+    (time, U); the round trip returned is always the last one ``run`` was called
+    with, so the caller's last pass is the prediction at it."""
+    rtt = rtt0_ns
+    time_s, u = run(rtt)
+    prev = None                       # (round trip, time, residual) of the pass before
+    for _ in range(PASSES):
+        if u <= 0:
+            break
+        resid = rtt0_ns + full_ns * u - rtt       # asked for less used
+        nxt = rtt + resid
+        if prev is not None:
+            slope = (time_s - prev[1]) / (rtt - prev[0])
+            if abs(slope * resid) <= TOL * time_s:
+                break
+            if resid != prev[2]:
+                secant = rtt - resid * (rtt - prev[0]) / (resid - prev[2])
+                if rtt0_ns <= secant <= rtt0_ns + full_ns:
+                    nxt = secant
+        if nxt == rtt:
+            break
+        prev = (rtt, time_s, resid)
+        rtt = nxt
+        time_s, u = run(rtt)
+    return rtt
+
+
 def loaded_system(stream, system, predict_on: Callable):
     """``system`` with ``link.rtt_ns`` at the loaded round trip of ``stream``'s run and
-    ``link.rtt_at_full_link_ns`` spent (0), found by passes of ``predict_on(system)``
-    (a :class:`~hostlink.model.result.Prediction` of the stream on that system)."""
+    ``link.rtt_at_full_link_ns`` spent (0), found by :func:`settle_rtt` on passes of
+    ``predict_on(system)`` (a :class:`~hostlink.model.result.Prediction` of the stream
+    on that system)."""
     from hostlink.model.config import system_with
 
     full_ns = float(system.link.rtt_at_full_link_ns)
     rtt0 = float(system.link.rtt_ns)
-    current = system_with(system, {"link.rtt_at_full_link_ns": 0.0})
+    quiet = system_with(system, {"link.rtt_at_full_link_ns": 0.0})
     if full_ns <= 0 or len(stream) == 0:
-        return current
-    pred = predict_on(current)
-    for _ in range(PASSES):
-        u = link_utilisation(pred, current)
-        if u <= 0:
-            break
-        nxt_system = system_with(current, {"link.rtt_ns": rtt0 + full_ns * u})
-        nxt = predict_on(nxt_system)
-        done = abs(nxt.time_s - pred.time_s) <= TOL * pred.time_s
-        pred, current = nxt, nxt_system
-        if done:
-            break
-    return current
+        return quiet
+
+    def run(rtt_ns: float) -> tuple[float, float]:
+        on = quiet if rtt_ns == rtt0 else system_with(quiet, {"link.rtt_ns": rtt_ns})
+        pred = predict_on(on)
+        return pred.time_s, link_utilisation(pred, on)
+
+    rtt = settle_rtt(rtt0, full_ns, run)
+    return quiet if rtt == rtt0 else system_with(quiet, {"link.rtt_ns": rtt})

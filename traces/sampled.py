@@ -80,9 +80,6 @@ HEAVY_SHARE = 0.25
 #: a level of more edges is sampled by CTAs even where its groups hold fewer than
 #: MIN_GROUP_WAVES waves (the hub levels of a kron graph: about 1 GB of emulation)
 EXACT_EDGES_MAX = 1 << 25
-#: passes of the loaded round trip's fixed point, and the change that ends them
-RTT_PASSES = 4
-RTT_TOL = 2e-3
 #: fraction of narrow levels predicted under ``--sample auto``
 AUTO_NARROW_FRACTION = 0.25
 CONFIDENCE = 0.95
@@ -295,6 +292,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     from hostlink.model.config import system_with
     from hostlink.model.des.inputs import link_rate_Bpns
     from hostlink.model.host_loop import launch_gaps_ns
+    from hostlink.model.loaded_rtt import settle_rtt
     from hostlink.model.predict import predict, resolve_system
     from hostlink.model.runs import without_launch
     from hostlink.traces.emulator import AlgorithmRun
@@ -389,19 +387,27 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     quiet = without_launch(system)
     if loaded:
         quiet = system_with(quiet, {"link.rtt_at_full_link_ns": 0.0})
-    rtt_ns, previous = link.rtt_ns, None
     launches_cost = float(cost.sum())
-    for _ in range(RTT_PASSES):
+    last = {}
+
+    def run(rtt_ns: float) -> tuple[float, float]:
+        """The sample's estimate at a round trip: (its time, the run's link share)."""
         on = system_with(quiet, {"link.rtt_ns": rtt_ns}) if loaded else quiet
-        base, used_rtt_ns = predict(work, on, mode=mode, fidelity=fidelity), rtt_ns
+        base = predict(work, on, mode=mode, fidelity=fidelity)
         per_group, per_level = estimate(base)
-        total = float(per_group.mean())
-        if not loaded or (previous is not None and abs(total / previous - 1) < RTT_TOL):
-            break
-        previous = total
+        last.update(base=base, per_group=per_group, per_level=per_level, rtt_ns=rtt_ns)
+        if not loaded:
+            return float(per_group.mean()) * 1e-9, 0.0
         wire_B = base.wire_B_down * float(nc.sum()) / launches_cost if launches_cost else 0.0
         util = min(1.0, wire_B / (per_level.sum() * link_rate_Bpns(system)))
-        rtt_ns = link.rtt_ns + link.rtt_at_full_link_ns * util
+        return float(per_group.mean()) * 1e-9, util
+
+    if loaded:      # settle_rtt's last pass is the one it settles on
+        settle_rtt(link.rtt_ns, link.rtt_at_full_link_ns, run)
+    else:
+        run(link.rtt_ns)
+    base, per_group, per_level = last["base"], last["per_group"], last["per_level"]
+    used_rtt_ns = last["rtt_ns"]
     gaps_ns = launch_gaps_ns(system, "bfs", V, L)
     per_group += gaps_ns.sum()
     est_s = float(per_group.mean()) * 1e-9
