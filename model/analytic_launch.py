@@ -71,22 +71,32 @@ def _instructions(stream: RequestStream, order: np.ndarray):
     return la, wa, new, np.flatnonzero(new)
 
 
-def warp_chains(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
-                loads_in_flight: int, *, as_device: bool = False,
-                atomic_extra_ns: float = 0.0, atomic_spread_ns: float | None = None,
-                host_gap_ns: float = 0.0, device_gap_ns: float = 0.0) -> WarpChains:
-    """Each warp's dependent chain of instructions (see the module docstring).
+@dataclass(frozen=True)
+class ChainShape:
+    """What :func:`warp_chains` takes from a stream before any latency: one row per
+    instruction (``inst_*``), per run of instructions that wait together (``seg``,
+    ``seg_k``) and per warp (``launch``, ``warp``, ``read_lines``, ``busy_ns``)."""
+    inst_host: np.ndarray    # the instruction reads or writes host memory
+    inst_read: np.ndarray    # it reads
+    atomic_ns: np.ndarray | None  # a device atomic's latency beyond a read's (else 0)
+    issue_ns: np.ndarray     # its last line's issue gaps after its first
+    seg: np.ndarray | None   # first instruction of each run (None: no waits marked)
+    seg_k: np.ndarray | None  # instructions in each run
+    wstarts: np.ndarray      # first instruction of each warp
+    lif: int                 # loads in flight per warp
+    launch: np.ndarray
+    warp: np.ndarray
+    read_lines: np.ndarray
+    busy_ns: np.ndarray      # the warp's own issue time
 
-    Where the stream marks instructions that wait for the warp's earlier ones
-    (``stream.waits``), each run of instructions from one that waits to the next
-    takes ``ceil(k / loads_in_flight)`` rounds of its slowest latency; otherwise
-    the chain is the summed latency over ``loads_in_flight``. Either way the
-    chain is at least the warp's lines times their issue gaps."""
+
+def chain_shape(stream: RequestStream, loads_in_flight: int, *, as_device: bool = False,
+                atomic_extra_ns: float = 0.0, atomic_spread_ns: float | None = None,
+                host_gap_ns: float = 0.0, device_gap_ns: float = 0.0) -> ChainShape:
+    """:class:`ChainShape` of ``stream`` (the arguments as :func:`warp_chains`'s);
+    the program order's sort is most of a chain's cost, and no latency enters it."""
     from hostlink.model.des.inputs import program_order
     from hostlink.model.geometry import LINE_B
-    empty = np.zeros(0)
-    if len(stream) == 0:
-        return WarpChains(empty.astype(np.int64), empty.astype(np.int64), empty, empty, empty)
     order = program_order(stream)
     la, wa, new, starts = _instructions(stream, order)
     space = stream.space[order]
@@ -103,9 +113,9 @@ def warp_chains(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
     k_lines = np.add.reduceat(lead * width * read, starts).astype(np.float64)
     inst_read = np.logical_or.reduceat(read, starts)
     inst_host = np.logical_or.reduceat(on_host, starts)
-    inst_lat = np.where(inst_host, host_lat_ns, device_lat_ns)
     gap = np.where(inst_host, float(host_gap_ns), float(device_gap_ns))
     spread_lines = np.zeros(len(starts), dtype=bool)
+    atomic_ns = None
     if stream.atomic is not None:
         atomic = ~inst_host & stream.atomic[order][starts]
         extra = np.full(len(starts), float(atomic_extra_ns))
@@ -113,28 +123,68 @@ def warp_chains(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
             k = np.add.reduceat(lead * width, starts)
             extra += float(atomic_spread_ns) * np.log2(np.maximum(k, 1))
             spread_lines = atomic      # its lines spread by the log law, not by gaps
-        inst_lat = inst_lat + np.where(atomic, extra, 0.0)
+        atomic_ns = np.where(atomic, extra, 0.0)
     # the last line leaves (k - 1) gaps after the first; a store holds nothing
     issue_ns = np.where(spread_lines, 0.0, np.maximum(k_lines - 1, 0) * gap)
-    tail = np.where(inst_read, inst_lat, np.inf)
-    inst_lat = np.where(inst_read, inst_lat + issue_ns, 0.0)
     busy_ns = np.where(spread_lines, 0.0, k_lines * gap)    # the warp's own issue time
-    lif = max(1, int(loads_in_flight))
     i_la, i_wa = la[starts], wa[starts]
     wnew = np.ones(len(starts), dtype=bool)
     wnew[1:] = (i_la[1:] != i_la[:-1]) | (i_wa[1:] != i_wa[:-1])
+    seg = seg_k = None
     if stream.waits is not None:
         seg = np.flatnonzero(wnew | stream.waits[order][starts])
-        k = np.diff(np.append(seg, len(inst_lat)))
-        lat = np.zeros(len(inst_lat))
-        lat[seg] = np.ceil(k / lif) * np.maximum.reduceat(inst_lat, seg)
-    else:
-        lat = inst_lat / lif
+        seg_k = np.diff(np.append(seg, len(starts)))
     wstarts = np.flatnonzero(wnew)
-    chain = np.maximum(np.add.reduceat(lat, wstarts), np.add.reduceat(busy_ns, wstarts))
-    return WarpChains(launch=i_la[wstarts], warp=i_wa[wstarts], chain_ns=chain,
-                      read_lines=np.add.reduceat(k_lines, wstarts),
-                      tail_ns=np.minimum.reduceat(tail, wstarts))
+    return ChainShape(inst_host=inst_host, inst_read=inst_read, atomic_ns=atomic_ns,
+                      issue_ns=issue_ns, seg=seg, seg_k=seg_k, wstarts=wstarts,
+                      lif=max(1, int(loads_in_flight)), launch=i_la[wstarts],
+                      warp=i_wa[wstarts], read_lines=np.add.reduceat(k_lines, wstarts),
+                      busy_ns=np.add.reduceat(busy_ns, wstarts))
+
+
+def warp_chains(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
+                loads_in_flight: int, *, as_device: bool = False,
+                atomic_extra_ns: float = 0.0, atomic_spread_ns: float | None = None,
+                host_gap_ns: float = 0.0, device_gap_ns: float = 0.0) -> WarpChains:
+    """Each warp's dependent chain of instructions (see the module docstring).
+
+    Where the stream marks instructions that wait for the warp's earlier ones
+    (``stream.waits``), each run of instructions from one that waits to the next
+    takes ``ceil(k / loads_in_flight)`` rounds of its slowest latency; otherwise
+    the chain is the summed latency over ``loads_in_flight``. Either way the
+    chain is at least the warp's lines times their issue gaps. The stream's
+    :class:`ChainShape` is kept with it (:mod:`hostlink.model.stream_memo`): the
+    loaded round trip's passes and a sweep's systems change only the latencies."""
+    from hostlink.model.stream_memo import memoized
+    empty = np.zeros(0)
+    if len(stream) == 0:
+        return WarpChains(empty.astype(np.int64), empty.astype(np.int64), empty, empty, empty)
+    opts = dict(as_device=bool(as_device), atomic_extra_ns=float(atomic_extra_ns),
+                atomic_spread_ns=None if atomic_spread_ns is None else float(atomic_spread_ns),
+                host_gap_ns=float(host_gap_ns), device_gap_ns=float(device_gap_ns))
+    key = (max(1, int(loads_in_flight)), *sorted(opts.items()))
+    shape = memoized(stream, "chain_shape", key,
+                     lambda: chain_shape(stream, loads_in_flight, **opts), keep=2)
+    return chains_at(shape, host_lat_ns, device_lat_ns)
+
+
+def chains_at(shape: ChainShape, host_lat_ns: float, device_lat_ns: float) -> WarpChains:
+    """The warps' chains of ``shape`` at these load-to-use latencies."""
+    inst_lat = np.where(shape.inst_host, host_lat_ns, device_lat_ns)
+    if shape.atomic_ns is not None:
+        inst_lat = inst_lat + shape.atomic_ns
+    tail = np.where(shape.inst_read, inst_lat, np.inf)
+    inst_lat = np.where(shape.inst_read, inst_lat + shape.issue_ns, 0.0)
+    if shape.seg is not None:
+        lat = np.zeros(len(inst_lat))
+        lat[shape.seg] = (np.ceil(shape.seg_k / shape.lif)
+                          * np.maximum.reduceat(inst_lat, shape.seg))
+    else:
+        lat = inst_lat / shape.lif
+    chain = np.maximum(np.add.reduceat(lat, shape.wstarts), shape.busy_ns)
+    return WarpChains(launch=shape.launch, warp=shape.warp, chain_ns=chain,
+                      read_lines=shape.read_lines,
+                      tail_ns=np.minimum.reduceat(tail, shape.wstarts))
 
 
 def launch_terms(chains: WarpChains, stream: RequestStream, n_launch: int, sm_count: int,

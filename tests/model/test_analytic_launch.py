@@ -100,6 +100,25 @@ def test_chains_count_each_warps_lines():
     assert t["waves"][0] == pytest.approx(2010.0)
 
 
+def test_a_streams_chain_shape_is_kept_and_priced_at_each_latency():
+    """The loaded round trip's passes reuse a stream's chain shape: chains at a new
+    latency match those of a fresh copy of the stream, never the earlier ones."""
+    from hostlink.model.stream_memo import memo_size
+    rows = [(w, k, (w * 8 + k) * 128, SPACE_HOST if k % 2 else SPACE_DEVICE, False)
+            for w in range(3) for k in range(4)]
+    s = stream(rows)
+    first = warp_chains(s, 1000.0, 100.0, 2, host_gap_ns=10.0)
+    kept = memo_size(s)
+    again = warp_chains(s, 1500.0, 100.0, 2, host_gap_ns=10.0)
+    assert memo_size(s) == kept                    # the shape was reused, not made again
+    fresh = warp_chains(stream(rows), 1500.0, 100.0, 2, host_gap_ns=10.0)
+    assert again.chain_ns.tolist() == fresh.chain_ns.tolist()
+    assert again.tail_ns.tolist() == fresh.tail_ns.tolist()
+    # two host reads of 1500 ns and two device reads of 100 ns, two in flight
+    assert again.chain_ns.tolist() == pytest.approx([1600.0] * 3)
+    assert first.chain_ns.tolist() == pytest.approx([1100.0] * 3)
+
+
 def test_loaded_chain_limits():
     from hostlink.model.analytic_launch import loaded_chain_ns
     # a lone warp (one read wanted at a time, R = lat) keeps its chain
