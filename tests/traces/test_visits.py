@@ -191,14 +191,16 @@ def test_a_visit_stands_for_the_lines_its_trip_reads(kron, variant, monkeypatch)
                                             ("cc", "chunked")])
 def test_the_steps_do_not_depend_on_the_batch_or_the_row_order(kron, kernel, variant,
                                                                 monkeypatch):
-    """The steps are built a batch of units at a time (bounded memory at scale 24):
-    batches of a few hundred steps, and host rows in any order, give the same stream."""
+    """The steps are built, and the host rows renumbered, a batch at a time (bounded
+    memory at scale 24): batches of a few hundred, and host rows in any order, give
+    the same stream."""
     import hostlink.traces.emulator.visits as visits
     from hostlink.model.workload import REQUEST_DTYPES, RequestStream
 
     em, stream = host_stream(kron, kernel, variant, source=int(np.argmax(kron.degrees())))
     whole = with_visit_skeleton(stream, em, 4)
     monkeypatch.setattr(visits, "SKELETON_BATCH_STEPS", 300)
+    monkeypatch.setattr(visits, "HOST_BATCH_ROWS", 200)
     perm = np.random.default_rng(5).permutation(len(stream))
     shuffled = RequestStream(**{k: getattr(stream, k)[perm] for k in REQUEST_DTYPES},
                              launches=stream.launches)

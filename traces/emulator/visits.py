@@ -320,6 +320,9 @@ def _merged_column(a: np.ndarray, b: np.ndarray, from_b: np.ndarray) -> np.ndarr
 
 #: device steps built at a time by :func:`with_visit_skeleton` (bounds its working memory)
 SKELETON_BATCH_STEPS = 1 << 22
+#: host rows renumbered at a time by :func:`_host_instructions`: about ten 8-byte
+#: temporaries a row, so a batch's working memory is about 80 MB
+HOST_BATCH_ROWS = 1 << 20
 
 
 def _host_instructions(stream: RequestStream, plans: list, P: int, A: int, npro: int,
@@ -336,29 +339,40 @@ def _host_instructions(stream: RequestStream, plans: list, P: int, A: int, npro:
     by_launch = np.argsort(stream.launch, kind="stable")      # each launch's rows, found once
     ends = np.concatenate(([0], np.cumsum(np.bincount(stream.launch, minlength=n_launch))))
     for li, plan in enumerate(plans):
-        rows = by_launch[ends[li]:ends[li + 1]]
-        if not len(rows):
+        launch_rows = by_launch[ends[li]:ends[li + 1]]
+        if not len(launch_rows):
             continue
         if plan is None:
-            raise SkeletonError(f"request {int(rows[0])} (launch {li}) falls in no launch of "
-                                "the emulated walk")
+            raise SkeletonError(f"request {int(launch_rows[0])} (launch {li}) falls in no "
+                                "launch of the emulated walk")
         w_u, T, old_base, new_base = plan
         old_len = T * P
-        warp = stream.warp[rows].astype(np.int64)
-        inst = stream.inst[rows].astype(np.int64)
         key_u = (w_u << 32) | old_base
-        u = np.searchsorted(key_u, (warp << 32) | inst, side="right") - 1
-        uc = np.maximum(u, 0)
-        k = inst - old_base[uc]
-        bad = (u < 0) | (w_u[uc] != warp) | (k >= old_len[uc])
-        if bad.any():
-            r = int(np.flatnonzero(bad)[0])
-            raise SkeletonError(f"launch {li}: warp {int(warp[r])} instruction {int(inst[r])} "
-                                "is no trip of the emulated walk")
-        t, p = k // P, k % P
-        g = t // A
-        new_inst[rows] = new_base[uc] + npro + g * A * (P + nvis) + (t - g * A) * P + p
+        for r0 in range(0, len(launch_rows), HOST_BATCH_ROWS):
+            rows = launch_rows[r0:r0 + HOST_BATCH_ROWS]
+            new_inst[rows] = _renumbered(stream, rows, li, w_u, key_u, old_base, old_len,
+                                         new_base, P, A, npro, nvis)
     return new_inst
+
+
+def _renumbered(stream: RequestStream, rows: np.ndarray, li: int, w_u: np.ndarray,
+                key_u: np.ndarray, old_base: np.ndarray, old_len: np.ndarray,
+                new_base: np.ndarray, P: int, A: int, npro: int, nvis: int) -> np.ndarray:
+    """:func:`_host_instructions` for ``rows`` of launch ``li`` (``key_u``: its units'
+    (warp, host base) keys)."""
+    warp = stream.warp[rows].astype(np.int64)
+    inst = stream.inst[rows].astype(np.int64)
+    u = np.searchsorted(key_u, (warp << 32) | inst, side="right") - 1
+    uc = np.maximum(u, 0)
+    k = inst - old_base[uc]
+    bad = (u < 0) | (w_u[uc] != warp) | (k >= old_len[uc])
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise SkeletonError(f"launch {li}: warp {int(warp[r])} instruction {int(inst[r])} "
+                            "is no trip of the emulated walk")
+    t, p = k // P, k % P
+    g = t // A
+    return new_base[uc] + npro + g * A * (P + nvis) + (t - g * A) * P + p
 
 
 def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> RequestStream:
