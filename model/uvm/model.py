@@ -460,6 +460,24 @@ def _fault_accesses(stream: RequestStream, host_rows: np.ndarray | None, fault_o
                     compute)
 
 
+#: rows counted at a time by :func:`_per_launch_bytes` (bounds its float copies)
+LAUNCH_BYTES_BATCH_ROWS = 1 << 22
+
+
+def _per_launch_bytes(stream: RequestStream) -> tuple[np.ndarray, np.ndarray]:
+    """Request bytes and rows per launch, ``LAUNCH_BYTES_BATCH_ROWS`` rows at a time:
+    the bytes are whole numbers, so the float sums are exact in any order."""
+    n = int(stream.launch.max()) + 1 if len(stream) else 0
+    total_B = np.zeros(n)
+    rows = np.zeros(n, dtype=np.int64)
+    for r0 in range(0, len(stream), LAUNCH_BYTES_BATCH_ROWS):
+        launch = stream.launch[r0:r0 + LAUNCH_BYTES_BATCH_ROWS]
+        total_B += np.bincount(launch, weights=stream.size_B[r0:r0 + LAUNCH_BYTES_BATCH_ROWS],
+                               minlength=n)
+        rows += np.bincount(launch, minlength=n)
+    return total_B, rows
+
+
 def first_fault_cost_us(uvm, back_to_back: bool) -> float:
     """A run's one-off cost of its first fault batch: ``uvm.launches_first_fault_us``
     for a run of back-to-back launches where set, else ``uvm.first_fault_us``."""
@@ -603,8 +621,8 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
         float(raised_fault_us))
 
     # device time per launch: all of the launch's request bytes at device bandwidth
-    launch_bytes = np.bincount(stream.launch, weights=stream.size_B)
-    all_launch = np.flatnonzero(np.bincount(stream.launch))
+    launch_bytes, launch_rows = _per_launch_bytes(stream)
+    all_launch = np.flatnonzero(launch_rows)
     bytes_per_launch = launch_bytes[all_launch]
     row_of = {int(lid): k for k, lid in enumerate(launch_ids)}
     per = []
