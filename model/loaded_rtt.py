@@ -13,10 +13,11 @@ completions (:func:`link_utilisation`). U depends on the round trip it sets, so
 the round trip is a fixed point, found by passes (:func:`settle_rtt`): the
 first at the unloaded round trip, the second at the one its load asks for, and
 each later one where the secant through the last two passes' residuals (asked
-for less used) crosses zero. The passes stop when moving to the round trip the
-last pass asks for would change the predicted time by less than ``TOL``, on
-the slope of time against round trip through the last two passes. Two or three
-passes settle a run; at most ``PASSES`` after the first.
+for less used) crosses zero. The passes stop when the last one moved the time
+by less than ``CHANGE_TOL`` (the round trip barely matters there), or when the
+slope of time against round trip through the last two passes says that moving
+to the round trip the last pass asks for would change the time by less than
+``TOL``. Two or three passes settle a run; at most ``PASSES`` after the first.
 
 Assumptions: one U stands for every launch of a run, so short launches on a
 quiet link get the round trip of the busy ones; the growth is linear in U.
@@ -29,6 +30,7 @@ import numpy as np
 
 PASSES = 4          # at most, after the first: two or three passes settle a run
 TOL = 2e-4          # relative change of the predicted time, by the slope, that ends them
+CHANGE_TOL = 2e-3   # relative change of the predicted time over the last pass that ends them
 
 
 def link_utilisation(pred, system) -> float:
@@ -44,10 +46,10 @@ def link_utilisation(pred, system) -> float:
 def settle_rtt(rtt0_ns: float, full_ns: float,
                run: Callable[[float], tuple[float, float]]) -> float:
     """The round trip ``rtt0_ns + full_ns * U`` at which a run's own link share U
-    asks for the round trip it ran at, to within ``TOL`` of its time (the module
-    docstring). ``run(rtt_ns)`` predicts the run at a round trip and returns its
-    (time, U); the round trip returned is always the last one ``run`` was called
-    with, so the caller's last pass is the prediction at it."""
+    asks for the round trip it ran at, within the module docstring's tolerances.
+    ``run(rtt_ns)`` predicts the run at a round trip and returns its (time, U); the
+    round trip returned is always the last one ``run`` was called with, so the
+    caller's last pass is the prediction at it."""
     rtt = rtt0_ns
     time_s, u = run(rtt)
     prev = None                       # (round trip, time, residual) of the pass before
@@ -57,6 +59,8 @@ def settle_rtt(rtt0_ns: float, full_ns: float,
         resid = rtt0_ns + full_ns * u - rtt       # asked for less used
         nxt = rtt + resid
         if prev is not None:
+            if abs(time_s - prev[1]) <= CHANGE_TOL * prev[1]:
+                break
             slope = (time_s - prev[1]) / (rtt - prev[0])
             if abs(slope * resid) <= TOL * time_s:
                 break
