@@ -281,6 +281,16 @@ def _tlb_miss_rate(stream: RequestStream, system: SystemConfig) -> float:
     return stream_translation(stream, system.translation, resident).tlb_miss_rate
 
 
+def _zerocopy_analytic_kept(stream, system, common) -> dict:
+    """:func:`_zerocopy_analytic`, once per stream and system less the sections no
+    engine reads, as :func:`_zerocopy_des` (the loaded round trip's last pass is the
+    prediction itself). A deep copy each call: callers add to it."""
+    from hostlink.model.stream_memo import memoized, system_key_without_uvm
+    return copy.deepcopy(memoized(stream, "analytic", system_key_without_uvm(system),
+                                  lambda: _zerocopy_analytic(stream, system, common),
+                                  keep=DES_RUNS_KEPT))
+
+
 def _zerocopy_analytic(stream, system, common) -> dict:
     """Each launch takes the longest of its terms: its host bytes at the analytic
     model's bandwidth (``link``, named after the binding bound), its device bytes at
@@ -635,7 +645,7 @@ def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *
     nan = float("nan")
     if mode in ("zerocopy", "uvm_accessedby"):
         part = (_zerocopy_des(stream, system, common, engine, nbins) if fidelity == "des"
-                else _zerocopy_analytic(stream, system, common))
+                else _zerocopy_analytic_kept(stream, system, common))
         link_B = float(common["requested_B"])
         moved_B = float(part["dram_B"])
     elif mode == "device":

@@ -39,3 +39,24 @@ def test_every_pass_of_a_loaded_round_trip_is_kept(monkeypatch):
     assert len(calls) == runs
     assert again.time_s == first.time_s
     assert np.array_equal(again.per_launch_kernel_s, first.per_launch_kernel_s)
+
+
+def test_the_analytic_passes_are_kept_too(monkeypatch):
+    """The analytic fidelity keeps its runs as the engine does: the prediction after
+    the passes, and a second prediction, run nothing again; another round trip does."""
+    calls = []
+    real = predict_module._zerocopy_analytic
+    monkeypatch.setattr(predict_module, "_zerocopy_analytic",
+                        lambda *a: calls.append(1) or real(*a))
+    system = load_system("h100-pcie5", {"translation.enabled": False,
+                                        "link.rtt_at_full_link_ns": 800.0})
+    s = _stream()
+    first = predict(s, system, fidelity="analytic")
+    passes = len(calls)
+    assert passes >= 2 and first.extra["loaded_rtt_ns"]["loaded"] > system.link.rtt_ns
+    again = predict(s, system, fidelity="analytic")
+    assert len(calls) == passes and again.time_s == first.time_s
+    slower = predict(s, load_system("h100-pcie5", {"translation.enabled": False,
+                                                   "link.rtt_at_full_link_ns": 1600.0}),
+                     fidelity="analytic")
+    assert len(calls) > passes and slower.time_s > first.time_s
