@@ -89,10 +89,12 @@ def loaded_system(stream, system, predict_on: Callable):
     if full_ns <= 0 or len(stream) == 0:
         return quiet
 
+    def at(rtt_ns: float):
+        return quiet if rtt_ns == rtt0 else system_with(quiet, {"link.rtt_ns": rtt_ns})
+
     def run(rtt_ns: float) -> tuple[float, float]:
-        on = quiet if rtt_ns == rtt0 else system_with(quiet, {"link.rtt_ns": rtt_ns})
+        on = at(rtt_ns)
         pred = predict_on(on)
         return pred.time_s, link_utilisation(pred, on)
 
-    rtt = settle_rtt(rtt0, full_ns, run)
-    return quiet if rtt == rtt0 else system_with(quiet, {"link.rtt_ns": rtt})
+    return at(settle_rtt(rtt0, full_ns, run))

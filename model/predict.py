@@ -376,8 +376,8 @@ def des_bound(stats: dict, kernel_ns: float, limits: dict) -> tuple[str, dict]:
     return "latency", util
 
 
-# Engine runs kept per stream: a zero-copy prediction's loaded round trip takes up to five
-# (hostlink.model.loaded_rtt), the device run one more; the three host
+# Engine runs (and analytic ones) kept per stream: a zero-copy prediction's loaded round
+# trip takes up to five (hostlink.model.loaded_rtt), the device run one more; the three host
 # memory modes of a traversal (pinned, registered, AccessedBy) replay the same five
 # in turn, and fewer kept than that would evict each before its reuse (a few KB each)
 DES_RUNS_KEPT = 8
