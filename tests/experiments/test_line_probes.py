@@ -1,4 +1,4 @@
-"""The scatter_l2 and naive_lists probes: their committed tables are what their
+"""The scatter_l2, naive_lists and naive_phases probes: their committed tables are what their
 summary scripts make of the committed raw files, and the figures their READMEs
 quote come out of them."""
 from __future__ import annotations
@@ -57,3 +57,16 @@ def test_the_naive_walk_reads_each_host_sector_about_once():
     naive = s[(s.graph == "dense16") & (s.variant == "naive")]
     # dense16 has 16,744,584 edges of 8 B: 4.19 M sectors if the L1 keeps every one
     assert naive.host_sectors.sum() / (16_744_584 * 8 / 32) == pytest.approx(1.0, abs=0.03)
+
+
+def test_the_naive_phases_table_is_the_scripts():
+    run = run_dir("naive_phases", "h100")
+    made = load_script(script_path("naive_phases", "naive_phases_summary.py")).summary(run)
+    committed = pd.read_csv(run / "summary.csv")
+    assert len(made) == len(committed) == 14
+    assert committed["launch1_us"].to_numpy() == pytest.approx(made["launch1_us"].to_numpy(),
+                                                               rel=1e-5)
+    t = made.set_index(["graph", "load_ahead"])["launch1_us"]
+    # at load-ahead 4 four sector phases cost what one does; at load-ahead 1 2.5 times
+    assert t["hubs24_20001", 4] == pytest.approx(t["hubs24_20000", 4], rel=0.05)
+    assert t["hubs24_20001", 1] > 2.4 * t["hubs24_20000", 1]
