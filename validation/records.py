@@ -166,16 +166,37 @@ def measured_info(run_dir: Path, hand_date: str = "") -> dict:
         stamps = [s.get("started_utc") or s.get("reparsed_utc") for s in sessions if isinstance(s, dict)]
         date = next((str(s)[:10] for s in stamps if s), "")
     if "gpu" not in out and (run_dir / "gpu.txt").is_file():
-        rows = [r for r in (run_dir / "gpu.txt").read_text().splitlines() if r and not r.startswith("name")]
-        cells = [c.strip() for c in rows[0].split(",")] if rows else []
-        if len(cells) >= 4 and cells[0].startswith("NVIDIA"):
-            out.update(gpu=cells[0], driver=cells[1], pcie=f"gen {cells[2]} x{cells[3]}")
+        out.update(_smi_gpu(run_dir / "gpu.txt"))
     if "gpu" not in out:
         out["gpu"] = GPU_NAMES[run_dir.name.split("-", 1)[0]]
     date_from = ("environment.json" if env.get("recorded_utc") else
                  "metadata.json" if date else "record.toml" if hand_date else "nothing")
     out["date"] = date or hand_date or "unknown"
     out["date_from"] = date_from
+    return out
+
+
+#: the columns of a probe's gpu.txt (nvidia-smi --query-gpu ... --format=csv) when it has
+#: no header line: the order tools/probe_common.sh asks for
+SMI_COLUMNS = ("name", "driver_version", "pcie.link.gen.current", "pcie.link.width.current")
+
+
+def _smi_gpu(path: Path) -> dict:
+    """The GPU, driver and link of a probe's ``gpu.txt``, its columns found by the
+    header line's names (probes have asked nvidia-smi for them in other orders)."""
+    lines = [r for r in path.read_text().splitlines() if r.strip()]
+    head = [c.strip() for c in lines[0].split(",")] if lines and lines[0].startswith("name") \
+        else list(SMI_COLUMNS)
+    rows = [r for r in lines if not r.startswith("name")]
+    cells = dict(zip(head, (c.strip() for c in rows[0].split(",")))) if rows else {}
+    if not str(cells.get("name", "")).startswith("NVIDIA"):
+        return {}
+    out = {"gpu": cells["name"]}
+    if "driver_version" in cells:
+        out["driver"] = cells["driver_version"]
+    gen, width = cells.get("pcie.link.gen.current"), cells.get("pcie.link.width.current")
+    if gen and width:
+        out["pcie"] = f"gen {gen} x{width}"
     return out
 
 
