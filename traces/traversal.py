@@ -5,7 +5,7 @@ PageRank) in one variant from one source (:mod:`hostlink.traces.emulator`),
 coalesces its memory trace through the GPU's caches
 (:func:`hostlink.traces.cache.host_read_cache`) and returns a
 :class:`~hostlink.model.workload.TraversalWorkload`: the request stream, the
-host loads a warp keeps in flight at the kernel's load-ahead
+host requests a warp keeps in flight at the kernel's load-ahead
 (:func:`requests_ahead`), the program's host loop between launches
 (:mod:`hostlink.model.host_loop`) and the counts a report needs. Every command
 that predicts a traversal from a graph builds it here (``hostlink predict
@@ -38,6 +38,7 @@ Assumptions:
 """
 from __future__ import annotations
 
+from hostlink.model.geometry import SECTOR_B
 from hostlink.model.workload import TraversalWorkload
 from hostlink.traces.kernel_registers import with_program_registers
 from hostlink.traces.scan_cost import scan_stall_sm_clocks, scan_warp_insts
@@ -60,17 +61,20 @@ BALANCED_LOADS_IN_FLIGHT = {1: 1, 4: 3}
 
 
 def requests_ahead(variant: str, load_ahead: int, id_bytes: int, weighted: bool = False) -> int:
-    """Host load instructions a warp of a traversal kernel keeps in flight at
-    load-ahead ``load_ahead`` (gpu_kernels/traversal/walk.cuh): the naive and merged
-    variants issue ``load_ahead`` trips' loads (and as many loads of the weights where
-    the kernel is ``weighted``) before the first use (their SASS on sm_90:
-    validation/experiments/sass/runs/h200); the balanced variant one window fewer at
-    load-ahead 4 (:data:`BALANCED_LOADS_IN_FLIGHT`). In the naive kernel a thread's
-    trips of a group are consecutive elements of its own list: a lane's later loads
-    of a sector an earlier one asked for are L1 hits in the stream and send nothing,
-    so a lone list still sends one request a group; lanes whose lists start at
-    different offsets cross sectors on different trips, and their loads are in
-    flight together (validation/experiments/naive_phases)."""
+    """Host requests a warp of a traversal kernel keeps in flight at load-ahead
+    ``load_ahead`` (gpu_kernels/traversal/walk.cuh): the merged variants issue
+    ``load_ahead`` warp-wide trips, each of one line or more (and as many loads of
+    the weights where the kernel is ``weighted``), before the first use; the balanced
+    variant one window fewer at load-ahead 4 (:data:`BALANCED_LOADS_IN_FLIGHT`);
+    in the naive kernel a thread's ``load_ahead`` trips are consecutive elements of
+    its own list, which share one 32 B sector while ``load_ahead x id_bytes <= 32``:
+    the later loads wait on the first one's sector (an L1 hit in the stream), so
+    only ``ceil(load_ahead x id_bytes / 32)`` requests are in flight (and
+    ``ceil(load_ahead x WEIGHT_B / 32)`` of the weights)."""
+    if variant == "naive":
+        n = max(1, min(load_ahead, -(-load_ahead * id_bytes // SECTOR_B)))
+        return n + (max(1, min(load_ahead, -(-load_ahead * WEIGHT_B // SECTOR_B)))
+                    if weighted else 0)
     if variant == "balanced":
         load_ahead = BALANCED_LOADS_IN_FLIGHT.get(load_ahead, load_ahead)
     return max(1, load_ahead) * (2 if weighted else 1)

@@ -208,7 +208,7 @@ def predict_traversal(case: str, params: dict, system, graphs: GraphSource, *,
 
     The kernel's load-ahead (``load_ahead`` trips of loads issued before their
     visits; 1 where the run does not record it) sets the model's loads in flight
-    per warp (:func:`requests_ahead`: a group's loads, naive's as the merged variants').
+    per warp (:func:`requests_ahead`: the naive kernel's trips share a sector).
     A twin that carries the device accesses is put in the kernel's issue order at
     that load-ahead (a group's host loads, then its visits) and marks what each
     instruction waits for (:mod:`hostlink.traces.emulator.issue_order`): the visits

@@ -21,7 +21,7 @@ def scatter():
 
 
 def test_the_scatter_table_is_the_scripts(scatter):
-    committed = pd.read_csv(SCATTER / "summary.csv")
+    committed = pd.read_csv(SCATTER / "summary_by_point.csv")
     assert len(committed) == len(scatter) == 26
     for col in ("time_ms", "sm_line_ns", "lines_per_ns"):
         assert committed[col].to_numpy() == pytest.approx(scatter[col].to_numpy(), rel=1e-5)
@@ -62,7 +62,7 @@ def test_the_naive_walk_reads_each_host_sector_about_once():
 def test_the_naive_phases_table_is_the_scripts():
     run = run_dir("naive_phases", "h100")
     made = load_script(script_path("naive_phases", "naive_phases_summary.py")).summary(run)
-    committed = pd.read_csv(run / "summary.csv")
+    committed = pd.read_csv(run / "summary_by_graph.csv")
     assert len(made) == len(committed) == 14
     assert committed["launch1_us"].to_numpy() == pytest.approx(made["launch1_us"].to_numpy(),
                                                                rel=1e-5)

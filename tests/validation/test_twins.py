@@ -570,15 +570,14 @@ def test_requests_ahead_follow_the_kernels_load_ahead():
     from hostlink.validation.twins import requests_ahead
     # merged variants: every trip a line of its own
     assert [requests_ahead(v, 4, 8) for v in ("merged", "merged_aligned", "chunked")] == [4, 4, 4]
-    # naive: the group's loads are in flight together too (lanes whose lists start on
-    # different sector phases send from different ones: validation/experiments/naive_phases)
-    assert requests_ahead("naive", 4, 8) == 4 and requests_ahead("naive", 4, 4) == 4
+    # naive: a thread's trips are consecutive elements of its list, one 32 B sector
+    assert requests_ahead("naive", 4, 8) == 1 and requests_ahead("naive", 4, 4) == 1
+    assert requests_ahead("naive", 8, 8) == 2
     assert requests_ahead("naive", 1, 8) == 1 and requests_ahead("merged", 1, 4) == 1
     # SSSP loads the weights of every trip too: twice the loads per group
     assert requests_ahead("merged", 4, 8, weighted=True) == 8
-    assert requests_ahead("naive", 4, 8, weighted=True) == 8
-    # the balanced walk keeps three of its four windows' loads
-    assert requests_ahead("balanced", 4, 8) == 3
+    assert requests_ahead("naive", 4, 8, weighted=True) == 2      # a sector of each array
+    assert requests_ahead("naive", 16, 8, weighted=True) == 4 + 2
 
 
 def test_cold_l1_fill_adds_to_the_random_patterns_own_time(h100):

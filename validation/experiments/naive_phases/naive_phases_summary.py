@@ -2,7 +2,7 @@
 the launch that walks the probe's lists, and its time per group of four trips.
 
 Usage: python3 naive_phases_summary.py RUN  (reads RUN/plain.jsonl and RUN/graphs.jsonl;
-writes RUN/summary.csv and prints it)
+writes RUN/summary_by_graph.csv and prints it)
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def summary(run: Path) -> pd.DataFrame:
 
 def main(run: str) -> None:
     out = summary(Path(run))
-    out.to_csv(Path(run) / "summary.csv", index=False, float_format="%.6g")
+    out.to_csv(Path(run) / "summary_by_graph.csv", index=False, float_format="%.6g")
     print(out.round(3).to_string(index=False))
 
 

@@ -7,7 +7,7 @@ SM's time per line is the read's time over the lines its SM sent:
 ``time / (bytes / 8 / sm_count)``.
 
 Usage: python3 scatter_l2_summary.py RUN  (reads RUN/plain.jsonl; writes
-RUN/summary.csv, one row per point with the median of its repetitions, and prints it)
+RUN/summary_by_point.csv, one row per point with the median of its repetitions, and prints it)
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
 
 def main(run: str) -> None:
     out = summary(points(Path(run) / "plain.jsonl"))
-    out.to_csv(Path(run) / "summary.csv", index=False, float_format="%.6g")
+    out.to_csv(Path(run) / "summary_by_point.csv", index=False, float_format="%.6g")
     print(out.round(3).to_string(index=False))
 
 
