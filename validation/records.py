@@ -189,7 +189,7 @@ def _smi_gpu(path: Path) -> dict:
         else list(SMI_COLUMNS)
     rows = [r for r in lines if not r.startswith("name")]
     cells = dict(zip(head, (c.strip() for c in rows[0].split(",")))) if rows else {}
-    if not str(cells.get("name", "")).startswith("NVIDIA"):
+    if not cells.get("name", "").startswith("NVIDIA"):
         return {}
     out = {"gpu": cells["name"]}
     if "driver_version" in cells:

@@ -20,7 +20,10 @@ import numpy as np
 from hostlink.traces.graphs.csr import from_edges
 from hostlink.traces.graphs.writers import write_bel
 
+#: vertices of every graph: the leaves' labels (8 MiB of 8 B ids) sit in the L2, as a
+#: scale-20 graph's do
 VERTICES = 1 << 20
+#: GAP's default seed, as the validation manifests use it
 SEED = 27491095
 #: (hubs, list length): one hub; a warp of 24 and of 32 hubs, lists on one
 #: phase (20,000) and on four (20,001)
