@@ -383,18 +383,19 @@ def des_bound(stats: dict, kernel_ns: float, limits: dict) -> tuple[str, dict]:
 DES_RUNS_KEPT = 8
 
 
-def _zerocopy_des(stream, system, common, engine="fast", nbins=1024, as_device=False) -> dict:
+def _zerocopy_des(stream, system, common, engine="fast", nbins=1024, as_device=False,
+                  share=1.0) -> dict:
     """The engine's run of ``stream`` (as device memory with ``as_device``), once per
     stream and system less its ``uvm`` section (:mod:`hostlink.model.stream_memo`):
     a UVM calibration replays the same kernels on every evaluation, and a traversal
     twin's memory modes share runs. A deep copy each call: callers add to it."""
     from hostlink.model.stream_memo import memoized, system_key_without_uvm
-    key = (system_key_without_uvm(system), engine, int(nbins), bool(as_device))
+    key = (system_key_without_uvm(system), engine, int(nbins), bool(as_device), float(share))
     return copy.deepcopy(memoized(stream, "des", key, lambda: _run_des(
-        stream, system, common, engine, nbins, as_device), keep=DES_RUNS_KEPT))
+        stream, system, common, engine, nbins, as_device, share), keep=DES_RUNS_KEPT))
 
 
-def _run_des(stream, system, common, engine, nbins, as_device) -> dict:
+def _run_des(stream, system, common, engine, nbins, as_device, share=1.0) -> dict:
     from hostlink.model.des import STAT_NAMES, simulate
     from hostlink.model.des.inputs import tag_limit
     host = common["host"]
@@ -404,16 +405,18 @@ def _run_des(stream, system, common, engine, nbins, as_device) -> dict:
                                launches=stream.launches,
                                **{k: getattr(stream, k) for k in OPTIONAL_COLUMNS})
     # a device run's stream is made here and run once: nothing to keep
-    inputs, out = simulate(stream, system, engine=engine, nbins=nbins, keep_inputs=not as_device)
+    inputs, out = simulate(stream, system, engine=engine, nbins=nbins, keep_inputs=not as_device,
+                           share=share)
     stats = {name: float(out.stats[i]) for i, name in enumerate(STAT_NAMES)}
     stats["walk_busy_ns"] = stats["walks"] * inputs.walk_ns / max(1, inputs.walkers)
     kernel_ns = out.kernel_ns
     total_kernel = float(kernel_ns.sum())
     link = system.link
+    # (a miniature holds its share of them)
     limits = {"tags" if link.tags <= system.gpu.max_outstanding_host_reads else "requester":
-              float(tag_limit(system))}
+              float(tag_limit(system)) * share}
     if link.cpl_buffer_hdrs:
-        limits["cpl_credits"] = float(link.cpl_buffer_hdrs)
+        limits["cpl_credits"] = float(link.cpl_buffer_hdrs) * share
     bound, util = des_bound(stats, total_kernel, limits)
     has_reads = stats["host_reads"] > 0
     wire = inputs.extra["wire_B"]
@@ -568,8 +571,14 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
             overrides=None, coalesce_options: dict | None = None,
             trace_options: dict | None = None, engine: str = "fast", nbins: int = 1024,
             uvm_options: dict | None = None, host_loop: str | None = None,
-            vertices: int = 0, back_to_back: bool | None = None) -> Prediction:
+            vertices: int = 0, back_to_back: bool | None = None,
+            share: float = 1.0) -> Prediction:
     """Predict ``source`` on ``system`` (see the module docstring).
+
+    ``share`` < 1: the discrete-event model runs ``source`` on a miniature of that
+    share of the GPU and its host (:mod:`hostlink.model.des.miniature`): a sample of
+    a launch's CTAs then takes about as long as the whole launch. Zero-copy and
+    device memory only, at the des fidelity.
 
     ``back_to_back``: whether the run's launches follow one another after its
     pages went to the GPU and back (a traversal), which picks the UVM one-off
@@ -581,11 +590,18 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
         raise ConfigError(f"mode must be one of {', '.join(MODES)}, not '{mode}'{extra}")
     if fidelity not in FIDELITIES:
         raise ConfigError(f"fidelity must be one of {', '.join(FIDELITIES)}, not '{fidelity}'")
+    if share != 1.0 and (fidelity != "des" or mode not in ("zerocopy", "uvm_accessedby",
+                                                            "device") or not 0 < share < 1):
+        raise ConfigError(f"a miniature takes a share in (0, 1), the des fidelity and "
+                          f"zero-copy or device memory (got share {share}, {mode}, {fidelity})")
     system = resolve_system(system, overrides)
     if isinstance(source, TraversalWorkload):
         source, system, host_loop, vertices, back_to_back = _traversal_run(
             source, system, host_loop, vertices, back_to_back)
     if isinstance(source, WORKLOADS):
+        if share != 1.0:
+            raise ConfigError(f"a miniature runs a request stream, not a "
+                              f"{type(source).__name__}")
         return _predict_described(source, system, mode, fidelity, engine=engine, nbins=nbins,
                                   uvm_options=uvm_options)
     if mode == "uvm_accessedby":
@@ -596,7 +612,7 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
     if back_to_back is None:
         back_to_back = common["launches"] > 1
     args = dict(mode=mode, fidelity=fidelity, engine=engine, nbins=nbins,
-                uvm_options=uvm_options, back_to_back=back_to_back)
+                uvm_options=uvm_options, back_to_back=back_to_back, share=share)
     if mode in ("zerocopy", "uvm_accessedby") and system.link.rtt_at_full_link_ns > 0:
         from hostlink.model.loaded_rtt import loaded_system
         unloaded_ns = system.link.rtt_ns
@@ -638,18 +654,19 @@ def _predict_described(workload, system: SystemConfig, mode: str, fidelity: str,
 def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *, mode: str,
                     fidelity: str, engine: str, nbins: int, uvm_options: dict | None,
                     back_to_back: bool, host_loop: str | None = None,
-                    vertices: int = 0) -> Prediction:
+                    vertices: int = 0, share: float = 1.0) -> Prediction:
     """:func:`predict` of a resolved stream on a resolved system (the loaded round trip,
     where the system has one, already settled in ``system.link.rtt_ns``)."""
     n = common["launches"]
     nan = float("nan")
     if mode in ("zerocopy", "uvm_accessedby"):
-        part = (_zerocopy_des(stream, system, common, engine, nbins) if fidelity == "des"
-                else _zerocopy_analytic_kept(stream, system, common))
+        part = (_zerocopy_des(stream, system, common, engine, nbins, share=share)
+                if fidelity == "des" else _zerocopy_analytic_kept(stream, system, common))
         link_B = float(common["requested_B"])
         moved_B = float(part["dram_B"])
     elif mode == "device":
-        part = (_zerocopy_des(stream, system, common, engine, nbins, as_device=True)
+        part = (_zerocopy_des(stream, system, common, engine, nbins, as_device=True,
+                              share=share)
                 if fidelity == "des" else _device_analytic(stream, system, common))
         part.update(outstanding_mean=nan, outstanding_peak=nan, wire_B_down=0.0, wire_B_up=0.0,
                     dram_B=0)

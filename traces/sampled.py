@@ -12,22 +12,33 @@ The levels are then of two kinds, sampled in two ways:
   ``GROUPS`` groups by u. f_l is the asked fraction, raised where needed so
   that every group still has ``MIN_GROUP_WAVES`` times the GPU's resident
   warps. A level of more than ``EXACT_EDGES_MAX`` edges but too few vertices
-  for that (the hubs' level of a large kron graph) keeps half its CTAs: its
-  groups hold fewer waves and its estimate is the least sure. Such a launch is bound by the link's throughput: a random set of
-  CTAs, still several times what the GPU holds at once, moves its bytes at
-  the same rate as all of them, so a group's launch time times the ratio of
-  the level's link bytes to the group's estimates the level's (the ratio
-  estimator, Cochran, "Sampling Techniques", 3rd ed., 1977, ch. 6). A list's
-  link bytes are its 32 B sectors plus a completion's overhead per 128 B line
-  (:func:`completion_overhead_B`), less what the list before it in id order
-  already fetched, so long lists, read in whole lines, weigh less per edge
-  than short ones, and a level's dense runs of lists less than a sample's. Lists longer than ``HEAVY_SHARE`` of what a
-  resident warp reads in a group's launch stay out of the sample: alone, one
-  warp would read such a list for longer than the group's launch lasts and
-  set its time, which no ratio scales back (the hubs of a kron graph). They
-  count in the level's bytes, read at the sampled lists' rate. Sampling CTAs,
-  not single warps, keeps the neighbouring lists a CTA's warps read together,
-  as the L1 sees them.
+  for that (the hubs' level of a large kron graph) keeps half its CTAs.
+  Sampling CTAs, not single warps, keeps the neighbouring lists a CTA's warps
+  read together, as the L1 sees them. A group pays the launch's tests of every
+  vertex once, as the level does, so the issue floor applies to the level's
+  estimate, not to the group's time (:func:`_issue_floors`).
+
+  At the des fidelity each group runs on a miniature of the GPU and its host
+  of the group's share s = f_l / GROUPS, in whole SMs
+  (:mod:`hostlink.model.des.miniature`): the sample then takes about as long
+  as the level, its tail included. A miniature holding a share c of the
+  level's edges stands for s / c of the level's time (the ratio estimator,
+  Cochran, "Sampling Techniques", 3rd ed., 1977, ch. 6).
+  A warp whose walk alone, a loaded round trip per trip, lasts
+  ``TAIL_SHARE`` of the level's bytes at the link's rate can end the level by
+  itself if it starts late; so such walks go whole into every miniature, those
+  that would end last first (:func:`forced_walks`), not by chance into one in
+  1 / s, and the time their bytes hold the miniature's link beyond the GPU's,
+  while it is busy, is taken off its estimate.
+
+  At the analytic fidelity, which has no engine to shrink, a group's launch
+  time is scaled by the ratio of the level's link bytes to the group's (a
+  list's 32 B sectors plus a completion's overhead per 128 B line,
+  :func:`completion_overhead_B`, less what the list before it in id order
+  already fetched). A warp whose walk alone would last more than
+  ``HEAVY_SHARE`` of a group's launch (:func:`heavy_list_elements`) stays out
+  of the sample (it would set the group's time, which no ratio scales back);
+  its lists count in the level's bytes, read at the sampled lists' rate.
 - narrow levels (all the others: the first and last levels of a kron BFS,
   every level of a road-like graph): their time is latency, not edges, and
   one level stands for its neighbours. When there are at least ``2 x M`` of
@@ -39,10 +50,10 @@ Sampling sources instead would not shrink a run: every source's BFS reads the
 whole component.
 
 The sampled launches (whole narrow levels, and each wide level once per group)
-are emulated and predicted together as one stream
-(:func:`hostlink.traces.traversal.traversal_workload` with the sampled active
-vertices, then :func:`hostlink.model.predict.predict` without the launches' own
-costs, ``without_launch``); each group's estimate of the run then adds the
+are emulated (:func:`hostlink.traces.traversal.traversal_workload` with the
+sampled active vertices) and predicted by :func:`hostlink.model.predict.predict`,
+a stream per miniature's share, without the launches' own costs
+(``without_launch``); each group's estimate of the run then adds the
 launch floor (``max(work, ctas x gpu.cta_dispatch_ns) + gpu.launch_ns``, as
 :func:`hostlink.model.predict.launch_floor`) to every level and the host loop
 between launches (:func:`hostlink.model.host_loop.launch_gaps_ns`). The
@@ -74,9 +85,19 @@ from hostlink.model.errors import HostlinkError
 GROUPS = 8
 #: warps each group keeps of a wide level, in multiples of the GPU's resident warps
 MIN_GROUP_WAVES = 4
-#: a wide level's lists of more edges than this share of a resident warp's edges in
-#: one group's launch are left out of its sample (and read at the sampled lists' rate)
-HEAVY_SHARE = 0.25
+#: at the analytic fidelity, a wide level's warps whose walk alone would last more than
+#: this share of a group's launch are left out of its sample (read at the sampled rate)
+HEAVY_SHARE = 0.1
+#: a wide level's walks that alone last at least this share of the level's bytes at the
+#: link's rate go whole into each of its miniatures (:func:`forced_walks`) ...
+TAIL_SHARE = 0.1
+#: ... those that would end last first, while their bytes stay within this share of a
+#: miniature's
+FORCED_SHARE = 0.03
+#: how many times slower than alone a walk's trips run while the other warps of its
+#: level keep the link busy: 1.6 for kron21's longest walk at its third level, 2.2
+#: for kron22's at its second (the DES, h200-pcie5; tests/bench/README.md)
+LOADED_TRIP = 2.0
 #: a level of more edges is sampled by CTAs even where its groups hold fewer than
 #: MIN_GROUP_WAVES waves (the hub levels of a kron graph: about 1 GB of emulation)
 EXACT_EDGES_MAX = 1 << 25
@@ -180,10 +201,33 @@ def _uniform(cta, salt):
 
 
 @njit(cache=True)
-def _launch_of(level, whole, wide_base, frac, vpc, groups, salt, offsets, heavy):
+def _walk_elements(level, offsets, vpw):
+    """Per reached vertex, the elements its warp walks at the vertex's level: a warp
+    walks the lists of its ``vpw`` vertices (consecutive ids) one after another, those
+    of one level in one launch."""
+    n = len(level)
+    out = np.zeros(n, dtype=np.int64)
+    for w0 in range(0, n, vpw):
+        w1 = min(n, w0 + vpw)
+        for v in range(w0, w1):
+            if level[v] < 0:
+                continue
+            for x in range(w0, w1):
+                if level[x] == level[v]:
+                    out[v] += np.int64(offsets[x + 1] - offsets[x])
+    return out
+
+
+#: a vertex whose warp's walk is too long for a sample of its level (:func:`_launch_of`)
+FORCED = -2
+
+
+@njit(cache=True)
+def _launch_of(level, whole, wide_base, frac, vpc, groups, salt, walk, heavy, forced):
     """Each reached vertex's launch in the sample (-1: left out): ``whole[l]`` for a
-    level taken whole, ``wide_base[l] + group`` for a kept CTA of a wide level (its
-    vertices of fewer than ``heavy[l]`` edges)."""
+    level taken whole, :data:`FORCED` where ``forced``, else ``wide_base[l] + group``
+    for a kept CTA of a wide level, left out where its warp walks ``heavy[l]``
+    elements or more (``walk``: :func:`_walk_elements`)."""
     n = len(level)
     out = np.full(n, -1, dtype=np.int64)
     for v in range(n):
@@ -192,10 +236,13 @@ def _launch_of(level, whole, wide_base, frac, vpc, groups, salt, offsets, heavy)
             continue
         if whole[lv] >= 0:
             out[v] = whole[lv]
-        elif wide_base[lv] >= 0 and np.int64(offsets[v + 1] - offsets[v]) < heavy[lv]:
-            u = _uniform(v // vpc, salt)
-            if u < frac[lv]:
-                out[v] = wide_base[lv] + min(groups - 1, np.int64(u / frac[lv] * groups))
+        elif wide_base[lv] >= 0:
+            if forced[v]:
+                out[v] = FORCED
+            elif walk[v] < heavy[lv]:
+                u = _uniform(v // vpc, salt)
+                if u < frac[lv]:
+                    out[v] = wide_base[lv] + min(groups - 1, np.int64(u / frac[lv] * groups))
     return out
 
 
@@ -277,6 +324,146 @@ def plan(nv: np.ndarray, vertices_per_warp: float, resident_warps: int, fraction
                 frac, len(narrow) if pick else 0)
 
 
+def _issue_floors(work, gpu, id_bytes: int, level_cost: np.ndarray, cost: np.ndarray,
+                  kinds: list):
+    """Per sampled launch, the instruction issue floor of the launch it stands for
+    (:mod:`hostlink.model.compute`), and ``work`` without issue counts, whose
+    prediction is then the launches' memory time alone.
+
+    A launch of a traversal tests every vertex of the graph, active or not
+    (:mod:`hostlink.traces.scan_cost`): a wide level's group pays those tests in full,
+    once, as the level does. Scaling a group's time floored by them would count them
+    ``level_cost / cost`` times over. So the floor is applied to the level's estimate:
+    a wide level's is its tests plus its group's list instructions scaled by the
+    level's link bytes over the group's; another launch's is its own."""
+    from dataclasses import replace
+
+    from hostlink.model.compute import issue_floor_ns
+    from hostlink.traces.scan_cost import scan_warp_insts
+    infos = work.stream.launches
+    tests = scan_warp_insts(work.kernel, work.variant, id_bytes, work.vertices)
+    total, longest, ctas, stall = [], [], [], []
+    for k, info in enumerate(infos):
+        insts = float(info.warp_insts)
+        if kinds[k] == "wide" and cost[k] > 0:
+            lists = max(insts - tests, 0.0)
+            insts = insts - lists + lists * level_cost[k] / cost[k]
+        total.append(insts)
+        longest.append(info.longest_warp_insts)
+        ctas.append(info.ctas)
+        stall.append(info.stall_sm_clocks)
+    floors = issue_floor_ns(total, longest, ctas, gpu, stall)
+    bare = tuple(replace(info, warp_insts=0, longest_warp_insts=0, stall_sm_clocks=0.0)
+                 for info in infos)
+    return floors, replace(work, stream=replace(work.stream, launches=bare))
+
+
+def _walk_trips(system, mode: str, variant: str, load_ahead: int) -> tuple[float, int]:
+    """A walk's trip, ns (the fully loaded round trip and the data's way back to the
+    warp, ``gpu.host_path_ns``; device memory's latency in ``device`` mode), and the
+    elements a trip reads: ``load_ahead`` of a naive thread's own list, 32 times
+    that for the other variants, whose warps walk one list 32 lanes wide
+    (gpu_kernels/traversal/walk.cuh)."""
+    from hostlink.traces.schema import WARP_SIZE
+    link = system.link
+    trip_ns = (float(system.gpu.device_lat_ns) if mode == "device" else
+               float(link.rtt_ns + link.rtt_at_full_link_ns + system.gpu.host_path_ns))
+    return trip_ns, max(1, int(load_ahead)) * (1 if variant == "naive" else WARP_SIZE)
+
+
+def _bytes_ns(cost_B: float, system, mode: str) -> float:
+    """The least time ``cost_B`` link bytes take: over the link's rate (device memory's
+    in ``device`` mode)."""
+    from hostlink.model.des.inputs import link_rate_Bpns
+    rate = float(system.gpu.device_bw_GBps) if mode == "device" else link_rate_Bpns(system)
+    return cost_B / rate
+
+
+def forced_walks(at: np.ndarray, walk: np.ndarray, degree: np.ndarray, vpw: int,
+                 level_cost_B: float, share: float, system, mode: str, variant: str,
+                 load_ahead: int, id_bytes: int) -> np.ndarray:
+    """The vertices of a wide level whose walks go whole into every miniature of the
+    level (``at``: the level's vertices in id order; ``walk``, ``degree``: per vertex,
+    its warp's walk and its own list; ``vpw``: vertices a warp walks).
+
+    A walk that alone, a round trip per trip, lasts at least ``TAIL_SHARE`` of the
+    level's bytes at the link's rate can end the level if it starts late, so each
+    miniature must hold it, not a ``share`` of the chance of it. A warp starts about
+    when the level has moved the bytes of the lists before its own (CTAs start in id
+    order as slots free), walks ``LOADED_TRIP`` times slower than alone while the
+    other warps keep the link busy, and alone after they are done; the walks that
+    would end last go first, each whole with its warp's lists while their bytes fit
+    in ``FORCED_SHARE`` of a miniature's (each stands for itself but moves on the
+    miniature's link)."""
+    trip_ns, per_trip = _walk_trips(system, mode, variant, load_ahead)
+    level_ns = _bytes_ns(level_cost_B, system, mode)
+    if trip_ns <= 0 or len(at) == 0:
+        return at[:0]
+    alone_ns = np.ceil(walk / per_trip) * trip_ns
+    long = np.flatnonzero(alone_ns >= TAIL_SHARE * level_ns)
+    if not len(long):
+        return at[:0]
+    start_ns = (np.cumsum(degree) - degree)[long] / max(float(degree.sum()), 1.0) * level_ns
+    alone_ns = alone_ns[long]
+    busy_end = start_ns + LOADED_TRIP * alone_ns
+    end_ns = np.where(busy_end <= level_ns, busy_end,
+                      level_ns + alone_ns - (level_ns - start_ns) / LOADED_TRIP)
+    # per warp: its latest end and its lists' bytes; warps by end, latest first, each
+    # taken while it fits what is left
+    warps, inv = np.unique(at[long] // vpw, return_inverse=True)
+    w_end = np.full(len(warps), -np.inf)
+    np.maximum.at(w_end, inv, end_ns)
+    w_B = np.bincount(inv, weights=degree[long].astype(np.float64) * id_bytes)
+    room = FORCED_SHARE * level_cost_B * share
+    chosen = np.zeros(len(warps), dtype=bool)
+    for w in np.argsort(-w_end, kind="stable"):
+        if w_B[w] <= room:
+            chosen[w] = True
+            room -= w_B[w]
+    return at[long[chosen[inv]]]
+
+
+def heavy_list_elements(group_cost_B: float, system, mode: str, variant: str,
+                        load_ahead: int) -> int:
+    """Elements from which a list is too long for a wide level's group launch that
+    reads ``group_cost_B`` link bytes: one warp's walk of it, a round trip per trip,
+    would last more than ``HEAVY_SHARE`` of the launch, which then ends with that
+    list and not with the group's bytes.
+
+    The launch lasts at least its bytes over the link's rate (device memory's in
+    ``device`` mode); a trip, and the elements it reads, are :func:`_walk_trips`'."""
+    trip_ns, per_trip = _walk_trips(system, mode, variant, load_ahead)
+    if trip_ns <= 0:
+        return np.iinfo(np.int64).max
+    launch_ns = _bytes_ns(group_cost_B, system, mode)
+    return max(per_trip, int(HEAVY_SHARE * launch_ns / trip_ns * per_trip))
+
+
+def _busy_share(pred, mode: str) -> float:
+    """The share of a des prediction's kernel time its busiest server was busy: the
+    link's downstream direction or host DRAM, device memory in ``device`` mode."""
+    util = pred.extra.get("des", {}).get("utilisation", {})
+    if mode == "device":
+        return min(1.0, float(util.get("device", 1.0)))
+    return min(1.0, max(float(util.get("link_down", 1.0)), float(util.get("dram", 0.0))))
+
+
+def _summed(preds: list):
+    """The first of ``preds`` with the byte and request counts of them all."""
+    first = preds[0]
+    if len(preds) == 1:
+        return first
+    by_size = {}
+    for p in preds:
+        for k, v in p.requests_by_size_B.items():
+            by_size[k] = by_size.get(k, 0) + v
+    return dataclasses.replace(
+        first, requests=sum(p.requests for p in preds), requests_by_size_B=by_size,
+        useful_B=sum(p.useful_B for p in preds), requested_B=sum(p.requested_B for p in preds),
+        wire_B_down=sum(p.wire_B_down for p in preds), wire_B_up=sum(p.wire_B_up for p in preds),
+        dram_B=sum(p.dram_B for p in preds))
+
+
 def _t_quantile(confidence: float, dof: int) -> float:
     from scipy.stats import t
     return float(t.ppf(0.5 + confidence / 2, dof))
@@ -291,6 +478,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     predicted (None: as few as the groups need, and a quarter of the narrow levels)."""
     from hostlink.model.config import system_with
     from hostlink.model.des.inputs import link_rate_Bpns
+    from hostlink.model.des.miniature import miniature_sms
     from hostlink.model.host_loop import launch_gaps_ns
     from hostlink.model.loaded_rtt import settle_rtt
     from hostlink.model.predict import predict, resolve_system
@@ -331,44 +519,108 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
                 wide_base[lv] = k
         else:
             whole[lv] = k
-    # a wide level's lists longer than HEAVY_SHARE of what a resident warp reads in a
-    # group's launch stay out of the sample: alone they would outlast it
+    # miniatures (des fidelity): a wide level's groups run on a machine of their share of
+    # the GPU, its longest walks forced into every group; else its groups' times are
+    # scaled by their bytes, and walks too long for a group's launch left out
+    mini = fidelity == "des"
+    vpw = 1 if variant == "naive" else max(1, int(round(vertices_per_warp)))
+    walk = _walk_elements(level, offsets, vpw)
     heavy = np.full(L, np.iinfo(np.int64).max, dtype=np.int64)
+    share = np.ones(L)
+    forced = []
     for lv in np.flatnonzero(wide_base >= 0):
-        heavy[lv] = max(WARP_SIZE, int(HEAVY_SHARE * ne[lv] * p.frac[lv] / (GROUPS * resident)))
+        if mini:
+            # whole SMs: the groups then keep the share of the CTAs the miniature has
+            share[lv] = miniature_sms(gpu.sm_count, p.frac[lv] / GROUPS) / gpu.sm_count
+            p.frac[lv] = min(1.0, share[lv] * GROUPS)
+            at = np.flatnonzero(level == lv)
+            degree = (offsets[at + 1] - offsets[at]).astype(np.int64)
+            forced.append(forced_walks(at, walk[at], degree, vpw, nc[lv], share[lv], system,
+                                       mode, variant, load_ahead, id_bytes))
+            del at, degree
+        else:
+            heavy[lv] = heavy_list_elements(nc[lv] * p.frac[lv] / GROUPS, system, mode,
+                                            variant, load_ahead)
+    forced = np.concatenate(forced) if forced else np.zeros(0, dtype=np.int64)
+    is_forced = np.zeros(V, dtype=np.bool_)
+    is_forced[forced] = True
     launch = _launch_of(level, whole, wide_base, p.frac, vpc, GROUPS, np.uint64(_SALT),
-                        offsets, heavy)
-    del level
+                        walk, heavy, is_forced)
+    del is_forced
+    forced = np.flatnonzero(launch == FORCED)       # in id order
+    forced_level = level[forced]
+    del level, walk
     verts, bounds = _split(launch, n_launch)
     del launch
     active = [verts[bounds[k]:bounds[k + 1]] for k in range(n_launch)]
-    cost = _launch_cost(offsets, verts, bounds, id_bytes, overhead_B)
-    run = AlgorithmRun("bfs", active, np.zeros(0, dtype=np.uint32))
-    work = traversal_workload(csr, "bfs", variant, gpu, source=source, id_bytes=id_bytes,
-                              load_ahead=load_ahead, max_device_edges=0, run=run)
+    cost = _launch_cost(offsets, verts, bounds, id_bytes, overhead_B)   # the sampled lists'
+    # edges of the sampled lists, and per level its forced walks' link bytes and edges
+    edges = np.array([int((offsets[a + 1] - offsets[a]).sum()) for a in active], dtype=float)
+    forced_cost = np.zeros(L)
+    forced_edges = np.zeros(L)
+    if mini:            # every group of a level holds its forced walks
+        for lv in np.unique(forced_level):
+            mine = forced[forced_level == lv]
+            forced_cost[lv] = _launch_cost(offsets, mine, np.array([0, len(mine)]), id_bytes,
+                                           overhead_B)[0]
+            forced_edges[lv] = float((offsets[mine + 1] - offsets[mine]).sum())
+            for k in np.flatnonzero((np.asarray(p.level) == lv)
+                                    & (np.array(p.kind) == "wide")):
+                active[k] = np.union1d(active[k], mine)
+    # one workload per miniature's share (the whole machine's: the other launches)
+    parts = {}
+    for k in range(n_launch):
+        parts.setdefault(float(share[p.level[k]]) if p.kind[k] == "wide" else 1.0,
+                         []).append(k)
+    works = {}
+    for sh, ks in parts.items():
+        run_ = AlgorithmRun("bfs", [active[k] for k in ks], np.zeros(0, dtype=np.uint32))
+        w = traversal_workload(csr, "bfs", variant, gpu, source=source, id_bytes=id_bytes,
+                               load_ahead=load_ahead, max_device_edges=0, run=run_)
+        floors, bare = _issue_floors(w, gpu, id_bytes, nc[p.level[ks]], cost[ks],
+                                     [p.kind[k] for k in ks])
+        works[sh] = (np.array(ks), floors, bare)
+    issue_ns = np.zeros(n_launch)
+    for ks, floors, _ in works.values():
+        issue_ns[ks] = floors
     dispatch_ns = grid_of(variant, V) * gpu.cta_dispatch_ns
+    rate_Bpns = 1.0 / _bytes_ns(1.0, system, mode)
 
     def floor(x):
         return max(x, dispatch_ns) + gpu.launch_ns
 
-    def estimate(base):
-        """Per group, the run's kernel time; per level, the mean estimate (ns)."""
-        k_ns = np.asarray(base.per_launch_kernel_s) * 1e9
+    def estimate(k_ns, busy):
+        """Per group, the run's kernel time; per level, the mean estimate (ns).
+        ``busy``: per launch, the share of its time its busiest server was busy."""
         per_group = np.zeros(GROUPS)
         per_level = np.zeros(L)
         narrow_sum = np.zeros(GROUPS)
         narrow_n = np.zeros(GROUPS)
         for k in range(n_launch):
             lv, g, kind = int(p.level[k]), int(p.group[k]), p.kind[k]
+            whole_ns = floor(max(k_ns[k], issue_ns[k]))
             if kind == "exact":
-                per_group += floor(k_ns[k])
-                per_level[lv] = floor(k_ns[k])
+                per_group += whole_ns
+                per_level[lv] = whole_ns
             elif kind == "narrow":
-                narrow_sum[g] += floor(k_ns[k])
+                narrow_sum[g] += whole_ns
                 narrow_n[g] += 1
-                per_level[lv] = floor(k_ns[k])
+                per_level[lv] = whole_ns
             else:
-                est = floor(k_ns[k] * nc[lv] / cost[k]) if cost[k] else floor(0.0)
+                if mini:
+                    # a miniature of share s whose sample holds a share c of the level's
+                    # other edges takes about s / c of the level's time (edges, not link
+                    # bytes: a sample's lists share fewer lines with the lists beside them,
+                    # which the L1 serves whole or not at all); its forced walks' bytes
+                    # hold its link 1 / s times as long as they hold the GPU's, which
+                    # delays the others while the link is busy
+                    rest = ne[lv] - forced_edges[lv]
+                    ratio = share[lv] * rest / edges[k] if edges[k] and rest > 0 else 1.0
+                    over = forced_cost[lv] * (1 / share[lv] - 1) / rate_Bpns * busy[k]
+                    scaled = k_ns[k] * ratio - over
+                else:
+                    scaled = k_ns[k] * nc[lv] / cost[k] if cost[k] else 0.0
+                est = floor(max(scaled, issue_ns[k]))
                 per_group[g] += est
                 per_level[lv] += est / GROUPS
         if p.narrow_levels:
@@ -393,8 +645,16 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     def run(rtt_ns: float) -> tuple[float, float]:
         """The sample's estimate at a round trip: (its time, the run's link share)."""
         on = system_with(quiet, {"link.rtt_ns": rtt_ns}) if loaded else quiet
-        base = predict(work, on, mode=mode, fidelity=fidelity)
-        per_group, per_level = estimate(base)
+        k_ns = np.zeros(n_launch)
+        busy = np.zeros(n_launch)
+        preds = []
+        for sh, (ks, _, w) in works.items():
+            pred = predict(w, on, mode=mode, fidelity=fidelity, share=sh)
+            k_ns[ks] = np.asarray(pred.per_launch_kernel_s) * 1e9
+            busy[ks] = _busy_share(pred, mode)
+            preds.append(pred)
+        base = _summed(preds)
+        per_group, per_level = estimate(k_ns, busy)
         last.update(base=base, per_group=per_group, per_level=per_level, rtt_ns=rtt_ns)
         if not loaded:
             return float(per_group.mean()) * 1e-9, 0.0
@@ -415,7 +675,8 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
                    / np.sqrt(GROUPS)) * 1e-9
     elem_B = id_bytes
     full_edges = int(ne.sum())
-    scale = full_edges * elem_B / work.bytes_read_B if work.bytes_read_B else 1.0
+    read_B = sum(w.bytes_read_B for _, _, w in works.values())
+    scale = full_edges * elem_B / read_B if read_B else 1.0
     sampled = {
         "fraction": "auto" if fraction is None else fraction, "groups": GROUPS,
         "confidence": CONFIDENCE, "time_s_low": est_s - half_s, "time_s_high": est_s + half_s,
@@ -425,7 +686,10 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
                                       if kd == "narrow"}),
         "narrow_levels": p.narrow_levels,
         "wide_fraction": [float(x) for x in p.frac[wide_base >= 0]],
-        "edges_read": full_edges, "sample_edges_read": int(work.edges_read),
+        "edges_read": full_edges,
+        "sample_edges_read": int(sum(w.edges_read for _, _, w in works.values())),
+        "miniature_share": [float(x) for x in share[wide_base >= 0]] if mini else [],
+        "forced_walks": int(len(forced)) if mini else 0,
         "bfs_s": round(bfs_s, 3), "sampled_launches": n_launch,
     }
     per_kernel_ns = per_level.copy()

@@ -271,6 +271,10 @@ def _sampled(args, system) -> int:
           f"{s['narrow_levels']} narrow levels" if s["narrow_levels"] else
           f"  sample: {s['sample_edges_read']} of {s['edges_read']} edges read; "
           f"{s['wide_levels']} wide level(s) by CTAs, narrow levels whole")
+    if s.get("miniature_share"):
+        sms = ", ".join(f"{round(x * system.gpu.sm_count)}" for x in s["miniature_share"])
+        print(f"  each wide level's groups on a miniature of {sms} of the "
+              f"{system.gpu.sm_count} SMs; {s['forced_walks']} long walk(s) in every group")
     print(f"  bandwidth: {pred.bw_GBps:.3f} GB/s useful (estimated)")
     if args.out:
         print(f"  wrote {Path(args.out) / 'prediction.json'}")

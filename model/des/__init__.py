@@ -35,6 +35,7 @@ import numpy as np
 from hostlink.model.des.events import (DEVICE_READ, DEVICE_WRITE, HOST_READ, HOST_WRITE,
                                        STAT, STAT_NAMES, DesInputs, DesOutput)
 from hostlink.model.des.inputs import build_inputs, layout, pages_fit, request_costs
+from hostlink.model.des.miniature import miniature
 
 ENGINES = ("fast", "reference")
 
@@ -77,9 +78,12 @@ def _round_trip_free_key(system) -> tuple:
 
 
 def simulate(stream, system, *, engine: str = "fast", record: bool = False, nbins: int = 1024,
-             translation: bool | None = None,
-             keep_inputs: bool = True) -> tuple[DesInputs, DesOutput]:
+             translation: bool | None = None, keep_inputs: bool = True,
+             share: float = 1.0) -> tuple[DesInputs, DesOutput]:
     """Simulate ``stream`` on ``system``; returns the inputs used and the output.
+    ``share`` < 1: on a miniature of that share of the machine
+    (:mod:`hostlink.model.des.miniature`; the inputs returned are the whole
+    machine's).
 
     The inputs are built once per stream and system less the link's round trip
     (:mod:`hostlink.model.stream_memo`): the passes of the loaded round trip
@@ -95,7 +99,7 @@ def simulate(stream, system, *, engine: str = "fast", record: bool = False, nbin
             kept = (memoized(stream, "des_group_inputs", (key, bool(use_xl)), KeptGroups, keep=1)
                     if keep_inputs else None)
             return simulate_in_groups(stream, system, groups, translation=use_xl, nbins=nbins,
-                                      kept=kept)
+                                      kept=kept, share=share)
 
     def prepared():
         lay = layout(stream, system)
@@ -112,13 +116,13 @@ def simulate(stream, system, *, engine: str = "fast", record: bool = False, nbin
         inputs = dataclasses.replace(inputs, **rtt)
     else:
         first = build_inputs(stream, system, translation=False, lay=lay, costs=costs)
-        out = run(first, engine=engine, record=True, nbins=nbins)
+        out = run(miniature(first, share), engine=engine, record=True, nbins=nbins)
         starts = out.launch_start_ns(first)
         arrival = starts[first.launch_of_request()] + out.ready_ns
         del first, out, starts
         inputs = build_inputs(stream, system, translation=use_xl, arrival=arrival, lay=lay,
                               costs=costs)
-    return inputs, run(inputs, engine=engine, record=record, nbins=nbins)
+    return inputs, run(miniature(inputs, share), engine=engine, record=record, nbins=nbins)
 
 
 def launch_groups(stream, max_requests: int) -> list[tuple[int, int, int, int]] | None:
@@ -208,15 +212,16 @@ class KeptGroups:
 
 
 def simulate_in_groups(stream, system, groups, *, translation: bool,
-                       nbins: int = 1024,
-                       kept: KeptGroups | None = None) -> tuple[DesInputs, DesOutput]:
+                       nbins: int = 1024, kept: KeptGroups | None = None,
+                       share: float = 1.0) -> tuple[DesInputs, DesOutput]:
     """:func:`simulate` of ``stream`` (the fast engine, no per-request record) one group
     of ``groups`` (:func:`launch_groups`) at a time; the host pages it reads must fit
     the TLB (and IOTLB) where ``translation`` is on, so that only first touches miss.
     ``kept``: groups' inputs from an earlier call on a system that differs in
     ``link.rtt_ns`` alone, which this call uses and adds to (:class:`KeptGroups`).
-    Returns the last group's inputs, their ``extra`` the whole run's wire and DRAM
-    bytes, and the run's output."""
+    ``share``: run on a miniature of that share of the machine
+    (:func:`hostlink.model.des.miniature.miniature`). Returns the last group's inputs,
+    their ``extra`` the whole run's wire and DRAM bytes, and the run's output."""
     from hostlink.model.des import fast
     from hostlink.model.workload import SPACE_HOST
     cfg = system.translation
@@ -251,7 +256,8 @@ def simulate_in_groups(stream, system, groups, *, translation: bool,
         wire["up"] += inputs.extra["wire_B"]["up"]
         wire["down"] += inputs.extra["wire_B"]["down"]
         dram_B += int(inputs.extra["host_dram_B"])
-        kernel_ns.append(fast.run(inputs, nbins=nbins, carry=carry).kernel_ns)
+        kernel_ns.append(fast.run(miniature(inputs, share), nbins=nbins,
+                                  carry=carry).kernel_ns)
     inputs = dataclasses.replace(inputs, extra={"host_dram_B": dram_B, "wire_B": wire,
                                                 "groups": len(groups)})
     return inputs, carry.output(np.concatenate(kernel_ns))

@@ -78,9 +78,16 @@ def test_launch_split_keeps_whole_ctas_of_light_lists_in_disjoint_groups():
     whole = np.array([-1, 0])                                     # level 1 whole: launch 0
     wide_base = np.array([1, -1])                                 # level 0: launches 1..8
     heavy = np.array([100, 2**62])
+    walk = sm._walk_elements(level, offsets, 1)
+    forced = np.zeros(64, dtype=bool)
+    forced[16] = True
     launch = sm._launch_of(level, whole, wide_base, np.array([0.5, 0.0]), 4, sm.GROUPS,
-                           np.uint64(sm._SALT), offsets, heavy)
+                           np.uint64(sm._SALT), walk, heavy, forced)
     assert launch[0] == launch[1] == 0
+    assert launch[16] == sm.FORCED
+    forced[16] = False
+    launch = sm._launch_of(level, whole, wide_base, np.array([0.5, 0.0]), 4, sm.GROUPS,
+                           np.uint64(sm._SALT), walk, heavy, forced)
     assert launch[16] == -1                                       # heavy: left out
     for cta in range(1, 16):                                      # whole CTAs of 4 vertices
         members = [v for v in range(4 * cta, 4 * cta + 4) if v != 16]
@@ -90,6 +97,96 @@ def test_launch_split_keeps_whole_ctas_of_light_lists_in_disjoint_groups():
         assert launch[members[0]] == want
     kept = launch[2:] >= 1
     assert 0 < kept.sum() < 62
+
+
+def test_a_warps_walk_is_its_lists_of_one_level():
+    # chunked geometry: a warp walks the lists of 8 consecutive vertices in turn
+    offsets = np.arange(0, 8 * 16 + 1, 8, dtype=np.uint64)       # 16 vertices of degree 8
+    offsets[4:] += np.uint64(42)                                  # vertex 3: 50 edges
+    level = np.zeros(16, dtype=np.int32)
+    level[5] = 1                                                  # vertex 5 on another level
+    level[9] = -1                                                 # vertex 9 not reached
+    walk = sm._walk_elements(level, offsets, 8)
+    assert (walk[[0, 1, 2, 3, 4, 6, 7]] == 6 * 8 + 50).all() and walk[5] == 8
+    assert walk[9] == 0 and (walk[[8, 10, 11, 12, 13, 14, 15]] == 7 * 8).all()
+    assert np.array_equal(sm._walk_elements(level, offsets, 1)[:4], [8, 8, 8, 50])
+    # a warp over its threshold is left out whole; the others are sampled (all kept here)
+    launch = sm._launch_of(level, np.array([-1, 9]), np.array([0, -1]), np.array([1.0, 0.0]),
+                           8, sm.GROUPS, np.uint64(sm._SALT), walk, np.array([98, 2**62]),
+                           np.zeros(16, dtype=bool))
+    assert (launch[[0, 1, 2, 3, 4, 6, 7]] == -1).all() and launch[5] == 9
+    assert launch[9] == -1 and (launch[[8, 10, 11, 12, 13, 14, 15]] >= 0).all()
+
+
+def test_forced_walks_are_long_and_would_end_last_and_fit_a_share_of_a_miniature(h200):
+    from hostlink.model.des.inputs import link_rate_Bpns
+    level_B = 4e8
+    level_ns = level_B / link_rate_Bpns(h200)
+    trip_ns = h200.link.rtt_ns + h200.link.rtt_at_full_link_ns + h200.gpu.host_path_ns
+    least = int(np.ceil(sm.TAIL_SHARE * level_ns / trip_ns)) * 32    # elements: 32 a trip
+    # eight vertices of one level, one a warp (merged), in id order; the list of 100
+    # elements between them sets where each walk starts
+    walk = np.array([least * 3, 100, least * 2, 100, least, 100, least - 32, 100])
+    at = np.arange(8)
+
+    def forced(share, vpw=1, degree=walk):
+        return sm.forced_walks(at, walk, degree, vpw, level_B, share, h200, "zerocopy",
+                               "merged", 1, 8).tolist()
+
+    # the bytes fit a whole machine's share: every walk of a tenth of the level or more
+    assert forced(1.0) == [0, 2, 4]
+    # the walk that would end last goes first: the shortest, which starts at 83% of the
+    # level's bytes and runs on alone past them; the longest, from the start, ends at
+    # LOADED_TRIP x its time alone, 60% of the level. Room for 2.5 x least elements of
+    # 8 B takes the first alone (the second, 2 x least, no longer fits), 3.25 x least
+    # the first two
+    room = 2.5 * least * 8 / (sm.FORCED_SHARE * level_B)
+    assert forced(room) == [4]
+    assert forced(room * 1.3) == [2, 4]
+    # a warp's long lists go together (vpw 8: one warp, 6 x least elements): no room
+    assert forced(room, vpw=8) == []
+    assert forced(1.0, vpw=8) == [0, 2, 4]
+
+
+def test_heavy_lists_are_those_a_warp_walks_for_a_tenth_of_a_group_launch(h200):
+    from hostlink.model.des.inputs import link_rate_Bpns
+    link, gpu = h200.link, h200.gpu
+    launch_ns = 4e6 / link_rate_Bpns(h200)                        # 4 MB at the link's rate
+    trips = sm.HEAVY_SHARE * launch_ns / (link.rtt_ns + link.rtt_at_full_link_ns
+                                          + gpu.host_path_ns)
+    assert sm.heavy_list_elements(4e6, h200, "zerocopy", "merged", 1) == int(trips * 32)
+    assert sm.heavy_list_elements(4e6, h200, "zerocopy", "chunked", 4) == int(trips * 128)
+    assert sm.heavy_list_elements(4e6, h200, "zerocopy", "naive", 1) == int(trips)
+    device = sm.HEAVY_SHARE * 4e8 / gpu.device_bw_GBps / gpu.device_lat_ns
+    assert device > 1 and sm.heavy_list_elements(4e8, h200, "device", "merged", 1) == int(
+        device * 32)
+    # never below one trip's elements
+    assert sm.heavy_list_elements(1.0, h200, "zerocopy", "merged", 2) == 64
+
+
+def test_a_wide_groups_issue_floor_is_the_levels_not_scaled_with_it(kron14, h200):
+    """A group launch tests every vertex, as its level does: the floor of the level a
+    wide group stands for is the tests plus the group's list instructions scaled."""
+    from hostlink.model.compute import issue_floor_ns, stream_issue_floor_ns
+    from hostlink.traces.emulator import AlgorithmRun
+    from hostlink.traces.scan_cost import scan_warp_insts
+    run = AlgorithmRun("bfs", [np.arange(0, 400, dtype=np.int64),
+                               np.arange(400, 500, dtype=np.int64)], np.zeros(0, np.uint32))
+    work = traversal_workload(kron14, "bfs", "merged_aligned", h200.gpu, source=5,
+                              id_bytes=8, max_device_edges=0, run=run)
+    floors, bare = sm._issue_floors(work, h200.gpu, 8, np.array([5e6, 1e5]),
+                                    np.array([1e5, 1e5]), ["wide", "exact"])
+    wide, exact = work.stream.launches
+    tests = scan_warp_insts("bfs", "merged_aligned", 8, kron14.num_vertices)
+    assert tests > 0 and wide.warp_insts > tests
+    want = issue_floor_ns([tests + (wide.warp_insts - tests) * 50], [wide.longest_warp_insts],
+                          [wide.ctas], h200.gpu, [wide.stall_sm_clocks])
+    assert floors[0] == pytest.approx(want[0], rel=1e-12)
+    assert floors[1] == pytest.approx(stream_issue_floor_ns(work.stream, h200.gpu, 2)[1],
+                                      rel=1e-12)
+    # the bare stream's prediction is the memory time alone: no floor applies to it
+    assert all(i.warp_insts == 0 and i.stall_sm_clocks == 0 for i in bare.stream.launches)
+    assert np.array_equal(bare.stream.addr, work.stream.addr)
 
 
 def test_nothing_sampled_is_the_full_prediction(kron14, h200):
@@ -116,6 +213,24 @@ def test_sampled_grid_samples_levels_and_its_interval_holds_the_full_prediction(
     assert s["time_s_low"] <= full.time_s <= s["time_s_high"]
     assert abs(pred.time_s / full.time_s - 1) < 0.02
     assert pred.launches == len(full.per_launch_time_s)
+
+
+def test_miniatures_of_groups_of_a_tenth_of_a_wave_stand_for_their_levels(h200,
+                                                                           monkeypatch):
+    """urand16's two widest levels, sampled in groups of a tenth of the H200's resident
+    warps (``MIN_GROUP_WAVES`` 0.1: about 4% and 2% of their CTAs a group, on
+    miniatures of 5 and 3 SMs), against the whole run."""
+    graph = generate("urand", 16, 16, 7, weighted=False).with_id_bytes(8)
+    monkeypatch.setattr(sm, "MIN_GROUP_WAVES", 0.1)
+    full = _full(graph, h200, 0)
+    pred = sm.sampled_prediction(graph, "merged_aligned", h200, source=0)
+    s = pred.extra["sampled"]
+    assert s["wide_levels"] == 2 and all(0 < x < 0.05 for x in s["miniature_share"])
+    assert s["sample_edges_read"] < 0.4 * s["edges_read"]
+    assert pred.time_s == pytest.approx(full.time_s, rel=0.01)
+    wide = np.argsort(full.per_launch_kernel_s)[-2:]
+    assert np.array(pred.per_launch_kernel_s)[wide] == pytest.approx(
+        np.array(full.per_launch_kernel_s)[wide], rel=0.02)
 
 
 def test_cli_sample_prints_interval_and_refuses_what_it_cannot_sample(tmp_path, capsys,
