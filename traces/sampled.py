@@ -95,9 +95,9 @@ TAIL_SHARE = 0.1
 #: miniature's
 FORCED_SHARE = 0.03
 #: how many times slower than alone a walk's trips run while the other warps of its
-#: level keep the link busy: 1.6 for kron21's longest walk at its third level, 2.2
-#: for kron22's at its second (the DES, h200-pcie5; tests/bench/README.md)
-LOADED_TRIP = 2.0
+#: level keep the link busy: 1.5 for the longest walk of kron21's third level and of
+#: kron22's second (the DES on h200-pcie5, tests/bench/README.md)
+LOADED_TRIP = 1.5
 #: a level of more edges is sampled by CTAs even where its groups hold fewer than
 #: MIN_GROUP_WAVES waves (the hub levels of a kron graph: about 1 GB of emulation)
 EXACT_EDGES_MAX = 1 << 25

@@ -137,9 +137,9 @@ def test_forced_walks_are_long_and_would_end_last_and_fit_a_share_of_a_miniature
     assert forced(1.0) == [0, 2, 4]
     # the walk that would end last goes first: the shortest, which starts at 83% of the
     # level's bytes and runs on alone past them; the longest, from the start, ends at
-    # LOADED_TRIP x its time alone, 60% of the level. Room for 2.5 x least elements of
-    # 8 B takes the first alone (the second, 2 x least, no longer fits), 3.25 x least
-    # the first two
+    # LOADED_TRIP x its time alone, before the level's bytes have moved. Room for
+    # 2.5 x least elements of 8 B takes the first alone (the second, 2 x least, no
+    # longer fits), 3.25 x least the first two
     room = 2.5 * least * 8 / (sm.FORCED_SHARE * level_B)
     assert forced(room) == [4]
     assert forced(room * 1.3) == [2, 4]
