@@ -32,7 +32,14 @@ each served ``1 / share`` times as long, as long as on the whole machine.
 Assumptions: reads of other sizes than the mean keep a residue of the growth;
 posted writes leave the miniature's link ``1 / share`` times as slowly; the
 rounding of the SMs (a miniature of 8 SMs stands for 8.25) changes their
-share alone, not the link's.
+share alone, not the link's. The scaling is exact where the link is saturated
+(its queue holds the warps' requests, ``share`` as many) or idle. In between,
+a queue at a given load holds about as many requests on either machine, and
+the miniature serves each ``1 / share`` times as long, so its reads wait
+longer: sampled BFS in the merged variant on urand graphs, whose levels keep
+the link busy but not full, comes out 1.2-2.7% slow
+(tests/bench/results/sampled.json). Serving the miniature's link as
+``1 / share`` servers at the whole link's rate would remove it.
 """
 from __future__ import annotations
 
