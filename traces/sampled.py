@@ -92,7 +92,7 @@ HEAVY_SHARE = 0.1
 #: link's rate go whole into each of its miniatures (:func:`forced_walks`) ...
 TAIL_SHARE = 0.1
 #: ... those that would end last first, while their bytes stay within this share of a
-#: miniature's
+#: miniature's (both chosen on kron21 and kron22: tests/bench/README.md)
 FORCED_SHARE = 0.03
 #: how many times slower than alone a walk's trips run while the other warps of its
 #: level keep the link busy: 1.5 for the longest walk of kron21's third level and of
@@ -371,12 +371,15 @@ def _walk_trips(system, mode: str, variant: str, load_ahead: int) -> tuple[float
     return trip_ns, max(1, int(load_ahead)) * (1 if variant == "naive" else WARP_SIZE)
 
 
-def _bytes_ns(cost_B: float, system, mode: str) -> float:
-    """The least time ``cost_B`` link bytes take: over the link's rate (device memory's
-    in ``device`` mode)."""
+def _rate_Bpns(system, mode: str) -> float:
+    """The link's rate, B/ns (device memory's in ``device`` mode)."""
     from hostlink.model.des.inputs import link_rate_Bpns
-    rate = float(system.gpu.device_bw_GBps) if mode == "device" else link_rate_Bpns(system)
-    return cost_B / rate
+    return float(system.gpu.device_bw_GBps) if mode == "device" else link_rate_Bpns(system)
+
+
+def _bytes_ns(cost_B: float, system, mode: str) -> float:
+    """The least time ``cost_B`` link bytes take: over :func:`_rate_Bpns`."""
+    return cost_B / _rate_Bpns(system, mode)
 
 
 def forced_walks(at: np.ndarray, walk: np.ndarray, degree: np.ndarray, vpw: int,
@@ -584,7 +587,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     for ks, floors, _ in works.values():
         issue_ns[ks] = floors
     dispatch_ns = grid_of(variant, V) * gpu.cta_dispatch_ns
-    rate_Bpns = 1.0 / _bytes_ns(1.0, system, mode)
+    rate_Bpns = _rate_Bpns(system, mode)
 
     def floor(x):
         return max(x, dispatch_ns) + gpu.launch_ns

@@ -47,7 +47,8 @@ import dataclasses
 
 import numpy as np
 
-from hostlink.model.des.events import DEVICE_ATOMIC, DEVICE_READ, HOST_READ, DesInputs
+from hostlink.model.des.events import (DEVICE_ATOMIC, DEVICE_READ, HOST_READ, UNLIMITED,
+                                       DesInputs)
 
 
 def miniature_sms(sm_count: int, share: float) -> int:
@@ -69,8 +70,8 @@ def miniature(inputs: DesInputs, share: float) -> DesInputs:
     slots = np.maximum(1, np.round(inputs.launch_slots * (sms / max(inputs.sm_count, 1))))
 
     def credits(n: int, least: int) -> int:
-        # a credit pool no request can outgrow (UNLIMITED) stays as it is
-        if n >= 1 << 40:
+        # a credit pool no request can outgrow stays as it is
+        if n >= UNLIMITED:
             return n
         return max(least, int(round(n * share)))
 

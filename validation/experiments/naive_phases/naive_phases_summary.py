@@ -14,7 +14,8 @@ import pandas as pd
 
 
 def summary(run: Path) -> pd.DataFrame:
-    graphs = {g["graph"]: g for g in map(json.loads, (run / "graphs.jsonl").read_text().splitlines())}
+    lines = (run / "graphs.jsonl").read_text().splitlines()
+    graphs = {g["graph"]: g for g in map(json.loads, lines)}
     rows = []
     for line in (run / "plain.jsonl").read_text().splitlines():
         rec = json.loads(line)
