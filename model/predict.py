@@ -509,7 +509,7 @@ def launch_ctas(stream: RequestStream, n: int) -> np.ndarray:
 
 
 def launch_floor(kernel_ns: np.ndarray, stream: RequestStream,
-                 system: SystemConfig) -> tuple[np.ndarray, bool]:
+                 system: SystemConfig, paced: bool = False) -> tuple[np.ndarray, bool]:
     """Kernel time per launch with the launch itself: ``max(work, ctas x
     gpu.cta_dispatch_ns) + gpu.launch_ns``, and whether the dispatch bound the run.
 
@@ -519,29 +519,36 @@ def launch_floor(kernel_ns: np.ndarray, stream: RequestStream,
     per vertex) lasts as long as dispatching its grid; ``launch_ns`` is what a
     pair of CUDA events around a launch adds beyond it. The two overlap the work
     as a maximum, not a sum: CTAs dispatched while earlier ones wait on memory
-    cost nothing extra (an approximation: the engines do not hold CTAs back)."""
+    cost nothing extra. The discrete-event engines also hold each CTA back until
+    its dispatch (``DesInputs.cta_start_ns``), so there the work of the grid's
+    last CTAs ends after its dispatch; the analytic model takes the maximum alone.
+    ``paced``: ``kernel_ns`` holds the dispatch (a discrete-event run's), which then
+    binds the run where it is at least half of the work."""
     gpu = system.gpu
     if gpu.cta_dispatch_ns <= 0 and gpu.launch_ns <= 0:
         return kernel_ns, False
     n = len(kernel_ns)
     dispatch_ns = launch_ctas(stream, n) * gpu.cta_dispatch_ns
+    binds = dispatch_ns >= 0.5 * kernel_ns if paced else dispatch_ns > kernel_ns
     bound = bool(dispatch_ns.sum() > 0 and
-                 np.where(dispatch_ns > kernel_ns, dispatch_ns, 0.0).sum() > 0.5 * np.maximum(
+                 np.where(binds, dispatch_ns, 0.0).sum() > 0.5 * np.maximum(
                      dispatch_ns, kernel_ns).sum())
     return np.maximum(kernel_ns, dispatch_ns) + (gpu.launch_ns if n else 0.0), bound
 
 
 def launch_bounds(part: dict, work_bound: str, kernel_ns: np.ndarray, gaps_ns: np.ndarray,
                   stream: RequestStream, system: SystemConfig, host_loop: bool,
-                  issue_ns: np.ndarray | None = None) -> list[str]:
+                  issue_ns: np.ndarray | None = None, paced: bool = False) -> list[str]:
     """What bound each launch: the time between launches where it exceeds the kernel's
-    (``host_loop`` or ``launch_overhead``), the CTA dispatch where it exceeds the work,
-    else the term that set the kernel's time (analytic: the link's bound, device memory
-    or the latency chain, per launch; DES and UVM: the run's bound); ``issue_ns``: the
-    launches' instruction issue floors (:mod:`hostlink.model.compute`), ``compute`` where
-    one sets its launch."""
+    (``host_loop`` or ``launch_overhead``), the CTA dispatch where it exceeds the work
+    (``paced``, a discrete-event run's: its work holds the dispatch, which then binds
+    where it is at least half of it), else the term that set
+    the kernel's time (analytic: the link's bound, device memory or the latency chain,
+    per launch; DES and UVM: the run's bound); ``issue_ns``: the launches' instruction
+    issue floors (:mod:`hostlink.model.compute`), ``compute`` where one sets its launch."""
     n = len(kernel_ns)
     dispatch_ns = launch_ctas(stream, n) * system.gpu.cta_dispatch_ns
+    binds_at = 0.5 if paced else 1.0
     terms = (part.get("extra") or {}).get("kernel_terms_ns")
     names = None
     if terms:
@@ -555,7 +562,8 @@ def launch_bounds(part: dict, work_bound: str, kernel_ns: np.ndarray, gaps_ns: n
     for k in range(n):
         if gaps_ns[k] > kernel_ns[k]:
             out.append("host_loop" if host_loop else "launch_overhead")
-        elif dispatch_ns[k] > 0 and dispatch_ns[k] >= kernel_ns[k] - system.gpu.launch_ns:
+        elif dispatch_ns[k] > 0 and \
+                dispatch_ns[k] >= binds_at * (kernel_ns[k] - system.gpu.launch_ns):
             out.append("cta_dispatch")
         elif issue_ns is not None and issue_ns[k] > 0 and \
                 issue_ns[k] >= kernel_ns[k] - system.gpu.launch_ns:
@@ -688,7 +696,8 @@ def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *
     kernel_ns, issue = apply_issue_floor(kernel_ns, stream, system.gpu)
     if issue["binds"]:  # compute (instruction issue), not memory, sets the time
         part["bound"] = ISSUE_BOUND
-    kernel_ns, floor_bound = launch_floor(kernel_ns, stream, system)
+    # the engines pace the CTAs: a des run's work holds the dispatch
+    kernel_ns, floor_bound = launch_floor(kernel_ns, stream, system, paced=fidelity == "des")
     if floor_bound:
         part["bound"] = "cta_dispatch"
     if host_loop is None:
@@ -706,7 +715,8 @@ def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *
     extra.update({"unique_useful_B": uniq, "launches": n, "overhead_s": float(gaps.sum()) * 1e-9,
                   "issue": issue,
                   "launch_bounds": launch_bounds(part, work_bound, kernel_ns, gaps, stream,
-                                                 system, host_loop is not None, issue_ns)})
+                                                 system, host_loop is not None, issue_ns,
+                                                 paced=fidelity == "des")})
     return Prediction(
         mode=mode, fidelity=fidelity, system=system.name, time_s=total_s,
         bw_GBps=common["useful_B"] / total_s * 1e-9 if total_s > 0 else 0.0,

@@ -50,14 +50,18 @@ def with_loads_in_flight(system, loads_in_flight: int):
     return system_with(system, {"gpu.loads_in_flight_per_warp": int(loads_in_flight)})
 
 
-def without_launch(system):
+def without_launch(system, keep_dispatch: bool = False):
     """``system`` without the launch's own costs (``gpu.launch_ns``,
     ``gpu.cta_dispatch_ns``): for the steady state of a sample and for time measured
-    inside a kernel."""
+    inside a kernel. ``keep_dispatch``: keep ``gpu.cta_dispatch_ns``, with which the
+    discrete-event engines pace a launch's CTAs (for the launches of a traversal)."""
     from hostlink.model.config import system_with
-    if system.gpu.launch_ns == 0 and system.gpu.cta_dispatch_ns == 0:
+    drop = {"gpu.launch_ns": 0.0}
+    if not keep_dispatch:
+        drop["gpu.cta_dispatch_ns"] = 0.0
+    if all(getattr(system.gpu, k.split(".")[1]) == 0 for k in drop):
         return system
-    return system_with(system, {"gpu.launch_ns": 0.0, "gpu.cta_dispatch_ns": 0.0})
+    return system_with(system, drop)
 
 
 def _kernel_system(system, workload, mode: str):

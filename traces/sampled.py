@@ -52,8 +52,9 @@ whole component.
 The sampled launches (whole narrow levels, and each wide level once per group)
 are emulated (:func:`hostlink.traces.traversal.traversal_workload` with the
 sampled active vertices) and predicted by :func:`hostlink.model.predict.predict`,
-a stream per miniature's share, without the launches' own costs
-(``without_launch``); each group's estimate of the run then adds the
+a stream per miniature's share, without the launches' fixed cost
+(``without_launch``; the dispatcher's pace of the CTAs kept, which the engines
+hold each CTA to by its place in the grid); each group's estimate of the run then adds the
 launch floor (``max(work, ctas x gpu.cta_dispatch_ns) + gpu.launch_ns``, as
 :func:`hostlink.model.predict.launch_floor`) to every level and the host loop
 between launches (:func:`hostlink.model.host_loop.launch_gaps_ns`). The
@@ -639,7 +640,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     # sample's wire bytes per list byte) over its estimated kernel time.
     link = system.link
     loaded = mode in ("zerocopy", "uvm_accessedby") and link.rtt_at_full_link_ns > 0
-    quiet = without_launch(system)
+    quiet = without_launch(system, keep_dispatch=True)   # the engines pace the CTAs
     if loaded:
         quiet = system_with(quiet, {"link.rtt_at_full_link_ns": 0.0})
     launches_cost = float(cost.sum())

@@ -12,7 +12,14 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
   (``slots = sm_count`` x the CTAs an SM holds by its warp slots and registers,
   :mod:`hostlink.model.occupancy`); a CTA frees its
   slot when its last warp has finished. CTAs and warps that issue no memory
-  request take no time (compute is not modelled).
+  request take no time (compute is not modelled). The dispatcher starts no
+  more than one CTA every ``gpu.cta_dispatch_ns`` (``cta_start_ns``: CTA k of
+  the grid may start from ``k x cta_dispatch_ns`` after its launch's start,
+  measured with empty kernels, the ``launch_latency`` experiment): a CTA
+  starts at the first moment a slot is free and its time has come, after the
+  other events of that moment. So the active vertices of the grid's last
+  CTAs start their walks late, and their round trips run past the grid's
+  dispatch.
 - Warps: each warp issues its memory instructions in program order, at most
   ``loads_in_flight`` at once; an instruction completes when all its requests
   have; the next instruction issues at the moment one completes. An instruction
@@ -224,6 +231,10 @@ class DesInputs:
     # int32 (n,): per request, the lines of its instruction before it (each request
     # counting its ``issue_lines``); needed only where atomics spread (else None)
     line_index: np.ndarray | None = None
+    # float64 (n_cta,): the earliest time from its launch's start at which each CTA may
+    # start, its place in the launch's grid times the dispatcher's time per CTA
+    # (gpu.cta_dispatch_ns); None: every CTA may start at once
+    cta_start_ns: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
 
     def __getattr__(self, name: str):

@@ -304,7 +304,8 @@ def _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t
 
 
 @njit(cache=True)
-def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
+def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, paced,
+              inst_waits,
               kind, cid, size_B, ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data,
               walk, iommu_miss, iommu_lat, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, atom_lat, lif,
               walkers, walk_ns,
@@ -386,7 +387,8 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
     grant_t = np.full(m, np.nan)
     done_t = np.full(m, np.nan)
     bin_ns = _launches(
-        inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits, kind, cid, size_B,
+        inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, paced, inst_waits,
+        kind, cid, size_B,
         ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data, walk, iommu_miss,
         iommu_lat, tags, cpl_hdrs, cpl_data, half_rtt, dev_lat, atom_lat, lif, walk_ns,
         launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn, spread,
@@ -400,7 +402,8 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits,
 
 @njit(cache=True, _nrt=False)
 def _launches(
-        inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, inst_waits, kind, cid, size_B,
+        inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, paced, inst_waits,
+        kind, cid, size_B,
         ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data, walk, iommu_miss,
         iommu_lat, tags, cpl_hdrs, cpl_data, half_rtt, dev_lat, atom_lat, lif, walk_ns,
         launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn, spread,
@@ -435,12 +438,16 @@ def _launches(
             slot_stack[k] = free_slots - 1 - k
         next_cta = launch_ptr[L]
         n_ready = 0
+        dispatching = False        # the dispatcher's event: CTAs whose time is now start
         while True:
             now = fs[_F_NOW]
             _grant(fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record,
                    cid, need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, iommu_miss,
                    iommu_lat, half_rtt)
             while free_slots > 0 and next_cta < launch_ptr[L + 1]:
+                if paced and not (cta_start[next_cta] < now
+                                  or (dispatching and cta_start[next_cta] <= now)):
+                    break
                 c = next_cta
                 next_cta += 1
                 free_slots -= 1
@@ -448,6 +455,7 @@ def _launches(
                 for w in range(cta_ptr[c], cta_ptr[c + 1]):
                     ready[n_ready] = w
                     n_ready += 1
+            dispatching = False
             # issue round robin: each ready warp one instruction per round
             issued = True
             while issued:
@@ -562,12 +570,17 @@ def _launches(
                     t = qt[h]
                     if best < 0 or _key_less(t, qk[h], qs[h], bt, bk, bs):
                         best, bt, bk, bs = q, t, qk[h], qs[h]
+            # the dispatcher's next CTA, where a slot waits for it: it starts after
+            # every other event up to its time
+            t_cta = np.inf
+            if paced and free_slots > 0 and next_cta < launch_ptr[L + 1]:
+                t_cta = cta_start[next_cta]
             # the issue stage's events that come first. An arrival that has to queue at
             # its SM changes nothing but the heap: the next one is taken here at once
             # (the queues' heads, credits, slots and ready warps are as they were)
             entering = False
-            while hn[_HN_SIZE] > 0 and (best < 0 or _key_less(ht[0], pk[hp[0]], hs[0],
-                                                               bt, bk, bs)):
+            while hn[_HN_SIZE] > 0 and ht[0] <= t_cta and (
+                    best < 0 or _key_less(ht[0], pk[hp[0]], hs[0], bt, bk, bs)):
                 now = ht[0]
                 fs[_F_NOW] = now
                 top = hp[0]
@@ -631,6 +644,11 @@ def _launches(
                 _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t,
                        record, kind, cid, need_tags, need_hdr, need_data, ser_up, ser_down,
                        dram_ns, dev_ns, iommu_miss, walk, walker_free, lat)
+                continue
+            if t_cta < np.inf and (best < 0 or t_cta < bt) and (
+                    hn[_HN_SIZE] == 0 or t_cta < ht[0]):
+                fs[_F_NOW] = t_cta
+                dispatching = True
                 continue
             if best < 0:
                 break
@@ -761,7 +779,9 @@ def run(inputs: DesInputs, *, record: bool = False, nbins: int = 1024,
     c = x.costs
     caps, max_ready = queue_capacities(x)
     kernel_ns, ready, grant, done = _simulate(
-        x.inst_ptr, x.warp_ptr, x.cta_ptr, x.launch_ptr, x.launch_slots, x.waits_per_inst(),
+        x.inst_ptr, x.warp_ptr, x.cta_ptr, x.launch_ptr, x.launch_slots,
+        np.zeros(1) if x.cta_start_ns is None else np.asarray(x.cta_start_ns, dtype=np.float64),
+        x.cta_start_ns is not None, x.waits_per_inst(),
         x.kind, np.asarray(x.cost_id, dtype=np.int32), c.size_B, c.ser_up_ns, c.ser_down_ns,
         c.dram_ns, c.dev_ns, c.need_tags, c.need_hdr, c.need_data_B, x.walk,
         np.asarray(x.iommu_miss, dtype=np.bool_), float(x.iommu_miss_ns), int(x.tags),

@@ -151,7 +151,9 @@ def program_order(stream: RequestStream) -> np.ndarray:
 
 
 def layout(stream: RequestStream, system: SystemConfig) -> dict:
-    """Row order and the instruction/warp/CTA/launch index arrays of a stream."""
+    """Row order and the instruction/warp/CTA/launch index arrays of a stream, and each
+    CTA's place in its launch's grid (``cta_index``: its warps' ids over the warps per
+    CTA)."""
     n = len(stream)
     perm = program_permutation(stream)
     row = np.arange(n, dtype=np.int64) if perm is None else perm.astype(np.int64, copy=False)
@@ -183,7 +185,8 @@ def layout(stream: RequestStream, system: SystemConfig) -> dict:
     if n == 0:
         z = np.zeros(1, dtype=np.int64)
         return {"row": row, "inst_ptr": z, "warp_ptr": z, "cta_ptr": z,
-                "launch_ptr": np.zeros(n_launch + 1, dtype=np.int64), "launch_slots": slots}
+                "launch_ptr": np.zeros(n_launch + 1, dtype=np.int64), "launch_slots": slots,
+                "cta_index": np.zeros(0, dtype=np.int64)}
     new_inst = np.ones(n, dtype=bool)
     new_inst[1:] = (launch[1:] != launch[:-1]) | (warp[1:] != warp[:-1]) | (inst[1:] != inst[:-1])
     inst_start = np.flatnonzero(new_inst)
@@ -205,6 +208,7 @@ def layout(stream: RequestStream, system: SystemConfig) -> dict:
         "launch_ptr": np.searchsorted(c_launch, np.arange(n_launch + 1)).astype(np.int64,
                                                                                 copy=False),
         "launch_slots": slots.astype(np.int64, copy=False),
+        "cta_index": w_cta[cta_start].astype(np.int64, copy=False),   # its place in the grid
     }
 
 
@@ -414,6 +418,15 @@ def pages_fit(stream: RequestStream, system: SystemConfig) -> bool:
     return True
 
 
+def cta_start_ns(cta_index: np.ndarray, dispatch_ns: float) -> np.ndarray | None:
+    """Per CTA, the earliest time from its launch's start at which the dispatcher lets
+    it start: its place in the grid times ``dispatch_ns`` (``gpu.cta_dispatch_ns``, the
+    dispatcher's time per CTA). None where the dispatcher costs nothing."""
+    if dispatch_ns <= 0:
+        return None
+    return cta_index.astype(np.float64) * float(dispatch_ns)
+
+
 def build_inputs(stream: RequestStream, system: SystemConfig, *, translation: bool | None = None,
                  arrival: np.ndarray | None = None, lay: dict | None = None,
                  costs: dict | None = None) -> DesInputs:
@@ -465,6 +478,7 @@ def build_inputs(stream: RequestStream, system: SystemConfig, *, translation: bo
         atomic_spread_ns=spread,
         atomic_sm_ns=float(system.gpu.atomic_sm_ns),
         line_index=line_index,
+        cta_start_ns=cta_start_ns(lay["cta_index"], system.gpu.cta_dispatch_ns),
         sm_count=int(system.gpu.sm_count),
         issue_gap_ns=issue_gaps_ns(system),
         sm_request_ns=float(system.gpu.sm_request_ns),

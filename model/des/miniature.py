@@ -13,7 +13,10 @@ keeps what sets the launch's time on the whole GPU: each resource carries the
 same load per unit of time, a queue holds the same number of requests and a
 request waits as long in it, the resident warps stand in the same number of
 waves over the CTAs, and a warp's walk of a long list takes as many round
-trips, each as long. So the sample takes about as long as the whole launch,
+trips, each as long. The dispatcher keeps its pace: a sampled CTA keeps its
+place in the grid and so its start (``cta_start_ns``), and a share of the
+CTAs reaches a share of the SMs over the whole launch's dispatch. So the
+sample takes about as long as the whole launch,
 its tail included: a long walk that starts late and runs on alone after the
 other warps' bytes have moved ends a miniature as it ends the launch, which
 scaling a sample's time by its bytes cannot show. (A scale model in the

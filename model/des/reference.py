@@ -99,18 +99,45 @@ class _Launch:
         self.sm_turn = x.sm_turn_ns()
         self.spreads = x.atomic_spread_ns >= 0 and x.line_index is not None
         self.staged = x.has_issue_stage
+        self.cta_start = x.cta_start_ns          # None: every CTA may start at once
+        self.slot_freed = None                   # what the dispatcher waits on for a slot
 
     def run(self) -> float:
         """The kernel's time: its last completion (writes complete when they leave the GPU)."""
-        self.schedule([])
+        if self.cta_start is None:
+            self.schedule([])
+        else:
+            self.env.process(self.dispatcher())
         self.env.run()
         return self.last_done
 
     # -- occupancy and issue ---------------------------------------------------------
-    def schedule(self, ready: list[int]) -> None:
-        """Start CTAs into free slots, then let the ready warps issue, round robin."""
+    def dispatcher(self):
+        """Start each CTA once a slot is free and its time has come, after every
+        other event of that moment (an event of a lower priority than SimPy's)."""
+        env = self.env
+        while self.next_cta < self.last_cta:
+            if self.free_slots == 0:
+                self.slot_freed = env.event()
+                yield self.slot_freed
+                continue
+            wake = env.event()
+            wake._ok, wake._value = True, None
+            env.schedule(wake, priority=2,
+                         delay=max(0.0, float(self.cta_start[self.next_cta]) - env.now))
+            yield wake
+            self.schedule([], dispatching=True)
+
+    def schedule(self, ready: list[int], dispatching: bool = False) -> None:
+        """Start CTAs into free slots (where the dispatcher paces them, those whose
+        time has passed, or has come where ``dispatching``), then let the ready warps
+        issue, round robin."""
         x = self.x
         while self.free_slots > 0 and self.next_cta < self.last_cta:
+            if self.cta_start is not None:
+                t = self.cta_start[self.next_cta]
+                if not (t < self.env.now or (dispatching and t <= self.env.now)):
+                    break
             c = self.next_cta
             self.next_cta += 1
             self.free_slots -= 1
@@ -220,6 +247,8 @@ class _Launch:
                 self.free_slots += 1
                 self.slots.append(self.cta_slot[c])
                 self.schedule([])
+                if self.slot_freed is not None and not self.slot_freed.triggered:
+                    self.slot_freed.succeed()
 
     # -- the paths of a request ----------------------------------------------------
     def serve(self, server: simpy.Resource, duration: float, stat: str):

@@ -89,12 +89,13 @@ def assert_same(a, b):
                       st.tuples(st.sampled_from([0.0, 4.0, 8.0]), st.sampled_from([0.0, 8.0]),
                                 st.sampled_from([0.0, 2.0, 4.0]))),
        lines=st.booleans(),
+       dispatch=st.one_of(st.just(0.0), st.floats(0.0, 400.0), st.sampled_from([5.0, 100.0])),
        atomics=st.one_of(st.none(), st.tuples(st.floats(0.0, 120.0),
                                               st.one_of(st.none(), st.floats(0.0, 40.0)),
                                               st.sampled_from([0.0, 1.0, 7.5]))))
 def test_engines_agree_on_random_streams(seed, sms, warps_per_sm, tags, lif, translate, iommu,
                                          walkers, hdrs, data, rcb, rtt, p_write, host_path,
-                                         gaps, lines, atomics):
+                                         gaps, lines, dispatch, atomics):
     rng = np.random.default_rng(seed)
     s = random_stream(rng, int(rng.integers(1, 4)), int(rng.integers(1, 30)),
                       int(rng.choice([1, 2])), float(rng.random() * 0.5), p_write,
@@ -114,7 +115,7 @@ def test_engines_agree_on_random_streams(seed, sms, warps_per_sm, tags, lif, tra
         "translation.iommu_page_B": 4096, "link.rtt_ns": rtt, "link.cpl_buffer_hdrs": hdrs,
         "link.cpl_buffer_B": data, "link.rcb_B": rcb, "gpu.host_path_ns": host_path,
         "gpu.request_gap_ns": gaps[0], "gpu.host_request_gap_ns": gaps[1],
-        "gpu.sm_request_ns": gaps[2], **costs})
+        "gpu.sm_request_ns": gaps[2], "gpu.cta_dispatch_ns": dispatch, **costs})
     _, fast = simulate(s, sysc, record=True)
     _, ref = simulate(s, sysc, engine="reference")
     assert_same(fast, ref)
@@ -127,16 +128,18 @@ def instruction_marks(s: RequestStream, rng, p: float) -> np.ndarray:
     return (rng.random(int(inv.max()) + 1) < p)[inv.ravel()]
 
 
-@pytest.mark.parametrize("host_path, gaps", [(0.0, (0.0, 0.0, 0.0)), (350.0, (0.0, 0.0, 0.0)),
-                                             (350.0, (6.0, 14.5, 4.3))])
-def test_engines_agree_on_a_busy_launch(host_path, gaps):
-    """Hundreds of warps contending for 32 tags, with device traffic and writes."""
+@pytest.mark.parametrize("host_path, gaps, dispatch", [
+    (0.0, (0.0, 0.0, 0.0), 0.0), (350.0, (0.0, 0.0, 0.0), 0.0), (350.0, (6.0, 14.5, 4.3), 0.0),
+    (350.0, (6.0, 14.5, 4.3), 0.615), (350.0, (6.0, 14.5, 4.3), 50.0)])
+def test_engines_agree_on_a_busy_launch(host_path, gaps, dispatch):
+    """Hundreds of warps contending for 32 tags, with device traffic and writes, their
+    CTAs started at once or paced by the dispatcher."""
     rng = np.random.default_rng(7)
     s = random_stream(rng, 2, 300, 8, 0.2, 0.1, 200)
     sysc = system(**{"gpu.sm_count": 4, "gpu.max_warps_per_sm": 16, "link.tags": 32,
                      "gpu.loads_in_flight_per_warp": 2, "gpu.host_path_ns": host_path,
                      "gpu.request_gap_ns": gaps[0], "gpu.host_request_gap_ns": gaps[1],
-                     "gpu.sm_request_ns": gaps[2]})
+                     "gpu.sm_request_ns": gaps[2], "gpu.cta_dispatch_ns": dispatch})
     _, fast = simulate(s, sysc, record=True)
     _, ref = simulate(s, sysc, engine="reference")
     assert_same(fast, ref)
@@ -198,6 +201,43 @@ def test_cta_slots_run_ctas_in_waves():
     starts = out.ready_ns.reshape(3, 2)[:, 0]
     assert starts[0] == 0 and np.all(np.diff(starts) > 1000)
     assert out.kernel_ns[0] == pytest.approx(3 * (out.done_ns[0] - out.ready_ns[0]), rel=0.02)
+
+
+def test_the_dispatcher_paces_ctas_by_their_place_in_the_grid():
+    """Single-warp CTAs of one device read each, slots for all: CTA k starts k dispatch
+    times after the launch, so the launch lasts the last one's start and its read. A CTA
+    with no request (3 here) keeps its place: the next starts at 4 dispatch times."""
+    d = 40.0
+    ctas = np.array([0, 1, 2, 4])
+    s = stream(np.zeros(4), ctas, np.zeros(4), ctas * 4096, np.full(4, 32),
+               space=np.full(4, SPACE_DEVICE, np.uint8), launches=[LaunchInfo("k", 5, 1, 32)])
+    sysc = system(**{"gpu.sm_count": 8, "gpu.cta_dispatch_ns": d})
+    for engine in ("fast", "reference"):
+        x, out = simulate(s, sysc, engine=engine, **({"record": True} if engine == "fast" else {}))
+        np.testing.assert_allclose(x.cta_start_ns, ctas * d)
+        np.testing.assert_allclose(out.ready_ns, ctas * d)
+        read_ns = out.done_ns[0] - out.ready_ns[0]
+        assert out.kernel_ns[0] == pytest.approx(4 * d + read_ns)
+    # without a dispatch time every CTA starts at once
+    x, out = simulate(s, system(**{"gpu.sm_count": 8}), record=True)
+    assert x.cta_start_ns is None and np.all(out.ready_ns == 0)
+
+
+def test_a_paced_cta_waits_for_a_slot_and_a_slot_for_its_time():
+    """One slot: a CTA whose time has passed starts when the slot frees, not before; a
+    freed slot stays empty until the next CTA's time."""
+    s = stream(np.zeros(3), np.arange(3), np.zeros(3), np.arange(3) * 4096, np.full(3, 32),
+               space=np.full(3, SPACE_DEVICE, np.uint8), launches=[LaunchInfo("k", 3, 1, 32)])
+    sysc = system(**{"gpu.sm_count": 1, "gpu.max_warps_per_sm": 1})
+    read_ns = simulate(s, sysc, record=True)[1].done_ns[0]
+    for d, expect in ((read_ns / 4, [0.0, read_ns, 2 * read_ns]),
+                      (3 * read_ns, [0.0, 3 * read_ns, 6 * read_ns])):
+        paced = system(**{"gpu.sm_count": 1, "gpu.max_warps_per_sm": 1,
+                          "gpu.cta_dispatch_ns": d})
+        for engine in ("fast", "reference"):
+            out = simulate(s, paced, engine=engine,
+                           **({"record": True} if engine == "fast" else {}))[1]
+            np.testing.assert_allclose(out.ready_ns, expect, rtol=1e-12)
 
 
 # ---------------------------------------------------------------- the SM's issue stage

@@ -44,6 +44,8 @@ def test_a_miniature_scales_the_rates_credits_and_sms_and_keeps_an_idle_reads_ti
     assert np.array_equal(mini.costs.size_B, whole.costs.size_B)
     assert (mini.host_path_ns, mini.issue_gap_ns.tolist(), mini.sm_request_ns) == (
         whole.host_path_ns, whole.issue_gap_ns.tolist(), whole.sm_request_ns)
+    # a CTA keeps its place in the grid, so a sample's CTAs start when the whole grid's do
+    assert whole.cta_start_ns is not None and mini.cta_start_ns is whole.cta_start_ns
     # an idle read takes as long: the round trip less the growth of the mean read's service
     own = (whole.ser_up_ns + whole.ser_down_ns + whole.dram_ns)[whole.kind == HOST_READ]
     assert mini.rtt_ns + 4 * own.mean() == pytest.approx(whole.rtt_ns + own.mean())

@@ -26,14 +26,25 @@ def test_a_launch_costs_at_least_its_fixed_time_and_its_dispatch(s, mode, fideli
     slow = system_with(base, {"gpu.launch_ns": LAUNCH_NS, "gpu.cta_dispatch_ns": 1e5})
     p = predict(s, slow, mode=mode, fidelity=fidelity)
     ctas = np.array([i.ctas for i in s.launches], dtype=float)
-    assert np.allclose(np.array(p.per_launch_kernel_s) * 1e9, ctas * 1e5 + LAUNCH_NS)
+    got = np.array(p.per_launch_kernel_s) * 1e9
+    if fidelity == "analytic" or not mode.startswith("uvm") or mode == "uvm_accessedby":
+        assert np.allclose(got, ctas * 1e5 + LAUNCH_NS)
+    else:   # the engine's paced run follows the fault service, which the dispatch hid
+        assert np.all(got >= ctas * 1e5 + LAUNCH_NS)
     assert p.bound == "cta_dispatch"
     # the measured H200 costs: the fixed time is added, the dispatch hides under the work
+    # (the analytic model's maximum; the engines' paced CTAs end at most one dispatch of
+    # the grid later)
     h200 = system_with(base, {"gpu.launch_ns": LAUNCH_NS, "gpu.cta_dispatch_ns": DISPATCH_NS})
     q = predict(s, h200, mode=mode, fidelity=fidelity)
     work = np.array(plain.per_launch_kernel_s) * 1e9
     expect = np.maximum(work, ctas * DISPATCH_NS) + LAUNCH_NS
-    assert np.allclose(np.array(q.per_launch_kernel_s) * 1e9, expect, rtol=1e-9)
+    got = np.array(q.per_launch_kernel_s) * 1e9
+    if fidelity == "analytic":
+        assert np.allclose(got, expect, rtol=1e-9)
+    else:
+        assert np.all(got >= expect * (1 - 1e-9))
+        assert np.all(got <= work + ctas * DISPATCH_NS + LAUNCH_NS + 1e-6)
 
 
 def test_without_launch_costs_nothing_changes(s):
