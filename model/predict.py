@@ -508,6 +508,11 @@ def launch_ctas(stream: RequestStream, n: int) -> np.ndarray:
     return ctas
 
 
+#: where the engines pace the CTAs (a des run), the dispatch is named a launch's bound
+#: from this share of its work on (which then holds the dispatch): its larger part
+PACED_DISPATCH_BINDS = 0.5
+
+
 def launch_floor(kernel_ns: np.ndarray, stream: RequestStream,
                  system: SystemConfig, paced: bool = False) -> tuple[np.ndarray, bool]:
     """Kernel time per launch with the launch itself: ``max(work, ctas x
@@ -529,7 +534,8 @@ def launch_floor(kernel_ns: np.ndarray, stream: RequestStream,
         return kernel_ns, False
     n = len(kernel_ns)
     dispatch_ns = launch_ctas(stream, n) * gpu.cta_dispatch_ns
-    binds = dispatch_ns >= 0.5 * kernel_ns if paced else dispatch_ns > kernel_ns
+    binds = (dispatch_ns >= PACED_DISPATCH_BINDS * kernel_ns if paced
+             else dispatch_ns > kernel_ns)
     bound = bool(dispatch_ns.sum() > 0 and
                  np.where(binds, dispatch_ns, 0.0).sum() > 0.5 * np.maximum(
                      dispatch_ns, kernel_ns).sum())
@@ -548,7 +554,7 @@ def launch_bounds(part: dict, work_bound: str, kernel_ns: np.ndarray, gaps_ns: n
     issue floors (:mod:`hostlink.model.compute`), ``compute`` where one sets its launch."""
     n = len(kernel_ns)
     dispatch_ns = launch_ctas(stream, n) * system.gpu.cta_dispatch_ns
-    binds_at = 0.5 if paced else 1.0
+    binds_at = PACED_DISPATCH_BINDS if paced else 1.0
     terms = (part.get("extra") or {}).get("kernel_terms_ns")
     names = None
     if terms:

@@ -21,6 +21,10 @@ from hostlink.model.des.events import (DEVICE_ATOMIC, DEVICE_READ, DEVICE_WRITE,
                                        DesOutput)
 
 
+#: the dispatcher's priority: after SimPy's own events of the same instant (NORMAL)
+AFTER_THE_INSTANT = simpy.events.NORMAL + 1
+
+
 class CreditPool:
     """Tags, completion headers and completion data bytes, granted first come first served.
 
@@ -123,7 +127,7 @@ class _Launch:
                 continue
             wake = env.event()
             wake._ok, wake._value = True, None
-            env.schedule(wake, priority=2,
+            env.schedule(wake, priority=AFTER_THE_INSTANT,
                          delay=max(0.0, float(self.cta_start[self.next_cta]) - env.now))
             yield wake
             self.schedule([], dispatching=True)
