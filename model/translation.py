@@ -320,9 +320,63 @@ def issue_permutation(launch: np.ndarray, warp: np.ndarray, inst: np.ndarray,
         raise ValueError(f"resident_warps must be >= 1, not {resident_warps}")
     if len(launch) == 0:
         return np.zeros(0, dtype=np.int64)
-    wave = np.asarray(warp).astype(np.int64) // resident_warps
+    launch, warp, inst = (np.ascontiguousarray(a) for a in (launch, warp, inst))
+    if _in_launch_warp_order(launch, warp):
+        # the streams' own order: only each wave's instructions are to be sorted
+        return _by_inst_within_waves(launch, warp, inst, int(resident_warps))
+    wave = warp.astype(np.int64) // resident_warps
     # np.lexsort sorts by the last key first.
     return np.lexsort((warp, inst, wave, launch))
+
+
+@numba.njit(cache=True)
+def _in_launch_warp_order(launch, warp) -> bool:
+    """True when the rows are sorted by launch, then warp (as streams are made)."""
+    for i in range(1, launch.shape[0]):
+        if launch[i] < launch[i - 1] or (launch[i] == launch[i - 1] and warp[i] < warp[i - 1]):
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def _by_inst_within_waves(launch, warp, inst, resident):
+    """:func:`issue_permutation` of rows sorted by launch, then warp: the rows of each
+    (launch, wave) run, stably sorted by instruction (a counting sort, or a merge sort
+    where the run's instructions span far more values than it has rows)."""
+    n = launch.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    count = np.zeros(1024, dtype=np.int64)
+    s = 0
+    while s < n:
+        wave = np.int64(warp[s]) // resident
+        e = s + 1
+        while e < n and launch[e] == launch[s] and np.int64(warp[e]) // resident == wave:
+            e += 1
+        lo = np.int64(inst[s])
+        hi = lo
+        for i in range(s + 1, e):
+            lo = min(lo, np.int64(inst[i]))
+            hi = max(hi, np.int64(inst[i]))
+        span = hi - lo + 1
+        if span > 4 * (e - s) + 1024:
+            part = np.argsort(inst[s:e], kind="mergesort")
+            for i in range(e - s):
+                out[s + i] = s + part[i]
+        else:
+            if span + 1 > count.shape[0]:
+                count = np.zeros(span + 1, dtype=np.int64)
+            count[:span + 1] = 0
+            for i in range(s, e):
+                count[np.int64(inst[i]) - lo + 1] += 1
+            count[0] = s
+            for k in range(span):
+                count[k + 1] += count[k]
+            for i in range(s, e):
+                c = np.int64(inst[i]) - lo
+                out[count[c]] = i
+                count[c] += 1
+        s = e
+    return out
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from hostlink.model.config import TranslationConfig, load_system
 from hostlink.model.errors import ConfigError
-from hostlink.model.translation import (issue_order, lru_misses, managed_host_view,
+from hostlink.model.translation import (issue_order, issue_permutation, lru_misses, managed_host_view,
                                         simulate_translation, stream_translation,
                                         translation_bound_GBps, translation_misses,
                                         warp_page_repeats)
@@ -183,6 +183,24 @@ def test_issue_order_round_robin_in_waves():
     assert list(zip(warps[order], insts[order])) == [(0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (2, 1)]
     with pytest.raises(ValueError):
         issue_order(s, 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40), st.integers(0, 6)),
+                min_size=1, max_size=120),
+       st.integers(1, 9), st.booleans(), st.booleans())
+def test_issue_permutation_is_the_lexicographic_order(rows, resident, in_order, wide):
+    # streams come sorted by launch and warp, which the counting sort within waves
+    # uses; any other order takes the general sort: both are lexsort's order
+    launch, warp, inst = (np.array(c, dtype=np.int64) for c in zip(*rows))
+    if in_order:
+        by = np.lexsort((warp, launch))
+        launch, warp, inst = launch[by], warp[by], inst[by]
+    if wide:    # instructions spanning far more values than rows: the merge sort
+        inst = inst * 100_003
+    expect = np.lexsort((warp, inst, warp // resident, launch))
+    got = issue_permutation(launch.astype(np.uint32), warp, inst.astype(np.int32), resident)
+    assert np.array_equal(got, expect)
 
 
 def test_stream_translation_uses_host_requests_in_issue_order(cfg):

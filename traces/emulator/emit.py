@@ -85,9 +85,10 @@ class LaunchPlan:
     a: np.ndarray         # first index of trip 0
     row_start: np.ndarray
     row_end: np.ndarray
-    is_active_v: np.ndarray | None  # bool per vertex (naive, device; balanced)
+    is_active_v: np.ndarray | None  # bool per vertex (naive with device arrays; balanced)
     win: np.ndarray | None = None   # balanced: every unit's window starts, unit after unit
     live_v: np.ndarray | None = None  # balanced: bool per vertex, active with a non-empty list
+    lanes: np.ndarray | None = None   # naive, host arrays only: each unit's active lanes (bits)
 
     @property
     def total_rows(self) -> int:
@@ -217,7 +218,7 @@ def plan_launch(csr: CSR, variant: str, prog: Program, active: np.ndarray, launc
     offsets = csr.offsets
     P = len(prog.trip)
     n_check, n_active = len(prog.check), len(prog.active)
-    win = live = None
+    win = live = lanes = None
     if variant == "balanced":
         is_active_v = np.zeros(V, dtype=bool)
         is_active_v[active] = True
@@ -248,17 +249,22 @@ def plan_launch(csr: CSR, variant: str, prog: Program, active: np.ndarray, launc
             np.maximum.at(trips, w_act, deg_act)
             unit_active = np.zeros(len(warps), dtype=bool)
             unit_active[w_act] = True
+            is_active_v = np.zeros(V, dtype=bool)
+            is_active_v[active] = True
         else:
+            # the active lanes of each warp as a bit mask: no pass over every vertex
             warps, first = np.unique(w_act, return_index=True)
             trips = np.maximum.reduceat(deg_act, first) if len(first) else np.zeros(0, np.int64)
+            bits = np.left_shift(np.uint32(1), (active % WARP_SIZE).astype(np.uint32))
+            lanes = (np.bitwise_or.reduceat(bits, first) if len(first)
+                     else np.zeros(0, np.uint32))
             keep = trips > 0
-            warps, trips = warps[keep], trips[keep]
+            warps, trips, lanes = warps[keep], trips[keep], lanes[keep]
             unit_active = np.ones(len(warps), dtype=bool)
+            is_active_v = None
         vertex = np.full(len(warps), -1, dtype=np.int64)
         zeros = np.zeros(len(warps), dtype=np.int64)
         s = e = a = zeros
-        is_active_v = np.zeros(V, dtype=bool)
-        is_active_v[active] = True
     else:
         if include_device:
             vertex = np.arange(V, dtype=np.int64)
@@ -281,7 +287,7 @@ def plan_launch(csr: CSR, variant: str, prog: Program, active: np.ndarray, launc
     rows = pro + trips * P
     row_end = np.cumsum(rows)
     return LaunchPlan(launch, launch, warps.astype(np.int64), vertex, unit_active, trips, pro,
-                      s, e, a, row_end - rows, row_end, is_active_v, win, live)
+                      s, e, a, row_end - rows, row_end, is_active_v, win, live, lanes)
 
 
 def chunk_bounds(plan: LaunchPlan, P: int, chunk_rows: int) -> Iterator[tuple[int, int]]:
@@ -401,14 +407,14 @@ _LANES_RANGE, _LANES_NAIVE, _LANES_WINDOW = 0, 1, 2
 
 @njit(cache=True)
 def _host_lanes(how, u, is_trip, k, first, warp_g, base, width, a, s, e, offsets, deg,
-                active_v, live_v, own, addr, mask):
+                lanes, live_v, own, addr, mask):
     """The lanes of rows whose instructions all read host arrays (element indices into
     the row's array): ``addr[i, lane]`` (0 where the lane reads nothing) and the row's
     lane mask, as :meth:`Materialiser.rows` computes them lane array by lane array.
     A prologue row reads nothing; a trip row's lane reads element ``idx`` where:
     ``_LANES_RANGE``, idx = a[u] + 32 k + lane within [s[u], e[u]); ``_LANES_NAIVE``,
-    its vertex v = 32 warp + lane is active with more than k neighbours, idx =
-    offsets[v] + k; ``_LANES_WINDOW``, idx = first[i] + lane within [s[u], e[u]) and
+    its vertex v = 32 warp + lane is active (bit ``lane`` of ``lanes[u]``) with more
+    than k neighbours, idx = offsets[v] + k; ``_LANES_WINDOW``, idx = first[i] + lane within [s[u], e[u]) and
     in the list of a live vertex (``own``: each lane's owner)."""
     V = len(offsets) - 1
     for i in range(len(u)):
@@ -423,7 +429,7 @@ def _host_lanes(how, u, is_trip, k, first, warp_g, base, width, a, s, e, offsets
                     ok = s[w] <= idx < e[w]
                 elif how == _LANES_NAIVE:
                     v = warp_g[i] * WARP_SIZE + lane
-                    if v < V and active_v[v] and k[i] < deg[v]:
+                    if v < V and (lanes[w] >> lane) & 1 and k[i] < deg[v]:
                         idx = offsets[v] + k[i]
                         ok = True
                 else:
@@ -499,7 +505,11 @@ class Materialiser:
             vl = warp_g[:, None] * WARP_SIZE + _LANES[None, :]
             in_range = vl < V
             vlc = np.where(in_range, vl, 0)
-            act = in_range & plan.is_active_v[vlc]
+            if plan.is_active_v is not None:
+                act = in_range & plan.is_active_v[vlc]
+            else:           # a host-only plan: its units' lane bits
+                act = in_range & ((plan.lanes[u][:, None] >> _LANES[None, :].astype(np.uint32))
+                                  & np.uint32(1)).astype(bool)
             idx = csr.offsets[vlc].astype(np.int64) + k[:, None]
             valid = act & (k[:, None] < self.deg[vlc]) & is_trip[:, None]
         else:
@@ -558,7 +568,8 @@ class Materialiser:
         offsets = np.ascontiguousarray(self.csr.offsets).view(np.int64)
         none_b, none_i = np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.int64)
         first, own = none_i, np.zeros((0, WARP_SIZE), dtype=np.int64)
-        active_v = live_v = none_b
+        live_v = none_b
+        lanes = np.zeros(0, dtype=np.uint32)
         deg = none_i
         if self.variant == "balanced":
             how = _LANES_WINDOW
@@ -569,14 +580,14 @@ class Materialiser:
             live_v = plan.live_v
         elif self.variant == "naive":
             how = _LANES_NAIVE
-            active_v, deg = plan.is_active_v, self.deg
+            lanes, deg = plan.lanes, self.deg
         else:
             how = _LANES_RANGE
         addr = np.empty((n, WARP_SIZE), dtype=np.uint64)
         mask = np.empty(n, dtype=np.uint32)
         _host_lanes(how, u.astype(np.int64), is_trip, k.astype(np.int64), first,
                     warp_g.astype(np.int64), self.i_base[instr], self.i_width[instr],
-                    plan.a, plan.s, plan.e, offsets, deg, active_v, live_v, own,
+                    plan.a, plan.s, plan.e, offsets, deg, lanes, live_v, own,
                     addr.view(np.int64), mask)
         return addr, mask
 

@@ -150,7 +150,8 @@ def trip_lines(csr, plan, variant: str, base: int, width_B: int,
     ``a + 32 t + 31`` of ``[s, e)``; a naive warp's trip t the t-th edge of each of its
     active vertices; a balanced warp's trip t the elements of its live lists in its
     window t. ``active``: the launch's active vertices (sorted), where the caller has
-    them (else read off ``plan.is_active_v``, a pass over every vertex)."""
+    them (else read off the plan's ``lanes`` or ``is_active_v``, a pass over every
+    vertex)."""
     T = plan.trips.astype(np.int64)
     trip_off = np.cumsum(T) - T
     counts = np.zeros(int(T.sum()), dtype=np.int64)
@@ -160,8 +161,14 @@ def trip_lines(csr, plan, variant: str, base: int, width_B: int,
     if variant in ("naive", "balanced"):
         # lanes: the active vertices of each unit's warp
         per_warp = WARP_SIZE if variant == "naive" else CHUNK_VERTICES
-        v = (np.flatnonzero(plan.is_active_v) if active is None
-             else np.asarray(active, dtype=np.int64))
+        if active is not None:
+            v = np.asarray(active, dtype=np.int64)
+        elif plan.lanes is not None:
+            unit, lane = np.nonzero((plan.lanes[:, None] >> np.arange(WARP_SIZE, dtype=np.uint32))
+                                    & np.uint32(1))
+            v = plan.warp[unit] * WARP_SIZE + lane
+        else:
+            v = np.flatnonzero(plan.is_active_v)
         unit_of = np.searchsorted(plan.warp, v // per_warp)
         keep = (unit_of < len(plan.warp)) & (plan.warp[np.minimum(unit_of, len(plan.warp) - 1)]
                                               == v // per_warp)
