@@ -207,6 +207,19 @@ def _uniform(key: np.ndarray, salt: int) -> np.ndarray:
         * (1.0 / (1 << 53))
 
 
+def _sector_index(sectors: np.ndarray) -> tuple[np.ndarray, int]:
+    """An index per sector read, the same for reads of one sector, and the number of
+    indices: the sector's offset from the least where they lie close together (a
+    strided pattern's), else its rank among the distinct sectors (a sort)."""
+    if len(sectors) == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    lo, hi = int(sectors.min()), int(sectors.max())
+    if hi - lo < 4 * len(sectors) + 1024:
+        return (sectors - lo).astype(np.int64), hi - lo + 1
+    keys, inverse = np.unique(sectors, return_inverse=True)
+    return inverse, len(keys)
+
+
 def lossy_sector_requests(warp: np.ndarray, gid: np.ndarray, e: np.ndarray,
                           lane_lo: np.ndarray, active: np.ndarray, bytes_per_lane: int,
                           group: int, refetch: float):
@@ -233,10 +246,10 @@ def lossy_sector_requests(warp: np.ndarray, gid: np.ndarray, e: np.ndarray,
     first_visit = (e[:, None] == 0) | (sector != ((lane_lo - bpl) >> 5))
     send = first_in_inst & (first_visit | (_uniform(lane_lo >> 4, REVISIT_SALT) < p))
     copies = send.astype(np.int64) * (1 + (_uniform(lane_lo >> 4, DUPLICATE_SALT) < d))
-    keys, inverse = np.unique(sector[active], return_inverse=True)
-    read_B = np.bincount(inverse, minlength=len(keys)) * bpl
+    inverse, n_keys = _sector_index(sector[active])
+    read_B = np.bincount(inverse, minlength=n_keys) * bpl
     refetched_B = np.bincount(inverse, weights=(send & ~first_visit)[active] * span,
-                              minlength=len(keys))
+                              minlength=n_keys)
     credit = np.zeros(lane_lo.shape, dtype=np.int64)
     credit[active] = np.where(first_visit[active], read_B[inverse] - refetched_B[inverse],
                               np.minimum(span, read_B[inverse]))
