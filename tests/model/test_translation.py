@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from hostlink.model.config import TranslationConfig, load_system
 from hostlink.model.errors import ConfigError
-from hostlink.model.translation import (issue_order, issue_permutation, lru_misses, managed_host_view,
-                                        simulate_translation, stream_translation,
-                                        translation_bound_GBps, translation_misses,
-                                        warp_page_repeats)
+from hostlink.model.translation import (issue_order, issue_permutation, lru_misses,
+                                        managed_host_view, simulate_translation,
+                                        stream_translation, translation_bound_GBps,
+                                        translation_misses, warp_page_repeats)
 from hostlink.model.workload import SPACE_DEVICE, SPACE_HOST, RequestStream
 
 

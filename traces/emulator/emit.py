@@ -414,8 +414,8 @@ def _host_lanes(how, u, is_trip, k, first, warp_g, base, width, a, s, e, offsets
     A prologue row reads nothing; a trip row's lane reads element ``idx`` where:
     ``_LANES_RANGE``, idx = a[u] + 32 k + lane within [s[u], e[u]); ``_LANES_NAIVE``,
     its vertex v = 32 warp + lane is active (bit ``lane`` of ``lanes[u]``) with more
-    than k neighbours, idx = offsets[v] + k; ``_LANES_WINDOW``, idx = first[i] + lane within [s[u], e[u]) and
-    in the list of a live vertex (``own``: each lane's owner)."""
+    than k neighbours, idx = offsets[v] + k; ``_LANES_WINDOW``, idx = first[i] + lane
+    within [s[u], e[u]) and in the list of a live vertex (``own``: each lane's owner)."""
     V = len(offsets) - 1
     for i in range(len(u)):
         m = 0
