@@ -207,6 +207,11 @@ def _uniform(key: np.ndarray, salt: int) -> np.ndarray:
         * (1.0 / (1 << 53))
 
 
+#: sectors are indexed by offset while they span at most this many per read, plus the
+#: slack (the counts' memory, not a measurement); else ranked by a sort
+OFFSET_SPAN_PER_READ, OFFSET_SPAN_SLACK = 4, 1024
+
+
 def _sector_index(sectors: np.ndarray) -> tuple[np.ndarray, int]:
     """An index per sector read, the same for reads of one sector, and the number of
     indices: the sector's offset from the least where they lie close together (a
@@ -214,7 +219,7 @@ def _sector_index(sectors: np.ndarray) -> tuple[np.ndarray, int]:
     if len(sectors) == 0:
         return np.zeros(0, dtype=np.int64), 0
     lo, hi = int(sectors.min()), int(sectors.max())
-    if hi - lo < 4 * len(sectors) + 1024:
+    if hi - lo < OFFSET_SPAN_PER_READ * len(sectors) + OFFSET_SPAN_SLACK:
         return (sectors - lo).astype(np.int64), hi - lo + 1
     keys, inverse = np.unique(sectors, return_inverse=True)
     return inverse, len(keys)

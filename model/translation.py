@@ -329,6 +329,11 @@ def issue_permutation(launch: np.ndarray, warp: np.ndarray, inst: np.ndarray,
     return np.lexsort((warp, inst, wave, launch))
 
 
+#: a wave's instructions are counting-sorted while they span at most this many values
+#: per row, plus the slack below (the counts' memory, not a measurement); else merge-sorted
+COUNTING_SPAN_PER_ROW, COUNTING_SPAN_SLACK = 4, 1024
+
+
 @numba.njit(cache=True)
 def _in_launch_warp_order(launch, warp) -> bool:
     """True when the rows are sorted by launch, then warp (as streams are made)."""
@@ -358,7 +363,7 @@ def _by_inst_within_waves(launch, warp, inst, resident):
             lo = min(lo, np.int64(inst[i]))
             hi = max(hi, np.int64(inst[i]))
         span = hi - lo + 1
-        if span > 4 * (e - s) + 1024:
+        if span > COUNTING_SPAN_PER_ROW * (e - s) + COUNTING_SPAN_SLACK:
             part = np.argsort(inst[s:e], kind="mergesort")
             for i in range(e - s):
                 out[s + i] = s + part[i]

@@ -90,6 +90,12 @@ class LaunchPlan:
     live_v: np.ndarray | None = None  # balanced: bool per vertex, active with a non-empty list
     lanes: np.ndarray | None = None   # naive, host arrays only: each unit's active lanes (bits)
 
+    def lane_mask(self, units: np.ndarray | None = None) -> np.ndarray:
+        """Bool (units, 32): the active lanes of ``units`` (default every unit) of a
+        host-only naive plan, from its ``lanes`` bits."""
+        bits = self.lanes if units is None else self.lanes[units]
+        return ((bits[:, None] >> np.arange(WARP_SIZE, dtype=np.uint32)) & np.uint32(1)) == 1
+
     @property
     def total_rows(self) -> int:
         return int(self.row_end[-1]) if len(self.row_end) else 0
@@ -508,8 +514,7 @@ class Materialiser:
             if plan.is_active_v is not None:
                 act = in_range & plan.is_active_v[vlc]
             else:           # a host-only plan: its units' lane bits
-                act = in_range & ((plan.lanes[u][:, None] >> _LANES[None, :].astype(np.uint32))
-                                  & np.uint32(1)).astype(bool)
+                act = in_range & plan.lane_mask(u)
             idx = csr.offsets[vlc].astype(np.int64) + k[:, None]
             valid = act & (k[:, None] < self.deg[vlc]) & is_trip[:, None]
         else:

@@ -164,8 +164,7 @@ def trip_lines(csr, plan, variant: str, base: int, width_B: int,
         if active is not None:
             v = np.asarray(active, dtype=np.int64)
         elif plan.lanes is not None:
-            unit, lane = np.nonzero((plan.lanes[:, None] >> np.arange(WARP_SIZE, dtype=np.uint32))
-                                    & np.uint32(1))
+            unit, lane = np.nonzero(plan.lane_mask())
             v = plan.warp[unit] * WARP_SIZE + lane
         else:
             v = np.flatnonzero(plan.is_active_v)

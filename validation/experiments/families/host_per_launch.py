@@ -49,7 +49,7 @@ def host_per_launch(summary: pd.DataFrame) -> pd.DataFrame:
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0].startswith("-"):
-        print(__doc__.strip().splitlines()[-3], file=sys.stderr)
+        print("usage: python3 host_per_launch.py REPORT [--out FOLDER]", file=sys.stderr)
         return 2
     report = Path(argv[0])
     out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else report
