@@ -24,6 +24,26 @@ stall (``LaunchInfo.stall_sm_clocks``: the vertex tests of a traversal launch,
 :mod:`hostlink.traces.scan_cost`), those SM clocks join the first term, spread
 over the same SMs.
 
+Tests and walks from host memory. A chunked or balanced traversal launch tests
+every vertex of its graph and walks the lists of the few that are active; a
+warp walks its active vertices' lists between its tests, and its later tests
+wait for the walks. The tests' rate was measured in device memory, where a
+walk's reads return about as fast as the tests' own. From host memory each of
+a warp's walks in turn waits a round trip more, and its CTA holds its slot
+that much longer. The tests' CTAs run in waves of the slots, so a CTA whose
+wave ends before the last one can take some of that time without delaying the
+launch. So where a launch's record holds its tests' stalls and its lists are
+read from host memory, its floor is the tests' issue time plus the most that
+any warp's dependent chain of memory instructions takes beyond the same chain
+in device memory, less the share of the floor left after its CTA's wave
+(:func:`hostlink.model.predict.host_walks_ns`), not the larger of the floor and
+the walks. Measured (validation/experiments/families/runs/*/walks_per_warp.csv):
+on luxembourg_osm's chunked launches (two waves), host memory adds 0.7, 1.8,
+2.3 and 3.2 us on an H100 (1.9, 2.9, 3.6 and 4.3 on an H200) where one warp
+walks 1, 2, 3 and 4 or more lists in turn, about 0.8-0.9 us a list, where the
+presets' host load-to-use latency less a device access is 1.04-1.06 us; the
+launches' own time in device memory grows by 0.2-0.4 us a list.
+
 Assumptions: every other instruction issues in one clock (no replays, no
 dependences, no latency: for them the floor is a bound, not an estimate); the
 SMs run at the configured clock. The counts come from the trace a stream was coalesced
@@ -150,11 +170,14 @@ def stream_issue_floor_ns(stream, gpu, n: int) -> np.ndarray:
     return issue_floor_ns(total, longest, ctas, gpu, stall)
 
 
-def apply_issue_floor(kernel_ns: np.ndarray, stream, gpu) -> tuple[np.ndarray, dict]:
+def apply_issue_floor(kernel_ns: np.ndarray, stream, gpu,
+                      floor_ns: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """``max(kernel_ns, issue floor)`` per launch, and a summary: ``floor_s`` (the
     floors summed), ``launches`` (those whose floor exceeds their memory time) and
-    ``binds`` (the floor sets more than half of the kernels' time)."""
-    floor = stream_issue_floor_ns(stream, gpu, len(kernel_ns))
+    ``binds`` (the floor sets more than half of the kernels' time). ``floor_ns``: the
+    floors, where the caller has them (tests and walks added), else the stream's."""
+    floor = (stream_issue_floor_ns(stream, gpu, len(kernel_ns)) if floor_ns is None
+             else np.asarray(floor_ns, dtype=np.float64))
     out = np.maximum(kernel_ns, floor)
     over = floor > kernel_ns
     binds = bool(over.any() and floor[over].sum() > 0.5 * out.sum())

@@ -234,6 +234,72 @@ def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: f
     return out
 
 
+def host_walks_ns(stream: RequestStream, system: SystemConfig, n: int) -> np.ndarray:
+    """Per launch, what reading its walks' lists from host memory adds to the issue
+    floor of its vertex tests (:mod:`hostlink.model.compute`, "Tests and walks from
+    host memory"); 0 but for launches that test every vertex at a measured rate (their
+    record's ``stall_sm_clocks``: the chunked and balanced traversal launches,
+    :mod:`hostlink.traces.scan_cost`).
+
+    A warp's walks wait longer from host memory by its dependent chain
+    (:func:`critical_path_ns`) with its host reads at the host's load-to-use latency
+    less the same chain at device memory's. Its CTA holds its slot that much longer.
+    The floor's CTAs run in waves of the launch's CTA slots, each wave ending a share
+    of the floor after the one before; a CTA that would end a wave early delays the
+    launch only by what its walks add beyond the rest of the floor, so the launch
+    takes the most any warp's walks add beyond that slack. Assumptions: each wave
+    of the grid's CTAs (:func:`hostlink.model.occupancy.ctas_per_sm` a SM) takes an
+    equal share of the floor, the last ending with it; a warp's walks delay it by
+    the same wherever they lie among its tests."""
+    from hostlink.model.analytic_launch import warp_chains
+    from hostlink.model.compute import stream_issue_floor_ns
+    from hostlink.model.occupancy import ctas_per_sm
+    out = np.zeros(n)
+    infos = list(stream.launches[:n])
+    scans = np.array([float(getattr(i, "stall_sm_clocks", 0.0) or 0.0) > 0 for i in infos]
+                     + [False] * (n - len(infos)), dtype=bool)
+    if not scans.any() or len(stream) == 0:
+        return out
+    gpu = system.gpu
+
+    def chains(as_device: bool):
+        return warp_chains(stream, host_latency_ns(system), gpu.device_lat_ns,
+                           gpu.loads_in_flight_per_warp, as_device=as_device,
+                           atomic_extra_ns=gpu.atomic_extra_ns,
+                           atomic_spread_ns=gpu.atomic_spread_ns,
+                           host_gap_ns=gpu.host_request_gap_ns,
+                           device_gap_ns=gpu.request_gap_ns)
+
+    host, device = chains(False), chains(True)
+    launch = host.launch.astype(np.int64)
+    keep = (launch < n) & scans[np.minimum(launch, n - 1)]
+    if not keep.any():
+        return out
+    launch = launch[keep]
+    extra = (host.chain_ns - device.chain_ns)[keep]
+    wpc = np.array([max(1, int(i.warps_per_cta)) for i in infos] + [1] * (n - len(infos)))
+    regs = np.array([int(i.regs_per_thread) for i in infos] + [0] * (n - len(infos)))
+    grid = np.array([max(1, int(i.ctas)) for i in infos] + [1] * (n - len(infos)), dtype=float)
+    slots = gpu.sm_count * ctas_per_sm(gpu.max_warps_per_sm, gpu.registers_per_sm, wpc, regs)
+    cta = host.warp.astype(np.int64)[keep] // wpc[launch]
+    # the share of the floor by which the CTA's wave has ended (the last wave at 1)
+    waves = grid[launch] / slots[launch]
+    ends = np.minimum(1.0, (cta // slots[launch] + 1) / waves)
+    slack = stream_issue_floor_ns(stream, gpu, n)[launch] * (1.0 - ends)
+    np.maximum.at(out, launch, extra - slack)
+    return np.maximum(out, 0.0)
+
+
+def launch_issue_floor_ns(stream: RequestStream, system: SystemConfig, n: int, *,
+                          from_host: bool) -> np.ndarray:
+    """Per launch, the least time its SMs need to issue its instructions
+    (:func:`hostlink.model.compute.stream_issue_floor_ns`), and where its walks read
+    host memory (``from_host``) what those reads add (:func:`host_walks_ns`)."""
+    from hostlink.model.compute import stream_issue_floor_ns
+    floor = stream_issue_floor_ns(stream, system.gpu, n)
+    return floor + host_walks_ns(stream, system, n) if from_host else floor
+
+
 def launch_terms_ns(stream: RequestStream, system: SystemConfig,
                     as_device: bool = False) -> dict[str, np.ndarray]:
     """Per launch, the analytic fidelity's terms from the warps and the SMs: the
@@ -697,9 +763,10 @@ def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *
         kernel_ns = np.pad(kernel_ns, (0, n - len(kernel_ns)))
     work_bound = part["bound"]
     from hostlink.model.compute import BOUND as ISSUE_BOUND
-    from hostlink.model.compute import apply_issue_floor, stream_issue_floor_ns
-    issue_ns = stream_issue_floor_ns(stream, system.gpu, len(kernel_ns))
-    kernel_ns, issue = apply_issue_floor(kernel_ns, stream, system.gpu)
+    from hostlink.model.compute import apply_issue_floor
+    issue_ns = launch_issue_floor_ns(stream, system, len(kernel_ns),
+                                     from_host=mode in ("zerocopy", "uvm_accessedby"))
+    kernel_ns, issue = apply_issue_floor(kernel_ns, stream, system.gpu, floor_ns=issue_ns)
     if issue["binds"]:  # compute (instruction issue), not memory, sets the time
         part["bound"] = ISSUE_BOUND
     # the engines pace the CTAs: a des run's work holds the dispatch

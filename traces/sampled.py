@@ -16,7 +16,9 @@ The levels are then of two kinds, sampled in two ways:
   Sampling CTAs, not single warps, keeps the neighbouring lists a CTA's warps
   read together, as the L1 sees them. A group pays the launch's tests of every
   vertex once, as the level does, so the issue floor applies to the level's
-  estimate, not to the group's time (:func:`_issue_floors`).
+  estimate, not to the group's time (:func:`_issue_floors`). From host memory
+  that floor also takes what the group's walks add to the tests
+  (:func:`hostlink.model.predict.host_walks_ns`).
 
   At the des fidelity each group runs on a miniature of the GPU and its host
   of the group's share s = f_l / GROUPS, in whole SMs
@@ -485,7 +487,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     from hostlink.model.des.miniature import miniature_sms
     from hostlink.model.host_loop import launch_gaps_ns
     from hostlink.model.loaded_rtt import settle_rtt
-    from hostlink.model.predict import predict, resolve_system
+    from hostlink.model.predict import host_walks_ns, predict, resolve_system
     from hostlink.model.runs import without_launch
     from hostlink.traces.emulator import AlgorithmRun
     from hostlink.traces.emulator.emit import THREADS_PER_CTA, grid_of, threads_of
@@ -583,6 +585,9 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
                                load_ahead=load_ahead, max_device_edges=0, run=run_)
         floors, bare = _issue_floors(w, gpu, id_bytes, nc[p.level[ks]], cost[ks],
                                      [p.kind[k] for k in ks])
+        if mode != "device":     # the walks' host reads, with the program's loads in flight
+            floors = floors + host_walks_ns(w.stream, system_with(system, {
+                "gpu.loads_in_flight_per_warp": int(w.loads_in_flight)}), len(floors))
         works[sh] = (np.array(ks), floors, bare)
     issue_ns = np.zeros(n_launch)
     for ks, floors, _ in works.values():

@@ -55,6 +55,27 @@ def test_a_partial_report_replaces_its_cases_only(summary_module):
     assert both.loc["bfs/road/naive/zerocopy/8B", "predicted"] == 12.0
 
 
+def test_later_partial_reports_replace_earlier_ones(summary_module, tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    _summary([("bfs/road/naive/zerocopy/8B", 10.0, 12.0),
+              ("bfs/road/balanced/zerocopy/8B", 10.0, 5.0)]).to_csv(run / "summary.csv")
+    _summary([("bfs/road/balanced/zerocopy/8B", 10.0, 8.0),
+              ("bfs/road/naive/zerocopy/8B", 10.0, 11.0)]).to_csv(tmp_path / "a.csv")
+    _summary([("bfs/road/balanced/zerocopy/8B", 10.0, 9.0)]).to_csv(tmp_path / "b.csv")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert summary_module.main([str(run), "--replace", str(tmp_path / "a.csv"), "--replace",
+                                str(tmp_path / "b.csv"), "--out", str(out)]) == 0
+    (e,) = pd.read_csv(out / "errors.csv").to_dict("records")
+    assert e["mape_pct"] == pytest.approx(10.0)       # naive +10% (a), balanced -10% (b)
+    assert not (run / "errors.csv").exists()
+    # a replacement without a folder of its own, or a stray argument: usage, status 2
+    assert summary_module.main([str(run), "--replace", str(tmp_path / "a.csv")]) == 2
+    assert summary_module.main([str(run), "--only", "x"]) == 2
+    assert "usage" in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def host_module():
     return load_script(script_path("families", "host_per_launch.py"))
@@ -94,3 +115,59 @@ def test_the_committed_table_shows_the_scan_hiding_host_reads(host_module):
     assert len(scans) == 8
     assert (scans["host_adds_us_measured"] > 0.9).all()
     assert (scans["host_adds_us_predicted"] < 0.9).all()
+
+
+@pytest.fixture(scope="module")
+def walks_module():
+    return load_script(script_path("families", "walks_per_warp.py"))
+
+
+def test_the_most_active_vertices_of_one_warp_per_level(walks_module):
+    import numpy as np
+    # warps of eight vertices: level 1 holds three of warp 0's and one of warp 1's,
+    # level 2 two of warp 2's; -1: not reached
+    level = np.full(24, -1, dtype=np.int32)
+    level[0] = 0
+    level[[1, 2, 5, 9]] = 1
+    level[[16, 23]] = 2
+    assert walks_module.most_active_per_warp(level, 4).tolist() == [1, 3, 2, 0]
+    assert walks_module.most_active_per_warp(np.full(8, -1, np.int32), 2).tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("gpu", ["h200", "h100"])
+def test_the_committed_table_shows_walks_in_turn_adding_up(walks_module, gpu):
+    # luxembourg_osm's chunked launches: each more list one warp walks in turn adds to
+    # what host memory costs the launch; the balanced walk, which reads a warp's lists
+    # together, adds about the same whatever the count
+    from hostlink.validation.data_tree import run_dir
+    run = run_dir("families", gpu)
+    t = walks_module.walks_per_warp(run, ["luxembourg_osm"])
+    committed = pd.read_csv(run / "walks_per_warp.csv")
+    committed = committed[committed["graph"] == "luxembourg_osm"]
+    assert committed["host_adds_us"].to_numpy() == pytest.approx(
+        t["host_adds_us"].to_numpy(), abs=1e-3)
+    chunked = t[t["variant"] == "chunked"]["host_adds_us"].to_numpy()
+    balanced = t[t["variant"] == "balanced"]["host_adds_us"].to_numpy()
+    assert len(chunked) == 4 and (chunked[1:] - chunked[:-1] > 0.4).all()
+    assert chunked[-1] - chunked[0] > 2.0 and balanced.max() - balanced.min() < 0.8
+
+
+def test_the_walks_report_adds_the_host_reads_to_the_tests(host_module):
+    # since the model adds the walks' host reads to the vertex tests, the chunked and
+    # balanced launches on the road-like graphs gain what the GPU pays, in part
+    from hostlink.validation.data_tree import run_dir
+    graphs = ["luxembourg_osm", "road_local", "road_shuffled", "grid3d"]
+    gaps = {}
+    for report in ("dispatch", "walks"):
+        folder = run_dir("families", "h200") / report
+        t = host_module.host_per_launch(pd.read_csv(folder / "summary.csv"))
+        committed = pd.read_csv(folder / "host_per_launch.csv")
+        assert committed["host_adds_us_predicted"].to_numpy() == pytest.approx(
+            t["host_adds_us_predicted"].to_numpy(), abs=1e-3)
+        scans = t[t["variant"].isin(["chunked", "balanced"]) & t["graph"].isin(graphs)]
+        assert len(scans) == 8
+        gaps[report] = (scans["host_adds_us_predicted"]
+                        - scans["host_adds_us_measured"]).abs().mean()
+        if report == "walks":
+            assert (scans["host_adds_us_predicted"] > 0.3).all()
+    assert gaps["walks"] < 0.6 * gaps["dispatch"]

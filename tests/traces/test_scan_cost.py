@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hostlink.model.config import load_system
-from hostlink.model.predict import predict
+from hostlink.model.compute import stream_issue_floor_ns
+from hostlink.model.config import load_system, system_with
+from hostlink.model.predict import host_latency_ns, host_walks_ns, predict
 from hostlink.traces.graphs.families import build_graph
 from hostlink.traces.scan_cost import (SCAN_ISSUE_PER_CLK, SCAN_WARP_INSTS, per_vertex,
                                        scan_stall_sm_clocks, scan_warp_insts)
@@ -126,3 +127,61 @@ def test_a_scan_of_many_vertices_is_bound_by_issue():
     # a launch expands a few vertices; the events around it add gpu.launch_ns
     assert np.median(kernel_ns) < 1.1 * floor_ns + system.gpu.launch_ns
     assert pred.extra["issue"]["binds"]
+
+
+def _longest_extra_chains_ns(stream, system, n):
+    """Per launch, the most a warp's chain takes from host memory beyond device memory."""
+    from hostlink.model.analytic_launch import warp_chains
+    gpu = system.gpu
+    args = (stream, host_latency_ns(system), gpu.device_lat_ns, gpu.loads_in_flight_per_warp)
+    kw = dict(atomic_extra_ns=gpu.atomic_extra_ns, atomic_spread_ns=gpu.atomic_spread_ns,
+              host_gap_ns=gpu.host_request_gap_ns, device_gap_ns=gpu.request_gap_ns)
+    host = warp_chains(*args, as_device=False, **kw)
+    device = warp_chains(*args, as_device=True, **kw)
+    out = np.zeros(n)
+    np.maximum.at(out, host.launch, host.chain_ns - device.chain_ns)
+    return out
+
+
+def test_one_wave_of_ctas_adds_its_longest_walks_whole():
+    # 16384 vertices, 256 CTAs of eight warps: one wave of the slots, no slack
+    system = load_system("h200-pcie5")
+    g = build_graph("grid", dims="128x128", ids="shuffled", seed=3)
+    work = traversal_workload(g, "bfs", "chunked", system.gpu, source=5, id_bytes=8)
+    n = len(work.stream.launches)
+    adds_ns = host_walks_ns(work.stream, system, n)
+    assert adds_ns == pytest.approx(_longest_extra_chains_ns(work.stream, system, n))
+    assert adds_ns.min() >= host_latency_ns(system) - system.gpu.device_lat_ns - 1e-6
+
+
+def test_walks_from_host_memory_add_their_round_trips_to_the_tests():
+    # a warp's walks read host memory between its tests: the launches the tests bind
+    # take the tests' issue plus what the longest warp's chain takes beyond device memory
+    # 262144 vertices tested a launch: the tests bind (as above)
+    system = load_system("h200-pcie5")
+    g = build_graph("grid", dims="512x512", ids="shuffled", seed=3)
+    work = traversal_workload(g, "bfs", "chunked", system.gpu, source=5, id_bytes=8)
+    n = len(work.stream.launches)
+    floor_ns = stream_issue_floor_ns(work.stream, system.gpu, n)
+    pred = predict(work, system, mode="zerocopy")
+    loaded = system_with(system, {"link.rtt_ns": pred.extra["loaded_rtt_ns"]["loaded"],
+                                  "link.rtt_at_full_link_ns": 0.0})
+    adds_ns = host_walks_ns(work.stream, loaded, n)
+    kernel_ns = np.asarray(pred.per_launch_kernel_s) * 1e9 - system.gpu.launch_ns
+    assert (kernel_ns >= floor_ns + adds_ns - 1e-6).all()
+    assert (kernel_ns <= floor_ns + adds_ns + 1e-6).mean() > 0.5     # the tests bind most
+    # a warp's walks wait a round trip each where device memory would have answered;
+    # its CTA's wave ends early enough in this grid (4096 CTAs, about four waves of the
+    # slots) that some launches hide part of it
+    per_walk_ns = host_latency_ns(system) - system.gpu.device_lat_ns
+    whole_ns = _longest_extra_chains_ns(work.stream, loaded, n)
+    assert (adds_ns <= whole_ns + 1e-6).all() and (adds_ns < whole_ns - 1.0).any()
+    assert whole_ns.min() >= per_walk_ns - 1e-6
+    # in device memory the walks add nothing to the tests' measured rate
+    device = predict(work, system, mode="device")
+    dev_ns = np.asarray(device.per_launch_kernel_s) * 1e9 - system.gpu.launch_ns
+    assert (np.abs(dev_ns - floor_ns) < 1e-6).mean() > 0.5
+    assert np.median(kernel_ns - dev_ns) == pytest.approx(np.median(adds_ns), rel=0.05)
+    # variants whose tests were not measured at a rate get nothing added
+    merged = traversal_workload(g, "bfs", "merged", system.gpu, source=5, id_bytes=8)
+    assert not host_walks_ns(merged.stream, system, len(merged.stream.launches)).any()

@@ -3,10 +3,11 @@
 For each graph, BFS variant and id width of a report that holds both placements,
 the kernel time per launch in device memory and what zero-copy adds to it (the
 mean over reps and sources of kernel time over launches): the GPU's, and the
-model's. On graphs whose launches take 10-20 us, the GPU pays 1-3 us a launch for
-the host reads of a small frontier. The model hides them under the launch's CTA
-dispatch or its vertex tests (the scan floor of chunked and balanced,
-``traces/scan_cost.py``), so it adds little or nothing.
+model's. On graphs whose launches take 10-45 us, the GPU pays 1-3 us a launch for
+the host reads of a small frontier. The model hides them where they end within
+the launch's CTA dispatch; in the chunked and balanced launches, whose vertex
+tests set their time (``traces/scan_cost.py``), it adds what the longest walks
+from host memory take beyond device memory (``hostlink.model.predict.host_walks_ns``).
 
 Usage: python3 host_per_launch.py REPORT [--out FOLDER]
 (reads REPORT/summary.csv of `hostlink validate report`; writes

@@ -10,11 +10,11 @@ and device memory), the fastest case measured and the fastest predicted, and
 how much slower, measured, the predicted winner ran than the measured one (the
 acceptance allows 5%). Kernel time is the mean over reps and sources.
 
-Usage: python3 winners_summary.py RUN [--replace SUMMARY --out FOLDER]
+Usage: python3 winners_summary.py RUN [--replace SUMMARY ...] [--out FOLDER]
 (reads RUN/summary.csv of `hostlink validate report`; writes RUN/winners.csv and
 RUN/errors.csv and prints both). With ``--replace``, the cases SUMMARY holds (a
 report of some of RUN's cases, ``validate report --only``) take the place of
-RUN's rows of the same cases, and the tables go to FOLDER.
+RUN's rows of the same cases, each SUMMARY in turn, and the tables go to FOLDER.
 """
 from __future__ import annotations
 
@@ -67,15 +67,26 @@ def replaced(summary: pd.DataFrame, newer: pd.DataFrame) -> pd.DataFrame:
                      ignore_index=True)
 
 
-def main(argv: list[str]) -> None:
-    if len(argv) not in (1, 5) or (len(argv) == 5 and (argv[1], argv[3]) != ("--replace", "--out")):
-        raise SystemExit("usage: winners_summary.py RUN [--replace SUMMARY --out FOLDER]")
+def main(argv: list[str]) -> int:
+    usage = "usage: winners_summary.py RUN [--replace SUMMARY ...] [--out FOLDER]"
+    if not argv or argv[0].startswith("-") or len(argv) % 2 == 0:
+        print(usage, file=sys.stderr)
+        return 2
     run = argv[0]
+    pairs = list(zip(argv[1::2], argv[2::2]))
+    if any(flag not in ("--replace", "--out") for flag, _ in pairs) or \
+            [flag for flag, _ in pairs].count("--out") > 1:
+        print(usage, file=sys.stderr)
+        return 2
+    newer = [value for flag, value in pairs if flag == "--replace"]
+    outs = [value for flag, value in pairs if flag == "--out"]
+    if newer and not outs:
+        print(f"{usage}\n(--replace writes its tables to --out, not to RUN)", file=sys.stderr)
+        return 2
     summary = pd.read_csv(Path(run) / "summary.csv")
-    out = Path(run)
-    if len(argv) == 5:
-        summary = replaced(summary, pd.read_csv(argv[2]))
-        out = Path(argv[4])
+    for path in newer:          # in order: a later report's cases replace an earlier one's
+        summary = replaced(summary, pd.read_csv(path))
+    out = Path(outs[0]) if outs else Path(run)
     e = errors(summary)
     e.to_csv(out / "errors.csv", index=False, float_format="%.4g")
     print(e.pivot(index="graph", columns="placement", values="mape_pct").round(1).to_string())
@@ -85,7 +96,8 @@ def main(argv: list[str]) -> None:
         verdict = "same" if r.measured_winner == r.predicted_winner else f"{r.slower_pct:+.1f}%"
         print(f"{r.graph:16s} measured {r.measured_winner:24s} {r.measured_ms:9.3f} ms  "
               f"predicted {r.predicted_winner:24s} {verdict}")
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))
