@@ -67,3 +67,12 @@ def test_no_repeats_is_one_clear_error(tmp_path):
     from hostlink.model.errors import HostlinkError
     with pytest.raises(HostlinkError, match="no committed repeat runs"):
         spread_pct(tmp_path)
+
+
+def test_zero_copy_traversals_join_the_zero_copy_band_and_device_ones_do_not(tmp_path):
+    rows = [(f"c{i}", "micro/zc_warps/x", 1.0) for i in range(9)]
+    rows += [("t", "traversal/zerocopy", 40.0), ("d", "traversal/device", 80.0),
+             ("u", "traversal/uvm", 5.0)]
+    s = spread_pct(_fake(tmp_path, rows))
+    assert s["zerocopy"]["cases"] == 10
+    assert s["zerocopy"]["half_width_pct"] == pytest.approx(np.quantile([1.0] * 9 + [40.0], 0.9))
