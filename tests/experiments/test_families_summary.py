@@ -171,3 +171,14 @@ def test_the_walks_report_adds_the_host_reads_to_the_tests(host_module):
         if report == "walks":
             assert (scans["host_adds_us_predicted"] > 0.3).all()
     assert gaps["walks"] < 0.6 * gaps["dispatch"]
+
+
+def test_a_run_without_its_raw_output_is_refused(walks_module, tmp_path, capsys):
+    import shutil
+    from hostlink.validation.data_tree import run_dir
+    run = run_dir("families", "h100")
+    for name in ("metadata.json", "results.parquet", "manifest.toml"):
+        shutil.copy(run / name, tmp_path / name)
+    assert walks_module.main([str(tmp_path), "--graphs", "ca_grqc"]) == 2
+    assert "no raw program output" in capsys.readouterr().err
+    assert walks_module.main([str(tmp_path / "nowhere")]) == 2

@@ -102,7 +102,12 @@ def main(argv: list[str]) -> int:
     if not (run_dir / "metadata.json").is_file():
         print(f"{run_dir}: not a measured run (no metadata.json)", file=sys.stderr)
         return 2
-    table = walks_per_warp(run_dir, graphs)
+    from hostlink.model.errors import HostlinkError
+    try:
+        table = walks_per_warp(run_dir, graphs)
+    except HostlinkError as exc:
+        print(f"{run_dir}: {exc}", file=sys.stderr)
+        return 2
     if table.empty:
         print(f"{run_dir}: no chunked or balanced BFS measured in both zero-copy and "
               f"device memory", file=sys.stderr)
