@@ -170,14 +170,12 @@ def stream_issue_floor_ns(stream, gpu, n: int) -> np.ndarray:
     return issue_floor_ns(total, longest, ctas, gpu, stall)
 
 
-def apply_issue_floor(kernel_ns: np.ndarray, stream, gpu,
-                      floor_ns: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
-    """``max(kernel_ns, issue floor)`` per launch, and a summary: ``floor_s`` (the
-    floors summed), ``launches`` (those whose floor exceeds their memory time) and
-    ``binds`` (the floor sets more than half of the kernels' time). ``floor_ns``: the
-    floors, where the caller has them (tests and walks added), else the stream's."""
-    floor = (stream_issue_floor_ns(stream, gpu, len(kernel_ns)) if floor_ns is None
-             else np.asarray(floor_ns, dtype=np.float64))
+def apply_issue_floor(kernel_ns: np.ndarray, floor_ns: np.ndarray) -> tuple[np.ndarray, dict]:
+    """``max(kernel_ns, floor_ns)`` per launch (the floors: :func:`stream_issue_floor_ns`,
+    with what walks from host memory add where a caller has them), and a summary:
+    ``floor_s`` (the floors summed), ``launches`` (those whose floor exceeds their
+    memory time) and ``binds`` (the floor sets more than half of the kernels' time)."""
+    floor = np.asarray(floor_ns, dtype=np.float64)
     out = np.maximum(kernel_ns, floor)
     over = floor > kernel_ns
     binds = bool(over.any() and floor[over].sum() > 0.5 * out.sum())

@@ -234,9 +234,10 @@ def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: f
     return out
 
 
-def host_walks_ns(stream: RequestStream, system: SystemConfig, n: int) -> np.ndarray:
+def host_walks_ns(stream: RequestStream, system: SystemConfig,
+                  floor_ns: np.ndarray) -> np.ndarray:
     """Per launch, what reading its walks' lists from host memory adds to the issue
-    floor of its vertex tests (:mod:`hostlink.model.compute`, "Tests and walks from
+    floor of its vertex tests (``floor_ns``, one per launch) (:mod:`hostlink.model.compute`, "Tests and walks from
     host memory"); 0 but for launches that test every vertex at a measured rate (their
     record's ``stall_sm_clocks``: the chunked and balanced traversal launches,
     :mod:`hostlink.traces.scan_cost`).
@@ -252,8 +253,9 @@ def host_walks_ns(stream: RequestStream, system: SystemConfig, n: int) -> np.nda
     equal share of the floor, the last ending with it; a warp's walks delay it by
     the same wherever they lie among its tests."""
     from hostlink.model.analytic_launch import warp_chains
-    from hostlink.model.compute import stream_issue_floor_ns
     from hostlink.model.occupancy import ctas_per_sm
+    floor_ns = np.asarray(floor_ns, dtype=np.float64)
+    n = len(floor_ns)
     out = np.zeros(n)
     infos = list(stream.launches[:n])
     scans = np.array([float(getattr(i, "stall_sm_clocks", 0.0) or 0.0) > 0 for i in infos]
@@ -285,7 +287,7 @@ def host_walks_ns(stream: RequestStream, system: SystemConfig, n: int) -> np.nda
     # the share of the floor by which the CTA's wave has ended (the last wave at 1)
     waves = grid[launch] / slots[launch]
     ends = np.minimum(1.0, (cta // slots[launch] + 1) / waves)
-    slack = stream_issue_floor_ns(stream, gpu, n)[launch] * (1.0 - ends)
+    slack = floor_ns[launch] * (1.0 - ends)
     np.maximum.at(out, launch, extra - slack)
     return np.maximum(out, 0.0)
 
@@ -297,7 +299,7 @@ def launch_issue_floor_ns(stream: RequestStream, system: SystemConfig, n: int, *
     host memory (``from_host``) what those reads add (:func:`host_walks_ns`)."""
     from hostlink.model.compute import stream_issue_floor_ns
     floor = stream_issue_floor_ns(stream, system.gpu, n)
-    return floor + host_walks_ns(stream, system, n) if from_host else floor
+    return floor + host_walks_ns(stream, system, floor) if from_host else floor
 
 
 def launch_terms_ns(stream: RequestStream, system: SystemConfig,
@@ -766,7 +768,7 @@ def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *
     from hostlink.model.compute import apply_issue_floor
     issue_ns = launch_issue_floor_ns(stream, system, len(kernel_ns),
                                      from_host=mode in ("zerocopy", "uvm_accessedby"))
-    kernel_ns, issue = apply_issue_floor(kernel_ns, stream, system.gpu, floor_ns=issue_ns)
+    kernel_ns, issue = apply_issue_floor(kernel_ns, issue_ns)
     if issue["binds"]:  # compute (instruction issue), not memory, sets the time
         part["bound"] = ISSUE_BOUND
     # the engines pace the CTAs: a des run's work holds the dispatch

@@ -587,7 +587,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
                                      [p.kind[k] for k in ks])
         if mode != "device":     # the walks' host reads, with the program's loads in flight
             floors = floors + host_walks_ns(w.stream, system_with(system, {
-                "gpu.loads_in_flight_per_warp": int(w.loads_in_flight)}), len(floors))
+                "gpu.loads_in_flight_per_warp": int(w.loads_in_flight)}), floors)
         works[sh] = (np.array(ks), floors, bare)
     issue_ns = np.zeros(n_launch)
     for ks, floors, _ in works.values():
