@@ -27,7 +27,9 @@ come first served) and once leaving it unless it leaves at once. An
 instruction holds one entry for its reads' arrivals at a time (each takes the
 last one's place), so the heap holds at most an entry per instruction in
 flight and per read queued at an SM. Requests of different SMs leave out of
-issue order, so a ring would not stay sorted. Costs O(log n) per event.
+issue order, so a ring would not stay sorted. Costs O(log n) per event. An
+instruction's first read, where it reaches its SM the moment the instruction
+issues (the warp was free), waits in a ring instead, in issue order, at O(1).
 
 A request's costs (service times and credit needs) are read from the cost
 table through its class (``cid``, :class:`hostlink.model.des.events.CostTable`):
@@ -161,6 +163,12 @@ def _key_less(t1, k1, s1, t2, k2, s2):
 # is empty between launches), so (t, s) orders them as (t, k, s) does.
 # hn: [entries, free slots]
 _HN_SIZE, _HN_FREE = 0, 1
+# An instruction that issues once its warp is free has its first read reach its SM the
+# moment it issues. Those arrivals wait in a ring (fn: [head, count]) instead of the
+# heap: they come at one time in sequence order, and the ring empties before time moves
+# on, so it stays sorted; the stage's next entry is the lesser of its head and the
+# heap's root. The ring takes such a read in O(1), where the heap took a push and a pop.
+_FN_HEAD, _FN_COUNT = 0, 1
 
 
 @njit(cache=True, inline="always")
@@ -362,6 +370,17 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, 
     pend = np.empty(heap_cap, dtype=np.int64)
     free = np.arange(heap_cap, dtype=np.int64)
     hn = np.array([0, heap_cap], dtype=np.int64)
+    # arrivals at their SM at the moment their instruction issues, in issue order
+    fcap = 1
+    while fcap < heap_cap:
+        fcap *= 2
+    fmask = fcap - 1
+    ft = np.empty(fcap, dtype=np.float64)
+    fseq = np.empty(fcap, dtype=np.int64)
+    fr = np.empty(fcap, dtype=np.int64)
+    fsm = np.empty(fcap, dtype=np.int64)
+    fend = np.empty(fcap, dtype=np.int64)
+    fn = np.zeros(2, dtype=np.int64)
 
     # rings: queue q holds slots base[q] .. base[q] + caps[q] - 1 (caps powers of two)
     nq = caps.shape[0]
@@ -394,7 +413,8 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, 
         launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn, spread,
         line_ix, staged, leads, nlines, nbins, record, lat, spreads, inst_of, inst_rem,
         warp_of, cta_of, cta_rem, warp_next, warp_busy, cta_slot, slot_stack, warp_free,
-        sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, qt, qk, qs, qr,
+        sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, ft, fseq, fr, fsm,
+        fend, fn, fmask, qt, qk, qs, qr,
         base, mask, head, cnt, fs, st, walker_free, ready, kernel_ns, stats, bins, ready_t,
         grant_t, done_t, clock)
     return kernel_ns, ready_t, grant_t, done_t
@@ -409,7 +429,8 @@ def _launches(
         launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn, spread,
         line_ix, staged, leads, nlines, nbins, record, lat, spreads, inst_of, inst_rem,
         warp_of, cta_of, cta_rem, warp_next, warp_busy, cta_slot, slot_stack, warp_free,
-        sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, qt, qk, qs, qr,
+        sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, ft, fseq, fr, fsm,
+        fend, fn, fmask, qt, qk, qs, qr,
         base, mask, head, cnt, fs, st, walker_free, ready, kernel_ns, stats, bins, ready_t,
         grant_t, done_t, clock):
     """The launches one after another (the event loop). ``clock`` carries the run's
@@ -553,9 +574,19 @@ def _launches(
                         r = inst_ptr[i]
                         while not _is_read(kind[r]):
                             r += 1
-                        _heap_push(ht, hs, hp, hn, pk, pr, psm, pend, praw, free,
-                                   now + (first_raw - now), now, first_s, r,
-                                   cta_slot[cta_of[w]] % sm_count, inst_ptr[i + 1], first_raw)
+                        sm = cta_slot[cta_of[w]] % sm_count
+                        if first_raw == now:    # reaches its SM now: behind the others
+                            f = (fn[_FN_HEAD] + fn[_FN_COUNT]) & fmask
+                            ft[f] = now
+                            fseq[f] = first_s
+                            fr[f] = r
+                            fsm[f] = sm
+                            fend[f] = inst_ptr[i + 1]
+                            fn[_FN_COUNT] += 1
+                        else:
+                            _heap_push(ht, hs, hp, hn, pk, pr, psm, pend, praw, free,
+                                       now + (first_raw - now), now, first_s, r, sm,
+                                       inst_ptr[i + 1], first_raw)
             n_ready = 0
 
             # the next event: the earliest queue head; among equal times the one
@@ -576,22 +607,39 @@ def _launches(
             if paced and free_slots > 0 and next_cta < launch_ptr[L + 1]:
                 t_cta = cta_start[next_cta]
             # the issue stage's events that come first. An arrival that has to queue at
-            # its SM changes nothing but the heap: the next one is taken here at once
+            # its SM changes nothing but the stage: the next one is taken here at once
             # (the queues' heads, credits, slots and ready warps are as they were)
             entering = False
-            while hn[_HN_SIZE] > 0 and ht[0] <= t_cta and (
-                    best < 0 or _key_less(ht[0], pk[hp[0]], hs[0], bt, bk, bs)):
-                now = ht[0]
-                fs[_F_NOW] = now
-                top = hp[0]
-                r = pr[top]
-                if r < 0:               # leaves its SM
-                    r = -1 - r
-                    _heap_pop(ht, hs, hp, hn, free)
-                    entering = True
+            while True:
+                # the stage's least entry: the queue's head or the heap's root
+                fifo = False
+                if fn[_FN_COUNT] > 0:
+                    fh = fn[_FN_HEAD]
+                    fifo = hn[_HN_SIZE] == 0 or ft[fh] < ht[0] or (
+                        ft[fh] == ht[0] and fseq[fh] < hs[0])
+                if fifo:
+                    top_t, top_k, top_s = ft[fh], ft[fh], fseq[fh]
+                elif hn[_HN_SIZE] > 0:
+                    top = hp[0]
+                    top_t, top_k, top_s = ht[0], pk[top], hs[0]
+                else:
                     break
+                if top_t > t_cta or (best >= 0 and not _key_less(top_t, top_k, top_s,
+                                                                 bt, bk, bs)):
+                    break
+                now = top_t
+                fs[_F_NOW] = now
+                if fifo:
+                    r, sm, end, raw0 = fr[fh], fsm[fh], fend[fh], top_t
+                else:
+                    r = pr[top]
+                    if r < 0:               # leaves its SM
+                        r = -1 - r
+                        _heap_pop(ht, hs, hp, hn, free)
+                        entering = True
+                        break
+                    sm, end, raw0 = psm[top], pend[top], praw[top]
                 # reaches its SM: leaves it first come first served
-                sm = psm[top]
                 # from its first line's arrival to its last's (k - 1 gaps, or an
                 # atomic's spread)
                 span_r = _span(kind[r], _line(r, kind, line_ix, spreads), nlines[r], issue_gap,
@@ -610,27 +658,42 @@ def _launches(
                     t = sm_last[sm]
                 # the next staged request of its instruction (if any) arrives after
                 # its lines, with the sequence number it was given at issue (each
-                # write between them took one); it takes the root's place
-                end = pend[top]
+                # write between them took one); it takes the entry's place
                 r2 = r + 1
                 while r2 < end and not _is_read(kind[r2]):
                     r2 += 1
                 if r2 < end:
-                    raw = praw[top] + span_r
+                    raw = raw0 + span_r
                     if leads[r2]:
                         lj = _line(r2, kind, line_ix, spreads)
                         raw += _span(kind[r2], lj - 1, 2, issue_gap, spread)
-                    k_iss = pk[top]
-                    _heap_replace_top(ht, hs, hp, hn, pk, pr, praw, k_iss + (raw - k_iss), k_iss,
-                                      hs[0] + (r2 - r), r2, raw)
+                    s2 = top_s + (r2 - r)
+                    if not fifo:
+                        _heap_replace_top(ht, hs, hp, hn, pk, pr, praw, top_k + (raw - top_k),
+                                          top_k, s2, r2, raw)
+                    elif raw == now:    # stays at the queue's head: its sequence is the least
+                        fseq[fh] = s2
+                        fr[fh] = r2
+                    else:
+                        fn[_FN_HEAD] = (fh + 1) & fmask
+                        fn[_FN_COUNT] -= 1
+                        _heap_push(ht, hs, hp, hn, pk, pr, psm, pend, praw, free,
+                                   top_k + (raw - top_k), top_k, s2, r2, sm, end, raw)
                     if t > now:         # (now + delay: a timeout's time in SimPy)
                         _heap_push(ht, hs, hp, hn, pk, pr, psm, pend, praw, free,
                                    now + (t - now), now, st[_I_SEQ], -1 - r, sm, 0, 0.0)
-                elif t > now:           # its leave takes the root's place
-                    _heap_replace_top(ht, hs, hp, hn, pk, pr, praw, now + (t - now), now,
-                                      st[_I_SEQ], -1 - r, 0.0)
                 else:
-                    _heap_pop(ht, hs, hp, hn, free)
+                    if fifo:
+                        fn[_FN_HEAD] = (fh + 1) & fmask
+                        fn[_FN_COUNT] -= 1
+                        if t > now:
+                            _heap_push(ht, hs, hp, hn, pk, pr, psm, pend, praw, free,
+                                       now + (t - now), now, st[_I_SEQ], -1 - r, sm, 0, 0.0)
+                    elif t > now:       # its leave takes the root's place
+                        _heap_replace_top(ht, hs, hp, hn, pk, pr, praw, now + (t - now), now,
+                                          st[_I_SEQ], -1 - r, 0.0)
+                    else:
+                        _heap_pop(ht, hs, hp, hn, free)
                 if t > now:
                     stats[_S_ISSUE] += t - now
                     st[_I_SEQ] += 1
@@ -646,7 +709,8 @@ def _launches(
                        dram_ns, dev_ns, iommu_miss, walk, walker_free, lat)
                 continue
             if t_cta < np.inf and (best < 0 or t_cta < bt) and (
-                    hn[_HN_SIZE] == 0 or t_cta < ht[0]):
+                    hn[_HN_SIZE] == 0 or t_cta < ht[0]) and (
+                    fn[_FN_COUNT] == 0 or t_cta < ft[fn[_FN_HEAD]]):
                 fs[_F_NOW] = t_cta
                 dispatching = True
                 continue
