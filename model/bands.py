@@ -3,13 +3,14 @@
 ``hostlink validate repeat`` compares two runs of one manifest on two leases
 of the same kind of machine and writes ``repeat_cases.csv`` (one row per case
 both runs hold, ``diff_pct`` = 100 (second - first) / first on the case's
-primary metric; :mod:`hostlink.validation.repeatability`). The runs under
-``validation/experiments/*_repeat/runs/*`` are committed. A prediction cannot be
+primary metric; :mod:`hostlink.validation.repeatability`). The repeat runs under
+``validation/experiments/*/runs/<gpu>-repeat`` (and ``-repeat2``, ... for later
+leases) are committed. A prediction cannot be
 judged more finely than that variation, so each what-if point gets a band:
 
 - the cases are pooled per memory mode: zero-copy from the groups
   ``micro/zc_read``, ``micro/zc_warps`` and ``traversal/zerocopy`` (the
-  families BFS on a second H100 lease), UVM from ``traversal/uvm`` and
+  families BFS on later H100 leases), UVM from ``traversal/uvm`` and
   ``micro/uvm_touch``;
 - the band's half-width is the 90th percentile of ``|diff_pct|`` over the
   pooled cases: nine in ten cases on another machine came within it.
@@ -36,20 +37,20 @@ GROUPS = {"zerocopy": ("micro/zc_read", "micro/zc_warps", "traversal/zerocopy"),
 def repeat_cases(root: str | Path) -> pd.DataFrame:
     """Every committed repeat comparison's cases, with the run they came from."""
     frames = []
-    for path in sorted(Path(root).glob("*/runs/*-repeat/repeat_cases.csv")):
+    for path in sorted(Path(root).glob("*/runs/*-repeat*/repeat_cases.csv")):
         frame = pd.read_csv(path)
         frame["run"] = f"{path.parents[2].name}/{path.parent.name}"
         frames.append(frame)
     if not frames:
         from hostlink.model.errors import HostlinkError
-        raise HostlinkError(f"{root}: no committed repeat runs (*/runs/*-repeat/repeat_cases.csv)")
+        raise HostlinkError(f"{root}: no committed repeat runs (*/runs/*-repeat*/repeat_cases.csv)")
     return pd.concat(frames, ignore_index=True)
 
 
 def measure_spread(root: str | Path, quantile: float = QUANTILE) -> dict[str, dict]:
     """Per memory mode: the band's half-width in percent, the cases and runs behind it,
     from the repeat comparisons under ``root`` (the experiments tree, whose
-    ``<experiment>/runs/<gpu>-repeat`` runs are repeats of another lease)."""
+    ``<experiment>/runs/<gpu>-repeat*`` runs are repeats on other leases)."""
     cases = repeat_cases(root)
     out = {}
     for mode, prefixes in GROUPS.items():
@@ -78,7 +79,8 @@ def write_bands(root: str | Path, out: str | Path) -> Path:
     import json
     out = Path(out)
     out.write_text(json.dumps({"source": "hostlink.model.bands.measure_spread of the "
-                               "committed */runs/*-repeat/repeat_cases.csv under validation/experiments",
+                               "committed */runs/*-repeat*/repeat_cases.csv under "
+                               "validation/experiments",
                                "quantile": QUANTILE, "modes": measure_spread(root)},
                               indent=1) + "\n")
     return out
