@@ -187,24 +187,30 @@ def layout(stream: RequestStream, system: SystemConfig) -> dict:
         return {"row": row, "inst_ptr": z, "warp_ptr": z, "cta_ptr": z,
                 "launch_ptr": np.zeros(n_launch + 1, dtype=np.int64), "launch_slots": slots,
                 "cta_index": np.zeros(0, dtype=np.int64)}
-    new_inst = np.ones(n, dtype=bool)
-    new_inst[1:] = (launch[1:] != launch[:-1]) | (warp[1:] != warp[:-1]) | (inst[1:] != inst[:-1])
-    inst_start = np.flatnonzero(new_inst)
+    # each start flagged, and one past the end: the flags' indices are the pointer
+    # array itself, its last entry the end (no copy to append it)
+    new_inst = np.ones(n + 1, dtype=bool)
+    new_inst[1:n] = (launch[1:] != launch[:-1]) | (warp[1:] != warp[:-1]) | (inst[1:] != inst[:-1])
+    inst_ptr = np.flatnonzero(new_inst).astype(np.int64, copy=False)
+    del new_inst
+    inst_start = inst_ptr[:-1]
     i_launch, i_warp = launch[inst_start].astype(np.int64), warp[inst_start].astype(np.int64)
-    new_warp = np.ones(len(inst_start), dtype=bool)
-    new_warp[1:] = (i_launch[1:] != i_launch[:-1]) | (i_warp[1:] != i_warp[:-1])
-    warp_start = np.flatnonzero(new_warp)
+    new_warp = np.ones(len(inst_start) + 1, dtype=bool)
+    new_warp[1:-1] = (i_launch[1:] != i_launch[:-1]) | (i_warp[1:] != i_warp[:-1])
+    warp_ptr = np.flatnonzero(new_warp).astype(np.int64, copy=False)
+    warp_start = warp_ptr[:-1]
     w_launch, w_warp = i_launch[warp_start], i_warp[warp_start]
     w_cta = w_warp // wpc[w_launch]
-    new_cta = np.ones(len(warp_start), dtype=bool)
-    new_cta[1:] = (w_launch[1:] != w_launch[:-1]) | (w_cta[1:] != w_cta[:-1])
-    cta_start = np.flatnonzero(new_cta)
+    new_cta = np.ones(len(warp_start) + 1, dtype=bool)
+    new_cta[1:-1] = (w_launch[1:] != w_launch[:-1]) | (w_cta[1:] != w_cta[:-1])
+    cta_ptr = np.flatnonzero(new_cta).astype(np.int64, copy=False)
+    cta_start = cta_ptr[:-1]
     c_launch = w_launch[cta_start]
     return {
         "row": row,
-        "inst_ptr": np.append(inst_start, n).astype(np.int64, copy=False),
-        "warp_ptr": np.append(warp_start, len(inst_start)).astype(np.int64, copy=False),
-        "cta_ptr": np.append(cta_start, len(warp_start)).astype(np.int64, copy=False),
+        "inst_ptr": inst_ptr,
+        "warp_ptr": warp_ptr,
+        "cta_ptr": cta_ptr,
         "launch_ptr": np.searchsorted(c_launch, np.arange(n_launch + 1)).astype(np.int64,
                                                                                 copy=False),
         "launch_slots": slots.astype(np.int64, copy=False),
@@ -270,6 +276,48 @@ def _class_costs(kind: int, offset_B: np.ndarray, size_B: np.ndarray, system: Sy
             for name, v in c.items()}
 
 
+#: the largest dense (kind, offset, size) table :func:`request_classes` counts in one
+#: pass (8 B a cell); a stream of larger requests takes the sorting path
+DENSE_CLASS_CELLS = 1 << 22
+
+
+@njit(cache=True)
+def _dense_classes(row, space, write, atomic, addr, size_B, width, host_space, page_mask):
+    """Each request's kind and cost class in one pass over ``row``, the classes numbered
+    kind by kind (HOST_READ .. DEVICE_ATOMIC) and, within a kind, by (offset, size):
+    as :func:`_class_keys` numbers them. ``atomic`` is empty where the stream marks
+    none. Returns (kind, class id, the (kind, offset, size) cells in use, their
+    counts)."""
+    n = row.shape[0]
+    span = page_mask + 1
+    cells = N_KINDS * span * width
+    count = np.zeros(cells, dtype=np.int64)
+    kind = np.empty(n, dtype=np.uint8)
+    cost_id = np.empty(n, dtype=np.int32)      # each request's cell, then its class
+    has_atomic = atomic.shape[0] > 0
+    for i in range(n):
+        r = row[i]
+        if space[r] == host_space:
+            k = HOST_WRITE if write[r] else HOST_READ
+            off = np.int64(addr[r] & np.uint64(page_mask))
+        else:
+            k = DEVICE_WRITE if write[r] else DEVICE_READ
+            if k == DEVICE_READ and has_atomic and atomic[r]:
+                k = DEVICE_ATOMIC
+            off = 0
+        kind[i] = k
+        c = (k * span + off) * width + np.int64(size_B[r])
+        cost_id[i] = c
+        count[c] += 1
+    used = np.flatnonzero(count)
+    ident = np.empty(cells, dtype=np.int32)
+    for j in range(used.shape[0]):
+        ident[used[j]] = j
+    for i in range(n):
+        cost_id[i] = ident[cost_id[i]]
+    return kind, cost_id, used, count[used]
+
+
 def request_classes(stream: RequestStream, row: np.ndarray) -> dict:
     """Kinds and cost classes of the requests, in ``row`` order: what of
     :func:`request_costs` depends on the stream alone.
@@ -279,6 +327,45 @@ def request_classes(stream: RequestStream, row: np.ndarray) -> dict:
     ``offset << KEY_OFFSET_SHIFT | size``, the requests in each class). A host
     request's class is its kind, its offset in its 4 KiB page and its size; a
     device request's its kind and size."""
+    n = len(row)
+    if n:
+        size = stream.size_B[row] if n < len(stream) else stream.size_B
+        if size.min() < 1:
+            bad = int(row[np.argmin(stream.size_B[row])])
+            raise HostlinkError(f"request stream: row {bad} has size_B = 0")
+        if int(size.max()) >= 1 << KEY_OFFSET_SHIFT:
+            bad = int(row[np.argmax(stream.size_B[row])])
+            raise HostlinkError(f"request stream: row {bad} has size_B = "
+                                f"{int(stream.size_B[bad])} (at most "
+                                f"{(1 << KEY_OFFSET_SHIFT) - 1})")
+        width = int(size.max()) + 1
+        del size
+        if N_KINDS * spec.PAGE_4K_B * width <= DENSE_CLASS_CELLS:
+            return _dense_request_classes(stream, row, width)
+    return _sorted_request_classes(stream, row)
+
+
+def _dense_request_classes(stream: RequestStream, row: np.ndarray, width: int) -> dict:
+    """:func:`request_classes` by one compiled pass over a table of every (kind,
+    offset, size)."""
+    atomic = (np.zeros(0, dtype=np.bool_) if stream.atomic is None
+              else np.asarray(stream.atomic, dtype=np.bool_))
+    kind, cost_id, used, counts = _dense_classes(
+        np.asarray(row, dtype=np.int64), stream.space, np.asarray(stream.is_write, np.bool_),
+        atomic, np.asarray(stream.addr, dtype=np.uint64), stream.size_B, width, SPACE_HOST,
+        spec.PAGE_4K_B - 1)
+    span = spec.PAGE_4K_B
+    cell_kind = used // (span * width)
+    offset = (used // width) % span
+    key = (offset << KEY_OFFSET_SHIFT) | (used % width)
+    kinds = [(int(k), key[cell_kind == k], counts[cell_kind == k].astype(np.float64))
+             for k in range(N_KINDS) if np.any(cell_kind == k)]
+    return {"kind": kind, "cost_id": cost_id, "kinds": kinds}
+
+
+def _sorted_request_classes(stream: RequestStream, row: np.ndarray) -> dict:
+    """:func:`request_classes` kind by kind, each kind's classes found by
+    :func:`_class_keys`."""
     n = len(row)
     space = stream.space[row]
     write = stream.is_write[row]
@@ -297,13 +384,6 @@ def request_classes(stream: RequestStream, row: np.ndarray) -> dict:
             continue
         rows = row[sel]
         size = stream.size_B[rows]
-        if size.min() < 1:
-            bad = int(rows[np.argmin(size)])
-            raise HostlinkError(f"request stream: row {bad} has size_B = 0")
-        if int(size.max()) >= 1 << KEY_OFFSET_SHIFT:
-            bad = int(rows[np.argmax(size)])
-            raise HostlinkError(f"request stream: row {bad} has size_B = {int(size.max())} "
-                                f"(at most {(1 << KEY_OFFSET_SHIFT) - 1})")
         if k in (HOST_READ, HOST_WRITE):
             offset = (stream.addr[rows] & np.uint64(spec.PAGE_4K_B - 1)).astype(np.int64)
         else:
