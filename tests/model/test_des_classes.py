@@ -1,6 +1,7 @@
 """The requests' kinds and cost classes (hostlink.model.des.inputs.request_classes): the
 compiled pass over a dense (kind, offset, size) table numbers the classes as the sort
-of each kind's keys does, on any rows; requests too large for the table are sorted."""
+of each kind's keys does, on any rows; long streams take the table, short ones and
+requests too large for it the sort."""
 from __future__ import annotations
 
 import numpy as np
@@ -39,20 +40,45 @@ def test_the_dense_table_numbers_the_classes_as_the_sort_does(seed, n, atomic, s
     rng = np.random.default_rng(seed)
     s = stream(rng, n, [4, 8, 32, 64, 96, 128], atomic)
     row = rng.permutation(n)[: max(1, n // 2)] if subset else np.arange(n)
-    found = inputs.request_classes(s, row)
+    found = inputs._dense_request_classes(s, row, int(s.size_B[row].max()) + 1)
     assert_same(found, inputs._sorted_request_classes(s, row))
-    # every request's class holds its kind and its size
+    # every request's class holds its size
     keys = np.concatenate([key for _, key, _ in found["kinds"]])
     assert np.array_equal(keys[found["cost_id"]] & 0xFFFFFFFF, s.size_B[row])
 
 
-def test_requests_too_large_for_the_table_are_sorted():
+def counting_dense(monkeypatch) -> list:
+    calls = []
+    dense = inputs._dense_request_classes
+
+    def counted(*args):
+        calls.append(len(args[1]))
+        return dense(*args)
+    monkeypatch.setattr(inputs, "_dense_request_classes", counted)
+    return calls
+
+
+def test_a_long_stream_is_classed_on_the_dense_table_a_short_one_sorted(monkeypatch):
+    calls = counting_dense(monkeypatch)
+    rng = np.random.default_rng(3)
+    long = stream(rng, 200_000, [32, 64, 96, 128], atomic=True)
+    assert_same(inputs.request_classes(long, np.arange(200_000)),
+                inputs._sorted_request_classes(long, np.arange(200_000)))
+    assert calls == [200_000]
+    short = stream(rng, 1000, [32, 64, 96, 128], atomic=True)
+    inputs.request_classes(short, np.arange(1000))
+    assert calls == [200_000]
+
+
+def test_requests_too_large_for_the_table_are_sorted(monkeypatch):
+    calls = counting_dense(monkeypatch)
     rng = np.random.default_rng(1)
-    s = stream(rng, 300, [64, 4096], atomic=False)
+    s = stream(rng, 300_000, [64, 4096], atomic=False)
     width = int(s.size_B.max()) + 1
     assert inputs.N_KINDS * 4096 * width > inputs.DENSE_CLASS_CELLS
-    assert_same(inputs.request_classes(s, np.arange(300)),
-                inputs._sorted_request_classes(s, np.arange(300)))
+    assert_same(inputs.request_classes(s, np.arange(300_000)),
+                inputs._sorted_request_classes(s, np.arange(300_000)))
+    assert calls == []
 
 
 def test_a_request_of_no_bytes_is_named_by_its_row():
