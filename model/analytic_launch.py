@@ -197,11 +197,8 @@ def launch_terms(chains: WarpChains, stream: RequestStream, n_launch: int, sm_co
     if len(chains.chain_ns) == 0:
         return out
     np.maximum.at(out["path"], chains.launch, chains.chain_ns)
-    wpc_of = np.ones(n_launch, dtype=np.int64)
-    regs_of = np.zeros(n_launch, dtype=np.int64)
-    for k, info in enumerate(stream.launches[:n_launch]):
-        wpc_of[k] = max(1, int(info.warps_per_cta))
-        regs_of[k] = int(info.regs_per_thread)
+    from hostlink.model.occupancy import ctas_per_sm, launch_shapes
+    wpc_of, regs_of = launch_shapes(stream.launches, n_launch)
     wpc = wpc_of[chains.launch]
     cta = chains.warp // wpc
     # CTAs per launch: key (launch, cta), chains in program order
@@ -215,7 +212,6 @@ def launch_terms(chains: WarpChains, stream: RequestStream, n_launch: int, sm_co
     # starts on SM k mod sm_count
     first = np.searchsorted(cta_launch, cta_launch)
     rank = np.arange(len(uniq)) - first
-    from hostlink.model.occupancy import ctas_per_sm
     slots = sm_count * ctas_per_sm(max_warps_per_sm, registers_per_sm, wpc_of, regs_of)
     out["waves"] = np.bincount(cta_launch, weights=cta_ns, minlength=n_launch) / slots
     if sm_request_ns > 0:

@@ -40,3 +40,16 @@ def ctas_per_sm(max_warps_per_sm: int, registers_per_sm: int, warps_per_cta,
                        slots)
     out = np.maximum(1, np.minimum(slots, by_regs))
     return int(out) if out.ndim == 0 else out
+
+
+def launch_shapes(launches, n_launch: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per launch (``n_launch`` of them), its warps per CTA (at least 1) and its
+    registers a thread (0: unknown), from its record in ``launches``
+    (:class:`hostlink.model.workload.LaunchInfo`); a launch without one is taken as a
+    warp per CTA."""
+    wpc = np.ones(n_launch, dtype=np.int64)
+    regs = np.zeros(n_launch, dtype=np.int64)
+    for k, info in enumerate(launches[:n_launch]):
+        wpc[k] = max(1, int(info.warps_per_cta))
+        regs[k] = int(info.regs_per_thread)
+    return wpc, regs

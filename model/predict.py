@@ -237,9 +237,10 @@ def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: f
 def host_walks_ns(stream: RequestStream, system: SystemConfig,
                   floor_ns: np.ndarray) -> np.ndarray:
     """Per launch, what reading its walks' lists from host memory adds to the issue
-    floor of its vertex tests (``floor_ns``, one per launch) (:mod:`hostlink.model.compute`, "Tests and walks from
-    host memory"); 0 but for launches that test every vertex at a measured rate (their
-    record's ``stall_sm_clocks``: the chunked and balanced traversal launches,
+    floor of its vertex tests (``floor_ns``, one per launch;
+    :mod:`hostlink.model.compute`, "Tests and walks from host memory"); 0 but for
+    launches that test every vertex at a measured rate (their record's
+    ``stall_sm_clocks``: the chunked and balanced traversal launches,
     :mod:`hostlink.traces.scan_cost`).
 
     A warp's walks wait longer from host memory by its dependent chain
@@ -253,13 +254,16 @@ def host_walks_ns(stream: RequestStream, system: SystemConfig,
     equal share of the floor, the last ending with it; a warp's walks delay it by
     the same wherever they lie among its tests."""
     from hostlink.model.analytic_launch import warp_chains
-    from hostlink.model.occupancy import ctas_per_sm
+    from hostlink.model.occupancy import ctas_per_sm, launch_shapes
     floor_ns = np.asarray(floor_ns, dtype=np.float64)
     n = len(floor_ns)
     out = np.zeros(n)
-    infos = list(stream.launches[:n])
-    scans = np.array([float(getattr(i, "stall_sm_clocks", 0.0) or 0.0) > 0 for i in infos]
-                     + [False] * (n - len(infos)), dtype=bool)
+    infos = stream.launches[:n]
+    scans = np.zeros(n, dtype=bool)
+    grid = np.ones(n)                       # the launch's CTAs
+    for k, info in enumerate(infos):
+        scans[k] = float(getattr(info, "stall_sm_clocks", 0.0) or 0.0) > 0
+        grid[k] = max(1, int(info.ctas))
     if not scans.any() or len(stream) == 0:
         return out
     gpu = system.gpu
@@ -279,9 +283,7 @@ def host_walks_ns(stream: RequestStream, system: SystemConfig,
         return out
     launch = launch[keep]
     extra = (host.chain_ns - device.chain_ns)[keep]
-    wpc = np.array([max(1, int(i.warps_per_cta)) for i in infos] + [1] * (n - len(infos)))
-    regs = np.array([int(i.regs_per_thread) for i in infos] + [0] * (n - len(infos)))
-    grid = np.array([max(1, int(i.ctas)) for i in infos] + [1] * (n - len(infos)), dtype=float)
+    wpc, regs = launch_shapes(infos, n)
     slots = gpu.sm_count * ctas_per_sm(gpu.max_warps_per_sm, gpu.registers_per_sm, wpc, regs)
     cta = host.warp.astype(np.int64)[keep] // wpc[launch]
     # the share of the floor by which the CTA's wave has ended (the last wave at 1)
@@ -766,8 +768,9 @@ def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *
     work_bound = part["bound"]
     from hostlink.model.compute import BOUND as ISSUE_BOUND
     from hostlink.model.compute import apply_issue_floor
+    from hostlink.model.kernel_costs import HOST_MODES
     issue_ns = launch_issue_floor_ns(stream, system, len(kernel_ns),
-                                     from_host=mode in ("zerocopy", "uvm_accessedby"))
+                                     from_host=mode in HOST_MODES)
     kernel_ns, issue = apply_issue_floor(kernel_ns, issue_ns)
     if issue["binds"]:  # compute (instruction issue), not memory, sets the time
         part["bound"] = ISSUE_BOUND

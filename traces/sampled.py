@@ -486,6 +486,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     from hostlink.model.des.inputs import link_rate_Bpns
     from hostlink.model.des.miniature import miniature_sms
     from hostlink.model.host_loop import launch_gaps_ns
+    from hostlink.model.kernel_costs import HOST_MODES
     from hostlink.model.loaded_rtt import settle_rtt
     from hostlink.model.predict import host_walks_ns, predict, resolve_system
     from hostlink.model.runs import without_launch
@@ -585,7 +586,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
                                load_ahead=load_ahead, max_device_edges=0, run=run_)
         floors, bare = _issue_floors(w, gpu, id_bytes, nc[p.level[ks]], cost[ks],
                                      [p.kind[k] for k in ks])
-        if mode != "device":     # the walks' host reads, with the program's loads in flight
+        if mode in HOST_MODES:   # the walks' host reads, with the program's loads in flight
             floors = floors + host_walks_ns(w.stream, system_with(system, {
                 "gpu.loads_in_flight_per_warp": int(w.loads_in_flight)}), floors)
         works[sh] = (np.array(ks), floors, bare)

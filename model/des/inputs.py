@@ -163,22 +163,17 @@ def layout(stream: RequestStream, system: SystemConfig) -> dict:
         return col if perm is None else col[perm]
     launch, warp, inst = in_order(stream.launch), in_order(stream.warp), in_order(stream.inst)
     n_launch = max(len(stream.launches), int(launch.max()) + 1 if n else 0)
-    if stream.launches:
-        if n and int(launch.max()) >= len(stream.launches):
-            raise HostlinkError(f"request stream: launch {int(launch.max())} has no launch record "
-                                f"(the stream lists {len(stream.launches)} launches)")
-        wpc = np.array([max(1, li.warps_per_cta) for li in stream.launches], dtype=np.int64)
-        regs = np.array([li.regs_per_thread for li in stream.launches], dtype=np.int64)
-    else:
-        wpc = np.ones(n_launch, dtype=np.int64)
-        regs = np.zeros(n_launch, dtype=np.int64)
+    if stream.launches and n and int(launch.max()) >= len(stream.launches):
+        raise HostlinkError(f"request stream: launch {int(launch.max())} has no launch record "
+                            f"(the stream lists {len(stream.launches)} launches)")
+    from hostlink.model.occupancy import ctas_per_sm, launch_shapes
+    wpc, regs = launch_shapes(stream.launches, n_launch)
     gpu = system.gpu
     too_big = wpc > gpu.max_warps_per_sm
     if too_big.any():
         k = int(np.flatnonzero(too_big)[0])
         raise ConfigError(f"launch {k}: {int(wpc[k])} warps per CTA exceed "
                           f"gpu.max_warps_per_sm = {gpu.max_warps_per_sm}")
-    from hostlink.model.occupancy import ctas_per_sm
     slots = gpu.sm_count * np.asarray(ctas_per_sm(gpu.max_warps_per_sm, gpu.registers_per_sm,
                                                   wpc, regs), dtype=np.int64)
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from hostlink.model.config import load_system
 from hostlink.model.des.inputs import layout
-from hostlink.model.occupancy import ctas_per_sm
+from hostlink.model.occupancy import ctas_per_sm, launch_shapes
 from hostlink.model.workload import LaunchInfo, RequestStream
 
 
@@ -41,3 +41,10 @@ def test_the_engines_slots_follow_the_launch_registers():
                                      LaunchInfo("b", 1, 8, 256, regs_per_thread=58)))
     slots = layout(stream, system)["launch_slots"]
     assert slots.tolist() == [132 * 8, 132 * 4]
+
+
+def test_a_launch_without_a_record_is_a_warp_per_cta_of_unknown_registers():
+    infos = (LaunchInfo("k", 4, 8, 256, regs_per_thread=40), LaunchInfo("k", 2, 0, 0))
+    wpc, regs = launch_shapes(infos, 3)
+    assert wpc.tolist() == [8, 1, 1] and regs.tolist() == [40, 0, 0]
+    assert launch_shapes(infos, 1)[0].tolist() == [8]

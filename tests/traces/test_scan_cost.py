@@ -143,13 +143,19 @@ def _longest_extra_chains_ns(stream, system, n):
     return out
 
 
-def test_one_wave_of_ctas_adds_its_longest_walks_whole():
-    # 16384 vertices, 256 CTAs of eight warps: one wave of the slots, no slack
+def _chunked_grid(dims: str):
+    """h200-pcie5, a shuffled grid of ``dims``, chunked BFS on it, its launches and their
+    tests' issue floors."""
     system = load_system("h200-pcie5")
-    g = build_graph("grid", dims="128x128", ids="shuffled", seed=3)
+    g = build_graph("grid", dims=dims, ids="shuffled", seed=3)
     work = traversal_workload(g, "bfs", "chunked", system.gpu, source=5, id_bytes=8)
     n = len(work.stream.launches)
-    floor_ns = stream_issue_floor_ns(work.stream, system.gpu, n)
+    return system, g, work, n, stream_issue_floor_ns(work.stream, system.gpu, n)
+
+
+def test_one_wave_of_ctas_adds_its_longest_walks_whole():
+    # 16384 vertices, 256 CTAs of eight warps: one wave of the slots, no slack
+    system, _, work, n, floor_ns = _chunked_grid("128x128")
     adds_ns = host_walks_ns(work.stream, system, floor_ns)
     assert adds_ns == pytest.approx(_longest_extra_chains_ns(work.stream, system, n))
     assert adds_ns.min() >= host_latency_ns(system) - system.gpu.device_lat_ns - 1e-6
@@ -159,11 +165,7 @@ def test_walks_from_host_memory_add_their_round_trips_to_the_tests():
     # a warp's walks read host memory between its tests: the launches the tests bind
     # take the tests' issue plus what the longest warp's chain takes beyond device memory
     # 262144 vertices tested a launch: the tests bind (as above)
-    system = load_system("h200-pcie5")
-    g = build_graph("grid", dims="512x512", ids="shuffled", seed=3)
-    work = traversal_workload(g, "bfs", "chunked", system.gpu, source=5, id_bytes=8)
-    n = len(work.stream.launches)
-    floor_ns = stream_issue_floor_ns(work.stream, system.gpu, n)
+    system, g, work, n, floor_ns = _chunked_grid("512x512")
     pred = predict(work, system, mode="zerocopy")
     loaded = system_with(system, {"link.rtt_ns": pred.extra["loaded_rtt_ns"]["loaded"],
                                   "link.rtt_at_full_link_ns": 0.0})
