@@ -26,7 +26,7 @@ def des_ticks_ps(stream: RequestStream, system, *, engine: str = "fast") -> np.n
     ticks = np.zeros(len(stream))
     if not len(inputs):
         return ticks
-    starts = out.launch_start_ns(inputs)[inputs.launch_of_request()]
-    arrive_ns = starts + out.granted_ns + inputs.ser_up_ns + inputs.rtt_ns / 2
+    arrive_ns = (inputs.global_ns(out.launch_start_ns(inputs), out.granted_ns)
+                 + inputs.ser_up_ns + inputs.rtt_ns / 2)
     ticks[inputs.row] = arrive_ns * 1e3
     return ticks

@@ -303,14 +303,24 @@ class DesInputs:
     def n_launches(self) -> int:
         return len(self.launch_slots)
 
+    def requests_per_launch(self) -> np.ndarray:
+        """Requests of each launch: a launch's CTAs, their warps, the warps' instructions
+        and their requests are consecutive, so its requests start where its first
+        CTA's first warp's first instruction's do."""
+        first = self.inst_ptr[self.warp_ptr[self.cta_ptr[self.launch_ptr]]]
+        return np.diff(first)
+
     def launch_of_request(self) -> np.ndarray:
         """Launch index of every request."""
-        n_inst = len(self.inst_ptr) - 1
-        inst_warp = np.repeat(np.arange(len(self.warp_ptr) - 1), np.diff(self.warp_ptr))
-        warp_cta = np.repeat(np.arange(len(self.cta_ptr) - 1), np.diff(self.cta_ptr))
-        cta_launch = np.repeat(np.arange(self.n_launches), np.diff(self.launch_ptr))
-        req_inst = np.repeat(np.arange(n_inst), np.diff(self.inst_ptr))
-        return cta_launch[warp_cta[inst_warp[req_inst]]]
+        return np.repeat(np.arange(self.n_launches), self.requests_per_launch())
+
+    def global_ns(self, starts_ns: np.ndarray, local_ns: np.ndarray) -> np.ndarray:
+        """Per request, a time local to its launch (``local_ns``) plus its launch's start
+        (``starts_ns``), in a new array: the launches' starts repeated, then the local
+        times added in place, so no index per request is held."""
+        out = np.repeat(np.asarray(starts_ns, dtype=np.float64), self.requests_per_launch())
+        out += local_ns
+        return out
 
 
 @dataclass

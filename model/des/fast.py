@@ -318,7 +318,7 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, 
               walk, iommu_miss, iommu_lat, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, atom_lat, lif,
               walkers, walk_ns,
               launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn,
-              spread, line_ix, staged, leads, nlines, caps, heap_cap, max_ready, nbins, record,
+              spread, line_ix, staged, leads, nlines, caps, heap_cap, max_ready, nbins, keep,
               clock, stats, bins):
     n = kind.shape[0]
     n_inst = inst_ptr.shape[0] - 1
@@ -401,17 +401,20 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, 
     ready = np.empty(max_ready, dtype=np.int64)  # warps that may issue now
 
     kernel_ns = np.zeros(n_launch, dtype=np.float64)
-    m = n if record else 0
-    ready_t = np.full(m, np.nan)
-    grant_t = np.full(m, np.nan)
-    done_t = np.full(m, np.nan)
+    # keep: 0 no per-request times, 1 the ready times alone, 2 all three
+    keep_ready = keep >= 1
+    record = keep >= 2
+    ready_t = np.full(n if keep_ready else 0, np.nan)
+    grant_t = np.full(n if record else 0, np.nan)
+    done_t = np.full(n if record else 0, np.nan)
     bin_ns = _launches(
         inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, paced, inst_waits,
         kind, cid, size_B,
         ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data, walk, iommu_miss,
         iommu_lat, tags, cpl_hdrs, cpl_data, half_rtt, dev_lat, atom_lat, lif, walk_ns,
         launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn, spread,
-        line_ix, staged, leads, nlines, nbins, record, lat, spreads, inst_of, inst_rem,
+        line_ix, staged, leads, nlines, nbins, record, keep_ready, lat, spreads, inst_of,
+        inst_rem,
         warp_of, cta_of, cta_rem, warp_next, warp_busy, cta_slot, slot_stack, warp_free,
         sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, ft, fseq, fr, fsm,
         fend, fn, fmask, qt, qk, qs, qr,
@@ -427,7 +430,8 @@ def _launches(
         ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data, walk, iommu_miss,
         iommu_lat, tags, cpl_hdrs, cpl_data, half_rtt, dev_lat, atom_lat, lif, walk_ns,
         launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn, spread,
-        line_ix, staged, leads, nlines, nbins, record, lat, spreads, inst_of, inst_rem,
+        line_ix, staged, leads, nlines, nbins, record, keep_ready, lat, spreads, inst_of,
+        inst_rem,
         warp_of, cta_of, cta_rem, warp_next, warp_busy, cta_slot, slot_stack, warp_free,
         sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, ft, fseq, fr, fsm,
         fend, fn, fmask, qt, qk, qs, qr,
@@ -517,7 +521,7 @@ def _launches(
                         # or not, makes the engine without the stage 2-2.5 times slower
                         # on bench_des's streams)
                         kd = kind[r]
-                        if record:
+                        if keep_ready:
                             ready_t[r] = now
                         if kd == HOST_READ:
                             if walk[r]:
@@ -702,7 +706,7 @@ def _launches(
                 break
             if entering:
                 # leaves its SM: enters its path
-                if record:
+                if keep_ready:
                     ready_t[r] = now
                 _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t,
                        record, kind, cid, need_tags, need_hdr, need_data, ser_up, ser_down,
@@ -722,7 +726,7 @@ def _launches(
             fs[_F_NOW] = bt
             now = bt
             if best == _Q_WALK:  # translated: now wait for credits
-                if record:
+                if keep_ready:
                     ready_t[r] = now
                 _push(_Q_WAIT, now, now, 0, r, qt, qk, qs, qr, base, mask, head, cnt)
                 continue
@@ -831,9 +835,19 @@ class Carry:
                          bin_ns=float(self.clock[1]))
 
 
-def run(inputs: DesInputs, *, record: bool = False, nbins: int = 1024,
+def _keep(record: bool | str) -> int:
+    """The engine's ``keep`` for a ``record`` argument (see :func:`run`)."""
+    if record == "ready":
+        return 1
+    if record in (True, False):
+        return 2 if record else 0
+    raise ValueError(f"record must be True, False or 'ready', not {record!r}")
+
+
+def run(inputs: DesInputs, *, record: bool | str = False, nbins: int = 1024,
         carry: Carry | None = None) -> DesOutput:
-    """Simulate ``inputs``; ``record`` keeps per-request times (24 B per request).
+    """Simulate ``inputs``; ``record`` keeps per-request times (24 B per request; "ready":
+    the times the requests were issued alone, 8 B).
     ``carry``: the state of the launches run before these (:class:`Carry`), which
     this run updates; its output then holds these launches' times and the run's
     statistics so far."""
@@ -857,8 +871,10 @@ def run(inputs: DesInputs, *, record: bool = False, nbins: int = 1024,
         x.sm_turn_ns(), float(x.atomic_spread_ns), x.line_index_per_request(),
         bool(x.has_issue_stage), x.leads_per_request(), x.lines_per_request(), caps,
         heap_capacity(x), int(max_ready), int(nbins),
-        bool(record), carry.clock, carry.stats, carry.bins)
+        _keep(record), carry.clock, carry.stats, carry.bins)
     out = carry.output(kernel_ns)
-    if record:
+    if record == "ready":
+        out.ready_ns = ready
+    elif record:
         out.ready_ns, out.granted_ns, out.done_ns = ready, grant, done
     return out

@@ -456,24 +456,32 @@ def translation_flags(stream: RequestStream, system: SystemConfig, row: np.ndarr
     if len(reads) == 0:
         return walk, iommu
     if arrival is not None:
-        seq = reads[np.lexsort((reads, arrival[reads]))]
+        # where each warp's reads arrive in program order (the engines send them so),
+        # a read repeats its warp's previous page in arrival order where it does in
+        # program order: no sort by warp is needed
+        same = (_program_order_repeats(stream, row[reads], cfg.page_B)
+                if _warps_arrive_in_program_order(stream.launch, stream.warp, row, reads,
+                                                  arrival) else None)
+        order = np.argsort(arrival[reads], kind="stable")    # by arrival, then program order
+        seq = reads[order]
         addr = stream.addr[row[seq]]
-        keys = xl.warp_keys_of(stream, row[seq])
-        walk[seq] = xl.translation_misses(addr // np.uint64(cfg.page_B), cfg, keys)
+        pages = addr // np.uint64(cfg.page_B)
+        if same is not None:
+            walk[seq] = xl.translation_misses(pages, cfg, repeats=same[order])
+        else:
+            walk[seq] = xl.translation_misses(pages, cfg, xl.warp_keys_of(stream, row[seq]))
+        del order, pages, same
     else:
         # The reads in program order (``row``), then in issue order. A warp's reads
         # keep their program order in the issue order (by instruction, then row), so
         # a read repeats its warp's previous page there exactly where it does here:
         # the repeats are found in program order, without a sort by warp.
         rr = row[reads]
-        launch, warp = stream.launch[rr], stream.warp[rr]
         resident = system.gpu.sm_count * system.gpu.max_warps_per_sm
-        perm = xl.issue_permutation(launch, warp, stream.inst[rr], resident)
+        perm = xl.issue_permutation(stream.launch[rr], stream.warp[rr], stream.inst[rr],
+                                    resident)
+        same = _program_order_repeats(stream, rr, cfg.page_B)
         pages = stream.addr[rr] // np.uint64(cfg.page_B)
-        same = np.zeros(len(rr), dtype=bool)
-        same[1:] = ((launch[1:] == launch[:-1]) & (warp[1:] == warp[:-1])
-                    & (pages[1:] == pages[:-1]))
-        del launch, warp
         seq = reads[perm]
         walk[seq] = xl.translation_misses(pages[perm], cfg, repeats=same[perm])
         del pages, same
@@ -481,6 +489,35 @@ def translation_flags(stream: RequestStream, system: SystemConfig, row: np.ndarr
     if cfg.iommu:
         iommu[seq] = xl.lru_misses(addr // np.uint64(cfg.iommu_page_B), cfg.iommu_iotlb_entries)
     return walk, iommu
+
+
+def _program_order_repeats(stream: RequestStream, rr: np.ndarray, page_B: int) -> np.ndarray:
+    """Per row of ``rr`` (rows of ``stream`` in program order): whether it reads the
+    page its warp's previous row in ``rr`` read."""
+    return _repeats(stream.launch, stream.warp, stream.addr, rr, np.uint64(page_B))
+
+
+@njit(cache=True)
+def _repeats(launch, warp, addr, rr, page_B):
+    same = np.zeros(len(rr), dtype=np.bool_)
+    for i in range(1, len(rr)):
+        a, b = rr[i - 1], rr[i]
+        same[i] = (launch[a] == launch[b] and warp[a] == warp[b]
+                   and addr[a] // page_B == addr[b] // page_B)
+    return same
+
+
+@njit(cache=True)
+def _warps_arrive_in_program_order(launch, warp, row, reads, arrival) -> bool:
+    """Whether each warp's reads (``reads``: positions in program order, ``row``: their
+    stream rows; a warp's consecutive) arrive no earlier than the read before them:
+    the engines let a warp's requests leave its SM in the order it issued them."""
+    for i in range(1, len(reads)):
+        a, b = row[reads[i - 1]], row[reads[i]]
+        if (launch[a] == launch[b] and warp[a] == warp[b]
+                and arrival[reads[i]] < arrival[reads[i - 1]]):
+            return False
+    return True
 
 
 def pages_fit(stream: RequestStream, system: SystemConfig) -> bool:

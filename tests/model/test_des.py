@@ -485,6 +485,74 @@ def test_launches_run_one_after_another_with_their_overheads():
     np.testing.assert_allclose(out.per_launch_ns(x), out.kernel_ns + [5e3, 15e3, 15e3])
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_each_requests_launch_and_global_time_follow_its_row(seed):
+    """The launch of every request in the engines' order is its stream row's, launches
+    with no request included; a local time plus its launch's start is the sum of the
+    two, bit for bit."""
+    rng = np.random.default_rng(seed)
+    s = random_stream(rng, 4, 9, 4, 0.3, 0.2, 16)
+    keep = s.launch != 1                      # launch 1 sends nothing
+    s = RequestStream(**{k: getattr(s, k)[keep] for k in
+                         ("launch", "warp", "inst", "addr", "size_B", "useful_B", "space",
+                          "is_write")}, launches=s.launches)
+    x = build_inputs(s, system())
+    launch = s.launch[x.row].astype(np.int64)
+    np.testing.assert_array_equal(x.launch_of_request(), launch)
+    np.testing.assert_array_equal(x.requests_per_launch(),
+                                  np.bincount(launch, minlength=x.n_launches))
+    starts = rng.random(x.n_launches) * 1e6
+    local = rng.random(len(x)) * 1e3
+    np.testing.assert_array_equal(x.global_ns(starts, local), starts[launch] + local)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_recording_the_issue_times_alone_keeps_them_and_changes_nothing(seed):
+    rng = np.random.default_rng(seed)
+    s = random_stream(rng, 3, 24, 4, 0.4, 0.2, 64)
+    x = build_inputs(s, system(**{"gpu.sm_count": 2, "gpu.max_warps_per_sm": 4}))
+    full, ready, none = (run(x, record=r) for r in (True, "ready", False))
+    np.testing.assert_array_equal(ready.ready_ns, full.ready_ns)
+    assert ready.granted_ns is None and ready.done_ns is None and none.ready_ns is None
+    for out in (ready, none):
+        np.testing.assert_array_equal(out.kernel_ns, full.kernel_ns)
+        np.testing.assert_array_equal(out.stats, full.stats)
+    with pytest.raises(ValueError, match="record must be"):
+        run(x, record="done")
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("in_order", [True, False])
+def test_tlb_misses_in_arrival_order_are_those_of_a_sort_by_warp(seed, in_order):
+    """A read that repeats its warp's previous page reaches no last-level TLB. Where
+    each warp's reads arrive in program order (as the engines send them) the repeats
+    are found in program order; otherwise by a sort by warp. Both give the misses of
+    the reads sorted by arrival with every warp's previous page found by a sort."""
+    from hostlink.model import translation as xl
+    from hostlink.model.des.inputs import _warps_arrive_in_program_order, translation_flags
+    rng = np.random.default_rng(seed)
+    s = random_stream(rng, 2, 16, 4, 0.2, 0.1, 3)
+    sysc = load_system("v100-pcie3", {**QUIET, "translation.enabled": True,
+                                      "translation.tlb_entries": 3,
+                                      "translation.page_B": 4096})
+    row = build_inputs(s, system()).row
+    n = len(row)
+    arrival = rng.integers(0, 40, n).astype(np.float64)
+    key = s.launch[row].astype(np.int64) << 32 | s.warp[row].astype(np.int64)
+    warp = np.cumsum(np.r_[True, key[1:] != key[:-1]])     # a warp's rows are consecutive
+    if in_order:                # each warp's rows no earlier than the one before, warps mixed
+        arrival = arrival[np.lexsort((arrival, warp))]
+    reads = np.flatnonzero((s.space[row] == SPACE_HOST) & ~s.is_write[row])
+    assert _warps_arrive_in_program_order(s.launch, s.warp, row, reads, arrival) == in_order
+    walk, _ = translation_flags(s, sysc, row, arrival)
+    seq = reads[np.lexsort((reads, arrival[reads]))]
+    expected = np.zeros(n, dtype=bool)
+    expected[seq] = xl.translation_misses(s.addr[row[seq]] // np.uint64(4096),
+                                          sysc.translation, xl.warp_keys_of(s, row[seq]))
+    np.testing.assert_array_equal(walk, expected)
+    assert walk.any() and not walk.all()
+
+
 def test_page_walks_add_their_latency_and_queue_for_walkers():
     """A one-entry TLB and reads alternating between two pages: every read walks."""
     n = 8
