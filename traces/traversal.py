@@ -135,7 +135,8 @@ def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
         stream = stream.with_waits(walk_waits(stream))
     else:                # the walk's dependent device steps, one request each
         release_freed_memory()      # the coalescer's pieces, before the steps are built
-        stream = with_visit_skeleton(stream, em, load_ahead)
+        handed, stream = [stream], None     # its columns go as the steps' join is built
+        stream = with_visit_skeleton(handed, em, load_ahead)
     stream = with_scan_insts(stream, kernel, variant, id_bytes, csr.num_vertices)
     stream = with_program_registers(stream, kernel, variant, id_bytes, load_ahead)
     elem_B = id_bytes + (WEIGHT_B if kernel == "sssp" else 0)

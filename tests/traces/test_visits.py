@@ -205,10 +205,15 @@ def test_the_steps_do_not_depend_on_the_batch_or_the_row_order(kron, kernel, var
     shuffled = RequestStream(**{k: getattr(stream, k)[perm] for k in REQUEST_DTYPES},
                              launches=stream.launches)
     batched = with_visit_skeleton(shuffled, em, 4)
+    handed = [RequestStream(**{k: getattr(stream, k).copy() for k in REQUEST_DTYPES},
+                            launches=stream.launches)]
+    taken = with_visit_skeleton(handed, em, 4)      # handed over: taken out of the list
+    assert handed == []
     assert len(whole) > len(stream) > 1000
     for col in list(REQUEST_DTYPES) + ["waits", "lines"]:
-        a, b = getattr(whole, col), getattr(batched, col)
-        assert a.dtype == b.dtype and np.array_equal(a, b), col
+        for other in (batched, taken):
+            a, b = getattr(whole, col), getattr(other, col)
+            assert a.dtype == b.dtype and np.array_equal(a, b), col
 
 
 @pytest.mark.parametrize("kernel", sorted(STEPS))

@@ -331,19 +331,20 @@ SKELETON_BATCH_STEPS = 1 << 22
 HOST_BATCH_ROWS = 1 << 20
 
 
-def _host_instructions(stream: RequestStream, plans: list, P: int, A: int, npro: int,
+def _host_instructions(host: dict, plans: list, P: int, A: int, npro: int,
                        nvis: int) -> np.ndarray:
     """The host requests' instruction numbers in the kernel's order with the device
     steps in place (module notes), launch by launch; ``plans[launch]`` is None for a
     launch with no unit, else its units' (warp, trips, host base, new base)."""
     n_launch = len(plans)
-    if len(stream) and int(stream.launch.max()) >= n_launch:
-        r = int(np.argmax(stream.launch >= n_launch))
-        raise SkeletonError(f"request {r} (launch {int(stream.launch[r])}) falls in no launch of "
+    launch = host["launch"]
+    if len(launch) and int(launch.max()) >= n_launch:
+        r = int(np.argmax(launch >= n_launch))
+        raise SkeletonError(f"request {r} (launch {int(launch[r])}) falls in no launch of "
                             "the emulated walk")
-    new_inst = np.empty(len(stream), dtype=REQUEST_DTYPES["inst"])
-    by_launch = np.argsort(stream.launch, kind="stable")      # each launch's rows, found once
-    ends = np.concatenate(([0], np.cumsum(np.bincount(stream.launch, minlength=n_launch))))
+    new_inst = np.empty(len(launch), dtype=REQUEST_DTYPES["inst"])
+    by_launch = np.argsort(launch, kind="stable")      # each launch's rows, found once
+    ends = np.concatenate(([0], np.cumsum(np.bincount(launch, minlength=n_launch))))
     for li, plan in enumerate(plans):
         launch_rows = by_launch[ends[li]:ends[li + 1]]
         if not len(launch_rows):
@@ -356,18 +357,18 @@ def _host_instructions(stream: RequestStream, plans: list, P: int, A: int, npro:
         key_u = (w_u << 32) | old_base
         for r0 in range(0, len(launch_rows), HOST_BATCH_ROWS):
             rows = launch_rows[r0:r0 + HOST_BATCH_ROWS]
-            new_inst[rows] = _renumbered(stream, rows, li, w_u, key_u, old_base, old_len,
+            new_inst[rows] = _renumbered(host, rows, li, w_u, key_u, old_base, old_len,
                                          new_base, P, A, npro, nvis)
     return new_inst
 
 
-def _renumbered(stream: RequestStream, rows: np.ndarray, li: int, w_u: np.ndarray,
+def _renumbered(host: dict, rows: np.ndarray, li: int, w_u: np.ndarray,
                 key_u: np.ndarray, old_base: np.ndarray, old_len: np.ndarray,
                 new_base: np.ndarray, P: int, A: int, npro: int, nvis: int) -> np.ndarray:
     """:func:`_host_instructions` for ``rows`` of launch ``li`` (``key_u``: its units'
     (warp, host base) keys)."""
-    warp = stream.warp[rows].astype(np.int64)
-    inst = stream.inst[rows].astype(np.int64)
+    warp = host["warp"][rows].astype(np.int64)
+    inst = host["inst"][rows].astype(np.int64)
     u = np.searchsorted(key_u, (warp << 32) | inst, side="right") - 1
     uc = np.maximum(u, 0)
     k = inst - old_base[uc]
@@ -381,12 +382,22 @@ def _renumbered(stream: RequestStream, rows: np.ndarray, li: int, w_u: np.ndarra
     return new_base[uc] + npro + g * A * (P + nvis) + (t - g * A) * P + p
 
 
-def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> RequestStream:
+def with_visit_skeleton(stream: RequestStream | list[RequestStream], emulation,
+                        load_ahead: int) -> RequestStream:
     """``stream`` (the host-only requests of ``emulation``, in any row order) with the
     walk's dependent device steps added (module notes), waits marked. The steps are
     built ``SKELETON_BATCH_STEPS`` at a time in the stream's own column types, so a
-    scale-24 walk's tens of millions of steps need little beyond the result."""
+    scale-24 walk's tens of millions of steps need little beyond the result. A list
+    holding the stream hands it over: it is taken out of the list, and each of its
+    columns is let go once the result's is built (the caller keeps no other
+    reference), so the two streams are not held whole at once."""
     from hostlink.traces.emulator.issue_order import walk_waits
+
+    if isinstance(stream, list):
+        stream = stream.pop()
+    host = {name: getattr(stream, name) for name in REQUEST_DTYPES}
+    launches, n_host = stream.launches, len(stream)
+    del stream
 
     csr, kernel, variant = emulation.csr, emulation.kernel, emulation.variant
     id_bytes = emulation.id_bytes
@@ -455,7 +466,7 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
                 "is_write": np.zeros(n, dtype=REQUEST_DTYPES["is_write"])})
             dev_parts.append(part)
             u0 = u1
-    new_inst = _host_instructions(stream, plans, P, A, npro, nvis)
+    host["inst"] = _host_instructions(host, plans, P, A, npro, nvis)   # in the new order
 
     def device_column(name, dtype):
         # the steps of every batch in turn; each batch's part is freed once joined
@@ -463,13 +474,11 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
         return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
     def host_column(name):
-        if name == "inst":
-            return new_inst
         if name == "lines":
-            return np.ones(len(stream), dtype=np.uint16)
+            return np.ones(n_host, dtype=np.uint16)
         if name == "atomic":
-            return np.zeros(len(stream), dtype=np.bool_)
-        return getattr(stream, name)
+            return np.zeros(n_host, dtype=np.bool_)
+        return host[name]
 
     names = list(REQUEST_DTYPES) + ["lines"] + (["atomic"] if vis_atomic.any() else [])
     dtypes = dict(REQUEST_DTYPES, lines=np.uint16, atomic=np.bool_)
@@ -487,6 +496,7 @@ def with_visit_skeleton(stream: RequestStream, emulation, load_ahead: int) -> Re
         cols[name] = (_merged_column(host_column(name), dev_col, from_dev) if order is None
                       else np.concatenate([host_column(name), dev_col])[order])
         del dev_col
+        host.pop(name, None)        # the host rows' column, now merged
     lines, atomic = cols.pop("lines"), cols.pop("atomic", None)
-    out = RequestStream(**cols, launches=stream.launches, lines=lines, atomic=atomic)
+    out = RequestStream(**cols, launches=launches, lines=lines, atomic=atomic)
     return out.with_waits(walk_waits(out))
