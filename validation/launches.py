@@ -20,19 +20,26 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from hostlink.model.errors import HostlinkError
 from hostlink.validation.manifest import traversal_case_name
-from hostlink.validation import raw_store
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas (and the raw store, which reads with it) are imported where they are used: the
+# CLI imports this module on every start to register its command
 
 
 def measured_launches(results_dir: str | Path, case: str, source: int | None) -> np.ndarray:
     """Launch times (ms) of ``case`` for ``source``: one row per repetition, read from
     RESULTS_DIR/raw/*.jsonl, loose or packed (every repetition of a source launches alike). ``source``
     None: a kernel without sources (CC, PageRank)."""
+    from hostlink.validation import raw_store
+
     raw = Path(results_dir) / "raw"
     names = raw_store.raw_names(results_dir)
     if not names:
@@ -69,6 +76,8 @@ def compare_launches(results_dir: str | Path, case: str, system,
                      fidelity: str = "des") -> pd.DataFrame:
     """One row per launch of ``case``'s ``source_index``-th source: measured median,
     least and most (ms), predicted (ms) and error %."""
+    import pandas as pd
+
     from hostlink.validation.twin_common import load_run
     from hostlink.validation.twin_traversal import GraphSource, predict_traversal
 
@@ -149,6 +158,8 @@ def plot_launches(table: pd.DataFrame, path: str | Path, *, system: str | None =
 
 
 def _cmd_launches(args) -> int:
+    import pandas as pd
+
     from hostlink.model.config import load_any_system
 
     system = load_any_system(args.system)

@@ -20,10 +20,15 @@ them together; :mod:`hostlink.validation.placement`).
 from __future__ import annotations
 
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from hostlink.model.errors import HostlinkError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas is imported where a table is made: the CLI imports this module on every start
+# to register its command
 
 #: largest |predicted / measured - 1| accepted, by kind of case
 TOLERANCE = {"memcpy": 0.10, "zc_read": 0.10, "zc_warps": 0.10, "traversal": 0.15}
@@ -82,6 +87,8 @@ def compare(run_dir: str | Path, system, *, fidelity: str = "analytic",
             graph_dir: str | Path | None = None) -> pd.DataFrame:
     """One row per placed case: measured and predicted time, the prediction alone, the
     bound and the error (predicted / measured - 1)."""
+    import pandas as pd
+
     from hostlink.model.predict import resolve_system
     from hostlink.model.shared_host import predict_shared
     from hostlink.validation.twin_traversal import GraphSource
@@ -125,6 +132,8 @@ def verdict(table: pd.DataFrame) -> dict[str, dict]:
 
 def _cmd(args) -> int:
     import json
+
+    import pandas as pd
     table = compare(args.run, args.system, fidelity=args.fidelity, graph_dir=args.graph_dir)
     if args.csv:
         table.to_csv(args.csv, index=False)

@@ -21,12 +21,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from hostlink.model.errors import HostlinkError
-from hostlink.validation.twins import case_group, load_run, primary_metric
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas and the twins are imported where a comparison is made: the CLI imports this
+# module on every start to register its command
 
 CASE_COLUMNS = ("case", "group", "metric", "unit", "first", "second", "diff_pct",
                 "first_spread_pct", "second_spread_pct", "first_reps", "second_reps")
@@ -47,6 +52,9 @@ class Comparison:
 
 
 def _per_case(run) -> pd.DataFrame:
+    import pandas as pd
+
+    from hostlink.validation.twins import case_group, primary_metric
     """Median, spread and repetitions of each case's primary metric in one run."""
     rows = []
     by_key = {k: d for k, d in run.measured.groupby(["case", "metric"], sort=False)}
@@ -69,6 +77,9 @@ def _per_case(run) -> pd.DataFrame:
 
 def compare_runs(first: str | Path, second: str | Path) -> Comparison:
     """Compare two results directories (``hostlink validate run`` outputs) case by case."""
+    import pandas as pd
+
+    from hostlink.validation.twins import load_run
     a, b = _per_case(load_run(first)), _per_case(load_run(second))
     common = [c for c in a.index if c in b.index and a.at[c, "metric"] == b.at[c, "metric"]]
     if not common:
