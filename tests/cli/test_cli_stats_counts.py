@@ -16,9 +16,18 @@ pytestmark = pytest.mark.skipif(not BFS.is_dir(), reason=f"shared trace {BFS} no
 SOURCE = ["--memcpy-location", "host"]
 
 
+#: what each command line printed with --json, parsed: the tests of this module run some
+#: command lines alike, and the commands are deterministic
+_PRINTED: dict[tuple[str, ...], dict] = {}
+
+
 def _json(capsys, argv):
-    assert main(argv + ["--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    """``hostlink ARGV --json``'s output, parsed; each command line is run once."""
+    key = tuple(argv)
+    if key not in _PRINTED:
+        assert main(argv + ["--json"]) == 0
+        _PRINTED[key] = json.loads(capsys.readouterr().out)
+    return _PRINTED[key]
 
 
 def test_stats_with_a_system_counts_what_predict_counts(capsys):

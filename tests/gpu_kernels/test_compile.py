@@ -105,10 +105,26 @@ def cupti(nvcc) -> dict[str, str]:
     return found
 
 
+@pytest.fixture(scope="module")
+def build_library(cupti, tmp_path_factory):
+    """``build_library(name)``: bin/libNAME.so made once into this module's own folder,
+    with its make output (each library compiled once, however many tests load it)."""
+    bin_dir = tmp_path_factory.mktemp("lib")
+    made: dict[str, tuple[Path, subprocess.CompletedProcess]] = {}
+
+    def make(library: str) -> tuple[Path, subprocess.CompletedProcess]:
+        if library not in made:
+            so = bin_dir / f"lib{library}.so"
+            p = subprocess.run(["make", "-C", str(KERNELS), f"BIN={bin_dir}", str(so)],
+                               capture_output=True, text=True)
+            made[library] = (so, p)
+        return made[library]
+    return make
+
+
 @pytest.mark.parametrize("library", injection_libraries())
-def test_injection_library_builds_and_exports_its_entry_point(library, cupti, tmp_path):
-    so = tmp_path / f"lib{library}.so"
-    p = subprocess.run(["make", "-C", str(KERNELS), f"BIN={tmp_path}", str(so)], capture_output=True, text=True)
+def test_injection_library_builds_and_exports_its_entry_point(library, build_library):
+    so, p = build_library(library)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert "warning" not in (p.stdout + p.stderr).lower()
     if shutil.which("nm") is None or shutil.which("ldd") is None:
@@ -122,10 +138,10 @@ def test_injection_library_builds_and_exports_its_entry_point(library, cupti, tm
     assert "libcupti" in ldd.stdout and "not found" not in ldd.stdout, ldd.stdout
 
 
-def test_uvm_counters_without_an_output_path_does_nothing(cupti, tmp_path):
+def test_uvm_counters_without_an_output_path_does_nothing(build_library):
     """Without HOSTLINK_UVM_COUNTERS_OUT the entry point says so in one line and lets the program go on."""
-    so = tmp_path / "libuvm_counters.so"
-    subprocess.run(["make", "-C", str(KERNELS), f"BIN={tmp_path}", str(so)], check=True, capture_output=True)
+    so, made = build_library("uvm_counters")
+    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
     env = {k: v for k, v in os.environ.items() if k != "HOSTLINK_UVM_COUNTERS_OUT"}
     code = f"import ctypes; print(ctypes.CDLL({str(so)!r}).InitializeInjection())"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
@@ -133,10 +149,9 @@ def test_uvm_counters_without_an_output_path_does_nothing(cupti, tmp_path):
     assert p.stderr.strip() == "uvm_counters: HOSTLINK_UVM_COUNTERS_OUT is not set; nothing recorded"
 
 
-def test_bad_host_node_stops_before_the_gpu(nvcc, tmp_path):
+def test_bad_host_node_stops_before_the_gpu(build):
     # checked right after the flags are read: exit 2 here, with no GPU to query
-    subprocess.run(["make", "-C", str(KERNELS), f"BIN={tmp_path}", f"{tmp_path}/memcpy_bw"], check=True,
-                   capture_output=True)
-    p = subprocess.run([str(tmp_path / "memcpy_bw"), "--host-node", "east"], capture_output=True, text=True)
+    p = subprocess.run([str(built(build, "memcpy_bw")), "--host-node", "east"], capture_output=True,
+                       text=True)
     assert p.returncode == 2
     assert p.stdout.startswith('{"type":"error","kind":"usage"') and "host-node" in p.stdout

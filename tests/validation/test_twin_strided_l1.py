@@ -47,15 +47,24 @@ def strided(chunk_B: int, bpl: int, warps_per_sm: int, cache: str = "default") -
                 total_B=256 << 20)
 
 
+#: refetch's answers by (id of the system, point): the tests of this module ask for some
+#: points more than once; the system is kept beside its answer so that its id stays its own
+_REFETCH: dict[tuple, tuple[object, tuple[float, str | None]]] = {}
+
+
 def refetch(system, chunk_B: int, bpl: int, warps_per_sm: int,
             total_B: int = 256 << 20, measured_l1: bool = False) -> tuple[float, str | None]:
     """Host bytes the twin fetches per byte its loads read, and the replay it keeps
-    (the LRU replays unless ``measured_l1``)."""
-    params = dict(strided(chunk_B, bpl, warps_per_sm), total_B=total_B)
-    twin = twins.build_zc("t", params, system, in_flight=IN_FLIGHT[bpl],
-                          measured_l1=measured_l1)
-    return (float(twin.stream.size_B.astype(np.int64).sum()) / twin.twin_bytes_B,
-            twin.extra.get("phases") or twin.extra.get("l1"))
+    (the LRU replays unless ``measured_l1``); each point's twin is built once."""
+    key = (id(system), chunk_B, bpl, warps_per_sm, total_B, measured_l1)
+    if key not in _REFETCH:
+        params = dict(strided(chunk_B, bpl, warps_per_sm), total_B=total_B)
+        twin = twins.build_zc("t", params, system, in_flight=IN_FLIGHT[bpl],
+                              measured_l1=measured_l1)
+        _REFETCH[key] = (system, (float(twin.stream.size_B.astype(np.int64).sum())
+                                  / twin.twin_bytes_B,
+                                  twin.extra.get("phases") or twin.extra.get("l1")))
+    return _REFETCH[key][1]
 
 
 @pytest.mark.parametrize("chunk_B,measured", [(128, 1.007), (512, 1.003)])
