@@ -501,9 +501,11 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
                             f"{', '.join(SAMPLED_MODES)})")
     if fraction is not None and not 0 < fraction <= 1:
         raise HostlinkError(f"--sample {fraction}: a fraction must lie in (0, 1]")
+    from hostlink.model.progress import RUN, stage
     system = resolve_system(system)
     t0 = time.perf_counter()
     V = csr.num_vertices
+    stage(RUN, "finding the BFS's levels")
     level = bfs_levels(csr, source)
     L = int(level.max()) + 1
     offsets = np.asarray(csr.offsets)
@@ -651,9 +653,12 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
         quiet = system_with(quiet, {"link.rtt_at_full_link_ns": 0.0})
     launches_cost = float(cost.sum())
     last = {}
+    passes = []
 
     def run(rtt_ns: float) -> tuple[float, float]:
         """The sample's estimate at a round trip: (its time, the run's link share)."""
+        passes.append(rtt_ns)
+        stage(RUN, f"round trip, pass {len(passes)}: {rtt_ns:.0f} ns, the samples")
         on = system_with(quiet, {"link.rtt_ns": rtt_ns}) if loaded else quiet
         k_ns = np.zeros(n_launch)
         busy = np.zeros(n_launch)

@@ -114,12 +114,14 @@ def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
     from hostlink.traces.emulator.program import program
     from hostlink.traces.emulator.visits import with_visit_skeleton
     from hostlink.model.page_advice import release_freed_memory
+    from hostlink.model.progress import RUN, stage
 
     host_cache = host_read_cache(gpu)
     cache = host_cache if host_cache is not None else CacheConfig.from_gpu(gpu, l2=False)
     resident = gpu.sm_count * gpu.max_warps_per_sm
     with_device = csr.num_edges <= max_device_edges
     kw = {"iterations": int(iterations)} if kernel == "pagerank" else {}
+    stage(RUN, f"emulating {kernel} ({variant})")
     em = emulate(csr, kernel, variant, source=source, id_bytes=id_bytes, memory="zerocopy",
                  include_device=with_device, resident_warps=resident, run=run, **kw)
     if with_device and max_device_tests is not None and \
@@ -127,6 +129,7 @@ def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
         with_device = em.include_device = False
     edges = int(sum(int((csr.offsets[a + 1] - csr.offsets[a]).sum()) for a in em.active))
     trace = em.trace()
+    stage(RUN, f"coalescing the reads of its {len(em.active)} launches")
     if with_device:      # the kernel's order at its load-ahead, and its dependences
         trace = issue_order(trace, program(kernel, id_bytes, True), load_ahead)
     stream = coalesce(trace, cache=cache, cache_host=host_cache is not None,
@@ -135,6 +138,7 @@ def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
         stream = stream.with_waits(walk_waits(stream))
     else:                # the walk's dependent device steps, one request each
         release_freed_memory()      # the coalescer's pieces, before the steps are built
+        stage(RUN, "adding the walk's dependent device steps")
         handed, stream = [stream], None     # its columns go as the steps' join is built
         stream = with_visit_skeleton(handed, em, load_ahead)
     stream = with_scan_insts(stream, kernel, variant, id_bytes, csr.num_vertices)

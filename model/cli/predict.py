@@ -154,21 +154,21 @@ def _predict(args) -> int:
         trace_options["regions"] = load_regions(args.regions)
     if args.sample is not None:
         return _sampled(args, system)
-    if args.graph:
-        source = _graph_workload(args, system)
-    else:
-        from hostlink.traces.gather_record import read_gather_record, recorded_gather
-        from hostlink.traces.workload_record import read_workload_record, traced_workload
-        record = read_workload_record(Path(args.trace))
-        gathered = read_gather_record(Path(args.trace))
-        source = (recorded_gather(gathered, system.gpu) if gathered is not None else
-                  args.trace if record is None else
-                  traced_workload(args.trace, record, system, options, trace_options))
-    from hostlink.model.cli.progress import note_first_compile, step
+    from hostlink.model.cli.progress import note_first_compile, step_with_stages
     note_first_compile()
     what = (f"coalescing {args.trace}" if args.trace else
             f"emulating {args.kernel} ({args.variant}) on {args.graph}")
-    with step(f"{what} and predicting ({args.fidelity})"):
+    with step_with_stages(f"{what} and predicting ({args.fidelity})"):
+        if args.graph:
+            source = _graph_workload(args, system)
+        else:
+            from hostlink.traces.gather_record import read_gather_record, recorded_gather
+            from hostlink.traces.workload_record import read_workload_record, traced_workload
+            record = read_workload_record(Path(args.trace))
+            gathered = read_gather_record(Path(args.trace))
+            source = (recorded_gather(gathered, system.gpu) if gathered is not None else
+                      args.trace if record is None else
+                      traced_workload(args.trace, record, system, options, trace_options))
         pred = predict(source, system, mode=args.mode, fidelity=args.fidelity,
                        coalesce_options=options, trace_options=trace_options)
     if args.mode not in ("device",) + GATHER_MODES and pred.requested_B == 0 and args.trace:
@@ -226,7 +226,7 @@ def _sampled(args, system) -> int:
     import json
     from pathlib import Path
 
-    from hostlink.model.cli.progress import step
+    from hostlink.model.cli.progress import step, step_with_stages
     from hostlink.model.errors import HostlinkError
     from hostlink.traces.cli_gen import VARIANT_CHOICES, _default_source
     from hostlink.traces.graphs import read_bel, read_graph
@@ -249,7 +249,8 @@ def _sampled(args, system) -> int:
     source = _default_source(csr) if args.source is None else args.source
     if not 0 <= source < csr.num_vertices:
         raise HostlinkError(f"--source {source}: the graph has {csr.num_vertices} vertices")
-    with step(f"sampling bfs ({args.variant}) on {args.graph} and predicting ({args.fidelity})"):
+    with step_with_stages(f"sampling bfs ({args.variant}) on {args.graph} and predicting "
+                          f"({args.fidelity})"):
         pred = sampled_prediction(csr, args.variant, system, source=source, mode=args.mode,
                                   fidelity=args.fidelity,
                                   fraction=None if args.sample == "auto" else args.sample,

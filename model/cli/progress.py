@@ -29,16 +29,31 @@ def _console():
 
 @contextlib.contextmanager
 def step(message: str, *, quiet: bool = False):
-    """Show ``message`` with a spinner and the elapsed time while the block runs."""
+    """Show ``message`` with a spinner and the elapsed time while the block runs; yields
+    ``detail(text)``, which shows ``text`` in its place from then on (a no-op off a
+    terminal)."""
     if not enabled(quiet):
-        yield
+        yield lambda text: None
         return
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                    console=_console(), transient=True)
-    bar.add_task(message, total=None)
+    task = bar.add_task(message, total=None)
     with bar:
-        yield
+        yield lambda text: bar.update(task, description=text)
+
+
+@contextlib.contextmanager
+def step_with_stages(message: str, *, quiet: bool = False):
+    """:func:`step`, showing beside ``message`` the stages the model names in the block
+    (:mod:`hostlink.model.progress`)."""
+    from hostlink.model.progress import StageLine, listening
+    with step(message, quiet=quiet) as detail:
+        if not enabled(quiet):
+            yield
+            return
+        with listening(StageLine(detail)):
+            yield
 
 
 def numba_cache_cold() -> bool:

@@ -117,10 +117,13 @@ def simulate(stream, system, *, engine: str = "fast", record: bool = False, nbin
     if inputs is not None:
         inputs = dataclasses.replace(inputs, **rtt)
     else:
+        from hostlink.model.progress import PART, stage
+        stage(PART, f"the TLB's order, {len(stream) / 1e6:.1f} M requests")
         first = build_inputs(stream, system, translation=False, lay=lay, costs=costs)
         out = run(miniature(first, share), engine=engine, record="ready", nbins=nbins)
         arrival = first.global_ns(out.launch_start_ns(first), out.ready_ns)
         del first, out
+        stage(PART, f"with TLB misses, {len(stream) / 1e6:.1f} M requests")
         inputs = build_inputs(stream, system, translation=use_xl, arrival=arrival, lay=lay,
                               costs=costs)
     return inputs, run(miniature(inputs, share), engine=engine, record=record, nbins=nbins)
@@ -224,8 +227,10 @@ def simulate_in_groups(stream, system, groups, *, translation: bool,
     (:func:`hostlink.model.des.miniature.miniature`). Returns the last group's inputs,
     their ``extra`` the whole run's wire and DRAM bytes, and the run's output."""
     from hostlink.model.des import fast
+    from hostlink.model.progress import PART, stage
     from hostlink.model.workload import SPACE_HOST
     cfg = system.translation
+    n_launch = groups[-1][1]
     carry = fast.Carry(nbins)
     kernel_ns = []
     wire = {"up": 0.0, "down": 0.0}
@@ -235,6 +240,8 @@ def simulate_in_groups(stream, system, groups, *, translation: bool,
     inputs = None
     rtt = {"rtt_ns": float(system.link.rtt_ns)}
     for i, (first, end, r0, r1) in enumerate(groups):
+        which = f"launch {end}" if end - first == 1 else f"launches {first + 1}-{end}"
+        stage(PART, f"{which} of {n_launch}, {(r1 - r0) / 1e6:.1f} M requests")
         found = None if kept is None else kept.get(i)
         if found is not None:
             inputs, seen_tlb, seen_iommu = found
