@@ -711,6 +711,8 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
         forget(stream, "des_inputs")
         forget(stream, "des_group_inputs")
         return pred
+    from hostlink.model.progress import RUN, stage
+    stage(RUN, f"predicting {mode} ({fidelity})")
     return _predict_stream(stream, system, common, host_loop=host_loop, vertices=vertices, **args)
 
 

@@ -658,7 +658,8 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     def run(rtt_ns: float) -> tuple[float, float]:
         """The sample's estimate at a round trip: (its time, the run's link share)."""
         passes.append(rtt_ns)
-        stage(RUN, f"round trip, pass {len(passes)}: {rtt_ns:.0f} ns, the samples")
+        stage(RUN, f"round trip, pass {len(passes)}: {rtt_ns:.0f} ns, the samples" if loaded
+              else "the samples")
         on = system_with(quiet, {"link.rtt_ns": rtt_ns}) if loaded else quiet
         k_ns = np.zeros(n_launch)
         busy = np.zeros(n_launch)

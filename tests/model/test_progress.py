@@ -71,3 +71,13 @@ def test_off_a_terminal_the_spinner_shows_nothing_and_hears_no_stage(capsys):
         stage(RUN, "a stage")
     captured = capsys.readouterr()
     assert captured.out == captured.err == ""
+
+
+def test_a_run_without_the_loaded_round_trip_names_its_mode(kron11):
+    system = load_system("h200-pcie5")
+    shown = []
+    with listening(StageLine(shown.append)):
+        work = traversal_workload(kron11, "bfs", "merged_aligned", system.gpu, source=3)
+        predict(work, system, mode="device", fidelity="des")
+    assert shown[-1].startswith("predicting device (des)")
+    assert not any(s.startswith("round trip") for s in shown)
