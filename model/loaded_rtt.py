@@ -92,12 +92,12 @@ def loaded_system(stream, system, predict_on: Callable):
     def at(rtt_ns: float):
         return quiet if rtt_ns == rtt0 else system_with(quiet, {"link.rtt_ns": rtt_ns})
 
-    from hostlink.model.progress import RUN, stage
+    from hostlink.model.progress import RUN, round_trip_pass, stage
     passes = []
 
     def run(rtt_ns: float) -> tuple[float, float]:
         passes.append(rtt_ns)
-        stage(RUN, f"round trip, pass {len(passes)}: {rtt_ns:.0f} ns")
+        stage(RUN, round_trip_pass(len(passes), rtt_ns))
         on = at(rtt_ns)
         pred = predict_on(on)
         return pred.time_s, link_utilisation(pred, on)

@@ -39,6 +39,11 @@ def listening(listener: Listener):
         _listener.reset(token)
 
 
+def round_trip_pass(k: int, rtt_ns: float) -> str:
+    """The stage of the loaded round trip's ``k``-th pass, run at ``rtt_ns``."""
+    return f"round trip, pass {k}: {rtt_ns:.0f} ns"
+
+
 class StageLine:
     """The stages heard so far as one line: ``show(line)`` is called with the stages
     of every level up to the last one named, joined by ', '."""

@@ -501,7 +501,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
                             f"{', '.join(SAMPLED_MODES)})")
     if fraction is not None and not 0 < fraction <= 1:
         raise HostlinkError(f"--sample {fraction}: a fraction must lie in (0, 1]")
-    from hostlink.model.progress import RUN, stage
+    from hostlink.model.progress import RUN, round_trip_pass, stage
     system = resolve_system(system)
     t0 = time.perf_counter()
     V = csr.num_vertices
@@ -658,7 +658,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     def run(rtt_ns: float) -> tuple[float, float]:
         """The sample's estimate at a round trip: (its time, the run's link share)."""
         passes.append(rtt_ns)
-        stage(RUN, f"round trip, pass {len(passes)}: {rtt_ns:.0f} ns, the samples" if loaded
+        stage(RUN, f"{round_trip_pass(len(passes), rtt_ns)}, the samples" if loaded
               else "the samples")
         on = system_with(quiet, {"link.rtt_ns": rtt_ns}) if loaded else quiet
         k_ns = np.zeros(n_launch)
