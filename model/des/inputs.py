@@ -522,10 +522,17 @@ def _warps_arrive_in_program_order(launch, warp, row, reads, arrival) -> bool:
 
 def pages_fit(stream: RequestStream, system: SystemConfig) -> bool:
     """True when the host pages the stream reads fit in the TLB (and IOTLB): then only
-    first touches miss, whatever the order, and one simulation pass suffices."""
+    first touches miss, whatever the order, and one simulation pass suffices. Counted
+    once per stream and ``translation`` section: every pass of the loaded round trip
+    asks again (:mod:`hostlink.model.loaded_rtt`)."""
     cfg = system.translation
     if not cfg.enabled:
         return True
+    from hostlink.model.stream_memo import memoized
+    return memoized(stream, "pages_fit", cfg, lambda: _pages_fit(stream, cfg))
+
+
+def _pages_fit(stream: RequestStream, cfg) -> bool:
     sel = (stream.space == SPACE_HOST) & ~stream.is_write
     addr = stream.addr[sel]
     if len(np.unique(addr // np.uint64(cfg.page_B))) > cfg.tlb_entries:

@@ -123,3 +123,22 @@ def test_uvm_accesses_are_kept_for_small_streams_only(s, monkeypatch):
     r = simulate_uvm(s, system)                      # from the memo
     assert r.service_time_s == r_big.service_time_s
     assert r.faults == r_big.faults and r.h2d_B == r_big.h2d_B
+
+
+def test_whether_pages_fit_is_counted_once_per_stream_and_translation_section(s, monkeypatch):
+    from hostlink.model.des import inputs as des_inputs
+
+    counted = []
+    count = des_inputs._pages_fit
+    monkeypatch.setattr(des_inputs, "_pages_fit",
+                        lambda stream, cfg: counted.append(cfg.tlb_entries) or count(stream, cfg))
+    small = system_with(quiet(), {"translation.enabled": True, "translation.tlb_entries": 1,
+                                  "translation.page_B": 4096})
+    large = system_with(small, {"translation.tlb_entries": 1 << 20})
+    rtt = system_with(small, {"link.rtt_ns": 2000.0})        # a later pass of the round trip
+    assert not des_inputs.pages_fit(s, small)
+    assert not des_inputs.pages_fit(s, rtt)
+    assert counted == [1]
+    assert des_inputs.pages_fit(s, large)
+    assert counted == [1, 1 << 20]
+    assert des_inputs.pages_fit(fresh(s), small) is False and counted == [1, 1 << 20, 1]
