@@ -7,7 +7,9 @@ correlation of the error with the parameter's logarithm, reported from
 |rho| >= 0.6), which categorical parameter splits the error, and the effect the
 model lacks by the sign of the error. Those effects are data, not code: one
 entry per group in ``effects.toml`` beside this module (installed as package
-data), with the committed result folders its text cites.
+data), with the committed result folders its text cites. Where a graph misses its
+family target (:func:`hostlink.validation.report_judge.family_table`),
+:func:`family_effects` names the effect by the sign of that graph's error.
 """
 from __future__ import annotations
 
@@ -129,3 +131,19 @@ def diagnose(stats: GroupStats, rows: pd.DataFrame) -> list[str]:
         lines.append("Effect the model lacks, by the sign of the error: "
                      + (eff[0] if fast else eff[1]) + ".")
     return lines
+
+
+def family_effects(table: pd.DataFrame) -> list[str]:
+    """What the model lacks where a graph misses its family target: one sentence per
+    traversal group and sign of the error (kernel time: a positive bias is too slow),
+    naming the graphs that miss that way and the group's effect for that sign.
+    ``table``: :func:`hostlink.validation.report_judge.family_table`."""
+    miss = table[table["mape_pct"] > table["target_pct"]]       # no target: NaN, never
+    out = []
+    for (group, slow), d in miss.groupby([miss["group"], miss["bias_pct"] > 0], sort=True):
+        graphs = ", ".join(f"{r.graph} {r.mape_pct:.1f}%"
+                           for r in d.sort_values("mape_pct", ascending=False).itertuples())
+        eff = _effects_for(group)
+        text = (eff[1] if slow else eff[0]) if eff else "no effect is recorded for this group"
+        out.append(f"Too {'slow' if slow else 'fast'} in `{group}` ({graphs}): {text}.")
+    return out

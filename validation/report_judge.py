@@ -18,6 +18,11 @@ groups and the traversal UVM group) <= 25 %; the gather: zero-copy <= 10 %, the 
 gather plus copy <= 15 %, UVM first touch <= 25 %. Groups used for calibration are
 listed with their fit residual and no target; the cases of such a group that
 no fit used are judged as held out (:func:`mark_not_fitted`).
+
+Traversal cases are also judged per graph (:func:`family_table`): in each
+placement, a graph family is held to :data:`FAMILY_TARGET_PCT` (zero-copy <= 10 %,
+UVM and device memory <= 20 %), stricter than the group targets, which pool the
+families.
 """
 from __future__ import annotations
 
@@ -41,6 +46,11 @@ CPU_GATHER_TARGET_PCT = 15.0
 #: a group with no target (device-memory traversals) is diagnosed like one that misses
 #: its target when its MAPE is above the loosest target
 UNTARGETED_DIAGNOSE_PCT = UVM_TARGET_PCT
+#: per graph of a traversal run, in each placement (the class of its traversal
+#: group: zero-copy holds every host-memory mode that migrates nothing)
+FAMILY_TARGET_PCT = {"zerocopy": 10.0, "uvm": 20.0, "device": 20.0}
+FAMILY_COLUMNS = ("graph", "placement", "group", "cases", "mape_pct", "bias_pct",
+                  "worst_pct", "target_pct")
 
 
 def summarise(measured: pd.DataFrame, predicted: pd.DataFrame) -> pd.DataFrame:
@@ -178,6 +188,30 @@ def group_stats(annotated: pd.DataFrame, calibration_groups: set[str], n_worst: 
                               float(d["error_pct"].mean()), d.loc[order[:n_worst]],
                               str(d["metric"].iloc[0])))
     return out
+
+
+def family_table(annotated: pd.DataFrame) -> pd.DataFrame:
+    """Per (graph, placement) of the traversal cases judged on their primary metric:
+    their count, MAPE, bias, largest signed error and target
+    (:data:`FAMILY_TARGET_PCT`; NaN for a placement it does not name), in graph
+    order; columns :data:`FAMILY_COLUMNS`. Empty without traversal cases."""
+    prim = annotated[annotated["primary"] & annotated["group"].str.startswith("traversal/")]
+    rows = []
+    if not len(prim):
+        return pd.DataFrame(rows, columns=list(FAMILY_COLUMNS))
+    graphs = [p.get("graph") if isinstance(p, dict) else None for p in prim["params"]]
+    for (graph, group), d in prim.assign(graph=graphs).dropna(subset=["graph"]).groupby(
+            ["graph", "group"], sort=True):
+        e = d["error_pct"].to_numpy(dtype=float)
+        e = e[np.isfinite(e)]
+        if not len(e):
+            continue
+        placement = group.split("/", 1)[1]
+        rows.append({"graph": graph, "placement": placement, "group": group,
+                     "cases": len(e), "mape_pct": mape(e), "bias_pct": float(e.mean()),
+                     "worst_pct": float(e[np.argmax(np.abs(e))]),
+                     "target_pct": FAMILY_TARGET_PCT.get(placement, math.nan)})
+    return pd.DataFrame(rows, columns=list(FAMILY_COLUMNS))
 
 
 def write_summary(summary: pd.DataFrame, path: Path) -> Path:

@@ -11,6 +11,8 @@ import pytest
 from hostlink.model.cli.main import main
 from hostlink.validation import report
 from hostlink.validation.calibrate import same_run_dir
+from hostlink.validation.report_judge import family_table
+from hostlink.validation.report_render import family_section
 from hostlink.validation.results_io import make_table
 
 
@@ -207,6 +209,48 @@ def test_groups_without_a_target_far_off_are_diagnosed():
     close = ann.assign(error_pct=-10.0)
     assert "What the model lacks here" not in report.markdown(
         close, report.group_stats(close, set()), **kw)
+
+
+def test_each_graph_is_judged_against_its_family_target_and_named_its_effect():
+    # per graph and placement: zero-copy 10%, UVM and device memory 20%; a graph that
+    # misses is named with its group's effect for the sign of its own error
+    rows = [("bfs/dense/merged/device/8B", 0.2, 0.36),      # +80%: too slow
+            ("bfs/dense/naive/device/8B", 1.0, 1.1),        # +10%
+            ("bfs/road/naive/device/8B", 10.0, 7.0),        # -30%: too fast
+            ("bfs/road/naive/zerocopy/8B", 10.0, 10.5),     # +5%
+            ("bfs/road/naive/registered/8B", 10.0, 9.0),    # -10%: zero-copy too
+            ("bfs/road/naive/uvm/8B", 10.0, 12.5)]          # +25%
+    s = pd.DataFrame([{"case": c, "metric": "kernel_time_ms", "unit": "ms", "measured": m,
+                       "predicted": p, "error_pct": 100 * (p - m) / m} for c, m, p in rows])
+    ann = report.annotate(s, {})
+    t = family_table(ann).set_index(["graph", "placement"])
+    assert t.loc[("dense", "device"), "mape_pct"] == pytest.approx(45.0)
+    assert t.loc[("dense", "device"), "worst_pct"] == pytest.approx(80.0)
+    assert t.loc[("road", "zerocopy"), "cases"] == 2
+    assert t.loc[("road", "zerocopy"), "mape_pct"] == pytest.approx(7.5)
+    assert t.loc[("road", "uvm"), "target_pct"] == 20.0
+    lines = family_section(ann)
+    assert "| dense | device | 2 | 45 | +45.0 | +80.0 | 20 | **misses** |" in lines
+    assert "| road | zerocopy | 2 | 7.5 | -2.5 | -10.0 | 10 | meets |" in lines
+    named = [line for line in lines if line.startswith("- Too ")]
+    assert len(named) == 3
+    slow, fast = (next(line for line in named if line.startswith(f"- Too {w} in `traversal/device`"))
+                  for w in ("slow", "fast"))
+    assert "(dense 45.0%)" in slow and "L2" in slow
+    assert "(road 30.0%)" in fast and "issue stage" in fast
+    assert any(line.startswith("- Too slow in `traversal/uvm` (road 25.0%)") for line in named)
+    kw = dict(title="t", system_name="s", fidelity="des", calibration=None,
+              results_dir="r", unpredicted=[])
+    assert "## MAPE per graph" in report.markdown(ann, report.group_stats(ann, set()), **kw)
+    # every graph within its targets: the table alone
+    close = ann.assign(error_pct=ann["error_pct"].clip(-5, 5))
+    assert not any(line.startswith("- Too ") for line in family_section(close))
+    # no traversal cases: no section
+    micro = {"micro/zc_read/pattern=coalesced,chunk_B=128": {
+        "kind": "micro", "benchmark": "zc_read", "pattern": "coalesced", "chunk_B": 128}}
+    m = pd.DataFrame({"case": list(micro), "metric": "bw_GBps", "unit": "GB/s",
+                      "measured": 40.0, "predicted": 44.0, "error_pct": 10.0})
+    assert family_section(report.annotate(m, micro)) == []
 
 
 def test_report_cli_end_to_end(tmp_path, capsys, data):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hostlink.validation.twin_common import case_group
+from hostlink.validation.report_judge import annotate, family_table
 
 
 def winners(summary: pd.DataFrame) -> pd.DataFrame:
@@ -43,22 +43,11 @@ def winners(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-
-
 def errors(summary: pd.DataFrame) -> pd.DataFrame:
-    """MAPE and bias of kernel time per (graph, placement), over the graph's cases."""
-    s = summary[summary["metric"] == "kernel_time_ms"].copy()
-    parts = s["case"].str.split("/", expand=True)
-    # the report's own classes: traversal/zerocopy, traversal/uvm, traversal/device
-    s["graph"] = parts[1]
-    s["placement"] = [case_group(c, {"kind": "traversal", "memory_mode": m}).split("/")[1]
-                      for c, m in zip(s["case"], parts[3])]
-    s["abs_pct"] = s["error_pct"].abs()
-    g = s.groupby(["graph", "placement"])
-    return pd.DataFrame({"cases": g.size(), "mape_pct": g["abs_pct"].mean(),
-                         "bias_pct": g["error_pct"].mean(),
-                         "worst_pct": g["error_pct"].agg(lambda e: e.loc[e.abs().idxmax()])}
-                        ).reset_index()
+    """MAPE, bias and worst error of kernel time per (graph, placement), over the graph's
+    cases, with the family target: the report's own judgement
+    (hostlink.validation.report_judge.family_table)."""
+    return family_table(annotate(summary, {}))
 
 
 def replaced(summary: pd.DataFrame, newer: pd.DataFrame) -> pd.DataFrame:
