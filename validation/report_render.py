@@ -2,9 +2,11 @@
 
 ``report.md`` names the measured run, the system, the fidelity and the command
 that made it, then gives the MAPE per group with its target and verdict, the
-calibrated parameters, each group's worst cases with the diagnosis of a group
-that misses (:mod:`hostlink.validation.report_diagnose`), the twins' run time
-and the cases without a prediction. The plots (matplotlib, Agg, in the style of
+MAPE of a traversal run's graphs against the family targets with the effect
+behind each graph that misses, the calibrated parameters, each group's worst
+cases with the diagnosis of a group that misses
+(:mod:`hostlink.validation.report_diagnose`), the twins' run time and the cases
+without a prediction. The plots (matplotlib, Agg, in the style of
 :mod:`hostlink.model.plot_style`) are predicted against measured with y = x (a
 panel per unit), the error by group and the MAPE per group with its target.
 """
@@ -65,7 +67,8 @@ def family_section(annotated: pd.DataFrame) -> list[str]:
     table = family_table(annotated)
     if not len(table):
         return []
-    targets = ", ".join(f"{_PLACEMENT_NAMES.get(k, k)} {v:g}%" for k, v in FAMILY_TARGET_PCT.items())
+    targets = ", ".join(f"{_PLACEMENT_NAMES.get(k, k)} {v:g}%"
+                        for k, v in FAMILY_TARGET_PCT.items())
     lines = ["## MAPE per graph", "",
              "The traversal cases of each graph in each placement (zero-copy: every host "
              "memory mode that migrates nothing), judged on kernel time against the targets "

@@ -234,7 +234,8 @@ def test_each_graph_is_judged_against_its_family_target_and_named_its_effect():
     assert "| road | zerocopy | 2 | 7.5 | -2.5 | -10.0 | 10 | meets |" in lines
     named = [line for line in lines if line.startswith("- Too ")]
     assert len(named) == 3
-    slow, fast = (next(line for line in named if line.startswith(f"- Too {w} in `traversal/device`"))
+    slow, fast = (next(line for line in named
+                       if line.startswith(f"- Too {w} in `traversal/device`"))
                   for w in ("slow", "fast"))
     assert "(dense 45.0%)" in slow and "L2" in slow
     assert "(road 30.0%)" in fast and "issue stage" in fast
