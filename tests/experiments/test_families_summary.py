@@ -76,6 +76,26 @@ def test_later_partial_reports_replace_earlier_ones(summary_module, tmp_path, ca
     assert "usage" in capsys.readouterr().err
 
 
+def test_the_combined_rows_go_to_a_folder_of_their_own(summary_module, tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    _summary([("bfs/road/naive/zerocopy/8B", 10.0, 12.0),
+              ("bfs/road/balanced/zerocopy/8B", 10.0, 5.0)]).to_csv(run / "summary.csv")
+    _summary([("bfs/road/balanced/zerocopy/8B", 10.0, 9.0)]).to_csv(tmp_path / "a.csv")
+    out = tmp_path / "latest"
+    argv = [str(run), "--replace", str(tmp_path / "a.csv"), "--out", str(out), "--summary", "yes"]
+    assert summary_module.main(argv) == 0
+    combined = pd.read_csv(out / "summary.csv").set_index("case")
+    assert list(combined.columns) == ["metric", "unit", "measured", "predicted", "error_pct"]
+    assert combined.loc["bfs/road/balanced/zerocopy/8B", "predicted"] == 9.0
+    assert combined.loc["bfs/road/naive/zerocopy/8B", "predicted"] == 12.0
+    # never over a report's own summary, and only with a folder to write to
+    assert summary_module.main(argv) == 2
+    assert summary_module.main([str(run), "--summary", "yes"]) == 2
+    assert summary_module.main([str(run), "--out", str(tmp_path / "x"), "--summary", "no"]) == 2
+    assert "exists" in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def host_module():
     return load_script(script_path("families", "host_per_launch.py"))

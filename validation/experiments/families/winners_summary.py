@@ -11,10 +11,13 @@ how much slower, measured, the predicted winner ran than the measured one (the
 acceptance allows 5%). Kernel time is the mean over reps and sources.
 
 Usage: python3 winners_summary.py RUN [--replace SUMMARY ...] [--out FOLDER]
-(reads RUN/summary.csv of `hostlink validate report`; writes RUN/winners.csv and
-RUN/errors.csv and prints both). With ``--replace``, the cases SUMMARY holds (a
-report of some of RUN's cases, ``validate report --only``) take the place of
-RUN's rows of the same cases, each SUMMARY in turn, and the tables go to FOLDER.
+[--summary yes] (reads RUN/summary.csv of `hostlink validate report`; writes
+RUN/winners.csv and RUN/errors.csv and prints both). With ``--replace``, the
+cases SUMMARY holds (a report of some of RUN's cases, ``validate report --only``)
+take the place of RUN's rows of the same cases, each SUMMARY in turn, and the
+tables go to FOLDER. ``--summary yes`` also writes the combined rows to
+FOLDER/summary.csv (FOLDER must hold none yet), from which ``hostlink validate
+report RUN --from-summary --out FOLDER`` renders their report.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from hostlink.validation.report_judge import annotate, family_table
+from hostlink.validation.report_judge import annotate, family_table, write_summary
 
 
 def winners(summary: pd.DataFrame) -> pd.DataFrame:
@@ -57,25 +60,34 @@ def replaced(summary: pd.DataFrame, newer: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str]) -> int:
-    usage = "usage: winners_summary.py RUN [--replace SUMMARY ...] [--out FOLDER]"
+    usage = ("usage: winners_summary.py RUN [--replace SUMMARY ...] [--out FOLDER] "
+             "[--summary yes]")
     if not argv or argv[0].startswith("-") or len(argv) % 2 == 0:
         print(usage, file=sys.stderr)
         return 2
     run = argv[0]
     pairs = list(zip(argv[1::2], argv[2::2]))
-    if any(flag not in ("--replace", "--out") for flag, _ in pairs) or \
-            [flag for flag, _ in pairs].count("--out") > 1:
+    flags = [flag for flag, _ in pairs]
+    if any(flag not in ("--replace", "--out", "--summary") for flag in flags) or \
+            flags.count("--out") > 1 or flags.count("--summary") > 1 or \
+            any(flag == "--summary" and value != "yes" for flag, value in pairs):
         print(usage, file=sys.stderr)
         return 2
     newer = [value for flag, value in pairs if flag == "--replace"]
     outs = [value for flag, value in pairs if flag == "--out"]
-    if newer and not outs:
-        print(f"{usage}\n(--replace writes its tables to --out, not to RUN)", file=sys.stderr)
+    if (newer or "--summary" in flags) and not outs:
+        print(f"{usage}\n(--replace and --summary write to --out, not to RUN)", file=sys.stderr)
+        return 2
+    out = Path(outs[0]) if outs else Path(run)
+    if "--summary" in flags and (out / "summary.csv").exists():
+        print(f"{out / 'summary.csv'} exists: --summary writes the combined rows to a "
+              f"folder of their own", file=sys.stderr)
         return 2
     summary = pd.read_csv(Path(run) / "summary.csv")
     for path in newer:          # in order: a later report's cases replace an earlier one's
         summary = replaced(summary, pd.read_csv(path))
-    out = Path(outs[0]) if outs else Path(run)
+    if "--summary" in flags:
+        write_summary(summary, out / "summary.csv")
     e = errors(summary)
     e.to_csv(out / "errors.csv", index=False, float_format="%.4g")
     print(e.pivot(index="graph", columns="placement", values="mape_pct").round(1).to_string())
