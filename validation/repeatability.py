@@ -52,10 +52,10 @@ class Comparison:
 
 
 def _per_case(run) -> pd.DataFrame:
+    """Median, spread and repetitions of each case's primary metric in one run."""
     import pandas as pd
 
     from hostlink.validation.twins import case_group, primary_metric
-    """Median, spread and repetitions of each case's primary metric in one run."""
     rows = []
     by_key = {k: d for k, d in run.measured.groupby(["case", "metric"], sort=False)}
     for case, params in run.cases.items():
@@ -80,6 +80,7 @@ def compare_runs(first: str | Path, second: str | Path) -> Comparison:
     import pandas as pd
 
     from hostlink.validation.twins import load_run
+
     a, b = _per_case(load_run(first)), _per_case(load_run(second))
     common = [c for c in a.index if c in b.index and a.at[c, "metric"] == b.at[c, "metric"]]
     if not common:

@@ -47,7 +47,8 @@ CPU_GATHER_TARGET_PCT = 15.0
 #: its target when its MAPE is above the loosest target
 UNTARGETED_DIAGNOSE_PCT = UVM_TARGET_PCT
 #: per graph of a traversal run, in each placement (the class of its traversal
-#: group: zero-copy holds every host-memory mode that migrates nothing)
+#: group: zero-copy holds every host-memory mode that migrates nothing): the
+#: acceptance of the graph-families validation (validation/experiments/families)
 FAMILY_TARGET_PCT = {"zerocopy": 10.0, "uvm": 20.0, "device": 20.0}
 FAMILY_COLUMNS = ("graph", "placement", "group", "cases", "mape_pct", "bias_pct",
                   "worst_pct", "target_pct")

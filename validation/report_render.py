@@ -62,6 +62,10 @@ def bound_table(timings: dict[str, dict], annotated: pd.DataFrame) -> pd.DataFra
     return out.reset_index(drop=True)
 
 
+#: how the per-graph section names the placements of FAMILY_TARGET_PCT
+_PLACEMENT_NAMES = {"zerocopy": "zero-copy", "uvm": "UVM", "device": "device memory"}
+
+
 def family_section(annotated: pd.DataFrame) -> list[str]:
     """The report's lines judging its traversal cases per graph (none without them)."""
     table = family_table(annotated)
@@ -89,9 +93,6 @@ def family_section(annotated: pd.DataFrame) -> list[str]:
         lines += [f"- {t}" for t in effects]
         lines.append("")
     return lines
-
-
-_PLACEMENT_NAMES = {"zerocopy": "zero-copy", "uvm": "UVM", "device": "device memory"}
 
 
 def markdown(annotated: pd.DataFrame, stats: list[GroupStats], *, title: str, system_name: str,
