@@ -9,7 +9,8 @@ DRAM and tag bounds are :mod:`hostlink.model.analytic`'s.
 - The warp's chain (:func:`warp_chains`): a warp issues its memory
   instructions in program order, at most ``loads_in_flight`` at once. An
   instruction that reads waits the load-to-use latency of its memory (host or
-  device; more for a device atomic that returns) plus the issue gaps of its
+  device; more for a device atomic that returns, and DRAM's for device reads
+  the L2 misses where it is replayed) plus the issue gaps of its
   lines: its k lines leave the warp one ``gpu.host_request_gap_ns`` (host) or
   ``gpu.request_gap_ns`` (device) apart, so its last line starts (k - 1) gaps
   after its first. An instruction that only writes does not hold the warp: a
@@ -29,9 +30,10 @@ DRAM and tag bounds are :mod:`hostlink.model.analytic`'s.
   mean wait per launch from Little's law (Little, "A proof for the queuing
   formula L = lambda W", Operations Research 9(3), 1961).
 - The SM's issue stage (:func:`launch_terms`): an SM lets at most one read line
-  leave every ``gpu.sm_request_ns``; a CTA runs on SM ``slot mod sm_count``
-  (the first wave round robin), so the SM with the most lines takes at least
-  their count times that turn, and its last line then still waits the least
+  leave every ``gpu.sm_request_ns`` (``gpu.sm_l2_request_ns`` for a device line
+  the L2 serves, where it is set: :mod:`hostlink.model.l2_lines`); a CTA runs on
+  SM ``slot mod sm_count`` (the first wave round robin), so the SM with the most
+  turns takes at least their sum, and its last line then still waits the least
   latency of the launch's reads.
 
 Assumptions: compute between memory instructions is free (as in the DES);
@@ -58,6 +60,7 @@ class WarpChains:
     chain_ns: np.ndarray    # the warp's dependent chain (see the module docstring)
     read_lines: np.ndarray  # read lines the warp sends through its SM's issue stage
     tail_ns: np.ndarray     # the least latency of the warp's reads (inf without reads)
+    l2_lines: np.ndarray | None = None  # of those, lines the L2 serves (None: none)
 
 
 def _instructions(stream: RequestStream, order: np.ndarray):
@@ -88,11 +91,14 @@ class ChainShape:
     warp: np.ndarray
     read_lines: np.ndarray
     busy_ns: np.ndarray      # the warp's own issue time
+    l2_lines: np.ndarray | None = None  # read lines the L2 serves, per warp (None: none)
+    inst_dram: np.ndarray | None = None  # per instruction: a device read the L2 misses
 
 
 def chain_shape(stream: RequestStream, loads_in_flight: int, *, as_device: bool = False,
                 atomic_extra_ns: float = 0.0, atomic_spread_ns: float | None = None,
-                host_gap_ns: float = 0.0, device_gap_ns: float = 0.0) -> ChainShape:
+                host_gap_ns: float = 0.0, device_gap_ns: float = 0.0,
+                l2=None) -> ChainShape:
     """:class:`ChainShape` of ``stream`` (the arguments as :func:`warp_chains`'s);
     the program order's sort is most of a chain's cost, and no latency enters it."""
     from hostlink.model.des.inputs import program_order
@@ -135,18 +141,29 @@ def chain_shape(stream: RequestStream, loads_in_flight: int, *, as_device: bool 
         seg = np.flatnonzero(wnew | stream.waits[order][starts])
         seg_k = np.diff(np.append(seg, len(starts)))
     wstarts = np.flatnonzero(wnew)
+    l2_lines = inst_dram = None
+    from hostlink.model.l2_lines import l2_served, replays
+    if l2 is not None and replays(stream) and np.any(~on_host & read):
+        replay = l2_served(stream, order, lead, l2, as_device=as_device)
+        l2_lines = np.add.reduceat(np.add.reduceat(replay.lines, starts).astype(np.float64),
+                                   wstarts)
+        inst_dram = np.logical_or.reduceat(replay.misses, starts)
     return ChainShape(inst_host=inst_host, inst_read=inst_read, atomic_ns=atomic_ns,
                       issue_ns=issue_ns, seg=seg, seg_k=seg_k, wstarts=wstarts,
                       lif=max(1, int(loads_in_flight)), launch=i_la[wstarts],
                       warp=i_wa[wstarts], read_lines=np.add.reduceat(k_lines, wstarts),
-                      busy_ns=np.add.reduceat(busy_ns, wstarts))
+                      busy_ns=np.add.reduceat(busy_ns, wstarts), l2_lines=l2_lines,
+                      inst_dram=inst_dram)
 
 
 def warp_chains(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
                 loads_in_flight: int, *, as_device: bool = False,
                 atomic_extra_ns: float = 0.0, atomic_spread_ns: float | None = None,
-                host_gap_ns: float = 0.0, device_gap_ns: float = 0.0) -> WarpChains:
+                host_gap_ns: float = 0.0, device_gap_ns: float = 0.0,
+                l2=None, dram_lat_ns: float | None = None) -> WarpChains:
     """Each warp's dependent chain of instructions (see the module docstring).
+    ``l2``: the L2 to replay over the device reads (a CacheConfig,
+    :mod:`hostlink.model.l2_lines`; None: none), whose misses wait ``dram_lat_ns``.
 
     Where the stream marks instructions that wait for the warp's earlier ones
     (``stream.waits``), each run of instructions from one that waits to the next
@@ -161,16 +178,20 @@ def warp_chains(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
         return WarpChains(empty.astype(np.int64), empty.astype(np.int64), empty, empty, empty)
     opts = dict(as_device=bool(as_device), atomic_extra_ns=float(atomic_extra_ns),
                 atomic_spread_ns=None if atomic_spread_ns is None else float(atomic_spread_ns),
-                host_gap_ns=float(host_gap_ns), device_gap_ns=float(device_gap_ns))
+                host_gap_ns=float(host_gap_ns), device_gap_ns=float(device_gap_ns), l2=l2)
     key = (max(1, int(loads_in_flight)), *sorted(opts.items()))
     shape = memoized(stream, "chain_shape", key,
                      lambda: chain_shape(stream, loads_in_flight, **opts), keep=2)
-    return chains_at(shape, host_lat_ns, device_lat_ns)
+    return chains_at(shape, host_lat_ns, device_lat_ns, dram_lat_ns)
 
 
-def chains_at(shape: ChainShape, host_lat_ns: float, device_lat_ns: float) -> WarpChains:
-    """The warps' chains of ``shape`` at these load-to-use latencies."""
+def chains_at(shape: ChainShape, host_lat_ns: float, device_lat_ns: float,
+              dram_lat_ns: float | None = None) -> WarpChains:
+    """The warps' chains of ``shape`` at these load-to-use latencies (``dram_lat_ns``:
+    a device instruction's that the L2 misses, where ``shape`` marks them)."""
     inst_lat = np.where(shape.inst_host, host_lat_ns, device_lat_ns)
+    if shape.inst_dram is not None and dram_lat_ns is not None:
+        inst_lat = np.where(shape.inst_dram & ~shape.inst_host, dram_lat_ns, inst_lat)
     if shape.atomic_ns is not None:
         inst_lat = inst_lat + shape.atomic_ns
     tail = np.where(shape.inst_read, inst_lat, np.inf)
@@ -184,15 +205,18 @@ def chains_at(shape: ChainShape, host_lat_ns: float, device_lat_ns: float) -> Wa
     chain = np.maximum(np.add.reduceat(lat, shape.wstarts), shape.busy_ns)
     return WarpChains(launch=shape.launch, warp=shape.warp, chain_ns=chain,
                       read_lines=shape.read_lines,
-                      tail_ns=np.minimum.reduceat(tail, shape.wstarts))
+                      tail_ns=np.minimum.reduceat(tail, shape.wstarts),
+                      l2_lines=shape.l2_lines)
 
 
 def launch_terms(chains: WarpChains, stream: RequestStream, n_launch: int, sm_count: int,
                  max_warps_per_sm: int, sm_request_ns: float,
-                 registers_per_sm: int) -> dict[str, np.ndarray]:
+                 registers_per_sm: int,
+                 sm_l2_request_ns: float | None = None) -> dict[str, np.ndarray]:
     """Per launch: the longest warp (``path``), the CTA waves (``waves``: the CTAs'
     summed durations over the CTA slots) and the busiest SM's issue stage (``sm``:
-    its lines' turns, then the least read latency)."""
+    its lines' turns, ``sm_l2_request_ns`` for those the L2 serves where the chains
+    count them, then the least read latency)."""
     out = {name: np.zeros(n_launch) for name in ("path", "waves", "sm")}
     if len(chains.chain_ns) == 0:
         return out
@@ -206,7 +230,10 @@ def launch_terms(chains: WarpChains, stream: RequestStream, n_launch: int, sm_co
     uniq, inv = np.unique(key, return_inverse=True)
     cta_ns = np.zeros(len(uniq))
     np.maximum.at(cta_ns, inv, chains.chain_ns)
-    cta_lines = np.bincount(inv, weights=chains.read_lines, minlength=len(uniq))
+    turns = chains.read_lines * float(sm_request_ns)
+    if chains.l2_lines is not None and sm_l2_request_ns is not None:
+        turns = turns + chains.l2_lines * (float(sm_l2_request_ns) - float(sm_request_ns))
+    cta_turns_ns = np.bincount(inv, weights=turns, minlength=len(uniq))
     cta_launch = uniq // (int(cta.max()) + 1)
     # the CTAs that issue requests take the slots in id order: the k-th of a launch
     # starts on SM k mod sm_count
@@ -216,12 +243,12 @@ def launch_terms(chains: WarpChains, stream: RequestStream, n_launch: int, sm_co
     out["waves"] = np.bincount(cta_launch, weights=cta_ns, minlength=n_launch) / slots
     if sm_request_ns > 0:
         sm = cta_launch * sm_count + rank % sm_count
-        per_sm = np.bincount(sm, weights=cta_lines, minlength=n_launch * sm_count)
+        per_sm = np.bincount(sm, weights=cta_turns_ns, minlength=n_launch * sm_count)
         tail = np.full(n_launch, np.inf)
         np.minimum.at(tail, chains.launch, chains.tail_ns)
         busiest = per_sm.reshape(n_launch, sm_count).max(axis=1)
-        out["sm"] = np.where(busiest > 0, busiest * float(sm_request_ns)
-                             + np.where(np.isfinite(tail), tail, 0.0), 0.0)
+        out["sm"] = np.where(busiest > 0, busiest + np.where(np.isfinite(tail), tail, 0.0),
+                             0.0)
     return out
 
 

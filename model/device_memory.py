@@ -7,11 +7,12 @@ and a warp waits the level's load-to-use latency for it:
   operator; ``ld.cg``/``ld.cv`` of device memory skip the L1);
 - ``gpu.device_lat_ns``: the L1 misses, the L2 holds it. This is also the
   latency the request-stream models (:mod:`hostlink.model.des`,
-  :func:`hostlink.model.predict.critical_path_ns`) charge every device
-  request (an atomic that returns waits ``gpu.atomic_extra_ns`` more, and more
-  again for its lines, ``gpu.atomic_spread_ns``), whose caches model the L1
-  only: the traversals' device arrays (labels, offsets) fit the L2 on the
-  graphs whose twins carry them;
+  :func:`hostlink.model.predict.critical_path_ns`) charge a device request
+  (an atomic that returns waits ``gpu.atomic_extra_ns`` more, and more again
+  for its lines, ``gpu.atomic_spread_ns``) that the L2 serves; their streams
+  hold what the L1 let pass, and where ``gpu.sm_l2_request_ns`` is set the
+  discrete-event and analytic models replay the L2 over the device reads
+  (:mod:`hostlink.model.l2_lines`), else every read is taken as the L2's;
 - ``gpu.dram_lat_ns``: both miss, DRAM serves it.
 
 A chain of dependent loads (one in flight at a time, as in a pointer chase)

@@ -312,13 +312,19 @@ def launch_terms_ns(stream: RequestStream, system: SystemConfig,
     (:mod:`hostlink.model.analytic_launch`)."""
     from hostlink.model.analytic_launch import launch_terms, warp_chains
     gpu = system.gpu
+    l2 = None
+    if gpu.sm_l2_request_ns is not None and gpu.sm_request_ns > 0:
+        from hostlink.model.l2_lines import l2_config
+        l2 = l2_config(gpu)
     chains = warp_chains(stream, host_latency_ns(system), gpu.device_lat_ns,
                          gpu.loads_in_flight_per_warp, as_device=as_device,
                          atomic_extra_ns=gpu.atomic_extra_ns,
                          atomic_spread_ns=gpu.atomic_spread_ns,
-                         host_gap_ns=gpu.host_request_gap_ns, device_gap_ns=gpu.request_gap_ns)
+                         host_gap_ns=gpu.host_request_gap_ns, device_gap_ns=gpu.request_gap_ns,
+                         l2=l2, dram_lat_ns=gpu.dram_lat_ns)
     terms = launch_terms(chains, stream, n_launches(stream), gpu.sm_count,
-                         gpu.max_warps_per_sm, gpu.sm_request_ns, gpu.registers_per_sm)
+                         gpu.max_warps_per_sm, gpu.sm_request_ns, gpu.registers_per_sm,
+                         gpu.sm_l2_request_ns)
     return {"latency": terms["path"], "waves": terms["waves"], "sm_issue": terms["sm"]}
 
 

@@ -195,6 +195,15 @@ class GpuConfig:
     sm_request_ns: float = param(0.0, doc="time between two read lines leaving one SM, "
                                  "whatever warp sends them (0: unlimited)", ge=0, le=1e4,
                                  provenance="assumption")
+    sm_l2_request_ns: float | None = param(None, doc="the same for device read lines the L2 "
+                                           "holds (sm_request_ns then stands for the lines "
+                                           "DRAM serves); the request-stream models replay "
+                                           "the L2 (l2_B) over the device reads to tell them "
+                                           "apart, and a read the L2 misses waits "
+                                           "dram_lat_ns (hostlink.model.l2_lines). None: no "
+                                           "replay, every line takes sm_request_ns and every "
+                                           "read device_lat_ns", ge=0, le=1e4,
+                                           optional=True, provenance="assumption")
     atomic_extra_ns: float = param(0.0, doc="time a device atomic whose old value its warp "
                                    "waits for (ATOM, not a RED reduction) takes beyond a load "
                                    "of the same line that the L2 serves (device_lat_ns): the "

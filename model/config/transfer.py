@@ -86,9 +86,9 @@ def _rules() -> dict[str, Rule]:
                        "gpu.max_request_B gpu.caches_host_reads")
     put("gpu", "cycles", "gpu.device_lat_ns gpu.l1_hit_ns gpu.dram_lat_ns gpu.host_path_ns "
                          "gpu.cta_dispatch_ns gpu.request_gap_ns gpu.host_request_gap_ns "
-                         "gpu.sm_request_ns gpu.atomic_extra_ns gpu.atomic_spread_ns "
-                         "gpu.atomic_sm_ns gpu.random_load_ns gpu.random_chain_ns "
-                         "gpu.cv_line_ns gpu.cv_line_gap_ns")
+                         "gpu.sm_request_ns gpu.sm_l2_request_ns gpu.atomic_extra_ns "
+                         "gpu.atomic_spread_ns gpu.atomic_sm_ns gpu.random_load_ns "
+                         "gpu.random_chain_ns gpu.cv_line_ns gpu.cv_line_gap_ns")
     put("driver", "keep", "gpu.launch_ns gpu.copy_setup_ns")
     put("gpu", "keep", "translation.name translation.enabled translation.page_B "
                        "translation.tlb_entries translation.miss_lat_ns translation.walkers "

@@ -181,12 +181,14 @@ class KeptGroups:
     """The inputs of a stream's first groups, kept for the next pass on a system that
     differs in ``link.rtt_ns`` alone, up to :data:`GROUP_INPUTS_KEPT_B` bytes. Each
     group keeps the TLB's and IOTLB's pages seen by the end of it, so that a group
-    built again after it starts from them."""
+    built again after it starts from them; and the L2 as the last kept group left it
+    (``l2_state``, where its lines are replayed), for the same reason."""
 
     def __init__(self, budget_B: int | None = None):
         self.budget_B = GROUP_INPUTS_KEPT_B if budget_B is None else int(budget_B)
         self.groups: dict[int, tuple] = {}
         self.size_B = 0
+        self.l2_state = None
 
     def get(self, i: int):
         """(inputs, pages seen by the TLB, by the IOTLB) of group ``i``, or None."""
@@ -199,9 +201,10 @@ class KeptGroups:
                                                                dtype=np.int64))
         return inputs, seen_tlb, seen_iommu
 
-    def offer(self, i: int, inputs: DesInputs, seen_tlb, seen_iommu) -> None:
+    def offer(self, i: int, inputs: DesInputs, seen_tlb, seen_iommu, l2_state=None) -> None:
         """Keep group ``i`` if it fits what is left of the budget (with every group
-        before it kept, so that the kept ones are a prefix)."""
+        before it kept, so that the kept ones are a prefix); ``l2_state``: the L2 at
+        its end (copied if kept)."""
         if i != len(self.groups):
             return
         row = inputs.row
@@ -213,6 +216,7 @@ class KeptGroups:
         if self.size_B + size <= self.budget_B:
             self.groups[i] = (inputs, seen_tlb, seen_iommu)
             self.size_B += size
+            self.l2_state = None if l2_state is None else l2_state.copy()
 
 
 def simulate_in_groups(stream, system, groups, *, translation: bool,
@@ -239,6 +243,10 @@ def simulate_in_groups(stream, system, groups, *, translation: bool,
     seen_iommu = np.zeros(0, dtype=np.uint64)
     inputs = None
     rtt = {"rtt_ns": float(system.link.rtt_ns)}
+    l2_state = None             # the L2 the groups run so far left (where it is replayed)
+    if system.gpu.sm_l2_request_ns is not None:
+        from hostlink.model.l2_lines import L2State, l2_config
+        l2_state = L2State(l2_config(system.gpu))
     for i, (first, end, r0, r1) in enumerate(groups):
         which = f"launch {end}" if end - first == 1 else f"launches {first + 1}-{end}"
         stage(PART, f"{which} of {n_launch}, {(r1 - r0) / 1e6:.1f} M requests")
@@ -246,9 +254,11 @@ def simulate_in_groups(stream, system, groups, *, translation: bool,
         if found is not None:
             inputs, seen_tlb, seen_iommu = found
             inputs = dataclasses.replace(inputs, **rtt)
+            if l2_state is not None and i + 1 == len(kept.groups):
+                l2_state = kept.l2_state.copy()
         else:
             part = _launch_slice(stream, first, end, r0, r1)
-            inputs = build_inputs(part, system, translation=translation)
+            inputs = build_inputs(part, system, translation=translation, l2_state=l2_state)
             if translation:
                 host = part.space[inputs.row] == SPACE_HOST
                 addr = np.where(host, part.addr[inputs.row], np.uint64(0))
@@ -260,7 +270,7 @@ def simulate_in_groups(stream, system, groups, *, translation: bool,
                 del host, addr
             del part
             if kept is not None:
-                kept.offer(i, inputs, seen_tlb, seen_iommu)
+                kept.offer(i, inputs, seen_tlb, seen_iommu, l2_state)
         wire["up"] += inputs.extra["wire_B"]["up"]
         wire["down"] += inputs.extra["wire_B"]["down"]
         dram_B += int(inputs.extra["host_dram_B"])

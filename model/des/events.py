@@ -44,7 +44,8 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
   the reads) and its data then reaches DRAM, but the warp waits only until it
   has left the GPU.
 - Device requests: one first-come-first-served server at device bandwidth;
-  a read's data returns ``device_lat_ns`` after its service, a write is done
+  a read's data returns ``device_lat_ns`` after its service
+  (``device_lat_ns + dram_extra_ns`` for one the L2 misses, ``l2_misses``), a write is done
   for the warp when served. An atomic whose old value the warp waits for (the
   stream's ``atomic``) is a read that returns ``device_lat_ns +
   atomic_extra_ns`` after its service (the L2's read-modify-write; measured
@@ -56,7 +57,9 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
   SM's queue one after another, each ``issue_gap_ns`` (by the request's kind)
   after the one before, and the warp's next instruction starts one gap after its
   last; the SM lets them leave first come first served in the order they reach
-  it, at most one per ``sm_request_ns``, so the warps of one SM interleave. What
+  it, at most one per ``sm_request_ns``, so the warps of one SM interleave (one
+  per ``sm_l2_request_ns`` for a device read line that the L2 serves:
+  ``l2_lines``, :mod:`hostlink.model.l2_lines`). What
   costs is a line: the requests an instruction sends to one 128 B line (a device
   line's sectors) leave together, with the first (``leads``); so do the
   requests a stream marks to follow their instruction's first (``follows``: the
@@ -129,6 +132,8 @@ KIND_NAMES = {HOST_READ: "host_read", HOST_WRITE: "host_write", DEVICE_READ: "de
               DEVICE_WRITE: "device_write", DEVICE_ATOMIC: "device_atomic"}
 #: the kinds that return data to their warp and pass the SM's issue stage
 READ_KINDS = (HOST_READ, DEVICE_READ, DEVICE_ATOMIC)
+#: the index of :meth:`DesInputs.sm_turn_ns` past the kinds': a read line the L2 serves
+L2_TURN = N_KINDS
 
 # Indices into DesOutput.stats (the compiled engine returns a flat array).
 STAT_NAMES = (
@@ -215,6 +220,14 @@ class DesInputs:
     # float64 (N_KINDS,), by kind: time between two lines leaving one warp (0: at once)
     issue_gap_ns: np.ndarray = field(default_factory=lambda: np.zeros(N_KINDS))
     sm_request_ns: float = 0.0  # time between two requests leaving one SM (0: unlimited)
+    # the same for a read line the L2 serves (``l2_lines``; None: sm_request_ns)
+    sm_l2_request_ns: float | None = None
+    # bool (n,): the request opens a read line the L2 serves (None: none does)
+    l2_lines: np.ndarray | None = None
+    # bool (n,): a device read the L2 misses, which waits dram_extra_ns beyond
+    # device_lat_ns (None: none does)
+    l2_misses: np.ndarray | None = None
+    dram_extra_ns: float = 0.0
     # bool (n,): the request opens a line of its instruction and pays the issue stage;
     # one that does not leaves with the request before it (None: every request opens one)
     leads: np.ndarray | None = None
@@ -269,13 +282,29 @@ class DesInputs:
     def sm_turn_ns(self) -> np.ndarray:
         """By kind: the SM's time per line of a request leaving it (``sm_request_ns`` for
         reads, 0 for writes, which do not pass the stage, and ``atomic_sm_ns`` for device
-        atomics whose lines spread, ``atomic_spread_ns`` >= 0)."""
-        turn = np.zeros(N_KINDS)
+        atomics whose lines spread, ``atomic_spread_ns`` >= 0); then, at index
+        :data:`L2_TURN`, a read line's that the L2 serves (``l2_lines``)."""
+        turn = np.zeros(N_KINDS + 1)
         for k in READ_KINDS:
             turn[k] = self.sm_request_ns
         if self.atomic_spread_ns >= 0:
             turn[DEVICE_ATOMIC] = self.atomic_sm_ns
+        turn[L2_TURN] = (self.sm_request_ns if self.sm_l2_request_ns is None
+                         else self.sm_l2_request_ns)
         return turn
+
+    def l2_per_request(self) -> np.ndarray:
+        """``l2_lines``, or one False where no line is the L2's (the engines read it only
+        where it has a request's length)."""
+        if self.l2_lines is None:
+            return np.zeros(1, dtype=np.bool_)
+        return np.asarray(self.l2_lines, dtype=np.bool_)
+
+    def misses_per_request(self) -> np.ndarray:
+        """``l2_misses``, or one False where no read is marked (as :meth:`l2_per_request`)."""
+        if self.l2_misses is None:
+            return np.zeros(1, dtype=np.bool_)
+        return np.asarray(self.l2_misses, dtype=np.bool_)
 
     def line_index_per_request(self) -> np.ndarray:
         """``line_index``, or one 0 where it is not needed (the engines read it only for

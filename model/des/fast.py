@@ -6,11 +6,12 @@ needs no general event heap: every server is first come first served and a
 request's path through the link, DRAM or device memory is fixed once it
 starts, so its completion time is known then, and completions on one path
 come in the order the path accepted them. The pending events therefore sit in
-eight sorted queues (host reads, host reads delayed by an IOMMU walk, device
+nine sorted queues (host reads, host reads delayed by an IOMMU walk, device
 reads, page walks, host writes, device writes, host reads whose credits
 have returned on their GPU-internal way back, ``host_path_ns``, which enter
-it in time order at a fixed delay, and device atomics that return, whose
-latency is a read's plus a constant) and the next event is the
+it in time order at a fixed delay, device atomics that return, whose
+latency is a read's plus a constant, and device reads the L2 misses, likewise)
+and the next event is the
 earliest head; among equal times the one scheduled first (earliest
 scheduling time, then sequence), as in SimPy. Each event costs O(1).
 
@@ -21,7 +22,7 @@ order they became ready, a new CTA's in id order); each request issued enters
 its path at once (a read joins the credit queue and is granted if it is at
 its head and the credits are free), so requests reach the link in issue order.
 Where the SM's issue stage costs time (``issue_gap_ns``, ``sm_request_ns``),
-every read passes a ninth structure, a 4-ary heap ordered by (time,
+every read passes a tenth structure, a 4-ary heap ordered by (time,
 sequence), twice: once reaching its SM's queue (then it takes the SM first
 come first served) and once leaving it unless it leaves at once. An
 instruction holds one entry for its reads' arrivals at a time (each takes the
@@ -46,8 +47,8 @@ import numpy as np
 from numba import njit
 
 from hostlink.model.des.events import (DEVICE_ATOMIC, DEVICE_READ, DEVICE_WRITE, HOST_READ,
-                                       HOST_WRITE, N_KINDS, STAT, STAT_NAMES, DesInputs,
-                                       DesOutput)
+                                       HOST_WRITE, L2_TURN, N_KINDS, STAT, STAT_NAMES,
+                                       DesInputs, DesOutput)
 
 _N_STATS = len(STAT_NAMES)
 _S_UP, _S_DRAM = STAT["busy_up_ns"], STAT["busy_dram_ns"]
@@ -59,8 +60,10 @@ _S_WALKS, _S_WALKWAIT = STAT["walks"], STAT["sum_walk_wait_ns"]
 # Event queues, then the credit wait queue (same ring storage; time = ready time).
 # _Q_RETURN: host reads whose credits have returned, on the GPU-internal path to the warp.
 # _Q_ATOM: device atomics that return, whose latency exceeds a device read's by a constant.
-_Q_HOST, _Q_IOMMU, _Q_DEV, _Q_WALK, _Q_HWRITE, _Q_DWRITE, _Q_RETURN, _Q_ATOM, _Q_WAIT = range(9)
-_NQ = 8
+# _Q_DRAM: device reads the L2 misses, whose latency exceeds a device read's by a constant.
+(_Q_HOST, _Q_IOMMU, _Q_DEV, _Q_WALK, _Q_HWRITE, _Q_DWRITE, _Q_RETURN, _Q_ATOM, _Q_DRAM,
+ _Q_WAIT) = range(10)
+_NQ = 9
 # Float state: current time and the times the servers become free.
 _F_NOW, _F_UP, _F_DRAM, _F_DOWN, _F_DEV = 0, 1, 2, 3, 4
 # Integer state: free credits, reads holding tags, event sequence.
@@ -255,14 +258,14 @@ def _heap_replace_top(ht, hs, hp, hn, pk, pr, praw, t, k, s, r, raw):
 @njit(cache=True, inline="always")
 def _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t, record,
            kind, cid, need_tags, need_hdr, need_data, ser_up, ser_down, dram_ns, dev_ns,
-           iommu_miss, walk, walker_free, lat):
+           iommu_miss, walk, miss, walker_free, lat):
     """Request ``r`` leaves its SM at ``now`` and enters its path. ``lat``: the walk,
-    the device read's latency, half the round trip, an IOTLB miss and a device
-    atomic's latency, ns (one array:
+    the device read's latency, half the round trip, an IOTLB miss, a device atomic's
+    latency and a device read's that the L2 misses (``miss``), ns (one array:
     Python passes a call of more than 30 arguments as ``*args``, which Numba cannot
     inline)."""
     walk_ns, dev_lat, half_rtt, iommu_lat = lat[0], lat[1], lat[2], lat[3]
-    atom_lat = lat[4]
+    atom_lat, miss_lat = lat[4], lat[5]
     kd = kind[r]
     if kd == HOST_READ:
         if walk[r]:
@@ -299,8 +302,12 @@ def _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t
         stats[_S_DEV] += dev_ns[cid[r]]
         if kd == DEVICE_READ:
             sched = fin
-            fin += dev_lat
-            q = _Q_DEV
+            if miss.shape[0] == kind.shape[0] and miss[r]:
+                fin += miss_lat
+                q = _Q_DRAM
+            else:
+                fin += dev_lat
+                q = _Q_DEV
         elif kd == DEVICE_ATOMIC:
             sched = fin
             fin += atom_lat
@@ -315,18 +322,18 @@ def _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t
 def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, paced,
               inst_waits,
               kind, cid, size_B, ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data,
-              walk, iommu_miss, iommu_lat, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, atom_lat, lif,
-              walkers, walk_ns,
+              walk, iommu_miss, iommu_lat, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, atom_lat,
+              miss_lat, lif, walkers, walk_ns,
               launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn,
-              spread, line_ix, staged, leads, nlines, caps, heap_cap, max_ready, nbins, keep,
-              clock, stats, bins):
+              spread, line_ix, staged, leads, l2, miss, nlines, caps, heap_cap, max_ready, nbins,
+              keep, clock, stats, bins):
     n = kind.shape[0]
     n_inst = inst_ptr.shape[0] - 1
     n_warp = warp_ptr.shape[0] - 1
     n_cta = cta_ptr.shape[0] - 1
     n_launch = launch_slots.shape[0]
     half_rtt = rtt_ns * 0.5
-    lat = np.array([walk_ns, dev_lat, half_rtt, iommu_lat, atom_lat])
+    lat = np.array([walk_ns, dev_lat, half_rtt, iommu_lat, atom_lat, miss_lat])
     # staged (DesInputs.has_issue_stage, which sized the heap): reads pass the issue stage
     spreads = spread >= 0.0 and line_ix.shape[0] == n
 
@@ -350,7 +357,8 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, 
     warp_next = warp_ptr[:-1].copy()
     warp_busy = np.zeros(n_warp, dtype=np.int64)
     # the SM issue stage: a CTA runs on the SM of its slot (slot mod sm_count); a
-    # warp's requests reach its SM issue_gap apart, and leave it sm_turn apart (by kind).
+    # warp's requests reach its SM issue_gap apart, and leave it sm_turn apart (by kind,
+    # or the L2's turn for a line the L2 serves: l2).
     # Heap entries (_H_R): r, a request reaching its SM; -1 - r, one leaving it
     cta_slot = np.zeros(n_cta, dtype=np.int64)
     max_slots = 1
@@ -411,9 +419,9 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, 
         inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, paced, inst_waits,
         kind, cid, size_B,
         ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data, walk, iommu_miss,
-        iommu_lat, tags, cpl_hdrs, cpl_data, half_rtt, dev_lat, atom_lat, lif, walk_ns,
+        iommu_lat, tags, cpl_hdrs, cpl_data, half_rtt, dev_lat, atom_lat, miss_lat, lif, walk_ns,
         launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn, spread,
-        line_ix, staged, leads, nlines, nbins, record, keep_ready, lat, spreads, inst_of,
+        line_ix, staged, leads, l2, miss, nlines, nbins, record, keep_ready, lat, spreads, inst_of,
         inst_rem,
         warp_of, cta_of, cta_rem, warp_next, warp_busy, cta_slot, slot_stack, warp_free,
         sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, ft, fseq, fr, fsm,
@@ -428,9 +436,9 @@ def _launches(
         inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, paced, inst_waits,
         kind, cid, size_B,
         ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data, walk, iommu_miss,
-        iommu_lat, tags, cpl_hdrs, cpl_data, half_rtt, dev_lat, atom_lat, lif, walk_ns,
+        iommu_lat, tags, cpl_hdrs, cpl_data, half_rtt, dev_lat, atom_lat, miss_lat, lif, walk_ns,
         launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn, spread,
-        line_ix, staged, leads, nlines, nbins, record, keep_ready, lat, spreads, inst_of,
+        line_ix, staged, leads, l2, miss, nlines, nbins, record, keep_ready, lat, spreads, inst_of,
         inst_rem,
         warp_of, cta_of, cta_rem, warp_next, warp_busy, cta_slot, slot_stack, warp_free,
         sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, ft, fseq, fr, fsm,
@@ -447,6 +455,8 @@ def _launches(
     n_launch = launch_slots.shape[0]
     g_end = clock[0]
     bin_ns = clock[1]
+    l2_any = l2.shape[0] == kind.shape[0]     # some read lines are the L2's
+    miss_any = miss.shape[0] == kind.shape[0]  # some device reads miss the L2
     for L in range(n_launch):
         g_start = g_end + launch_overhead_ns + (level_sync_ns if L + clock[2] > 0 else 0.0)
         fs[:] = 0.0
@@ -561,8 +571,12 @@ def _launches(
                             stats[_S_DEV] += dev_ns[cid[r]]
                             if kd == DEVICE_READ:
                                 sched = fin
-                                fin += dev_lat
-                                q = _Q_DEV
+                                if miss_any and miss[r]:
+                                    fin += miss_lat
+                                    q = _Q_DRAM
+                                else:
+                                    fin += dev_lat
+                                    q = _Q_DEV
                             elif kd == DEVICE_ATOMIC:
                                 sched = fin
                                 fin += atom_lat
@@ -654,7 +668,7 @@ def _launches(
                     # only (between them it serves others: no idle time is held)
                     more = nlines[r] - 1
                     turn = max(now, sm_free[sm])
-                    smt = sm_turn[kind[r]]
+                    smt = sm_turn[L2_TURN] if l2_any and l2[r] else sm_turn[kind[r]]
                     t = max(now + span_r, turn + more * smt)
                     sm_free[sm] = turn + (more + 1) * smt
                     sm_last[sm] = t
@@ -710,7 +724,7 @@ def _launches(
                     ready_t[r] = now
                 _enter(r, now, fs, st, qt, qk, qs, qr, base, mask, head, cnt, stats, grant_t,
                        record, kind, cid, need_tags, need_hdr, need_data, ser_up, ser_down,
-                       dram_ns, dev_ns, iommu_miss, walk, walker_free, lat)
+                       dram_ns, dev_ns, iommu_miss, walk, miss, walker_free, lat)
                 continue
             if t_cta < np.inf and (best < 0 or t_cta < bt) and (
                     hn[_HN_SIZE] == 0 or t_cta < ht[0]) and (
@@ -804,6 +818,7 @@ def queue_capacities(x: DesInputs) -> tuple[np.ndarray, int]:
             min(int(counts[DEVICE_WRITE]), in_flight),
             min(reads, in_flight),                    # on the GPU-internal path back
             min(int(counts[DEVICE_ATOMIC]), in_flight),
+            min(int(counts[DEVICE_READ]), in_flight),  # device reads the L2 misses
             min(reads, in_flight)]                    # waiting for credits
     return (np.array([_pow2_at_least(c) for c in caps], dtype=np.int64),
             max(resident, 1) + 1)
@@ -865,11 +880,13 @@ def run(inputs: DesInputs, *, record: bool | str = False, nbins: int = 1024,
         np.asarray(x.iommu_miss, dtype=np.bool_), float(x.iommu_miss_ns), int(x.tags),
         int(x.cpl_hdrs),
         int(x.cpl_data_B), float(x.rtt_ns), float(x.device_lat_ns),
-        float(x.device_lat_ns) + float(x.atomic_extra_ns), int(x.loads_in_flight),
+        float(x.device_lat_ns) + float(x.atomic_extra_ns),
+        float(x.device_lat_ns) + float(x.dram_extra_ns), int(x.loads_in_flight),
         int(x.walkers), float(x.walk_ns), float(x.launch_overhead_ns), float(x.level_sync_ns),
         float(x.host_path_ns), int(x.sm_count), np.asarray(x.issue_gap_ns, dtype=np.float64),
         x.sm_turn_ns(), float(x.atomic_spread_ns), x.line_index_per_request(),
-        bool(x.has_issue_stage), x.leads_per_request(), x.lines_per_request(), caps,
+        bool(x.has_issue_stage), x.leads_per_request(), x.l2_per_request(),
+        x.misses_per_request(), x.lines_per_request(), caps,
         heap_capacity(x), int(max_ready), int(nbins),
         _keep(record), carry.clock, carry.stats, carry.bins)
     out = carry.output(kernel_ns)

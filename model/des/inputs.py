@@ -24,7 +24,9 @@ into service times:
   leaving a warp, ``gpu.host_request_gap_ns`` between two host lines,
   ``gpu.sm_request_ns`` between two lines leaving an SM (a line: the read
   requests of one instruction to one 128 B line, :func:`line_leads`; writes do
-  not pass the stage);
+  not pass the stage), ``gpu.sm_l2_request_ns`` for a device read line the L2
+  serves, where it is set (an L2 replay, :func:`l2_lines`: a device read the L2
+  misses then waits ``gpu.dram_lat_ns``, not ``gpu.device_lat_ns``);
 - occupancy: CTA slots per launch = ``sm_count`` x the CTAs an SM holds, by its
   warp slots and its registers (:mod:`hostlink.model.occupancy`); a stream
   without launch records is taken as one warp per CTA.
@@ -542,6 +544,28 @@ def _pages_fit(stream: RequestStream, cfg) -> bool:
     return True
 
 
+def l2_lines(stream: RequestStream, system: SystemConfig, row: np.ndarray, leads: np.ndarray,
+             kind: np.ndarray, state=None):
+    """The device read lines the L2 serves and the reads DRAM serves (``row`` order):
+    a :class:`~hostlink.model.l2_lines.L2Replay`; None where the GPU gives the L2's
+    lines no rate of their own (``gpu.sm_l2_request_ns``), the stream's requests stand
+    for lines (:func:`~hostlink.model.l2_lines.replays`) or it has no device reads.
+    ``state``: the L2 the run's earlier launches left (an
+    :class:`~hostlink.model.l2_lines.L2State`, updated); without it the replay starts
+    empty and its answer is kept with the stream, by the L2's geometry: the passes of
+    a loaded round trip share it."""
+    from hostlink.model.l2_lines import l2_config, l2_served, replays
+    gpu = system.gpu
+    if gpu.sm_l2_request_ns is None or not replays(stream) or not np.any(kind == DEVICE_READ):
+        return None     # (only device reads use the L2)
+    config = l2_config(gpu) if state is None else state.config
+    if state is not None:
+        return l2_served(stream, row, leads, config, state=state)
+    from hostlink.model.stream_memo import memoized
+    return memoized(stream, "l2_lines", config, lambda: l2_served(stream, row, leads, config),
+                    keep=1)
+
+
 def cta_start_ns(cta_index: np.ndarray, dispatch_ns: float) -> np.ndarray | None:
     """Per CTA, the earliest time from its launch's start at which the dispatcher lets
     it start: its place in the grid times ``dispatch_ns`` (``gpu.cta_dispatch_ns``, the
@@ -553,13 +577,14 @@ def cta_start_ns(cta_index: np.ndarray, dispatch_ns: float) -> np.ndarray | None
 
 def build_inputs(stream: RequestStream, system: SystemConfig, *, translation: bool | None = None,
                  arrival: np.ndarray | None = None, lay: dict | None = None,
-                 costs: dict | None = None) -> DesInputs:
+                 costs: dict | None = None, l2_state=None) -> DesInputs:
     """The engines' inputs for ``stream`` on ``system``.
 
     ``translation``: model TLB/IOTLB misses (default: ``system.translation.enabled``);
     ``arrival``: the order reads reach the TLB (see :func:`translation_flags`);
     ``lay`` and ``costs``: results of :func:`layout` and :func:`request_costs`
-    to reuse between passes."""
+    to reuse between passes; ``l2_state``: the L2 as the run's earlier launches left
+    it, for a stream of later launches (see :func:`l2_lines`)."""
     lay = layout(stream, system) if lay is None else lay
     row = lay["row"]
     costs = request_costs(stream, system, row) if costs is None else costs
@@ -583,6 +608,7 @@ def build_inputs(stream: RequestStream, system: SystemConfig, *, translation: bo
     cfg = system.translation
     leads = line_leads(stream, row, lay["inst_ptr"])
     spread = -1.0 if system.gpu.atomic_spread_ns is None else float(system.gpu.atomic_spread_ns)
+    l2 = l2_lines(stream, system, row, leads, costs["kind"], l2_state)
     line_index = None
     if spread >= 0 and np.any(costs["kind"] == DEVICE_ATOMIC):
         line_index = line_indices(row, lay["inst_ptr"], leads, stream.lines)
@@ -606,6 +632,11 @@ def build_inputs(stream: RequestStream, system: SystemConfig, *, translation: bo
         sm_count=int(system.gpu.sm_count),
         issue_gap_ns=issue_gaps_ns(system),
         sm_request_ns=float(system.gpu.sm_request_ns),
+        sm_l2_request_ns=(None if system.gpu.sm_l2_request_ns is None
+                          else float(system.gpu.sm_l2_request_ns)),
+        l2_lines=None if l2 is None else l2.lines,
+        l2_misses=None if l2 is None else l2.misses,
+        dram_extra_ns=max(0.0, float(system.gpu.dram_lat_ns) - float(system.gpu.device_lat_ns)),
         leads=leads,
         issue_lines=None if stream.lines is None else stream.lines[row].astype(np.int32),
         inst_waits=(None if stream.waits is None

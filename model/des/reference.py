@@ -17,8 +17,8 @@ import numpy as np
 import simpy
 
 from hostlink.model.des.events import (DEVICE_ATOMIC, DEVICE_READ, DEVICE_WRITE, HOST_READ,
-                                       HOST_WRITE, READ_KINDS, STAT, STAT_NAMES, DesInputs,
-                                       DesOutput)
+                                       HOST_WRITE, L2_TURN, READ_KINDS, STAT, STAT_NAMES,
+                                       DesInputs, DesOutput)
 
 
 #: the dispatcher's priority: after SimPy's own events of the same instant (NORMAL)
@@ -101,6 +101,7 @@ class _Launch:
         self.lines = x.lines_per_request()
         self.warp_free = {}
         self.sm_turn = x.sm_turn_ns()
+        self.l2 = x.l2_lines        # None: no line is the L2's
         self.spreads = x.atomic_spread_ns >= 0 and x.line_index is not None
         self.staged = x.has_issue_stage
         self.cta_start = x.cta_start_ns          # None: every CTA may start at once
@@ -217,7 +218,8 @@ class _Launch:
                 more = self.lines[r] - 1
                 x = self.x
                 turn = max(env.now, self.sm_free[sm])
-                smt = self.sm_turn[x.kind[r]]
+                smt = self.sm_turn[L2_TURN if self.l2 is not None and self.l2[r]
+                                   else x.kind[r]]
                 leave = max(env.now + self.span(r, self.line(r), self.lines[r]),
                             turn + more * smt)
                 self.sm_free[sm] = turn + (more + 1) * smt
@@ -301,8 +303,10 @@ class _Launch:
         yield from self.serve(self.dram, x.dram_ns[r], "busy_dram_ns")
 
     def device_read(self, r: int, i: int):
+        """A device read: its latency after its service, more where the L2 misses it."""
         yield from self.serve(self.device, self.x.dev_ns[r], "busy_dev_ns")
-        yield self.env.timeout(self.x.device_lat_ns)
+        missed = self.x.l2_misses is not None and self.x.l2_misses[r]
+        yield self.env.timeout(self.x.device_lat_ns + (self.x.dram_extra_ns if missed else 0.0))
         self.complete(r, i)
 
     def device_atomic(self, r: int, i: int):

@@ -162,6 +162,21 @@ def test_engines_agree_on_a_busy_launch_with_atomics(spread):
     assert_same(fast, ref)
 
 
+@pytest.mark.parametrize("l2_ns", [0.99, 8.0])
+def test_engines_agree_with_lines_the_l2_serves(l2_ns):
+    """The same contention over a small region, so that many device lines are read
+    again and the L2 serves them at their own turn (hostlink.model.l2_lines)."""
+    rng = np.random.default_rng(5)
+    s = random_stream(rng, 2, 300, 8, 0.7, 0.1, 20)
+    sysc = system(**{"gpu.sm_count": 4, "gpu.max_warps_per_sm": 16, "link.tags": 32,
+                     "gpu.loads_in_flight_per_warp": 2, "gpu.host_path_ns": 350.0,
+                     **ISSUE, "gpu.sm_l2_request_ns": l2_ns})
+    x, fast = simulate(s, sysc, record=True)
+    _, ref = simulate(s, sysc, engine="reference")
+    assert 0 < x.l2_lines.sum() < x.leads_per_request().sum()
+    assert_same(fast, ref)
+
+
 # ---------------------------------------------------------------- hand-computed times
 
 def test_one_read_takes_its_round_trip_plus_its_own_service():
