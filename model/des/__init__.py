@@ -243,9 +243,9 @@ def simulate_in_groups(stream, system, groups, *, translation: bool,
     seen_iommu = np.zeros(0, dtype=np.uint64)
     inputs = None
     rtt = {"rtt_ns": float(system.link.rtt_ns)}
+    from hostlink.model.l2_lines import L2State, l2_config, replays
     l2_state = None             # the L2 the groups run so far left (where it is replayed)
-    if system.gpu.sm_l2_request_ns is not None:
-        from hostlink.model.l2_lines import L2State, l2_config
+    if system.gpu.sm_l2_request_ns is not None and replays(stream):
         l2_state = L2State(l2_config(system.gpu))
     for i, (first, end, r0, r1) in enumerate(groups):
         which = f"launch {end}" if end - first == 1 else f"launches {first + 1}-{end}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from hostlink.model.analytic_launch import launch_terms, warp_chains
 from hostlink.model.config import load_system
