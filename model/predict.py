@@ -465,10 +465,59 @@ def _zerocopy_des(stream, system, common, engine="fast", nbins=1024, as_device=F
     stream and system less its ``uvm`` section (:mod:`hostlink.model.stream_memo`):
     a UVM calibration replays the same kernels on every evaluation, and a traversal
     twin's memory modes share runs. A deep copy each call: callers add to it."""
-    from hostlink.model.stream_memo import memoized, system_key_without_uvm
-    key = (system_key_without_uvm(system), engine, int(nbins), bool(as_device), float(share))
+    from hostlink.model.stream_memo import memoized
+    key = _des_key(system, engine, nbins, as_device, share)
     return copy.deepcopy(memoized(stream, "des", key, lambda: _run_des(
         stream, system, common, engine, nbins, as_device, share), keep=DES_RUNS_KEPT))
+
+
+def _des_key(system, engine, nbins, as_device, share) -> tuple:
+    """The key an engine run of a stream is kept under (:func:`_zerocopy_des`)."""
+    from hostlink.model.stream_memo import system_key_without_uvm
+    return (system_key_without_uvm(system), engine, int(nbins), bool(as_device), float(share))
+
+
+def _des_blender(stream, engine, nbins, share=1.0):
+    """``blend_on`` for :func:`hostlink.model.loaded_rtt.loaded_system`: the engine's run
+    of ``stream`` on ``at`` as the blend of its runs on ``first`` and ``second``
+    (:func:`blended_run`), held where :func:`_zerocopy_des` finds it; False where
+    either run is not held or a different resource binds them."""
+    from hostlink.model.stream_memo import keep, peek
+
+    def blend_on(first, second, at, w: float) -> bool:
+        lo = peek(stream, "des", _des_key(first, engine, nbins, False, share))
+        hi = peek(stream, "des", _des_key(second, engine, nbins, False, share))
+        if lo is None or hi is None or lo["bound"] != hi["bound"]:
+            return False
+        keep(stream, "des", _des_key(at, engine, nbins, False, share), blended_run(lo, hi, w),
+             keep=DES_RUNS_KEPT)
+        return True
+    return blend_on
+
+
+def blended_run(lo: dict, hi: dict, w: float) -> dict:
+    """Two engine runs of one stream (:func:`_run_des`) at different round trips,
+    blended with weight ``w`` on ``hi``: every number and array of numbers of the
+    same shape in both moves linearly between them; what cannot (a name, a
+    bandwidth series in bins of another width) is the nearer run's."""
+    def mix(a, b):
+        nearer = b if w >= 0.5 else a
+        if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+            out = {k: mix(a[k], b[k]) for k in a}
+            if a.get("bw_series_bin_s") != b.get("bw_series_bin_s"):
+                for k in ("bw_series_bin_s", "bw_series_GBps"):
+                    out[k] = copy.deepcopy(nearer[k])
+            return out
+        if isinstance(a, float) and isinstance(b, float):
+            return float(a + w * (b - a))
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape \
+                and a.dtype.kind == "f":
+            return a + w * (b - a)
+        if isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and \
+                all(isinstance(x, float) for x in a + b):
+            return [x + w * (y - x) for x, y in zip(a, b)]
+        return copy.deepcopy(nearer)
+    return mix(lo, hi)
 
 
 def _run_des(stream, system, common, engine, nbins, as_device, share=1.0) -> dict:
@@ -706,8 +755,9 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
     if mode in ("zerocopy", "uvm_accessedby") and system.link.rtt_at_full_link_ns > 0:
         from hostlink.model.loaded_rtt import loaded_system
         unloaded_ns = system.link.rtt_ns
-        system = loaded_system(stream, system, lambda s: _predict_stream(stream, s, common,
-                                                                           **args))
+        system = loaded_system(
+            stream, system, lambda s: _predict_stream(stream, s, common, **args),
+            blend_on=_des_blender(stream, engine, nbins, share) if fidelity == "des" else None)
         pred = _predict_stream(stream, system, common, host_loop=host_loop, vertices=vertices,
                                **args)
         pred.extra["loaded_rtt_ns"] = {"unloaded": unloaded_ns, "loaded": system.link.rtt_ns}

@@ -44,6 +44,11 @@ def round_trip_pass(k: int, rtt_ns: float) -> str:
     return f"round trip, pass {k}: {rtt_ns:.0f} ns"
 
 
+def round_trip_blend(rtt_ns: float) -> str:
+    """The stage of a loaded round trip settled between the first two passes."""
+    return f"round trip between passes 1 and 2: {rtt_ns:.0f} ns"
+
+
 class StageLine:
     """The stages heard so far as one line: ``show(line)`` is called with the stages
     of every level up to the last one named, joined by ', '."""

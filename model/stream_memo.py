@@ -46,6 +46,16 @@ def memoized(stream, kind: str, key: Hashable, compute: Callable[[], Any],
     return value
 
 
+def peek(stream, kind: str, key: Hashable) -> Any:
+    """The value :func:`memoized` holds for ``stream``, ``kind`` and ``key``, or None."""
+    return _MEMOS.get(id(stream), {}).get(kind, {}).get(key)
+
+
+def keep(stream, kind: str, key: Hashable, value: Any, keep: int = KEEP_PER_KIND) -> None:
+    """Hold ``value`` as :func:`memoized`'s for ``stream``, ``kind`` and ``key``."""
+    memoized(stream, kind, key, lambda: value, keep=keep)
+
+
 def forget(stream, kind: str) -> None:
     """Drop the results of ``kind`` held for ``stream`` (large ones, once their reuse
     is over)."""

@@ -487,7 +487,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     from hostlink.model.des.miniature import miniature_sms
     from hostlink.model.host_loop import launch_gaps_ns
     from hostlink.model.kernel_costs import HOST_MODES
-    from hostlink.model.loaded_rtt import settle_rtt
+    from hostlink.model.loaded_rtt import BLEND_MIN_REQUESTS, largest_launch, settle_rtt
     from hostlink.model.predict import host_walks_ns, predict, resolve_system
     from hostlink.model.runs import without_launch
     from hostlink.traces.emulator import AlgorithmRun
@@ -501,7 +501,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
                             f"{', '.join(SAMPLED_MODES)})")
     if fraction is not None and not 0 < fraction <= 1:
         raise HostlinkError(f"--sample {fraction}: a fraction must lie in (0, 1]")
-    from hostlink.model.progress import RUN, round_trip_pass, stage
+    from hostlink.model.progress import RUN, round_trip_blend, round_trip_pass, stage
     system = resolve_system(system)
     t0 = time.perf_counter()
     V = csr.num_vertices
@@ -654,6 +654,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     launches_cost = float(cost.sum())
     last = {}
     passes = []
+    runs_at = {}        # per pass's round trip: launch times, busy shares, base, bounds
 
     def run(rtt_ns: float) -> tuple[float, float]:
         """The sample's estimate at a round trip: (its time, the run's link share)."""
@@ -672,14 +673,30 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
         base = _summed(preds)
         per_group, per_level = estimate(k_ns, busy)
         last.update(base=base, per_group=per_group, per_level=per_level, rtt_ns=rtt_ns)
+        runs_at[rtt_ns] = (k_ns, busy, base, [p.bound for p in preds])
         if not loaded:
             return float(per_group.mean()) * 1e-9, 0.0
         wire_B = base.wire_B_down * float(nc.sum()) / launches_cost if launches_cost else 0.0
         util = min(1.0, wire_B / (per_level.sum() * link_rate_Bpns(system)))
         return float(per_group.mean()) * 1e-9, util
 
-    if loaded:      # settle_rtt's last pass is the one it settles on
-        settle_rtt(link.rtt_ns, link.rtt_at_full_link_ns, run)
+    def between(rtt_ns: float, first_ns: float, second_ns: float, w: float) -> bool:
+        """The samples at ``rtt_ns`` as the blend of two passes' launch times
+        (hostlink.model.loaded_rtt), where the same resources bind both passes."""
+        k1, b1, base1, bounds1 = runs_at[first_ns]
+        k2, b2, base2, bounds2 = runs_at[second_ns]
+        if bounds1 != bounds2:
+            return False
+        per_group, per_level = estimate(k1 + w * (k2 - k1), b1 + w * (b2 - b1))
+        last.update(base=base2 if w >= 0.5 else base1, per_group=per_group,
+                    per_level=per_level, rtt_ns=rtt_ns)
+        stage(RUN, f"{round_trip_blend(rtt_ns)}, the samples")
+        return True
+
+    if loaded:      # settle_rtt's last pass, or the blend it takes, is the one it settles on
+        largest = max(largest_launch(w.stream) for _, _, w in works.values())
+        settle_rtt(link.rtt_ns, link.rtt_at_full_link_ns, run,
+                   between if largest >= BLEND_MIN_REQUESTS else None)
     else:
         run(link.rtt_ns)
     base, per_group, per_level = last["base"], last["per_group"], last["per_level"]

@@ -251,3 +251,26 @@ def test_cli_sample_prints_interval_and_refuses_what_it_cannot_sample(tmp_path, 
     assert exit_.value.code == 2 and "not in (0, 1]" in capsys.readouterr().err
     rc = main(["predict", "--system", "h200-pcie5", "--trace", str(tmp_path), "--sample", "auto"])
     assert rc == 2 and "needs --graph" in capsys.readouterr().err
+
+
+def test_a_large_sample_settles_its_round_trip_between_two_passes(kron14, h200, monkeypatch):
+    """Where the samples hold enough requests (BLEND_MIN_REQUESTS, lowered here), the
+    loaded round trip settles between the first two passes (hostlink.model.loaded_rtt)
+    and the estimate is within 0.02% of a third pass's."""
+    from hostlink.model import loaded_rtt
+    from hostlink.model.progress import listening
+
+    def run():
+        heard = []
+        with listening(lambda level, text: heard.append(text)):
+            pred = sm.sampled_prediction(kron14, "merged_aligned", h200, source=5)
+        return pred, [t for t in heard if t.startswith("round trip")]
+    monkeypatch.setattr(loaded_rtt, "BLEND_MIN_REQUESTS", 1 << 62)
+    passes, passes_heard = run()
+    monkeypatch.setattr(loaded_rtt, "BLEND_MIN_REQUESTS", 0)
+    blended, blended_heard = run()
+    assert len(passes_heard) == 3 and blended_heard[:2] == passes_heard[:2]
+    assert blended_heard[2].startswith("round trip between passes 1 and 2: ")
+    assert blended.time_s == pytest.approx(passes.time_s, rel=2e-4)
+    assert blended.extra["loaded_rtt_ns"]["loaded"] == pytest.approx(
+        passes.extra["loaded_rtt_ns"]["loaded"], abs=1.0)
