@@ -45,7 +45,7 @@ The costs are the DES's, measured as its docstring says
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -93,6 +93,23 @@ class ChainShape:
     busy_ns: np.ndarray      # the warp's own issue time
     l2_lines: np.ndarray | None = None  # read lines the L2 serves, per warp (None: none)
     inst_dram: np.ndarray | None = None  # per instruction: a device read the L2 misses
+    k_lines: np.ndarray | None = None   # per instruction: its read lines (a stream of no
+    #                                     atomics, for :func:`in_device_memory`)
+
+
+def in_device_memory(shape: ChainShape, device_gap_ns: float) -> ChainShape:
+    """``shape`` (of a stream with no atomics and no L2 replayed) as
+    :func:`chain_shape` gives it with ``as_device``: every instruction's lines leave
+    ``device_gap_ns`` apart, none reads host memory. Nothing else in a shape depends
+    on where the data lies, so the program order's sort is not made again."""
+    if shape.k_lines is None or shape.l2_lines is not None:
+        raise ValueError("the shape keeps no read lines per instruction")
+    k = shape.k_lines.astype(np.float64)
+    gap = float(device_gap_ns)
+    return replace(
+        shape, inst_host=np.zeros(len(k), dtype=bool),
+        issue_ns=np.maximum(k - 1, 0) * gap,
+        busy_ns=np.add.reduceat(k * gap, shape.wstarts))
 
 
 def chain_shape(stream: RequestStream, loads_in_flight: int, *, as_device: bool = False,
@@ -153,7 +170,8 @@ def chain_shape(stream: RequestStream, loads_in_flight: int, *, as_device: bool 
                       lif=max(1, int(loads_in_flight)), launch=i_la[wstarts],
                       warp=i_wa[wstarts], read_lines=np.add.reduceat(k_lines, wstarts),
                       busy_ns=np.add.reduceat(busy_ns, wstarts), l2_lines=l2_lines,
-                      inst_dram=inst_dram)
+                      inst_dram=inst_dram,
+                      k_lines=k_lines.astype(np.float32) if stream.atomic is None else None)
 
 
 def warp_chains(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
@@ -172,7 +190,7 @@ def warp_chains(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
     chain is at least the warp's lines times their issue gaps. The stream's
     :class:`ChainShape` is kept with it (:mod:`hostlink.model.stream_memo`): the
     loaded round trip's passes and a sweep's systems change only the latencies."""
-    from hostlink.model.stream_memo import memoized
+    from hostlink.model.stream_memo import memoized, peek
     empty = np.zeros(0)
     if len(stream) == 0:
         return WarpChains(empty.astype(np.int64), empty.astype(np.int64), empty, empty, empty)
@@ -180,8 +198,16 @@ def warp_chains(stream: RequestStream, host_lat_ns: float, device_lat_ns: float,
                 atomic_spread_ns=None if atomic_spread_ns is None else float(atomic_spread_ns),
                 host_gap_ns=float(host_gap_ns), device_gap_ns=float(device_gap_ns), l2=l2)
     key = (max(1, int(loads_in_flight)), *sorted(opts.items()))
-    shape = memoized(stream, "chain_shape", key,
-                     lambda: chain_shape(stream, loads_in_flight, **opts), keep=2)
+
+    def shape_of():
+        # in device memory, the same stream's shape from host memory where it is held
+        if as_device and l2 is None and stream.atomic is None:
+            host_key = (key[0], *sorted(dict(opts, as_device=False).items()))
+            host = peek(stream, "chain_shape", host_key)
+            if host is not None and host.k_lines is not None and host.l2_lines is None:
+                return in_device_memory(host, device_gap_ns)
+        return chain_shape(stream, loads_in_flight, **opts)
+    shape = memoized(stream, "chain_shape", key, shape_of, keep=2)
     return chains_at(shape, host_lat_ns, device_lat_ns, dram_lat_ns)
 
 

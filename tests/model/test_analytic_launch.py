@@ -119,6 +119,34 @@ def test_a_streams_chain_shape_is_kept_and_priced_at_each_latency():
     assert first.chain_ns.tolist() == pytest.approx([1100.0] * 3)
 
 
+def test_a_device_shape_from_the_host_shape_is_the_one_made_afresh(monkeypatch):
+    """In device memory a stream's chains come from its host-memory shape where that
+    is held (no atomics, no L2 replayed): the same numbers as a shape made afresh
+    from a copy of the stream, at one gap for every line."""
+    from hostlink.model import analytic_launch
+    from hostlink.model.analytic_launch import chain_shape
+    made = []
+    monkeypatch.setattr(analytic_launch, "chain_shape",
+                        lambda *a, **k: made.append(k["as_device"]) or chain_shape(*a, **k))
+    rows = [(w, k, (w * 8 + k // 2) * 128 + 32 * (k % 2),
+             SPACE_HOST if (w + k) % 3 else SPACE_DEVICE, k == 5)
+            for w in range(4) for k in range(6)]
+    s = stream(rows)
+    opts = dict(host_gap_ns=13.6, device_gap_ns=6.5)
+    warp_chains(s, 1000.0, 150.0, 2, **opts)                 # the host shape, held
+    derived = warp_chains(s, 1000.0, 150.0, 2, as_device=True, **opts)
+    assert made == [False]                                   # no second sort
+    fresh_shape = chain_shape(stream(rows), 2, as_device=True, **opts)
+    fresh = warp_chains(stream(rows), 1000.0, 150.0, 2, as_device=True, **opts)
+    assert derived.chain_ns.tolist() == fresh.chain_ns.tolist()
+    assert derived.tail_ns.tolist() == fresh.tail_ns.tolist()
+    assert derived.read_lines.tolist() == fresh.read_lines.tolist()
+    assert not fresh_shape.inst_host.any()
+    # the lines of a device warp's six reads (two lines share one address, a store
+    # holds nothing) leave 6.5 ns apart: the chain is the issue time or the latency
+    assert min(fresh.chain_ns) >= 150.0
+
+
 def test_loaded_chain_limits():
     from hostlink.model.analytic_launch import loaded_chain_ns
     # a lone warp (one read wanted at a time, R = lat) keeps its chain
