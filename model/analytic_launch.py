@@ -65,10 +65,12 @@ class WarpChains:
 
 def _instructions(stream: RequestStream, order: np.ndarray):
     """Launch and warp per request in ``order`` (program order), the mask of requests
-    that start an instruction, and those requests' indices."""
-    la = stream.launch.astype(np.int64)[order]
-    wa = stream.warp.astype(np.int64)[order]
-    ia = stream.inst.astype(np.int64)[order]
+    that start an instruction, and those requests' indices (the columns' own types:
+    a request stream's columns are a few bytes a row, and a copy of each is one
+    of a chain's largest arrays)."""
+    la = stream.launch[order]
+    wa = stream.warp[order]
+    ia = stream.inst[order]
     new = np.ones(len(la), dtype=bool)
     new[1:] = (la[1:] != la[:-1]) | (wa[1:] != wa[:-1]) | (ia[1:] != ia[:-1])
     return la, wa, new, np.flatnonzero(new)
@@ -130,10 +132,14 @@ def chain_shape(stream: RequestStream, loads_in_flight: int, *, as_device: bool 
     line = stream.addr[order] // np.uint64(LINE_B)
     lead = new.copy()
     lead[1:] |= (line[1:] != line[:-1]) | (space[1:] != space[:-1])
+    del line
     if stream.follows is not None:
         lead &= ~stream.follows[order] | new
     width = 1 if stream.lines is None else stream.lines[order].astype(np.int64)
-    k_lines = np.add.reduceat(lead * width * read, starts).astype(np.float64)
+    lead_reads = lead & read
+    k_lines = np.add.reduceat(lead_reads.astype(np.int32) if stream.lines is None
+                              else np.where(lead_reads, width, 0), starts).astype(np.float64)
+    del lead_reads
     inst_read = np.logical_or.reduceat(read, starts)
     inst_host = np.logical_or.reduceat(on_host, starts)
     gap = np.where(inst_host, float(host_gap_ns), float(device_gap_ns))
@@ -150,13 +156,16 @@ def chain_shape(stream: RequestStream, loads_in_flight: int, *, as_device: bool 
     # the last line leaves (k - 1) gaps after the first; a store holds nothing
     issue_ns = np.where(spread_lines, 0.0, np.maximum(k_lines - 1, 0) * gap)
     busy_ns = np.where(spread_lines, 0.0, k_lines * gap)    # the warp's own issue time
-    i_la, i_wa = la[starts], wa[starts]
+    i_la, i_wa = la[starts].astype(np.int64), wa[starts].astype(np.int64)
+    del la, wa
     wnew = np.ones(len(starts), dtype=bool)
     wnew[1:] = (i_la[1:] != i_la[:-1]) | (i_wa[1:] != i_wa[:-1])
     seg = seg_k = None
     if stream.waits is not None:
-        seg = np.flatnonzero(wnew | stream.waits[order][starts])
-        seg_k = np.diff(np.append(seg, len(starts)))
+        # 4 B an instruction where they fit (they are kept with the stream)
+        index = np.int32 if len(starts) < 2**31 else np.int64
+        seg = np.flatnonzero(wnew | stream.waits[order][starts]).astype(index)
+        seg_k = np.diff(np.append(seg, len(starts))).astype(index)
     wstarts = np.flatnonzero(wnew)
     l2_lines = inst_dram = None
     from hostlink.model.l2_lines import l2_served, replays
