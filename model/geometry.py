@@ -12,4 +12,5 @@ from __future__ import annotations
 
 LINE_B = 128      # a cache line: the largest request a warp's load sends per line
 SECTOR_B = 32     # a sector: the least a load reads
+SECTOR_SHIFT = SECTOR_B.bit_length() - 1   # an address's sector: address >> this
 WARP_SIZE = 32    # threads a warp (CUDA C++ Programming Guide, "SIMT Architecture")

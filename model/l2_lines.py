@@ -44,11 +44,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from hostlink.model.geometry import SECTOR_B
+from hostlink.model.geometry import SECTOR_SHIFT
 from hostlink.model.workload import SPACE_HOST, RequestStream
 from hostlink.traces.cache import SET_FUNCTIONS, STAMP, WAY_FIELDS, CacheConfig, lookup_fill
-
-SECTOR_SHIFT = SECTOR_B.bit_length() - 1    # an address's sector: address >> this
 
 
 def l2_config(gpu) -> CacheConfig:

@@ -482,14 +482,14 @@ def _des_blender(stream, engine, nbins, share=1.0):
     of ``stream`` on ``at`` as the blend of its runs on ``first`` and ``second``
     (:func:`blended_run`), held where :func:`_zerocopy_des` finds it; False where
     either run is not held or a different resource binds them."""
-    from hostlink.model.stream_memo import keep, peek
+    from hostlink.model.stream_memo import hold, peek
 
     def blend_on(first, second, at, w: float) -> bool:
         lo = peek(stream, "des", _des_key(first, engine, nbins, False, share))
         hi = peek(stream, "des", _des_key(second, engine, nbins, False, share))
         if lo is None or hi is None or lo["bound"] != hi["bound"]:
             return False
-        keep(stream, "des", _des_key(at, engine, nbins, False, share), blended_run(lo, hi, w),
+        hold(stream, "des", _des_key(at, engine, nbins, False, share), blended_run(lo, hi, w),
              keep=DES_RUNS_KEPT)
         return True
     return blend_on

@@ -51,7 +51,7 @@ def peek(stream, kind: str, key: Hashable) -> Any:
     return _MEMOS.get(id(stream), {}).get(kind, {}).get(key)
 
 
-def keep(stream, kind: str, key: Hashable, value: Any, keep: int = KEEP_PER_KIND) -> None:
+def hold(stream, kind: str, key: Hashable, value: Any, keep: int = KEEP_PER_KIND) -> None:
     """Hold ``value`` as :func:`memoized`'s for ``stream``, ``kind`` and ``key``."""
     memoized(stream, kind, key, lambda: value, keep=keep)
 

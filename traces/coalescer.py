@@ -79,7 +79,7 @@ import numpy as np
 from numba import njit
 
 from hostlink.model.compute import IssueCounter
-from hostlink.model.geometry import SECTOR_B
+from hostlink.model.geometry import SECTOR_B, SECTOR_SHIFT
 from hostlink.model.errors import TraceError
 from hostlink.model.workload import (REQUEST_DTYPES, SPACE_DEVICE, SPACE_HOST, LaunchInfo,
                                      RequestStream)
@@ -90,7 +90,6 @@ from hostlink.traces.schema import (LOCATION_HOST, OP_ATOMIC, OP_LOAD, OP_STORE,
                                     SPACE_LOCAL, WARP_SIZE, InstTable, KernelLaunch, Region,
                                     WarpTrace)
 
-SECTOR_SHIFT = 5
 # Output buffer bound per kernel call (requests); rows are batched to stay below it.
 _BATCH_PIECES = 1 << 20
 

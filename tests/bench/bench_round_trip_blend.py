@@ -20,13 +20,12 @@ case misses. About 10 minutes on the 2-core machine.
 from __future__ import annotations
 
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
+
+from results_record import write_record
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).resolve().parent / "results" / "round_trip_blend.json"
@@ -98,15 +97,8 @@ def main(argv: list[str]) -> int:
                       f"{row['passes']['cpu_s']:.1f} -> {row['blend']['cpu_s']:.1f} s",
                       flush=True)
     missed = [k for k, v in cases.items() if abs(v["diff_pct"]) > TARGET_PCT]
-    record = {"recorded_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-              "system": "h200-pcie5", "target_pct": TARGET_PCT, "cases": cases,
-              "missed": missed}
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"missed: {', '.join(missed) or 'none'}")
-    return 1 if missed else 0
-
+    return write_record(out_path, {"system": "h200-pcie5", "target_pct": TARGET_PCT,
+                                   "cases": cases}, missed)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -34,15 +34,14 @@ kron24`` or ``--only grid`` for one part). Exits 1 if a target is missed. On the
 from __future__ import annotations
 
 import json
-import os
-import platform
 import re
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
+
+from results_record import write_record
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
@@ -188,13 +187,8 @@ def main(argv: list[str]) -> int:
         worst = max(m["mode_cpu_s"] for m in row["modes"].values())
         if worst > TARGETS["grid"]["s"] or row["beyond_graph_GB"] > TARGETS["grid"]["GB"]:
             missed.append(f"grid {variant}")
-    record.update({"recorded_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                   "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                   "system": "h200-pcie5", "targets": TARGETS, "missed": missed})
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"missed: {', '.join(missed) or 'none'}")
-    return 1 if missed else 0
+    record.update({"system": "h200-pcie5", "targets": TARGETS})
+    return write_record(out_path, record, missed)
 
 
 if __name__ == "__main__":
