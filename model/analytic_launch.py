@@ -63,14 +63,20 @@ class WarpChains:
     l2_lines: np.ndarray | None = None  # of those, lines the L2 serves (None: none)
 
 
-def _instructions(stream: RequestStream, order: np.ndarray):
-    """Launch and warp per request in ``order`` (program order), the mask of requests
-    that start an instruction, and those requests' indices (the columns' own types:
-    a request stream's columns are a few bytes a row, and a copy of each is one
-    of a chain's largest arrays)."""
-    la = stream.launch[order]
-    wa = stream.warp[order]
-    ia = stream.inst[order]
+def _in_order(col: np.ndarray, order: np.ndarray | None) -> np.ndarray:
+    """``col`` in program order: itself where the stream is in it (``order`` None)."""
+    return col if order is None else col[order]
+
+
+def _instructions(stream: RequestStream, order: np.ndarray | None):
+    """Launch and warp per request in program order (``order``: the permutation into
+    it, None where the stream is in it), the mask of requests that start an
+    instruction, and those requests' indices (the columns' own types: a request
+    stream's columns are a few bytes a row, and a copy of each is one of a chain's
+    largest arrays)."""
+    la = _in_order(stream.launch, order)
+    wa = _in_order(stream.warp, order)
+    ia = _in_order(stream.inst, order)
     new = np.ones(len(la), dtype=bool)
     new[1:] = (la[1:] != la[:-1]) | (wa[1:] != wa[:-1]) | (ia[1:] != ia[:-1])
     return la, wa, new, np.flatnonzero(new)
@@ -120,22 +126,22 @@ def chain_shape(stream: RequestStream, loads_in_flight: int, *, as_device: bool 
                 l2=None) -> ChainShape:
     """:class:`ChainShape` of ``stream`` (the arguments as :func:`warp_chains`'s);
     the program order's sort is most of a chain's cost, and no latency enters it."""
-    from hostlink.model.des.inputs import program_order
+    from hostlink.model.des.inputs import program_permutation
     from hostlink.model.geometry import LINE_B
-    order = program_order(stream)
+    order = program_permutation(stream)
     la, wa, new, starts = _instructions(stream, order)
-    space = stream.space[order]
-    read = ~stream.is_write[order]
+    space = _in_order(stream.space, order)
+    read = ~_in_order(stream.is_write, order)
     on_host = (space == SPACE_HOST) & (not as_device)
     # a line: the reads of one instruction to one 128 B line of one space (their first
     # leads), unless the stream marks a request to follow its instruction's first
-    line = stream.addr[order] // np.uint64(LINE_B)
+    line = _in_order(stream.addr, order) // np.uint64(LINE_B)
     lead = new.copy()
     lead[1:] |= (line[1:] != line[:-1]) | (space[1:] != space[:-1])
     del line
     if stream.follows is not None:
-        lead &= ~stream.follows[order] | new
-    width = 1 if stream.lines is None else stream.lines[order].astype(np.int64)
+        lead &= ~_in_order(stream.follows, order) | new
+    width = 1 if stream.lines is None else _in_order(stream.lines, order).astype(np.int64)
     lead_reads = lead & read
     k_lines = np.add.reduceat(lead_reads.astype(np.int32) if stream.lines is None
                               else np.where(lead_reads, width, 0), starts).astype(np.float64)
@@ -146,7 +152,7 @@ def chain_shape(stream: RequestStream, loads_in_flight: int, *, as_device: bool 
     spread_lines = np.zeros(len(starts), dtype=bool)
     atomic_ns = None
     if stream.atomic is not None:
-        atomic = ~inst_host & stream.atomic[order][starts]
+        atomic = ~inst_host & _in_order(stream.atomic, order)[starts]
         extra = np.full(len(starts), float(atomic_extra_ns))
         if atomic_spread_ns is not None and atomic.any():
             k = np.add.reduceat(lead * width, starts)
@@ -164,13 +170,14 @@ def chain_shape(stream: RequestStream, loads_in_flight: int, *, as_device: bool 
     if stream.waits is not None:
         # 4 B an instruction where they fit (they are kept with the stream)
         index = np.int32 if len(starts) < 2**31 else np.int64
-        seg = np.flatnonzero(wnew | stream.waits[order][starts]).astype(index)
+        seg = np.flatnonzero(wnew | _in_order(stream.waits, order)[starts]).astype(index)
         seg_k = np.diff(np.append(seg, len(starts))).astype(index)
     wstarts = np.flatnonzero(wnew)
     l2_lines = inst_dram = None
     from hostlink.model.l2_lines import l2_served, replays
     if l2 is not None and replays(stream) and np.any(~on_host & read):
-        replay = l2_served(stream, order, lead, l2, as_device=as_device)
+        row = np.arange(len(stream), dtype=np.int64) if order is None else order
+        replay = l2_served(stream, row, lead, l2, as_device=as_device)
         l2_lines = np.add.reduceat(np.add.reduceat(replay.lines, starts).astype(np.float64),
                                    wstarts)
         inst_dram = np.logical_or.reduceat(replay.misses, starts)
@@ -351,11 +358,11 @@ def _in_flight(stream: RequestStream, loads_in_flight: int) -> float:
     lif = max(1, int(loads_in_flight))
     if stream.waits is None or lif == 1 or len(stream) == 0:
         return float(lif)
-    from hostlink.model.des.inputs import program_order
-    order = program_order(stream)
+    from hostlink.model.des.inputs import program_permutation
+    order = program_permutation(stream)
     la, wa, _, starts = _instructions(stream, order)
     first = np.ones(len(starts), dtype=bool)
     first[1:] = (la[starts][1:] != la[starts][:-1]) | (wa[starts][1:] != wa[starts][:-1])
-    seg = np.flatnonzero(first | stream.waits[order][starts])
+    seg = np.flatnonzero(first | _in_order(stream.waits, order)[starts])
     k = np.diff(np.append(seg, len(starts)))
     return float(len(starts) / np.ceil(k / lif).sum())

@@ -234,6 +234,43 @@ def critical_path_ns(stream: RequestStream, host_lat_ns: float, device_lat_ns: f
     return out
 
 
+# Requests whose walks' chains are priced at once. Making a chain shape holds some
+# tens of bytes a request (hostlink.model.analytic_launch.chain_shape), so parts of
+# whole launches bound that memory however long the run. A bound on this process's
+# memory, not a property of the GPU.
+WALK_PART_REQUESTS = 1 << 21
+
+
+def _scan_parts(stream: RequestStream, scans: np.ndarray):
+    """The requests of the launches ``scans`` marks, in parts of whole launches of at
+    most :data:`WALK_PART_REQUESTS` requests each (a larger launch alone). A stream no
+    longer than one part is its own part, so its chain shapes stay memoized with it
+    (:mod:`hostlink.model.stream_memo`) for the next prediction of it."""
+    if len(stream) <= WALK_PART_REQUESTS:
+        yield stream
+        return
+    launch = stream.launch
+    order = None if bool((launch[1:] >= launch[:-1]).all()) else np.argsort(launch,
+                                                                             kind="stable")
+    bounds = np.searchsorted(launch if order is None else launch[order],
+                             np.arange(len(scans) + 1))
+
+    def part(lo: int, hi: int) -> RequestStream:
+        rows = slice(bounds[lo], bounds[hi])    # views where the stream is in launch order
+        return stream.select(rows if order is None else order[rows])
+    start, size = None, 0
+    for k, scan in enumerate(scans):
+        count = int(bounds[k + 1] - bounds[k])
+        if start is not None and (not scan or size + count > WALK_PART_REQUESTS):
+            yield part(start, k)
+            start, size = None, 0
+        if scan and count:
+            start = k if start is None else start
+            size += count
+    if start is not None:
+        yield part(start, len(scans))
+
+
 def host_walks_ns(stream: RequestStream, system: SystemConfig,
                   floor_ns: np.ndarray) -> np.ndarray:
     """Per launch, what reading its walks' lists from host memory adds to the issue
@@ -268,29 +305,30 @@ def host_walks_ns(stream: RequestStream, system: SystemConfig,
         return out
     gpu = system.gpu
 
-    def chains(as_device: bool):
-        return warp_chains(stream, host_latency_ns(system), gpu.device_lat_ns,
+    def chains(part: RequestStream, as_device: bool):
+        return warp_chains(part, host_latency_ns(system), gpu.device_lat_ns,
                            gpu.loads_in_flight_per_warp, as_device=as_device,
                            atomic_extra_ns=gpu.atomic_extra_ns,
                            atomic_spread_ns=gpu.atomic_spread_ns,
                            host_gap_ns=gpu.host_request_gap_ns,
                            device_gap_ns=gpu.request_gap_ns)
 
-    host, device = chains(False), chains(True)
-    launch = host.launch.astype(np.int64)
-    keep = (launch < n) & scans[np.minimum(launch, n - 1)]
-    if not keep.any():
-        return out
-    launch = launch[keep]
-    extra = (host.chain_ns - device.chain_ns)[keep]
     wpc, regs = launch_shapes(infos, n)
     slots = gpu.sm_count * ctas_per_sm(gpu.max_warps_per_sm, gpu.registers_per_sm, wpc, regs)
-    cta = host.warp.astype(np.int64)[keep] // wpc[launch]
-    # the share of the floor by which the CTA's wave has ended (the last wave at 1)
-    waves = grid[launch] / slots[launch]
-    ends = np.minimum(1.0, (cta // slots[launch] + 1) / waves)
-    slack = floor_ns[launch] * (1.0 - ends)
-    np.maximum.at(out, launch, extra - slack)
+    waves = grid / slots                    # the launch's waves of CTAs
+    for part in _scan_parts(stream, scans):
+        host, device = chains(part, False), chains(part, True)
+        launch = host.launch.astype(np.int64)
+        keep = (launch < n) & scans[np.minimum(launch, n - 1)]
+        if not keep.any():
+            continue
+        launch = launch[keep]
+        extra = (host.chain_ns - device.chain_ns)[keep]
+        cta = host.warp.astype(np.int64)[keep] // wpc[launch]
+        # the share of the floor by which the CTA's wave has ended (the last wave at 1)
+        ends = np.minimum(1.0, (cta // slots[launch] + 1) / waves[launch])
+        slack = floor_ns[launch] * (1.0 - ends)
+        np.maximum.at(out, launch, extra - slack)
     return np.maximum(out, 0.0)
 
 

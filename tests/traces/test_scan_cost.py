@@ -161,6 +161,29 @@ def test_one_wave_of_ctas_adds_its_longest_walks_whole():
     assert adds_ns.min() >= host_latency_ns(system) - system.gpu.device_lat_ns - 1e-6
 
 
+def test_a_long_run_prices_its_walks_in_parts_of_whole_launches(monkeypatch):
+    # a stream longer than a part is priced launch by launch in parts of whole launches;
+    # every warp lies in one launch, so the parts add to the same, in or out of order
+    import hostlink.model.predict as predict_module
+    system, _, work, n, floor_ns = _chunked_grid("128x128")
+    stream = work.stream
+    whole_ns = host_walks_ns(stream, system, floor_ns)
+    assert whole_ns.any()
+    counts = np.bincount(stream.launch.astype(np.int64), minlength=n)
+    part_requests = int(counts.max()) * 2
+    monkeypatch.setattr(predict_module, "WALK_PART_REQUESTS", part_requests)
+    scans = np.array([info.stall_sm_clocks > 0 for info in stream.launches])
+    parts = list(predict_module._scan_parts(stream, scans))
+    assert len(parts) > 2
+    seen = np.concatenate([np.unique(p.launch) for p in parts])
+    assert len(seen) == len(np.unique(seen)) and scans[seen].all()  # whole scan launches
+    assert max(len(p) for p in parts) <= part_requests
+    assert sum(len(p) for p in parts) == counts[scans].sum()
+    assert np.array_equal(host_walks_ns(stream, system, floor_ns), whole_ns)
+    shuffled = stream.select(np.random.default_rng(1).permutation(len(stream)))
+    assert np.array_equal(host_walks_ns(shuffled, system, floor_ns), whole_ns)
+
+
 def test_walks_from_host_memory_add_their_round_trips_to_the_tests():
     # a warp's walks read host memory between its tests: the launches the tests bind
     # take the tests' issue plus what the longest warp's chain takes beyond device memory
