@@ -481,11 +481,13 @@ def des_bound(stats: dict, kernel_ns: float, limits: dict) -> tuple[str, dict]:
         "translation": stats.get("walk_busy_ns", 0.0) / kernel_ns,
     }
     server = max(util, key=util.get)
-    slots_name = min(limits, key=limits.get)
-    util[slots_name] = stats["sum_lat_ns"] / kernel_ns / limits[slots_name]
+    # the read slots, named after the least limit (a run in device memory holds none)
+    slots_name = min(limits, key=limits.get) if limits else None
+    if slots_name is not None:
+        util[slots_name] = stats["sum_lat_ns"] / kernel_ns / limits[slots_name]
     if util[server] >= 0.85:
         return server, util
-    if util[slots_name] >= 0.85:
+    if slots_name is not None and util[slots_name] >= 0.85:
         return slots_name, util
     return "latency", util
 
@@ -512,7 +514,8 @@ def _zerocopy_des(stream, system, common, engine="fast", nbins=1024, as_device=F
 def _des_key(system, engine, nbins, as_device, share) -> tuple:
     """The key an engine run of a stream is kept under (:func:`_zerocopy_des`)."""
     from hostlink.model.stream_memo import system_key_without_uvm
-    return (system_key_without_uvm(system), engine, int(nbins), bool(as_device), float(share))
+    return (system_key_without_uvm(system, in_device_memory=as_device), engine, int(nbins),
+            bool(as_device), float(share))
 
 
 def _des_blender(stream, engine, nbins, share=1.0):
@@ -575,11 +578,14 @@ def _run_des(stream, system, common, engine, nbins, as_device, share=1.0) -> dic
     kernel_ns = out.kernel_ns
     total_kernel = float(kernel_ns.sum())
     link = system.link
-    # (a miniature holds its share of them)
-    limits = {"tags" if link.tags <= system.gpu.max_outstanding_host_reads else "requester":
-              float(tag_limit(system)) * share}
-    if link.cpl_buffer_hdrs:
-        limits["cpl_credits"] = float(link.cpl_buffer_hdrs) * share
+    # (a miniature holds its share of them); a run in device memory holds none, and
+    # reads nothing of the link (its memo key leaves the link out: _des_key)
+    limits = {}
+    if not as_device:
+        limits["tags" if link.tags <= system.gpu.max_outstanding_host_reads else "requester"] \
+            = float(tag_limit(system)) * share
+        if link.cpl_buffer_hdrs:
+            limits["cpl_credits"] = float(link.cpl_buffer_hdrs) * share
     bound, util = des_bound(stats, total_kernel, limits)
     has_reads = stats["host_reads"] > 0
     wire = inputs.extra["wire_B"]

@@ -74,8 +74,16 @@ def memo_size(stream) -> int:
 NOT_READ_BY_ENGINES = ("uvm", "host_loop", "name", "description", "provenance")
 
 
-def system_key_without_uvm(system) -> tuple:
+# the SystemConfig fields a run with every request in device memory reads no more:
+# no request crosses the link or reaches host memory
+NOT_READ_IN_DEVICE_MEMORY = ("link", "host")
+
+
+def system_key_without_uvm(system, in_device_memory: bool = False) -> tuple:
     """Everything of a system the engines read: every field of the SystemConfig but
-    :data:`NOT_READ_BY_ENGINES` (a field added later is in the key by default)."""
+    :data:`NOT_READ_BY_ENGINES` (a field added later is in the key by default), and
+    for a run ``in_device_memory`` but :data:`NOT_READ_IN_DEVICE_MEMORY` too, so
+    that systems differing only in their link or host memory share it."""
+    skip = NOT_READ_BY_ENGINES + (NOT_READ_IN_DEVICE_MEMORY if in_device_memory else ())
     return tuple(getattr(system, f.name) for f in dataclasses.fields(system)
-                 if f.name not in NOT_READ_BY_ENGINES)
+                 if f.name not in skip)

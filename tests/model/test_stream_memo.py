@@ -101,6 +101,29 @@ def test_any_other_key_runs_the_engine_again(s):
     assert predict(s, narrow, mode="zerocopy", fidelity="des").time_s > z.time_s
 
 
+@pytest.mark.parametrize("mode", ["device", "uvm"])
+def test_systems_differing_in_link_or_host_memory_share_the_device_memory_run(s, mode,
+                                                                              monkeypatch):
+    # no request of a run in device memory crosses the link or reaches host memory, so a
+    # sweep over links runs the engine once for device memory and for UVM's kernel
+    import hostlink.model.predict as predict_module
+    runs = []
+    real = predict_module._run_des
+    monkeypatch.setattr(predict_module, "_run_des",
+                        lambda *a, **k: runs.append(1) or real(*a, **k))
+    base = quiet()
+    other = system_with(base, {"link.gen": 3, "link.tags": 64, "link.rtt_ns": 2000.0,
+                               "host.burst_B": 128})
+    a = predict(s, base, mode=mode, fidelity="des")
+    b = predict(s, other, mode=mode, fidelity="des")
+    assert len(runs) == 1
+    same(b, predict(fresh(s), other, mode=mode, fidelity="des"))
+    assert len(runs) == 2
+    if mode == "device":
+        assert np.array_equal(a.per_launch_kernel_s, b.per_launch_kernel_s)
+        assert not {"tags", "requester", "cpl_credits"} & a.extra["des"]["utilisation"].keys()
+
+
 def test_changing_a_prediction_changes_no_later_one(s):
     system = quiet()
     a = predict(s, system, mode="device", fidelity="des")
