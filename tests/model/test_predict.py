@@ -211,6 +211,11 @@ def test_cli_json_and_out(accelsim_data, tmp_path, capsys):
     import pandas as pd
     rows = pd.read_csv(out / "rows.csv")
     assert list(rows.columns) == TIDY and set(rows.model_kind) == {"des"}
+    # every metric as the JSON holds it, a missing one empty (read back as NaN)
+    value = rows.set_index("metric")["value"]
+    assert value["time_s"] == d["time_s"] and value["requests_128B"] == 6
+    assert np.isnan(value["outstanding_mean"]) == (d["outstanding_mean"] is None)
+    assert len(rows) == len(value.index.unique())
     from hostlink.model.config import load_resolved
     assert load_resolved(out / "system.toml").translation.enabled is False
 
