@@ -70,6 +70,12 @@ def largest_launch(stream) -> int:
     return int(np.bincount(stream.launch).max())
 
 
+def blends(*streams) -> bool:
+    """Whether a run of these streams may settle between its first two passes: one of
+    its launches holds at least :data:`BLEND_MIN_REQUESTS` requests (module doc)."""
+    return max((largest_launch(s) for s in streams), default=0) >= BLEND_MIN_REQUESTS
+
+
 def linear_fixed_point(rtt0_ns: float, full_ns: float, first: tuple[float, float],
                        second: tuple[float, float]) -> float | None:
     """The round trip r = ``rtt0_ns + full_ns * U(r)`` where 1/U is linear in r through
@@ -171,5 +177,5 @@ def loaded_system(stream, system, predict_on: Callable, blend_on: Callable | Non
         stage(RUN, round_trip_blend(rtt_ns))
         return True
 
-    use_blend = blend_on is not None and largest_launch(stream) >= BLEND_MIN_REQUESTS
+    use_blend = blend_on is not None and blends(stream)
     return at(settle_rtt(rtt0, full_ns, run, between if use_blend else None))

@@ -487,7 +487,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     from hostlink.model.des.miniature import miniature_sms
     from hostlink.model.host_loop import launch_gaps_ns
     from hostlink.model.kernel_costs import HOST_MODES
-    from hostlink.model.loaded_rtt import BLEND_MIN_REQUESTS, largest_launch, settle_rtt
+    from hostlink.model.loaded_rtt import blends, settle_rtt
     from hostlink.model.predict import host_walks_ns, predict, resolve_system
     from hostlink.model.runs import without_launch
     from hostlink.traces.emulator import AlgorithmRun
@@ -694,9 +694,8 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
         return True
 
     if loaded:      # settle_rtt's last pass, or the blend it takes, is the one it settles on
-        largest = max(largest_launch(w.stream) for _, _, w in works.values())
         settle_rtt(link.rtt_ns, link.rtt_at_full_link_ns, run,
-                   between if largest >= BLEND_MIN_REQUESTS else None)
+                   between if blends(*(w.stream for _, _, w in works.values())) else None)
     else:
         run(link.rtt_ns)
     base, per_group, per_level = last["base"], last["per_group"], last["per_level"]
