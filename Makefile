@@ -68,13 +68,14 @@ FREEZE = $(BIN)/hostlink config freeze
 presets: $(STAMP)
 	$(FREEZE) $(EXP)/host_read/runs/h200/calibrated.toml --name h200-pcie5 --base h200-pcie5 \
 	  --keep translation.managed_walkers --keep translation.cold_span_ns --keep gpu.sm_l2_request_ns \
-	  --out sim_configs/system/h200-pcie5.toml \
+	  --keep uvm.launches_one_block_first_fault_us --out sim_configs/system/h200-pcie5.toml \
 	  --description "NVIDIA H200 SXM5 141 GB HBM3e (132 SMs, 700 W), PCIe 5.0 x16 to a virtualised Intel Xeon host; host DRAM taken as DDR5-4800 x8 (not measured)" \
-	  --header "The lent H200 as calibrated for validation/experiments/first_run/runs/h200's report, its host threads by host_read (make presets:\nvalidation/experiments/host_read/runs/h200/calibrated.toml, managed_walkers from accessedby_reach, cold_span_ns from gather_walks).\nKeys without provenance here are their part presets' (which mark their assumptions)."
+	  --header "The lent H200 as calibrated for validation/experiments/first_run/runs/h200's report, its host threads by host_read (make presets:\nvalidation/experiments/host_read/runs/h200/calibrated.toml, managed_walkers from accessedby_reach, cold_span_ns from gather_walks,\nlaunches_one_block_first_fault_us from uvm_launches/runs/h200/one_block).\nKeys without provenance here are their part presets' (which mark their assumptions)."
 	$(FREEZE) $(EXP)/host_read/runs/h100/calibrated.toml --name h100-pcie5 --base h100-pcie5 \
-	  --keep translation.cold_span_ns --keep gpu.sm_l2_request_ns --out sim_configs/system/h100-pcie5.toml \
+	  --keep translation.cold_span_ns --keep gpu.sm_l2_request_ns \
+	  --keep uvm.launches_one_block_first_fault_us --out sim_configs/system/h100-pcie5.toml \
 	  --description "NVIDIA H100 SXM5 80 GB HBM3 (132 SMs, 700 W), PCIe 5.0 x16 to a virtualised Intel Xeon host; host DRAM taken as DDR5-4800 x8 (not measured)" \
-	  --header "The lent H100 as calibrated for validation/experiments/first_run/runs/h100's report, its host threads by host_read (make presets:\nvalidation/experiments/host_read/runs/h100/calibrated.toml, cold_span_ns from the H200's gather_walks).\nKeys without provenance here are their part presets' (which mark their assumptions)."
+	  --header "The lent H100 as calibrated for validation/experiments/first_run/runs/h100's report, its host threads by host_read (make presets:\nvalidation/experiments/host_read/runs/h100/calibrated.toml, cold_span_ns from the H200's gather_walks,\nlaunches_one_block_first_fault_us from uvm_launches/runs/h100/one_block).\nKeys without provenance here are their part presets' (which mark their assumptions)."
 	$(BIN)/hostlink config seeds --from h200-pcie5 --out sim_configs/system
 	$(BIN)/python -m hostlink.model.bands --write validation/experiments
 
@@ -115,6 +116,10 @@ reports-h200: $(STAMP)
 	@# two traversal14 runs and uvm_session/runs/h200-repeat's (a lease outside the pool)
 	$(CAL) $(EXP)/uvm_launches/runs/h200 --system $(EXP)/first_run/runs/h200/calibrated.toml --steps uvm_first_launch \
 	  --pool $(EXP)/uvm_session/runs/h200,$(EXP)/uvm_faults/runs/h200,$(EXP)/uvm_faults/runs/h200-repeat,$(EXP)/uvm_session24/runs/h200 --quiet
+	@# beside the chain (the presets keep it): the same one-off cost of buffers within one
+	@# VA block, fitted on uvm_launches' 2 MiB buffers alone (uvm_launches/README.md)
+	$(CAL) $(EXP)/uvm_launches/runs/h200 --system $(EXP)/uvm_launches/runs/h200/calibrated.toml \
+	  --steps uvm_first_launch_one_block --out $(EXP)/uvm_launches/runs/h200/one_block/calibrated.toml --quiet
 	@# the host loop between a traversal's launches (a flag's reset and read-back, a
 	@# synchronisation): each stream item's cost fitted on host_loop's loops of parts, the
 	@# two leases pooled (host_loop/runs/h200-repeat's own fit beside), the programs' own loops held
@@ -275,6 +280,10 @@ reports-h100: $(STAMP)
 	@# and that one cost: nothing of first_run is in the pool; uvm_launches/README.md)
 	$(CAL) $(EXP)/uvm_launches/runs/h100 --system $(EXP)/first_run/runs/h100/calibrated.toml --steps uvm_first_launch \
 	  --pool $(EXP)/uvm_session/runs/h100,$(EXP)/uvm_session/runs/h100-repeat,$(EXP)/uvm_session/runs/h100-c,$(EXP)/uvm_faults/runs/h100,$(EXP)/uvm_session24/runs/h100 --quiet
+	@# beside the chain (the presets keep it): the same one-off cost of buffers within one
+	@# VA block, fitted on uvm_launches' 2 MiB buffers alone (uvm_launches/README.md)
+	$(CAL) $(EXP)/uvm_launches/runs/h100 --system $(EXP)/uvm_launches/runs/h100/calibrated.toml \
+	  --steps uvm_first_launch_one_block --out $(EXP)/uvm_launches/runs/h100/one_block/calibrated.toml --quiet
 	@# (no H100 host-loop run: its traversals' time_ms take the schema's host-loop costs,
 	@# the H200's)
 	$(REPORT) $(EXP)/first_run/runs/h100 --system $(EXP)/uvm_launches/runs/h100/calibrated.toml --jobs $(JOBS) --quiet

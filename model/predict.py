@@ -132,13 +132,20 @@ def as_stream(source, coalesce_options: dict | None = None,
         from hostlink.traces.gem5_trace import read_gem5, reads_as_gem5
         if reads_as_gem5(source):  # requests already: nothing to coalesce
             return read_gem5(source)
-        from hostlink.traces.folder_regions import with_folder_regions
-        from hostlink.traces.store import open_trace
-        topts = dict(trace_options or {})
-        topts["regions"] = with_folder_regions(source, topts.get("regions"))  # its regions.toml
-        return coalesce(open_trace(Path(source), **topts), **opts)
+        return coalesce(open_trace_folder(source, trace_options), **opts)
     raise HostlinkError(f"cannot predict from a {type(source).__name__}: give a RequestStream, "
                         "a WarpTrace or a trace folder")
+
+
+def open_trace_folder(source, trace_options: dict | None = None):
+    """The WarpTrace of a trace folder, with the regions of its ``regions.toml`` and
+    ``trace_options`` (``regions``, ``memcpy_location``:
+    :func:`hostlink.traces.store.open_trace`)."""
+    from hostlink.traces.folder_regions import with_folder_regions
+    from hostlink.traces.store import open_trace
+    topts = dict(trace_options or {})
+    topts["regions"] = with_folder_regions(source, topts.get("regions"))
+    return open_trace(Path(source), **topts)
 
 
 def n_launches(stream: RequestStream) -> int:
@@ -755,7 +762,7 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
             trace_options: dict | None = None, engine: str = "fast", nbins: int = 1024,
             uvm_options: dict | None = None, host_loop: str | None = None,
             vertices: int = 0, back_to_back: bool | None = None,
-            share: float = 1.0) -> Prediction:
+            share: float = 1.0, managed=None) -> Prediction:
     """Predict ``source`` on ``system`` (see the module docstring).
 
     ``share`` < 1: the discrete-event model runs ``source`` on a miniature of that
@@ -766,7 +773,11 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
     ``back_to_back``: whether the run's launches follow one another after its
     pages went to the GPU and back (a traversal), which picks the UVM one-off
     cost ``uvm.launches_first_fault_us`` over ``uvm.first_fault_us``; None: a
-    stream of more than one launch is such a run."""
+    stream of more than one launch is such a run. ``managed``: the run's managed
+    buffers as (start address, bytes) pairs where known (a traversal workload gives
+    its own): the UVM model's VA blocks end with them, and a run of back-to-back
+    launches whose buffers each lie within one VA block pays
+    ``uvm.launches_one_block_first_fault_us`` (:func:`hostlink.model.uvm.simulate_uvm`)."""
     from hostlink.model.workload import Gather
     if mode not in MODES and not (mode in GATHER_MODES and isinstance(source, Gather)):
         extra = f" (a gather also takes {', '.join(GATHER_MODES)})" if mode in GATHER_MODES else ""
@@ -779,8 +790,8 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
                           f"zero-copy or device memory (got share {share}, {mode}, {fidelity})")
     system = resolve_system(system, overrides)
     if isinstance(source, TraversalWorkload):
-        source, system, host_loop, vertices, back_to_back = _traversal_run(
-            source, system, host_loop, vertices, back_to_back)
+        source, system, host_loop, vertices, back_to_back, managed = _traversal_run(
+            source, system, host_loop, vertices, back_to_back, managed)
     if isinstance(source, WORKLOADS):
         if share != 1.0:
             raise ConfigError(f"a miniature runs a request stream, not a "
@@ -795,7 +806,8 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
     if back_to_back is None:
         back_to_back = common["launches"] > 1
     args = dict(mode=mode, fidelity=fidelity, engine=engine, nbins=nbins,
-                uvm_options=uvm_options, back_to_back=back_to_back, share=share)
+                uvm_options=uvm_options, back_to_back=back_to_back, share=share,
+                managed=managed)
     if mode in ("zerocopy", "uvm_accessedby") and system.link.rtt_at_full_link_ns > 0:
         from hostlink.model.loaded_rtt import loaded_system
         unloaded_ns = system.link.rtt_ns
@@ -817,15 +829,18 @@ def predict(source, system, mode: str = "zerocopy", fidelity: str = "analytic", 
 
 
 def _traversal_run(work: TraversalWorkload, system: SystemConfig, host_loop, vertices,
-                   back_to_back):
+                   back_to_back, managed):
     """A traversal program's run: its stream on ``system`` with the warps' loads in
     flight the program keeps, its host loop between launches (unless the caller names
-    another) and its launches back to back."""
+    another), its launches back to back and its managed buffers (unless the caller
+    names them)."""
     if work.loads_in_flight != system.gpu.loads_in_flight_per_warp:
         system = system_with(system, {"gpu.loads_in_flight_per_warp": int(work.loads_in_flight)})
     if host_loop is None:
         host_loop, vertices = work.kernel, work.vertices
-    return work.stream, system, host_loop, vertices, True if back_to_back is None else back_to_back
+    return (work.stream, system, host_loop, vertices,
+            True if back_to_back is None else back_to_back,
+            work.managed if managed is None else managed)
 
 
 def _predict_described(workload, system: SystemConfig, mode: str, fidelity: str,
@@ -840,7 +855,8 @@ def _predict_described(workload, system: SystemConfig, mode: str, fidelity: str,
 def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *, mode: str,
                     fidelity: str, engine: str, nbins: int, uvm_options: dict | None,
                     back_to_back: bool, host_loop: str | None = None,
-                    vertices: int = 0, share: float = 1.0) -> Prediction:
+                    vertices: int = 0, share: float = 1.0,
+                    managed=None) -> Prediction:
     """:func:`predict` of a resolved stream on a resolved system (the loaded round trip,
     where the system has one, already settled in ``system.link.rtt_ns``)."""
     n = common["launches"]
@@ -859,7 +875,8 @@ def _predict_stream(stream: RequestStream, system: SystemConfig, common: dict, *
         link_B = moved_B = 0.0
     else:
         part = _uvm(stream, system, common, mode == "uvm_readmostly",
-                    dict(uvm_options or {}, back_to_back=back_to_back), fidelity, engine)
+                    dict(uvm_options or {}, back_to_back=back_to_back, managed=managed),
+                    fidelity, engine)
         res = part.pop("uvm")
         part.update(outstanding_mean=nan, outstanding_peak=nan, dram_B=int(res.h2d_B))
         link_B = float(res.h2d_B + res.d2h_B)

@@ -74,10 +74,11 @@ def _kernel_system(system, workload, mode: str):
     return system, mode
 
 
-def _stream_prediction(stream, system, mode, fidelity, opts, back_to_back=False):
+def _stream_prediction(stream, system, mode, fidelity, opts, back_to_back=False,
+                       managed=None):
     from hostlink.model.predict import predict
     return predict(stream, system, mode=mode, fidelity=fidelity, back_to_back=back_to_back,
-                   **opts)
+                   managed=managed, **opts)
 
 
 def _made(mode, fidelity, system, time_ns: float, useful_B: float, *, bound: str,
@@ -140,7 +141,7 @@ def _sampled(run: SampledRun, system, mode, fidelity, opts) -> Prediction:
 def _first_touch(run: FirstTouch, system, mode, fidelity, opts) -> Prediction:
     system, stream_mode = _kernel_system(system, run, mode)
     pred = _stream_prediction(run.stream, system, stream_mode, fidelity, opts,
-                              back_to_back=run.back_to_back)
+                              back_to_back=run.back_to_back, managed=run.managed)
     overhead_ns = system.launch_overhead_us * 1e3
     body_ns = float(pred.time_s) * 1e9 - overhead_ns
     scale = run.full_B / run.sample_B if run.sample_B else 1.0
@@ -149,8 +150,9 @@ def _first_touch(run: FirstTouch, system, mode, fidelity, opts) -> Prediction:
         # first fault (with the first batch) does not
         once_ns = 0.0
         if stream_mode in UVM_MODES and len(run.stream):
-            from hostlink.model.uvm.model import first_fault_cost_us
-            once_ns = first_fault_cost_us(system.uvm, run.back_to_back) * 1e3
+            from hostlink.model.uvm.model import first_fault_cost_us, largest_buffer_B
+            once_ns = first_fault_cost_us(system.uvm, run.back_to_back,
+                                          largest_buffer_B(run.managed)) * 1e3
         body_ns = once_ns + (body_ns - once_ns) * scale
     prefetch_ns = 0.0
     if run.prefetch:

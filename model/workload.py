@@ -205,7 +205,8 @@ class TraversalWorkload:
 
     :func:`hostlink.model.predict.predict` times it with ``loads_in_flight`` as the
     GPU's loads in flight per warp, the program's host loop (``kernel``, over
-    ``vertices``) between launches, and the UVM one-off cost of launches back to back."""
+    ``vertices``) between launches, and the UVM one-off cost of launches back to back
+    (that of buffers within one VA block where ``managed`` says so)."""
     stream: RequestStream
     kernel: str                  # bfs | sssp | cc | pagerank: the program and its host loop
     variant: str
@@ -214,6 +215,9 @@ class TraversalWorkload:
     edges_read: int = 0          # neighbour-list elements the active vertices read
     iterations: int = 0          # launches of the walk (levels, rounds)
     bytes_read_B: int = 0        # edges_read x element bytes (ids, and SSSP's weights)
+    # its host arrays (edge list, SSSP's weights), each its own managed buffer in the
+    # UVM modes, as (start address, bytes); empty: unknown
+    managed: tuple[tuple[int, int], ...] = ()
 
 
 # ----------------------------------------------------------------------------
@@ -268,7 +272,8 @@ class FirstTouch:
     ``size_B`` bytes: ``stream`` reads a prefix of it whose loads read ``sample_B``
     bytes of the ``full_B`` the whole run reads; ``back_to_back``: the read is split
     over launches that follow one another (the UVM one-off cost of a traversal's);
-    ``prefetch``: the buffer is prefetched to the GPU before the kernel."""
+    ``prefetch``: the buffer is prefetched to the GPU before the kernel; ``managed``: the
+    buffer as a (start address, bytes) pair for the UVM model, where known."""
     stream: RequestStream
     size_B: int
     full_B: float
@@ -276,6 +281,7 @@ class FirstTouch:
     back_to_back: bool = False
     prefetch: bool = False
     loads_in_flight: int = 1
+    managed: tuple[tuple[int, int], ...] = ()  # the buffer as (start, size_B); empty: unknown
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,15 @@ def with_scan_insts(stream, kernel: str, variant: str, id_bytes: int, vertices: 
     return replace(stream, launches=launches)
 
 
+def host_buffers(regions) -> tuple[tuple[int, int], ...]:
+    """The host arrays of a run's address map (the edge list, SSSP's weights) as
+    (start, bytes) pairs: each is its own managed buffer in the UVM modes
+    (gpu_kernels/traversal/driver.cuh allocates them apart)."""
+    from hostlink.traces.schema import LOCATION_HOST
+    return tuple((int(r.start), int(r.size_B)) for r in regions
+                 if r.location == LOCATION_HOST and r.size_B > 0)
+
+
 def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
                        id_bytes: int = 8, load_ahead: int = 1, iterations: int = 10,
                        max_device_edges: int = DEFAULT_MAX_DEVICE_EDGES,
@@ -145,10 +154,11 @@ def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
     stream = with_program_registers(stream, kernel, variant, id_bytes, load_ahead)
     elem_B = id_bytes + (WEIGHT_B if kernel == "sssp" else 0)
     iterations = len(em.active)
+    managed = host_buffers(em.regions)
     del em, trace
     release_freed_memory()          # the emulation's and the coalescer's pieces
     return TraversalWorkload(
         stream=stream, kernel=kernel, variant=variant,
         loads_in_flight=requests_ahead(variant, load_ahead, id_bytes, weighted=kernel == "sssp"),
         vertices=csr.num_vertices, edges_read=edges, iterations=iterations,
-        bytes_read_B=edges * elem_B)
+        bytes_read_B=edges * elem_B, managed=managed)

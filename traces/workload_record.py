@@ -84,13 +84,15 @@ def read_workload_record(folder: Path) -> dict | None:
 
 def traced_workload(trace, record: dict, system, coalesce_options=None, trace_options=None):
     """The trace folder ``trace`` as the traversal run ``record`` names (a
-    :class:`~hostlink.model.workload.TraversalWorkload`), coalesced for ``system``'s GPU."""
-    from hostlink.model.predict import as_stream
+    :class:`~hostlink.model.workload.TraversalWorkload`), coalesced for ``system``'s GPU,
+    its host regions the run's managed buffers."""
+    from hostlink.model.predict import as_stream, open_trace_folder
     from hostlink.model.workload import TraversalWorkload
-    from hostlink.traces.traversal import requests_ahead
-    stream = as_stream(trace, coalesce_options, trace_options, gpu=system.gpu)
+    from hostlink.traces.traversal import host_buffers, requests_ahead
+    opened = open_trace_folder(trace, trace_options)
+    stream = as_stream(opened, coalesce_options, gpu=system.gpu)
     return TraversalWorkload(
         stream=stream, kernel=record["kernel"], variant=record["variant"],
         loads_in_flight=requests_ahead(record["variant"], record["load_ahead"],
                                        record["id_bytes"], weighted=record["kernel"] == "sssp"),
-        vertices=record["vertices"])
+        vertices=record["vertices"], managed=host_buffers(opened.regions))

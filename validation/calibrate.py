@@ -162,7 +162,11 @@ experiments' folders (``validation/experiments/<experiment>/``, named below):
    ``first_fault_us``, and a record without this key (made before it, or by a
    chain without such a run) gives both contexts ``first_fault_us``
    (:func:`hostlink.model.uvm.model.first_fault_cost_us`); the start is the
-   median of measured less predicted first launch without it;
+   median of measured less predicted first launch without it. Step
+   ``uvm_first_launch_one_block`` fits the same cost on the split first touch
+   of buffers within one VA block alone (``uvm.launches_one_block_first_fault_us``):
+   such buffers pay less (the ``uvm_alloc`` and ``uvm_launches`` experiments),
+   and a traversal whose managed arrays each fit one VA block takes it;
 8. ``uvm.prefetch_call_us``, ``cudaMemPrefetchAsync``'s fixed cost per
    call, from prefetched first touch of at most 16 MiB
    (``micro/uvm_touch/prefetch/*``, the ``uvm_sizes`` experiment; larger
@@ -220,6 +224,7 @@ import numpy as np
 
 from hostlink.model.errors import HostlinkError
 from hostlink.model.geometry import LINE_B
+from hostlink.model.config.schema import UvmConfig
 from hostlink.model.host_loop import COST_KEYS as HOST_LOOP_COSTS
 from hostlink.validation.calibration_chain import groups_fitted_on, same_run_dir  # noqa: F401
 from hostlink.validation.twins import (MicroTwin, RunData, build_micro, load_run, micro_group,
@@ -713,6 +718,12 @@ UVM_LAUNCH_GROUPS = tuple(f"micro/uvm_touch/{advice}/{pattern}{state}/launches"
                           for pattern in ("seq", "sparse") for state in HOST_STATES)
 
 
+def _within_one_va_block(p: dict) -> bool:
+    """A managed buffer that lies within one VA block of the driver's (the UVM model's
+    ``uvm.va_block_B`` default, 2 MiB)."""
+    return 0 < int(p.get("size_B", 0)) <= UvmConfig().va_block_B
+
+
 def _guess_added_us(key: str):
     """A guess for a cost in us that a group's time (ms) carries one for one (a first
     launch's one-off fault cost, a prefetch call's fixed cost): the median of measured
@@ -854,6 +865,18 @@ STEPS: tuple[Step, ...] = (
                  "launches find them: the first launch pays the run's one-off cost of waking "
                  "the driver's fault servicing, which differs from a single launch's (the "
                  "uvm_batches value): traversals pay this one"),
+    Step("uvm_first_launch_one_block",
+         (Param("uvm.launches_one_block_first_fault_us", 0.0, 1e5, log=False,
+                sens_step=20.0),),
+         UVM_LAUNCH_GROUPS, select=_within_one_va_block, requires_case=_within_one_va_block,
+         requires_case_doc="first touch split over launches of a managed buffer within one "
+                           "VA block",
+         select_doc="of a managed buffer within one VA block",
+         guess=_guess_added_us("uvm.launches_one_block_first_fault_us"),
+         explain="UVM first touch split over launches, as uvm_first_launch's, of managed "
+                 "buffers within one VA block: the first launch's one-off cost there, "
+                 "which is smaller than larger buffers' (uvm_alloc, uvm_launches): "
+                 "traversals whose managed arrays each fit one VA block pay this one"),
     Step("uvm_prefetch", (Param("uvm.prefetch_call_us", 0.0, 1e5, log=False, sens_step=20.0),),
          UVM_PREFETCH_GROUPS, select=_is_small_prefetch,
          select_doc=f"of at most {PREFETCH_CALL_MAX_B >> 20} MiB",
@@ -1010,7 +1033,10 @@ def _get(system, key: str):
     cost it stands in for (:func:`hostlink.model.uvm.model.first_fault_cost_us`)."""
     section, _, name = key.partition(".")
     value = getattr(getattr(system, section), name)
-    if value is None and key == "uvm.launches_first_fault_us":
+    if value is None and key == "uvm.launches_one_block_first_fault_us":
+        value = system.uvm.launches_first_fault_us
+    if value is None and key in ("uvm.launches_first_fault_us",
+                                 "uvm.launches_one_block_first_fault_us"):
         return system.uvm.first_fault_us
     return value
 

@@ -855,7 +855,7 @@ def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None
                             launches=launches, launch=launch_of_row)
     workload = FirstTouch(stream, size, float(full_B), float(twin_size),
                           back_to_back=int(params.get("launches", 1)) > 1,
-                          prefetch=advice == "prefetch")
+                          prefetch=advice == "prefetch", managed=((MICRO_BASE, size),))
     return MicroTwin(case, "uvm_touch", params, mode, stream, float(full_B), float(twin_size),
                      loads_in_flight=1, size_B=size, extra={"warps": warps, "advice": advice},
                      workload=workload)

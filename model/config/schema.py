@@ -294,6 +294,11 @@ class UvmConfig:
                                                   "touch split over launches); None: "
                                                   "first_fault_us", ge=0, le=1e5,
                                                   optional=True, provenance="assumption")
+    launches_one_block_first_fault_us: float | None = param(
+        None, doc="the same one-off cost of back-to-back launches where each managed buffer "
+                  "of the run lies within one VA block (va_block_B) and its size is known; "
+                  "None: launches_first_fault_us", ge=0, le=1e5, optional=True,
+        provenance="assumption")
     prefetch_call_us: float = param(0.0, doc="fixed cost of one cudaMemPrefetchAsync call "
                                     "beyond its transfer", ge=0, le=1e5,
                                     provenance="assumption")

@@ -53,7 +53,9 @@ def prefetch_region_mask(tree, faulted_offsets, threshold, out):
     faulted, or filled by fault-granularity growth). For each faulted page the
     subtrees containing it are visited from the leaf up to the whole block; the
     largest one whose present count exceeds ``threshold`` times its size is
-    selected and all its pages are set in ``out``.
+    selected and all its pages are set in ``out``. A block of ``n`` pages that is
+    not a power of two (a buffer's last block) has the levels of the next power of
+    two, each subtree clipped to the block (``uvm_perf_prefetch.c``).
     """
     n = tree.shape[0]
     cs = np.zeros(n + 1, dtype=np.int64)
@@ -63,7 +65,7 @@ def prefetch_region_mask(tree, faulted_offsets, threshold, out):
         best_lo = -1
         best_hi = -1
         size = 1
-        while size <= n:
+        while True:             # up to the first level that covers the block
             lo = (f // size) * size
             hi = lo + size
             if hi > n:
@@ -72,6 +74,8 @@ def prefetch_region_mask(tree, faulted_offsets, threshold, out):
             if cnt > threshold * (hi - lo):
                 best_lo = lo
                 best_hi = hi
+            if size >= n:
+                break
             size *= 2
         if best_lo >= 0:
             for k in range(best_lo, best_hi):
@@ -204,7 +208,7 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                     prefetch, threshold, read_mostly, lru_on_migrate,
                     linear, base_us, per_KB_us, page_B, a_GBps, k_per_KB,
                     thrash_events, thrash_window_us, resident_warps, shuffle_seed,
-                    block_us=0.0, move_page_us=0.0, move_run_us=0.0, fault_us=0.0,
+                    block_valid, block_us=0.0, move_page_us=0.0, move_run_us=0.0, fault_us=0.0,
                     first_fault_us=0.0, copy_page_us=0.0, raised_fault_us=0.0):
     """Replay the accesses warp by warp, servicing faults in batches.
 
@@ -216,6 +220,9 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
     ``raised_fault_us`` per fault the warps raised since the last batch on a page
     no queued fault was pending for, plus the transfers.
     The first batch of the whole replay also pays ``first_fault_us``.
+    ``block_valid[b]``: the pages of dense VA block ``b`` that its managed buffer
+    holds (a buffer's last block may hold fewer than ``block_pages``); the
+    prefetch tree and the big pages a fault grows to span those alone.
 
     Returns ``(stats, touched)``: per-launch statistics (columns ``ST_*``) and
     a per-page flag of the pages any access touched.
@@ -394,6 +401,7 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                 while g_end < n_u and ub[g_end] // block_pages == blk:
                     g_end += 1
                 base = blk * block_pages
+                n_valid = block_valid[blk]
                 svc += 1
                 stats[l, ST_BLOCK_SVC] += 1
                 drv = block_us
@@ -414,6 +422,9 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                     stats[l, ST_DRIVER_US] += drv
                     g = g_end
                     continue
+                for e in range(nfo):          # a faulted page lies in the buffer
+                    if foffs[e] >= n_valid:
+                        n_valid = foffs[e] + 1
                 # ---- the faulted pages' chunks first: allocation, eviction, thrashing detection
                 for e in range(nfo):
                     c = (base + foffs[e]) // chunk_pages
@@ -432,14 +443,14 @@ def simulate_faults(acc_page, acc_write, inst_ptr, warp_ptr, launch_ptr,
                         off = foffs[e]
                         if thrashing[(base + off) // chunk_pages] == 0:
                             b0 = (off // big_pages) * big_pages
-                            for k in range(b0, min(b0 + big_pages, block_pages)):
+                            for k in range(b0, min(b0 + big_pages, n_valid)):
                                 tree[k] = 1
                     nfp = 0
                     for e in range(nfo):
                         if thrashing[(base + foffs[e]) // chunk_pages] == 0:
                             foffs[nfp], foffs[e] = foffs[e], foffs[nfp]
                             nfp += 1
-                    prefetch_region_mask(tree, foffs[:nfp], threshold, mig)
+                    prefetch_region_mask(tree[:n_valid], foffs[:nfp], threshold, mig)
                     for k in range(block_pages):
                         if mig[k] == 1 and (resident[base + k] == 1
                                             or thrashing[(base + k) // chunk_pages] == 1):

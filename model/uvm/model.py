@@ -54,7 +54,14 @@ granularity grows to big pages unless thrashing"); then for each faulted page
 the subtrees of the binary tree over the block's pages that contain it are
 visited bottom-up (4 KB, 8 KB, ..., 2 MB) and the largest one whose present
 count exceeds ``prefetch_threshold`` of its size (the driver's
-``counter * 100 > pages * 51``) is fetched whole. Pages already resident are
+``counter * 100 > pages * 51``) is fetched whole. A VA block is a managed
+buffer's part of a 2 MB-aligned region, so a buffer's last block may hold
+fewer pages; its tree spans those alone (the levels of the next power of two,
+each clipped to the block), and a buffer under 2 MB can come over whole on
+its first fault. Where the caller names the buffers (``managed``) their last
+blocks are so cut, each buffer taken to start on a VA block (an assumption:
+the managed allocator's alignment is not measured); else every block is
+whole. Pages already resident are
 not moved again. With ``prefetch = false`` (the module parameter
 ``uvm_perf_prefetch_enable=0``) only the faulted 4 KB pages move. Not
 modelled: the driver's first-touch shortcut (a block resident nowhere,
@@ -104,7 +111,15 @@ carry over to a BFS level's scattered lists, so calibrate keeps the per-page
 form (the ``uvm_faults`` experiment; its ``cost_forms.py`` compares the forms
 on the same cases). A run's one-off cost (``first_fault_us``; the
 ``uvm_sizes`` experiment measures it) is what small traversals (a few MB of
-edges) lose most without.
+edges) lose most without. It is smaller where the managed buffer is: a first
+touch of one line costs less in a buffer of one VA block than in larger ones
+on both validated GPUs (the ``uvm_alloc`` experiment), and so does the first
+launch of first touch split over launches (``uvm_launches``). A run of
+back-to-back launches whose managed buffers each lie within one VA block
+therefore pays ``uvm.launches_one_block_first_fault_us`` where it is set and
+the caller knows the buffers' size (``managed``: a traversal's edge list and
+weights, a first touch's buffer). Assumption: one value below the VA block, none
+between it and the larger buffers the other cost is fitted on.
 
 Moving a page off the host unmaps it from the CPU. A migrating service
 (``uvm_va_block_make_resident_copy`` in the open driver's ``uvm_va_block.c``)
@@ -413,6 +428,7 @@ def _prepare(host: RequestStream, page_shift: int, block_shift: int):
         present = np.zeros(blk_hi - blk_lo + 1, dtype=np.int64)
         core.mark_blocks(host.addr, host.size_B, block_shift, blk_lo, present)
         rank = np.cumsum(present) - 1
+        block_ids = np.flatnonzero(present).astype(np.int64) + blk_lo
     else:
         # a sparse address space: move every touched VA block next to the previous one
         # (offsets within blocks kept; a request reaching into the next block touches it,
@@ -425,13 +441,39 @@ def _prepare(host: RequestStream, page_shift: int, block_shift: int):
         cols = ((new_block << np.uint64(block_shift)) | offset,) + cols[1:]
         blk_lo = 0
         rank = np.arange(blocks.shape[0], dtype=np.int64)
+        block_ids = blocks.astype(np.int64)
     sector_words = -(-(1 << (page_shift - 5)) // 64) if aligned else 0
     (dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids, n_pages,
      covered_B) = core.build_accesses(*cols, host.is_write, page_shift, block_shift - page_shift,
                                       blk_lo, rank, len(host) + n_span, n_inst, n_warp,
                                       n_launch, sector_words)
     uniq_B = covered_B if aligned else unique_bytes(host.addr, host.size_B)
-    return dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids, n_pages, uniq_B
+    return (dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids, n_pages, uniq_B,
+            block_ids)
+
+
+def block_valid_pages(block_ids: np.ndarray, managed, page_shift: int,
+                      block_shift: int) -> np.ndarray:
+    """Pages of each VA block ``block_ids`` (block numbers of the stream's addresses)
+    that the prefetch tree spans: those up to the last byte of a managed buffer of
+    ``managed`` ((start, bytes) pairs) in the block, so a buffer's last block spans
+    its own pages alone (the driver's VA block is the buffer's part of the 2
+    MiB-aligned region, and its tree spans that block's pages: ``uvm_perf_prefetch.c``
+    in the open driver); the whole block where no buffer is known there."""
+    block_pages = 1 << (block_shift - page_shift)
+    valid = np.full(len(block_ids), block_pages, dtype=np.int64)
+    if not managed or not len(block_ids):
+        return valid
+    first = block_ids.astype(np.int64) << block_shift
+    last = first + (1 << block_shift)
+    top = np.zeros(len(block_ids), dtype=np.int64)
+    for start, size in managed:
+        start, end = int(start), int(start) + int(size)
+        inside = (start < last) & (end > first)
+        top = np.where(inside, np.maximum(top, np.minimum(end, last)), top)
+    known = top > 0
+    valid[known] = -(-(top[known] - first[known]) >> page_shift)
+    return valid
 
 
 # Streams of up to this many host requests keep their prepared accesses
@@ -478,9 +520,19 @@ def _per_launch_bytes(stream: RequestStream) -> tuple[np.ndarray, np.ndarray]:
     return total_B, rows
 
 
-def first_fault_cost_us(uvm, back_to_back: bool) -> float:
-    """A run's one-off cost of its first fault batch: ``uvm.launches_first_fault_us``
-    for a run of back-to-back launches where set, else ``uvm.first_fault_us``."""
+def largest_buffer_B(managed) -> int | None:
+    """Bytes of the largest of ``managed``'s (start, bytes) buffers; None where unknown."""
+    return max((int(size) for _, size in managed), default=None) if managed else None
+
+
+def first_fault_cost_us(uvm, back_to_back: bool, managed_B: int | None = None) -> float:
+    """A run's one-off cost of its first fault batch: for a run of back-to-back
+    launches, ``uvm.launches_one_block_first_fault_us`` where set and the run's largest
+    managed buffer (``managed_B``, where known) lies within one VA block, else
+    ``uvm.launches_first_fault_us`` where set; else ``uvm.first_fault_us``."""
+    if back_to_back and uvm.launches_one_block_first_fault_us is not None \
+            and managed_B is not None and 0 < managed_B <= uvm.va_block_B:
+        return float(uvm.launches_one_block_first_fault_us)
     if back_to_back and uvm.launches_first_fault_us is not None:
         return float(uvm.launches_first_fault_us)
     return float(uvm.first_fault_us)
@@ -494,7 +546,8 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
                  move_page_us: float | None = None, move_run_us: float | None = None,
                  fault_us: float | None = None, first_fault_us: float | None = None,
                  copy_page_us: float | None = None, raised_fault_us: float | None = None,
-                 fault_order: str = "sm_interleaved", back_to_back: bool = False) -> UvmResult:
+                 fault_order: str = "sm_interleaved", back_to_back: bool = False,
+                 managed=None) -> UvmResult:
     """Simulate a request stream on managed memory (see the module docstring).
 
     Keyword options: ``service`` ("curve" | "linear") picks the batch service
@@ -514,7 +567,11 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
     take the system's (``uvm.block_us`` and so on); ``first_fault_us`` takes
     ``uvm.launches_first_fault_us`` where ``back_to_back`` (a run of launches one
     after another whose pages went to the GPU and back) and that is set, else
-    ``uvm.first_fault_us``.
+    ``uvm.first_fault_us``. ``managed``: the run's managed buffers as (start
+    address, bytes) pairs, where known; a run of back-to-back launches whose buffers
+    each lie within one VA block pays ``uvm.launches_one_block_first_fault_us``
+    (:func:`first_fault_cost_us`), and a buffer's last VA block spans its pages
+    alone (:func:`block_valid_pages`). Each buffer is taken to start on a VA block.
     """
     uvm, gpu = system.uvm, system.gpu
     block_us = uvm.block_us if block_us is None else block_us
@@ -524,7 +581,7 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
     copy_page_us = uvm.copy_page_us if copy_page_us is None else copy_page_us
     raised_fault_us = uvm.raised_fault_us if raised_fault_us is None else raised_fault_us
     if first_fault_us is None:
-        first_fault_us = first_fault_cost_us(uvm, back_to_back)
+        first_fault_us = first_fault_cost_us(uvm, back_to_back, largest_buffer_B(managed))
     for name, value in (("block_us", block_us), ("move_page_us", move_page_us),
                         ("move_run_us", move_run_us), ("fault_us", fault_us),
                         ("first_fault_us", first_fault_us), ("copy_page_us", copy_page_us),
@@ -594,12 +651,13 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
 
     if n_host:
         (dense, acc_write, inst_ptr, warp_ptr, launch_ptr, launch_ids, n_pages,
-         uniq_B) = _fault_accesses(stream, host_rows, fault_order, gpu.sm_count, page_shift,
-                                   block_shift)
+         uniq_B, block_ids) = _fault_accesses(stream, host_rows, fault_order, gpu.sm_count,
+                                              page_shift, block_shift)
     else:
         dense, acc_write = np.zeros(0, np.int64), np.zeros(0, np.bool_)
         inst_ptr = warp_ptr = launch_ptr = np.zeros(1, np.int64)
         launch_ids, n_pages, uniq_B = np.zeros(0, np.int64), 0, 0
+        block_ids = np.zeros(0, np.int64)
     if duplicates == "published":
         frac = uvm.duplicate_fault_fraction
         unique_cap = max(1, math.ceil(uvm.fault_batch_size * (1.0 - frac)))
@@ -616,7 +674,9 @@ def simulate_uvm(stream: RequestStream, system: SystemConfig, *, read_mostly: bo
         service == "linear", float(uvm.batch_base_us), float(uvm.migrate_per_KB_us),
         float(uvm.page_B), float(peak), float(uvm.transfer_shape_per_KB),
         uvm.thrash_events, float(uvm.thrash_window_us), int(resident_warps),
-        -1 if seed is None else int(seed), float(block_us), float(move_page_us),
+        -1 if seed is None else int(seed),
+        block_valid_pages(block_ids, managed, page_shift, block_shift),
+        float(block_us), float(move_page_us),
         float(move_run_us), float(fault_us), float(first_fault_us), float(copy_page_us),
         float(raised_fault_us))
 

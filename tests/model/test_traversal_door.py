@@ -42,7 +42,7 @@ def test_a_workload_is_its_stream_with_the_programs_loop_and_loads_in_flight(gra
         want = (by_hand if mode == "zerocopy" else
                 predict(work.stream, system_with(system, {"gpu.loads_in_flight_per_warp": 4}),
                         mode=mode, fidelity="des", host_loop="bfs", vertices=csr.num_vertices,
-                        back_to_back=True))
+                        back_to_back=True, managed=work.managed))
         assert got.time_s == pytest.approx(want.time_s, rel=1e-12)
     # the host loop is the program's: its time between launches is not the plain overhead
     plain = predict(work.stream, system_with(system, {"gpu.loads_in_flight_per_warp": 4}),

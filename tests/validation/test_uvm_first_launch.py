@@ -266,3 +266,94 @@ def test_the_committed_pooled_fit_is_the_fit_of_the_committed_runs(gpu):
         own.append(u.first_fault_us if u.launches_first_fault_us is None
                    else u.launches_first_fault_us)
     assert min(own) < value < max(own)
+
+
+def test_buffers_within_one_va_block_pay_their_own_launches_cost():
+    from hostlink.model.uvm.model import first_fault_cost_us
+    uvm = _on(load_system("h100-pcie5-datasheet"),
+              {"first_fault_us": 300.0, "launches_first_fault_us": 150.0,
+               "launches_one_block_first_fault_us": 70.0}).uvm
+    assert first_fault_cost_us(uvm, True, 2 * MiB) == 70.0
+    assert first_fault_cost_us(uvm, True, 100_000) == 70.0
+    assert first_fault_cost_us(uvm, True, 2 * MiB + 1) == 150.0
+    assert first_fault_cost_us(uvm, True, None) == 150.0       # size unknown
+    assert first_fault_cost_us(uvm, False, MiB) == 300.0       # a single launch's context
+    # without the key, a small buffer pays what the others do
+    old = _on(load_system("h100-pcie5-datasheet"), {"launches_first_fault_us": 150.0}).uvm
+    assert old.launches_one_block_first_fault_us is None
+    assert first_fault_cost_us(old, True, MiB) == 150.0
+
+
+def test_a_small_traversal_knows_its_managed_buffers_and_pays_the_one_block_cost():
+    from hostlink.model.predict import predict
+    from hostlink.traces.graphs import generate
+    from hostlink.traces.traversal import traversal_workload
+    system = load_system("h200-pcie5-datasheet")
+    csr = generate("urand", 10, 8, seed=3)
+    work = traversal_workload(csr, "bfs", "merged", system.gpu, id_bytes=8)
+    ((_, edges_B),) = work.managed
+    assert edges_B == csr.num_edges * 8 <= 2 * MiB
+    sssp = traversal_workload(csr, "sssp", "merged", system.gpu, id_bytes=8)
+    assert [size for _, size in sssp.managed] == [csr.num_edges * 8, csr.num_edges * 4]
+
+    def kernel_s(uvm: dict, **kw) -> float:
+        pred = predict(work, _on(system, uvm), mode="uvm", fidelity="analytic", **kw)
+        return float(np.sum(pred.per_launch_kernel_s))
+
+    costs = {"launches_first_fault_us": 200.0}
+    low = kernel_s(dict(costs, launches_one_block_first_fault_us=80.0))
+    assert kernel_s(costs) - low == pytest.approx(120e-6, rel=1e-6)
+    # a caller that names a larger buffer gets the larger buffers' cost
+    start = work.managed[0][0]
+    assert kernel_s(dict(costs, launches_one_block_first_fault_us=80.0),
+                    managed=((start, 64 * MiB),)) == pytest.approx(kernel_s(costs), rel=1e-12)
+
+
+def test_the_prefetch_tree_of_a_buffers_last_block_spans_its_pages_alone():
+    from hostlink.model.uvm import simulate_uvm
+    from hostlink.model.uvm.model import block_valid_pages
+    from hostlink.model.workload import RequestStream
+    base = 0x7F00_0000_0000
+    # blocks 0 and 1 of a 3 MiB buffer: the second holds 1 MiB (256 pages)
+    assert block_valid_pages(np.array([base >> 21, (base >> 21) + 1]), ((base, 3 * MiB),),
+                             12, 21).tolist() == [512, 256]
+    assert block_valid_pages(np.array([base >> 21]), (), 12, 21).tolist() == [512]
+    # one warp reads a line of the first 64 KiB of a 104 KiB buffer (26 pages): its
+    # big page (16 pages) is over half of the block's tree, which then fetches it whole
+    system = load_system("h200-pcie5-datasheet")
+    stream = RequestStream(
+        launch=np.zeros(1, np.int32), warp=np.zeros(1, np.int32), inst=np.zeros(1, np.int32),
+        addr=np.array([base], np.uint64), size_B=np.array([128], np.int32),
+        useful_B=np.array([128], np.int32), space=np.zeros(1, np.int8),
+        is_write=np.zeros(1, np.bool_))
+    small = simulate_uvm(stream, system, managed=((base, 26 * 4096),))
+    assert small.h2d_B == 26 * 4096
+    # where the buffer is not known, the tree spans the 2 MiB block: the big page alone
+    assert simulate_uvm(stream, system).h2d_B == 16 * 4096
+
+
+def test_the_one_block_step_fits_small_buffers_alone(tmp_path):
+    truth = _on(load_system("h100-pcie5-datasheet"),
+                {"launches_first_fault_us": 200.0, "launches_one_block_first_fault_us": 80.0})
+    points = (_point(16), _point(8), _point(8, size_B=2 * MiB, pattern="seq"),
+              _point(2, size_B=2 * MiB, pattern="seq", advice="readmostly"))
+    cases = {micro_case_name("uvm_touch", {k: v for k, v in p.items()
+                                           if k not in ("kind", "benchmark", "warps")}): p
+             for p in points}
+    write_results(synthesize(cases, truth, fidelity="analytic", noise_pct=0.3, seed=5),
+                  tmp_path)
+    (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
+    base = _on(load_system("h100-pcie5-datasheet"), {"launches_first_fault_us": 200.0})
+    cal = calibrate(tmp_path, base, fidelity="analytic", only=["uvm_first_launch_one_block"])
+    (fit,) = cal.fits
+    assert fit.n == 2                                   # the 2 MiB buffers' cases alone
+    assert fit.values["uvm.launches_one_block_first_fault_us"] == pytest.approx(80.0, rel=0.05)
+    assert cal.system.uvm.launches_first_fault_us == 200.0
+    # a run without such buffers keeps the base and holds the step's groups out
+    small = {k: v for k, v in cases.items() if v["size_B"] > 2 * MiB}
+    other = tmp_path / "large"
+    other.mkdir()
+    write_results(synthesize(small, truth, fidelity="analytic", seed=5), other)
+    (other / "metadata.json").write_text(json.dumps({"cases": small}))
+    assert not calibrate(other, base, fidelity="analytic",
+                         only=["uvm_first_launch_one_block"]).fits
