@@ -222,9 +222,9 @@ from typing import Callable
 
 import numpy as np
 
+from hostlink.model.config.schema import UvmConfig
 from hostlink.model.errors import HostlinkError
 from hostlink.model.geometry import LINE_B
-from hostlink.model.config.schema import UvmConfig
 from hostlink.model.host_loop import COST_KEYS as HOST_LOOP_COSTS
 from hostlink.validation.calibration_chain import groups_fitted_on, same_run_dir  # noqa: F401
 from hostlink.validation.twins import (MicroTwin, RunData, build_micro, load_run, micro_group,
@@ -1033,12 +1033,12 @@ def _get(system, key: str):
     cost it stands in for (:func:`hostlink.model.uvm.model.first_fault_cost_us`)."""
     section, _, name = key.partition(".")
     value = getattr(getattr(system, section), name)
-    if value is None and key == "uvm.launches_one_block_first_fault_us":
-        value = system.uvm.launches_first_fault_us
-    if value is None and key in ("uvm.launches_first_fault_us",
-                                 "uvm.launches_one_block_first_fault_us"):
-        return system.uvm.first_fault_us
-    return value
+    if value is not None or key not in ("uvm.launches_first_fault_us",
+                                        "uvm.launches_one_block_first_fault_us"):
+        return value
+    from hostlink.model.uvm.model import first_fault_cost_us
+    one_block = key == "uvm.launches_one_block_first_fault_us"
+    return first_fault_cost_us(system.uvm, True, system.uvm.va_block_B if one_block else None)
 
 
 def apply_overrides(system, overrides: dict):
