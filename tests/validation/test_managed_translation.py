@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hostlink.model.config import load_any_system
+from hostlink.validation.calibrate import DEFAULT_MAX_REQUESTS as FIT_REQUESTS
 from hostlink.validation.twin_micro import build_micro, run_loads_in_flight
 from hostlink.validation.twins import load_run
 
@@ -22,8 +23,10 @@ REACH = {gpu: ROOT / f"validation/experiments/accessedby_reach/runs/{gpu}" for g
 
 
 def _twin(run, case, system):
+    """The case's twin at the size the calibration fitted it (calibrate's requests per
+    twin, an eighth of a report's: random reads reach their steady rate in either)."""
     return build_micro(case, run.cases[case], system, hints=lambda m: run.hint(case, m),
-                       loads_in_flight=run_loads_in_flight(run.path))
+                       loads_in_flight=run_loads_in_flight(run.path), max_requests=FIT_REQUESTS)
 
 
 @pytest.mark.slow
