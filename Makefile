@@ -45,6 +45,10 @@ kernels:
 # report resumes from its predictions.parquet when interrupted.
 # naive BFS at scale 24 is left out: its twin holds ~10^8 requests per source
 SCALE24_CASES := micro/,/merged/,/merged_aligned/,/chunked/,/balanced/
+# the H200 leases besides uvm_sparse's that measured its dense UVM first touch (uvm_sparse/README.md)
+UVM_TOUCH_H200 = $(EXP)/first_run/runs/h200,$(EXP)/gather_session/runs/h200,$(EXP)/uvm_faults/runs/h200,$\
+$(EXP)/uvm_faults/runs/h200-repeat,$(EXP)/uvm_host_state/runs/h200,$(EXP)/uvm_session/runs/h200,$\
+$(EXP)/uvm_session/runs/h200-repeat,$(EXP)/uvm_session24/runs/h200,$(EXP)/uvm_session24/runs/h200-repeat
 # worker processes per report (make reports JOBS=4; 0 = one per CPU): the same numbers;
 # memory up to about JOBS working sets beside one graph mapped from its files (scale 24:
 # 22.1 GB for one, the H200's scale24 report, before the engine's cost table cut the
@@ -68,9 +72,11 @@ FREEZE = $(BIN)/hostlink config freeze
 presets: $(STAMP)
 	$(FREEZE) $(EXP)/host_read/runs/h200/calibrated.toml --name h200-pcie5 --base h200-pcie5 \
 	  --keep translation.managed_walkers --keep translation.cold_span_ns --keep gpu.sm_l2_request_ns \
-	  --keep uvm.launches_one_block_first_fault_us --out sim_configs/system/h200-pcie5.toml \
+	  --keep uvm.launches_one_block_first_fault_us --keep uvm.batch_base_us --keep uvm.block_us \
+	  --keep uvm.copy_page_us --keep uvm.move_page_us --keep uvm.first_fault_us \
+	  --out sim_configs/system/h200-pcie5.toml \
 	  --description "NVIDIA H200 SXM5 141 GB HBM3e (132 SMs, 700 W), PCIe 5.0 x16 to a virtualised Intel Xeon host; host DRAM taken as DDR5-4800 x8 (not measured)" \
-	  --header "The lent H200 as calibrated for validation/experiments/first_run/runs/h200's report, its host threads by host_read (make presets:\nvalidation/experiments/host_read/runs/h200/calibrated.toml, managed_walkers from accessedby_reach, cold_span_ns from gather_walks,\nlaunches_one_block_first_fault_us from uvm_launches/runs/h200/one_block).\nKeys without provenance here are their part presets' (which mark their assumptions)."
+	  --header "The lent H200 as calibrated for validation/experiments/first_run/runs/h200's report, its host threads by host_read (make presets:\nvalidation/experiments/host_read/runs/h200/calibrated.toml, managed_walkers from accessedby_reach, cold_span_ns from gather_walks,\nlaunches_one_block_first_fault_us from uvm_launches/runs/h200/one_block,\nthe UVM fault-service costs from uvm_sparse/runs/h200/pooled, fitted on every lease that measured first touch).\nKeys without provenance here are their part presets' (which mark their assumptions)."
 	$(FREEZE) $(EXP)/host_read/runs/h100/calibrated.toml --name h100-pcie5 --base h100-pcie5 \
 	  --keep translation.cold_span_ns --keep gpu.sm_l2_request_ns \
 	  --keep uvm.launches_one_block_first_fault_us --out sim_configs/system/h100-pcie5.toml \
@@ -143,6 +149,11 @@ reports-h200: $(STAMP)
 	$(CAL) $(EXP)/atomic_warps/runs/h200 --system $(EXP)/atomic_chase/runs/h200/calibrated.toml --steps atomic_sm --quiet
 	$(REPORT) $(EXP)/atomic_warps/runs/h200 --system $(EXP)/atomic_warps/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
 	$(REPORT) $(EXP)/first_run/runs/h200 --system $(EXP)/atomic_warps/runs/h200/calibrated.toml --jobs $(JOBS) --quiet
+	@# beside the chain (the H200 preset keeps them): UVM first touch's fault-service
+	@# costs fitted on every lease that measured it, each lease weighing the same, from
+	@# first_run's calibration (uvm_sparse/README.md); the chain keeps uvm_sparse's own
+	$(CAL) $(EXP)/uvm_sparse/runs/h200 --system $(EXP)/atomic_warps/runs/h200/calibrated.toml --steps uvm_batches \
+	  --pool $(UVM_TOUCH_H200) --out $(EXP)/uvm_sparse/runs/h200/pooled/calibrated.toml --quiet
 	@# host threads reading random rows (the CPU gather's half, which no GPU times):
 	@# fitted on host_read's own sums and copies; the presets take it, and the gather
 	@# runs' CPU gather plus copy is held out (host_read/README.md)

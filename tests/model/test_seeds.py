@@ -433,10 +433,6 @@ def test_moved_merged_speedup_over_uvm():
                     for k in GRAPHS]))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "kron's merged BFS is latency bound at 8.8 GB/s, below UVM's 9.1: each warp waits "
-    "the V100's GPU-internal host path, which is the H200's in SM cycles (708 ns), not "
-    "measured on a V100"))
 def test_moved_ordering_naive_uvm_merged_aligned():
     """§5.3.2 Fig. 8: naive below UVM below merged below merged+aligned."""
     for kind in GRAPHS:
