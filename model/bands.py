@@ -13,10 +13,19 @@ judged more finely than that variation, so each what-if point gets a band:
   families BFS on later H100 leases), UVM from ``traversal/uvm`` and
   ``micro/uvm_touch``;
 - the band's half-width is the 90th percentile of ``|diff_pct|`` over the
-  pooled cases: nine in ten cases on another machine came within it.
+  pooled cases: nine in ten cases on another machine came within it;
+- the same per class of launch length (``by_launch``): a case's mean launch
+  time is its first run's time over the launches its run recorded
+  (``iterations`` in the repeat run's results.parquet). Short launches vary
+  most from one lease to the next (the families BFS on small graphs, whose
+  launches take about 10 us; ``model/data/bands.json`` holds each class's
+  spread), so a prediction whose mean launch time is known takes its class's
+  band (:func:`half_width_pct`; classes :data:`LAUNCH_CLASSES_US`).
 
-Assumption: the variation measured on the H100 and H200 leases holds on the
-systems a what-if moves to (the seeds publish no repeats).
+Assumptions: the variation measured on the H100 and H200 leases holds on the
+systems a what-if moves to (the seeds publish no repeats); a case without a
+launch count (a microbenchmark, one launch of milliseconds) is in the class of
+the longest launches.
 """
 from __future__ import annotations
 
@@ -32,14 +41,36 @@ QUANTILE = 0.9
 BANDS_JSON = "bands.json"
 GROUPS = {"zerocopy": ("micro/zc_read", "micro/zc_warps", "traversal/zerocopy"),
           "uvm": ("traversal/uvm", "micro/uvm_touch")}
+#: upper ends (us) of the classes of mean launch time, the last class unbounded
+LAUNCH_CLASSES_US = (20.0, 50.0)
+
+
+def _launches(run_dir: Path) -> pd.Series:
+    """Launches of each case of a run (its ``iterations``, median over repetitions);
+    empty where the run holds no results.parquet or no launch counts."""
+    path = run_dir / "results.parquet"
+    if not path.exists():
+        return pd.Series(dtype=float)
+    frame = pd.read_parquet(path, columns=["case", "metric", "value"])
+    return frame[frame["metric"] == "iterations"].groupby("case")["value"].median()
 
 
 def repeat_cases(root: str | Path) -> pd.DataFrame:
-    """Every committed repeat comparison's cases, with the run they came from."""
+    """Every committed repeat comparison's cases, with the run they came from and
+    ``launch_us``: the case's mean launch time in its first run (its time in ms over
+    its launches; NaN where the run recorded no launch count or the metric is no time)."""
     frames = []
     for path in sorted(Path(root).glob("*/runs/*-repeat*/repeat_cases.csv")):
         frame = pd.read_csv(path)
         frame["run"] = f"{path.parents[2].name}/{path.parent.name}"
+        launches = frame["case"].map(_launches(path.parent)).to_numpy(dtype=float)
+        is_ms = (frame["unit"] == "ms").to_numpy() if "unit" in frame else \
+            np.zeros(len(frame), dtype=bool)
+        first = frame["first"].to_numpy(dtype=float) if "first" in frame else \
+            np.full(len(frame), np.nan)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frame["launch_us"] = np.where(is_ms & (launches > 0), first * 1e3 / launches,
+                                          np.nan)
         frames.append(frame)
     if not frames:
         from hostlink.model.errors import HostlinkError
@@ -56,11 +87,49 @@ def measure_spread(root: str | Path, quantile: float = QUANTILE) -> dict[str, di
     for mode, prefixes in GROUPS.items():
         pick = cases[cases["group"].str.startswith(prefixes)]
         diff = pick["diff_pct"].abs().to_numpy(dtype=float)
-        diff = diff[np.isfinite(diff)]
+        launch = pick["launch_us"].to_numpy(dtype=float)
+        keep = np.isfinite(diff)
+        diff, launch = diff[keep], launch[keep]
         out[mode] = {"half_width_pct": float(np.quantile(diff, quantile)),
                      "median_pct": float(np.median(diff)), "cases": int(diff.size),
-                     "runs": sorted(pick["run"].unique())}
+                     "runs": sorted(pick["run"].unique()),
+                     "by_launch": _by_launch(diff, launch, quantile)}
     return out
+
+
+def _launch_class(launch_us: float) -> int:
+    """Index of the class of :data:`LAUNCH_CLASSES_US` a mean launch time falls in (an
+    unknown one, NaN, in the last)."""
+    for k, upper in enumerate(LAUNCH_CLASSES_US):
+        if launch_us < upper:
+            return k
+    return len(LAUNCH_CLASSES_US)
+
+
+def _by_launch(diff: np.ndarray, launch_us: np.ndarray, quantile: float) -> list[dict]:
+    """The band per class of mean launch time (``below_us`` None: the last class);
+    ``half_width_pct`` None where no case falls in a class."""
+    cls = np.array([_launch_class(t) for t in launch_us], dtype=int)
+    out = []
+    for k in range(len(LAUNCH_CLASSES_US) + 1):
+        d = diff[cls == k]
+        out.append({"below_us": LAUNCH_CLASSES_US[k] if k < len(LAUNCH_CLASSES_US) else None,
+                    "half_width_pct": float(np.quantile(d, quantile)) if d.size else None,
+                    "median_pct": float(np.median(d)) if d.size else None,
+                    "cases": int(d.size)})
+    return out
+
+
+def half_width_pct(spread: dict, mode: str, launch_us: float | None = None) -> float:
+    """The band's half-width (%) for memory mode ``mode`` (``uvm*``: UVM's, the others
+    zero-copy's): that of the class of ``launch_us`` (a prediction's mean launch time)
+    where it is known and the class holds cases, the mode's pooled one otherwise."""
+    s = spread["uvm" if str(mode).startswith("uvm") else "zerocopy"]
+    if launch_us is not None and np.isfinite(launch_us) and s.get("by_launch"):
+        width = s["by_launch"][_launch_class(float(launch_us))]["half_width_pct"]
+        if width is not None:
+            return float(width)
+    return float(s["half_width_pct"])
 
 
 def spread_pct(root: str | Path | None = None, quantile: float = QUANTILE) -> dict[str, dict]:
@@ -87,14 +156,17 @@ def write_bands(root: str | Path, out: str | Path) -> Path:
 
 
 def with_bands(frame: pd.DataFrame, value: str = "bw_GBps", mode: str = "mode",
-               spread: dict | None = None) -> pd.DataFrame:
+               spread: dict | None = None, launch_us: str = "launch_us") -> pd.DataFrame:
     """``frame`` with ``{value}_lo`` and ``{value}_hi``: the band around each row's value
-    for its memory mode (``uvm*`` modes take UVM's band, the others zero-copy's)."""
+    for its memory mode (``uvm*`` modes take UVM's band, the others zero-copy's) and,
+    where the frame has a ``launch_us`` column (the mean launch time), its class of
+    launch length (:func:`half_width_pct`); the low end is at least 0."""
     spread = spread or spread_pct()
-    half = np.array([spread["uvm" if str(m).startswith("uvm") else "zerocopy"]
-                     ["half_width_pct"] for m in frame[mode]]) / 100.0
+    times = frame[launch_us] if launch_us in frame else [None] * len(frame)
+    half = np.array([half_width_pct(spread, m, t) for m, t in zip(frame[mode], times)],
+                    dtype=float) / 100.0
     out = frame.copy()
-    out[f"{value}_lo"] = out[value] * (1 - half)
+    out[f"{value}_lo"] = out[value] * np.maximum(0.0, 1 - half)   # a band wider than 100%
     out[f"{value}_hi"] = out[value] * (1 + half)
     return out
 

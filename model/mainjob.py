@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from hostlink.model.config.loader import REPO_CONFIGS
@@ -65,6 +66,19 @@ def request_mix(wide: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("variant")
 
 
+def mean_launch_us(wide: pd.DataFrame):
+    """Each point's mean launch time in us (its kernel time over its launches, the
+    ``launch_<k>_time_s`` it holds), or None where the results hold neither."""
+    import re
+    launches = [c for c in wide.columns if re.fullmatch(r"launch_\d+_time_s", str(c))]
+    if not launches or "kernel_time_s" not in wide.columns:
+        return None
+    count = wide[launches].notna().sum(axis=1).to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(count > 0, wide["kernel_time_s"].to_numpy(dtype=float) * 1e6 / count,
+                        np.nan)
+
+
 def summarise(wide: pd.DataFrame) -> pd.DataFrame:
     """One row per (variant, mode, gen) from the sweep's wide results."""
     from hostlink.model.bands import with_bands
@@ -73,8 +87,11 @@ def summarise(wide: pd.DataFrame) -> pd.DataFrame:
                  "link.tags": "tags"})
     keep = [c for c in ("variant", "mode", "gen", "tags", "bw_GBps", "time_s", "bound",
                         "read_amplification") if c in df.columns]
+    launch_us = mean_launch_us(df)
     df = df[keep].copy()
     df["time_ms"] = df.pop("time_s") * 1e3
+    if launch_us is not None:
+        df["launch_us"] = launch_us
     df = with_bands(df)   # the machine-to-machine band (hostlink.model.bands)
     df["variant"] = pd.Categorical(df["variant"], VARIANT_ORDER, ordered=True)
     df["mode"] = pd.Categorical(df["mode"], MODE_ORDER, ordered=True)
@@ -221,9 +238,33 @@ def _markdown(df: pd.DataFrame, floatfmt: str = ".2f") -> str:
 def _band_note() -> str:
     from hostlink.model.bands import spread_pct
     s = spread_pct()
-    return "; ".join(f"{mode} within {v['half_width_pct']:.1f}% (nine in ten of {v['cases']} "
+    note = "; ".join(f"{mode} within {v['half_width_pct']:.1f}% (nine in ten of {v['cases']} "
                      f"cases repeated on a second lease: {', '.join(v['runs'])})"
                      for mode, v in s.items()) + "."
+    classes = {mode: _launch_classes(v) for mode, v in s.items() if v.get("by_launch")}
+    if classes:
+        note += (" A point whose launches are short takes a wider band, as short launches "
+                 "moved more: " + "; ".join(f"{mode} {text}" for mode, text in classes.items())
+                 + ".")
+    return note
+
+
+def _launch_classes(mode_spread: dict) -> str:
+    """``"±25.1% for launches under 20 us, ..."`` of one mode's bands by launch length."""
+    parts, lower = [], None
+    for c in mode_spread["by_launch"]:
+        if c["half_width_pct"] is None:
+            lower = c["below_us"]
+            continue
+        if c["below_us"] is None:
+            span = f"from {lower:g} us" if lower is not None else "at any length"
+        elif lower is None:
+            span = f"under {c['below_us']:g} us"
+        else:
+            span = f"{lower:g}-{c['below_us']:g} us"
+        parts.append(f"±{c['half_width_pct']:.1f}% for launches {span}")
+        lower = c["below_us"]
+    return ", ".join(parts)
 
 
 def _write_report(out: Path, spec, summary: pd.DataFrame, requests: pd.DataFrame,

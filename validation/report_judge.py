@@ -51,7 +51,7 @@ UNTARGETED_DIAGNOSE_PCT = UVM_TARGET_PCT
 #: acceptance of the graph-families validation (validation/experiments/families)
 FAMILY_TARGET_PCT = {"zerocopy": 10.0, "uvm": 20.0, "device": 20.0}
 FAMILY_COLUMNS = ("graph", "placement", "group", "cases", "mape_pct", "bias_pct",
-                  "worst_pct", "target_pct")
+                  "worst_pct", "target_pct", "launch_us", "band_pct")
 
 
 def summarise(measured: pd.DataFrame, predicted: pd.DataFrame) -> pd.DataFrame:
@@ -194,13 +194,20 @@ def group_stats(annotated: pd.DataFrame, calibration_groups: set[str], n_worst: 
 def family_table(annotated: pd.DataFrame) -> pd.DataFrame:
     """Per (graph, placement) of the traversal cases judged on their primary metric:
     their count, MAPE, bias, largest signed error and target
-    (:data:`FAMILY_TARGET_PCT`; NaN for a placement it does not name), in graph
-    order; columns :data:`FAMILY_COLUMNS`. Empty without traversal cases."""
+    (:data:`FAMILY_TARGET_PCT`; NaN for a placement it does not name), the median of
+    their measured mean launch times (``launch_us``: kernel time over launches, NaN
+    without a launch count) and the band a second lease moved cases of that launch
+    length within (``band_pct``, :func:`hostlink.model.bands.half_width_pct`; NaN in
+    device memory, which the bands do not cover), in graph order; columns
+    :data:`FAMILY_COLUMNS`. Empty without traversal cases."""
+    from hostlink.model.bands import half_width_pct, spread_pct
     prim = annotated[annotated["primary"] & annotated["group"].str.startswith("traversal/")]
     rows = []
     if not len(prim):
         return pd.DataFrame(rows, columns=list(FAMILY_COLUMNS))
+    launches = annotated[annotated["metric"] == "iterations"].groupby("case")["measured"].first()
     graphs = [p.get("graph") if isinstance(p, dict) else None for p in prim["params"]]
+    spread = None
     for (graph, group), d in prim.assign(graph=graphs).dropna(subset=["graph"]).groupby(
             ["graph", "group"], sort=True):
         e = d["error_pct"].to_numpy(dtype=float)
@@ -208,10 +215,20 @@ def family_table(annotated: pd.DataFrame) -> pd.DataFrame:
         if not len(e):
             continue
         placement = group.split("/", 1)[1]
+        n = d["case"].map(launches).to_numpy(dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per = np.where(n > 0, d["measured"].to_numpy(dtype=float) * 1e3 / n, np.nan)
+        launch_us = float(np.median(per[np.isfinite(per)])) if np.isfinite(per).any() \
+            else math.nan
+        band = math.nan
+        if placement in ("zerocopy", "uvm"):
+            spread = spread or spread_pct()
+            band = half_width_pct(spread, placement, launch_us)
         rows.append({"graph": graph, "placement": placement, "group": group,
                      "cases": len(e), "mape_pct": mape(e), "bias_pct": float(e.mean()),
                      "worst_pct": float(e[np.argmax(np.abs(e))]),
-                     "target_pct": FAMILY_TARGET_PCT.get(placement, math.nan)})
+                     "target_pct": FAMILY_TARGET_PCT.get(placement, math.nan),
+                     "launch_us": launch_us, "band_pct": band})
     return pd.DataFrame(rows, columns=list(FAMILY_COLUMNS))
 
 

@@ -32,6 +32,13 @@ def _fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def _fmt_us(x: float) -> str:
+    """A launch time in us: three figures, whole microseconds from 100 up."""
+    if not np.isfinite(x):
+        return "n/a"
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
 def timing_table(timings: dict[str, dict], annotated: pd.DataFrame) -> pd.DataFrame:
     """Per traversal case: the twin's wall-clock seconds per source (emulation, model)
     against the measured kernel time, and their ratio."""
@@ -76,15 +83,21 @@ def family_section(annotated: pd.DataFrame) -> list[str]:
     lines = ["## MAPE per graph", "",
              "The traversal cases of each graph in each placement (zero-copy: every host "
              "memory mode that migrates nothing), judged on kernel time against the targets "
-             f"a graph family is held to: {targets}.", "",
-             "| graph | placement | cases | MAPE % | bias % | worst % | target % | verdict |",
-             "|---|---|---:|---:|---:|---:|---:|---|"]
+             f"a graph family is held to: {targets}. Launch: the median of the cases' "
+             "measured mean launch times. Band: how far nine in ten cases of that launch "
+             "length moved on a second lease of the same GPU (hostlink.model.bands; device "
+             "memory has none).", "",
+             "| graph | placement | cases | MAPE % | bias % | worst % | target % | launch us "
+             "| band % | verdict |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in table.itertuples():
         known = np.isfinite(r.target_pct)
         verdict = ("meets" if r.mape_pct <= r.target_pct else "**misses**") if known else "-"
+        band = f"±{r.band_pct:.1f}" if np.isfinite(r.band_pct) else "-"
         lines.append(f"| {r.graph} | {r.placement} | {r.cases} | {_fmt(r.mape_pct)} | "
                      f"{r.bias_pct:+.1f} | {r.worst_pct:+.1f} | "
-                     f"{_fmt(r.target_pct) if known else '-'} | {verdict} |")
+                     f"{_fmt(r.target_pct) if known else '-'} | {_fmt_us(r.launch_us)} | "
+                     f"{band} | {verdict} |")
     lines.append("")
     effects = family_effects(table)
     if effects:

@@ -204,6 +204,8 @@ def _predict(args) -> int:
     print(f"{pred.mode} ({pred.fidelity}) on {pred.system}: {pred.time_s * 1e3:.4g} ms over "
           f"{pred.launches} launch(es), bound: {pred.bound}")
     print(f"  bandwidth: {pred.bw_GBps:.3f} GB/s useful, {pred.link_bw_GBps:.3f} GB/s over the link")
+    if pred.mode != "device":
+        print(f"  band: {_band(pred)}")
     sizes = ", ".join(f"{k} B: {v}" for k, v in sorted(pred.requests_by_size_B.items())) or "none"
     print(f"  host read requests: {pred.requests} ({sizes}), {_counted(system, args)}")
     issue = pred.extra.get("issue") or {}
@@ -218,6 +220,18 @@ def _predict(args) -> int:
     if args.out:
         print(f"  wrote {Path(args.out) / 'prediction.json'}, rows.csv, system.toml")
     return 0
+
+
+def _band(pred) -> str:
+    """How far a second machine of the same kind would likely measure ``pred``'s time: its
+    memory mode's band for the class of its mean launch time (hostlink.model.bands)."""
+    from hostlink.model.bands import half_width_pct, spread_pct
+    launch_us = pred.kernel_time_s * 1e6 / pred.launches if pred.launches else None
+    half = half_width_pct(spread_pct(), pred.mode, launch_us) / 100
+    low, high = pred.time_s * max(0.0, 1 - half) * 1e3, pred.time_s * (1 + half) * 1e3
+    mean = f"launches of {launch_us:.4g} us on average" if launch_us else "no launch count"
+    return (f"{low:.4g}-{high:.4g} ms on a second machine of the same kind (±{half * 100:.1f}%, "
+            f"{mean}; nine in ten repeated cases)")
 
 
 def _fraction(text: str):

@@ -72,7 +72,8 @@ def _run(args) -> int:
     console.print("a second machine of the same kind: within "
                   + ", ".join(f"{mode} ±{spread[mode]['half_width_pct']:.1f}%"
                               for mode in bw.index.unique(0) if mode in spread)
-                  + " (nine in ten repeated cases; the ranges are in report.md)")
+                  + " (nine in ten repeated cases; wider for short launches; the ranges "
+                    "are in report.md)")
     console.print(_frame_table("PCIe read requests by size", "variant", result.requests,
                                lambda v: f"{int(v):,}"))
     if result.gather is not None:

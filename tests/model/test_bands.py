@@ -1,5 +1,5 @@
-"""Bands from the committed repeat runs: pooled per memory mode, as wide as nine in
-ten cases moved from one lease to the other."""
+"""Bands from the committed repeat runs: pooled per memory mode and per class of launch
+length, as wide as nine in ten cases moved from one lease to the other."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hostlink.model.bands import add_bands, repeat_cases, spread_pct, with_bands
+from hostlink.model.bands import add_bands, half_width_pct, repeat_cases, spread_pct, with_bands
 
 
 def _fake(tmp_path, rows):
@@ -76,3 +76,63 @@ def test_zero_copy_traversals_join_the_zero_copy_band_and_device_ones_do_not(tmp
     s = spread_pct(_fake(tmp_path, rows))
     assert s["zerocopy"]["cases"] == 10
     assert s["zerocopy"]["half_width_pct"] == pytest.approx(np.quantile([1.0] * 9 + [40.0], 0.9))
+
+
+def _fake_with_launches(tmp_path, rows, iterations):
+    """A repeat run whose cases' primary metric is a time in ms, with the launches each
+    recorded (results.parquet's ``iterations``)."""
+    d = tmp_path / "x" / "runs" / "h0-repeat"
+    d.mkdir(parents=True)
+    pd.DataFrame(rows, columns=["case", "group", "unit", "first", "diff_pct"]).to_csv(
+        d / "repeat_cases.csv")
+    pd.DataFrame({"case": list(iterations), "metric": "iterations",
+                  "value": [float(v) for v in iterations.values()]}).to_parquet(
+        d / "results.parquet")
+    return tmp_path
+
+
+def test_short_launches_take_their_own_band(tmp_path):
+    # ten cases of 10 us launches moving 20-29%, ten of 100 us launches moving 1-1.9%,
+    # and a microbenchmark (no launch count) moving 3%: the last class's
+    rows = [(f"s{i}", "traversal/zerocopy", "ms", 0.1, 20.0 + i) for i in range(10)]
+    rows += [(f"l{i}", "traversal/zerocopy", "ms", 1.0, -(1.0 + i / 10)) for i in range(10)]
+    rows += [("m", "micro/zc_read/x", "GB/s", 40.0, 3.0), ("u", "traversal/uvm", "ms", 9.0, 5.0)]
+    iterations = {**{f"s{i}": 10 for i in range(10)}, **{f"l{i}": 10 for i in range(10)}}
+    s = spread_pct(_fake_with_launches(tmp_path, rows, iterations))["zerocopy"]
+    short, middle, long = s["by_launch"]
+    assert (short["below_us"], middle["below_us"], long["below_us"]) == (20.0, 50.0, None)
+    assert short["cases"] == 10 and middle["cases"] == 0 and long["cases"] == 11
+    assert short["half_width_pct"] == pytest.approx(np.quantile(20.0 + np.arange(10), 0.9))
+    assert middle["half_width_pct"] is None
+    assert long["half_width_pct"] == pytest.approx(
+        np.quantile(list(1.0 + np.arange(10) / 10) + [3.0], 0.9))
+    assert s["cases"] == 21          # the pooled band keeps every case
+    # a prediction takes its class's band; an empty class or no launch time the pooled one
+    spread = {"zerocopy": s, "uvm": s}
+    assert half_width_pct(spread, "zerocopy", 8.0) == short["half_width_pct"]
+    assert half_width_pct(spread, "registered", 500.0) == long["half_width_pct"]
+    for t in (30.0, None, float("nan")):
+        assert half_width_pct(spread, "zerocopy", t) == s["half_width_pct"]
+
+
+def test_with_bands_takes_the_class_of_each_rows_launches_and_stops_at_zero():
+    spread = {"zerocopy": {"half_width_pct": 10.0, "by_launch": [
+                  {"below_us": 20.0, "half_width_pct": 25.0},
+                  {"below_us": 50.0, "half_width_pct": None},
+                  {"below_us": None, "half_width_pct": 5.0}]},
+              "uvm": {"half_width_pct": 30.0, "by_launch": [
+                  {"below_us": 20.0, "half_width_pct": 120.0},
+                  {"below_us": 50.0, "half_width_pct": 30.0},
+                  {"below_us": None, "half_width_pct": 30.0}]}}
+    f = with_bands(pd.DataFrame({"mode": ["zerocopy", "zerocopy", "zerocopy", "uvm"],
+                                 "bw_GBps": [10.0, 10.0, 10.0, 5.0],
+                                 "launch_us": [12.0, 35.0, 900.0, 12.0]}), spread=spread)
+    assert list(f["bw_GBps_lo"]) == pytest.approx([7.5, 9.0, 9.5, 0.0])
+    assert list(f["bw_GBps_hi"]) == pytest.approx([12.5, 11.0, 10.5, 11.0])
+
+
+def test_committed_short_launches_moved_more_than_long_ones():
+    for mode in ("zerocopy", "uvm"):
+        short, _, long = spread_pct()[mode]["by_launch"]
+        assert short["cases"] >= 50 and long["cases"] >= 300
+        assert short["half_width_pct"] > 2 * long["half_width_pct"]

@@ -37,15 +37,21 @@ def test_main_job_writes_its_report_and_tables(small_job):
 
 
 def test_main_job_reports_tags_and_bands(small_job):
-    from hostlink.model.bands import spread_pct
+    import numpy as np
+
+    from hostlink.model.bands import half_width_pct, spread_pct
     s = pd.read_csv(small_job[0].out / "summary.csv")
     # main.toml zips each generation with its widest tags (8-bit, 10-bit, 10-bit, 14-bit)
     assert s.groupby("gen")["tags"].first().to_dict() == {3: 256, 4: 768, 5: 768, 6: 16384}
     spread = spread_pct()
-    for mode, rows in s.groupby("mode"):
-        half = spread[mode]["half_width_pct"] / 100
-        assert list(rows["bw_GBps_lo"]) == pytest.approx(list(rows["bw_GBps"] * (1 - half)))
-        assert list(rows["bw_GBps_hi"]) == pytest.approx(list(rows["bw_GBps"] * (1 + half)))
+    # each point's band is its mode's for the class of its mean launch time
+    assert (s["launch_us"] > 0).all()
+    assert (s["launch_us"] * 1e-3 <= s["time_ms"]).all()
+    half = np.array([half_width_pct(spread, m, t) for m, t in zip(s["mode"], s["launch_us"])])
+    low = s["bw_GBps"] * np.maximum(0, 1 - half / 100)
+    assert list(s["bw_GBps_lo"]) == pytest.approx(list(low))
+    assert list(s["bw_GBps_hi"]) == pytest.approx(list(s["bw_GBps"] * (1 + half / 100)))
+    assert "for launches under 20 us" in (small_job[0].out / "report.md").read_text()
 
 
 def test_main_job_results_behave(small_job):

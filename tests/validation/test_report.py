@@ -222,6 +222,10 @@ def test_each_graph_is_judged_against_its_family_target_and_named_its_effect():
             ("bfs/road/naive/uvm/8B", 10.0, 12.5)]          # +25%
     s = pd.DataFrame([{"case": c, "metric": "kernel_time_ms", "unit": "ms", "measured": m,
                        "predicted": p, "error_pct": 100 * (p - m) / m} for c, m, p in rows])
+    # the road graph's zero-copy cases ran 1000 launches (10 us each); the others no count
+    s = pd.concat([s, pd.DataFrame([{"case": c, "metric": "iterations", "unit": "1",
+                                     "measured": 1000.0, "predicted": 1000.0, "error_pct": 0.0}
+                                    for c, _, _ in rows[3:5]])], ignore_index=True)
     ann = report.annotate(s, {})
     t = family_table(ann).set_index(["graph", "placement"])
     assert t.loc[("dense", "device"), "mape_pct"] == pytest.approx(45.0)
@@ -229,9 +233,17 @@ def test_each_graph_is_judged_against_its_family_target_and_named_its_effect():
     assert t.loc[("road", "zerocopy"), "cases"] == 2
     assert t.loc[("road", "zerocopy"), "mape_pct"] == pytest.approx(7.5)
     assert t.loc[("road", "uvm"), "target_pct"] == 20.0
+    assert t.loc[("road", "zerocopy"), "launch_us"] == pytest.approx(10.0)
+    # the band of 10 us launches; device memory has none, and a case without launches
+    # takes its mode's pooled band
+    from hostlink.model.bands import half_width_pct, spread_pct
+    short = half_width_pct(spread_pct(), "zerocopy", 10.0)
+    assert t.loc[("road", "zerocopy"), "band_pct"] == pytest.approx(short)
+    assert np.isnan(t.loc[("dense", "device"), "band_pct"])
+    assert t.loc[("road", "uvm"), "band_pct"] == spread_pct()["uvm"]["half_width_pct"]
     lines = family_section(ann)
-    assert "| dense | device | 2 | 45 | +45.0 | +80.0 | 20 | **misses** |" in lines
-    assert "| road | zerocopy | 2 | 7.5 | -2.5 | -10.0 | 10 | meets |" in lines
+    assert "| dense | device | 2 | 45 | +45.0 | +80.0 | 20 | n/a | - | **misses** |" in lines
+    assert f"| road | zerocopy | 2 | 7.5 | -2.5 | -10.0 | 10 | 10 | ±{short:.1f} | meets |" in lines
     named = [line for line in lines if line.startswith("- Too ")]
     assert len(named) == 3
     slow, fast = (next(line for line in named
