@@ -41,8 +41,19 @@ QUANTILE = 0.9
 BANDS_JSON = "bands.json"
 GROUPS = {"zerocopy": ("micro/zc_read", "micro/zc_warps", "traversal/zerocopy"),
           "uvm": ("traversal/uvm", "micro/uvm_touch")}
-#: upper ends (us) of the classes of mean launch time, the last class unbounded
+#: upper ends (us) of the classes of mean launch time, the last class unbounded: they part
+#: the committed repeats' small graphs (launches of about 10 us), the road grids (40-90
+#: us) and the rest; each class's band comes from its cases (bands.json)
 LAUNCH_CLASSES_US = (20.0, 50.0)
+
+
+def mean_launch_us(time_ms, launches) -> np.ndarray:
+    """Mean launch time (us) of runs that took ``time_ms`` over ``launches`` launches
+    (arrays or scalars); NaN where the launch count is missing or not positive."""
+    time_ms = np.asarray(time_ms, dtype=float)
+    launches = np.asarray(launches, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(launches > 0, time_ms * 1e3 / launches, np.nan)
 
 
 def _launches(run_dir: Path) -> pd.Series:
@@ -64,13 +75,11 @@ def repeat_cases(root: str | Path) -> pd.DataFrame:
         frame = pd.read_csv(path)
         frame["run"] = f"{path.parents[2].name}/{path.parent.name}"
         launches = frame["case"].map(_launches(path.parent)).to_numpy(dtype=float)
-        is_ms = (frame["unit"] == "ms").to_numpy() if "unit" in frame else \
-            np.zeros(len(frame), dtype=bool)
-        first = frame["first"].to_numpy(dtype=float) if "first" in frame else \
-            np.full(len(frame), np.nan)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frame["launch_us"] = np.where(is_ms & (launches > 0), first * 1e3 / launches,
-                                          np.nan)
+        if "unit" in frame and "first" in frame:
+            time_ms = frame["first"].where(frame["unit"] == "ms").to_numpy(dtype=float)
+        else:
+            time_ms = np.full(len(frame), np.nan)
+        frame["launch_us"] = mean_launch_us(time_ms, launches)
         frames.append(frame)
     if not frames:
         from hostlink.model.errors import HostlinkError

@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from hostlink.model.config.loader import REPO_CONFIGS
@@ -70,13 +69,13 @@ def mean_launch_us(wide: pd.DataFrame):
     """Each point's mean launch time in us (its kernel time over its launches, the
     ``launch_<k>_time_s`` it holds), or None where the results hold neither."""
     import re
+
+    from hostlink.model.bands import mean_launch_us as per_launch
     launches = [c for c in wide.columns if re.fullmatch(r"launch_\d+_time_s", str(c))]
     if not launches or "kernel_time_s" not in wide.columns:
         return None
-    count = wide[launches].notna().sum(axis=1).to_numpy(dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(count > 0, wide["kernel_time_s"].to_numpy(dtype=float) * 1e6 / count,
-                        np.nan)
+    return per_launch(wide["kernel_time_s"].to_numpy(dtype=float) * 1e3,
+                      wide[launches].notna().sum(axis=1))
 
 
 def summarise(wide: pd.DataFrame) -> pd.DataFrame:

@@ -200,7 +200,7 @@ def family_table(annotated: pd.DataFrame) -> pd.DataFrame:
     length within (``band_pct``, :func:`hostlink.model.bands.half_width_pct`; NaN in
     device memory, which the bands do not cover), in graph order; columns
     :data:`FAMILY_COLUMNS`. Empty without traversal cases."""
-    from hostlink.model.bands import half_width_pct, spread_pct
+    from hostlink.model.bands import half_width_pct, mean_launch_us, spread_pct
     prim = annotated[annotated["primary"] & annotated["group"].str.startswith("traversal/")]
     rows = []
     if not len(prim):
@@ -215,9 +215,7 @@ def family_table(annotated: pd.DataFrame) -> pd.DataFrame:
         if not len(e):
             continue
         placement = group.split("/", 1)[1]
-        n = d["case"].map(launches).to_numpy(dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            per = np.where(n > 0, d["measured"].to_numpy(dtype=float) * 1e3 / n, np.nan)
+        per = mean_launch_us(d["measured"], d["case"].map(launches))
         launch_us = float(np.median(per[np.isfinite(per)])) if np.isfinite(per).any() \
             else math.nan
         band = math.nan

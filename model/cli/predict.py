@@ -225,11 +225,14 @@ def _predict(args) -> int:
 def _band(pred) -> str:
     """How far a second machine of the same kind would likely measure ``pred``'s time: its
     memory mode's band for the class of its mean launch time (hostlink.model.bands)."""
-    from hostlink.model.bands import half_width_pct, spread_pct
-    launch_us = pred.kernel_time_s * 1e6 / pred.launches if pred.launches else None
+    import math
+
+    from hostlink.model.bands import half_width_pct, mean_launch_us, spread_pct
+    launch_us = float(mean_launch_us(pred.kernel_time_s * 1e3, pred.launches))
     half = half_width_pct(spread_pct(), pred.mode, launch_us) / 100
     low, high = pred.time_s * max(0.0, 1 - half) * 1e3, pred.time_s * (1 + half) * 1e3
-    mean = f"launches of {launch_us:.4g} us on average" if launch_us else "no launch count"
+    mean = "no launch count" if math.isnan(launch_us) else \
+        f"launches of {launch_us:.4g} us on average"
     return (f"{low:.4g}-{high:.4g} ms on a second machine of the same kind (±{half * 100:.1f}%, "
             f"{mean}; nine in ten repeated cases)")
 
