@@ -21,16 +21,18 @@ The levels are then of two kinds, sampled in two ways:
   (:func:`hostlink.model.predict.host_walks_ns`).
 
   At the des fidelity each group runs on a miniature of the GPU and its host
-  of the group's share s = f_l / GROUPS, in whole SMs
-  (:mod:`hostlink.model.des.miniature`): the sample then takes about as long
-  as the level, its tail included. A miniature holding a share c of the
-  level's edges stands for s / c of the level's time (the ratio estimator,
-  Cochran, "Sampling Techniques", 3rd ed., 1977, ch. 6).
+  of the group's share s = f_l / GROUPS, in whole SMs, ``MIN_MINIATURE_SMS`` at
+  the least (f_l raised to match; :mod:`hostlink.model.des.miniature`): the
+  sample then takes about as long as the level, its tail included. A
+  miniature holding a share c of the level's edges stands for s / c of the
+  level's time (the ratio estimator, Cochran, "Sampling Techniques", 3rd ed.,
+  1977, ch. 6).
   A warp whose walk alone, a loaded round trip per trip, lasts
   ``TAIL_SHARE`` of the level's bytes at the link's rate can end the level by
-  itself if it starts late; so such walks go whole into every miniature, those
-  that would end last first (:func:`forced_walks`), not by chance into one in
-  1 / s, and the time their bytes hold the miniature's link beyond the GPU's,
+  itself if it starts late, or if it is long enough to outlast the level from
+  any start; so such walks go whole into every miniature, the longest first,
+  then those that would end last (:func:`forced_walks`), not by chance into one
+  in 1 / s, and the time their bytes hold the miniature's link beyond the GPU's,
   while it is busy, is taken off its estimate.
 
   At the analytic fidelity, which has no engine to shrink, a group's launch
@@ -91,6 +93,11 @@ MIN_GROUP_WAVES = 4
 #: at the analytic fidelity, a wide level's warps whose walk alone would last more than
 #: this share of a group's launch are left out of its sample (read at the sampled rate)
 HEAVY_SHARE = 0.1
+#: SMs a miniature keeps at the least (fewer where the GPU has fewer than GROUPS times
+#: as many): on fewer, a level bound by the link comes out slow (urand21's merged BFS,
+#: its sixth level alone on h200-pcie5: +2.2% on 2 SMs, +0.9% on 4, +0.2% on 6; kron22's
+#: fourth, merged_aligned: +2.8% on 1 SM, -0.3% on 6; tests/bench/README.md)
+MIN_MINIATURE_SMS = 6
 #: a wide level's walks that alone last at least this share of the level's bytes at the
 #: link's rate go whole into each of its miniatures (:func:`forced_walks`) ...
 TAIL_SHARE = 0.1
@@ -397,10 +404,18 @@ def forced_walks(at: np.ndarray, walk: np.ndarray, degree: np.ndarray, vpw: int,
     miniature must hold it, not a ``share`` of the chance of it. A warp starts about
     when the level has moved the bytes of the lists before its own (CTAs start in id
     order as slots free), walks ``LOADED_TRIP`` times slower than alone while the
-    other warps keep the link busy, and alone after they are done; the walks that
-    would end last go first, each whole with its warp's lists while their bytes fit
-    in ``FORCED_SHARE`` of a miniature's (each stands for itself but moves on the
-    miniature's link)."""
+    other warps keep the link busy, and alone after they are done; after the longest
+    (below), the walks that would end last go first, each whole with its warp's
+    lists while their bytes fit in ``FORCED_SHARE`` of a miniature's (each stands
+    for itself but moves on the miniature's link).
+
+    The level's longest walk goes in first, whatever its bytes: how much the load slows
+    its trips, and how long the level's other work lasts, vary from graph to graph
+    (:data:`LOADED_TRIP` is 1.5 on the benchmark's kron21 and kron22, about 2 at the
+    third level of the H200 first_run's kron21 from source 322668, whose other work
+    outlasts its bytes at the link's rate by a quarter: tests/bench/README.md), and
+    the longest walk is the one whose end they move most. Left to chance, it ends
+    one group's sample and none of the others', and the estimate comes out short."""
     trip_ns, per_trip = _walk_trips(system, mode, variant, load_ahead)
     level_ns = _bytes_ns(level_cost_B, system, mode)
     if trip_ns <= 0 or len(at) == 0:
@@ -420,10 +435,14 @@ def forced_walks(at: np.ndarray, walk: np.ndarray, degree: np.ndarray, vpw: int,
     w_end = np.full(len(warps), -np.inf)
     np.maximum.at(w_end, inv, end_ns)
     w_B = np.bincount(inv, weights=degree[long].astype(np.float64) * id_bytes)
-    room = FORCED_SHARE * level_cost_B * share
+    w_alone = np.zeros(len(warps))
+    np.maximum.at(w_alone, inv, alone_ns)
     chosen = np.zeros(len(warps), dtype=bool)
+    longest = int(np.argmax(w_alone))
+    chosen[longest] = True
+    room = FORCED_SHARE * level_cost_B * share - w_B[longest]
     for w in np.argsort(-w_end, kind="stable"):
-        if w_B[w] <= room:
+        if not chosen[w] and w_B[w] <= room:
             chosen[w] = True
             room -= w_B[w]
     return at[long[chosen[inv]]]
@@ -540,7 +559,9 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     for lv in np.flatnonzero(wide_base >= 0):
         if mini:
             # whole SMs: the groups then keep the share of the CTAs the miniature has
-            share[lv] = miniature_sms(gpu.sm_count, p.frac[lv] / GROUPS) / gpu.sm_count
+            sms = max(miniature_sms(gpu.sm_count, p.frac[lv] / GROUPS),
+                      min(MIN_MINIATURE_SMS, gpu.sm_count // GROUPS))
+            share[lv] = sms / gpu.sm_count
             p.frac[lv] = min(1.0, share[lv] * GROUPS)
             at = np.flatnonzero(level == lv)
             degree = (offsets[at + 1] - offsets[at]).astype(np.int64)

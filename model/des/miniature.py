@@ -39,10 +39,11 @@ share alone, not the link's. The scaling is exact where the link is saturated
 (its queue holds the warps' requests, ``share`` as many) or idle. In between,
 a queue at a given load holds about as many requests on either machine, and
 the miniature serves each ``1 / share`` times as long, so its reads wait
-longer: sampled BFS in the merged variant on urand graphs, whose levels keep
-the link busy but not full, comes out 1.2-2.7% slow
-(tests/bench/results/sampled.json). Serving the miniature's link as
-``1 / share`` servers at the whole link's rate would remove it.
+longer, the more so the smaller the miniature: a level of urand21's merged
+BFS, which keeps the link busy but not full, came out 2.2% slow on 2 SMs and
+0.2% on 6, so samples run on 6 SMs at the least
+(:data:`hostlink.traces.sampled.MIN_MINIATURE_SMS`). Serving the miniature's
+link as ``1 / share`` servers at the whole link's rate would remove the rest.
 """
 from __future__ import annotations
 

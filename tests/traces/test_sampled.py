@@ -118,7 +118,7 @@ def test_a_warps_walk_is_its_lists_of_one_level():
     assert launch[9] == -1 and (launch[[8, 10, 11, 12, 13, 14, 15]] >= 0).all()
 
 
-def test_forced_walks_are_long_and_would_end_last_and_fit_a_share_of_a_miniature(h200):
+def test_forced_walks_are_the_longest_then_those_that_would_end_last_while_they_fit(h200):
     from hostlink.model.des.inputs import link_rate_Bpns
     level_B = 4e8
     level_ns = level_B / link_rate_Bpns(h200)
@@ -135,16 +135,19 @@ def test_forced_walks_are_long_and_would_end_last_and_fit_a_share_of_a_miniature
 
     # the bytes fit a whole machine's share: every walk of a tenth of the level or more
     assert forced(1.0) == [0, 2, 4]
-    # the walk that would end last goes first: the shortest, which starts at 83% of the
-    # level's bytes and runs on alone past them; the longest, from the start, ends at
-    # LOADED_TRIP x its time alone, before the level's bytes have moved. Room for
-    # 2.5 x least elements of 8 B takes the first alone (the second, 2 x least, no
-    # longer fits), 3.25 x least the first two
+    # the longest walk goes first, whatever its bytes: room for 2.5 x least elements of
+    # 8 B holds it alone, though it does not fit (3 x least)
     room = 2.5 * least * 8 / (sm.FORCED_SHARE * level_B)
-    assert forced(room) == [4]
-    assert forced(room * 1.3) == [2, 4]
-    # a warp's long lists go together (vpw 8: one warp, 6 x least elements): no room
-    assert forced(room, vpw=8) == []
+    assert forced(room) == [0]
+    # then the walk that would end last: the shortest, which starts at 83% of the
+    # level's bytes and runs on alone past them, before the second longest, which ends
+    # at LOADED_TRIP x its time alone, before the level's bytes have moved. Room for
+    # 4.5 x least holds the longest and the shortest, not the second (2 x least) too
+    assert forced(room * 1.8) == [0, 4]
+    assert forced(room * 2.5) == [0, 2, 4]
+    # a warp's long lists go together (vpw 8: one warp, 6 x least elements): the
+    # longest warp's, whatever its bytes
+    assert forced(room, vpw=8) == [0, 2, 4]
     assert forced(1.0, vpw=8) == [0, 2, 4]
 
 
@@ -218,14 +221,20 @@ def test_sampled_grid_samples_levels_and_its_interval_holds_the_full_prediction(
 def test_miniatures_of_groups_of_a_tenth_of_a_wave_stand_for_their_levels(h200,
                                                                            monkeypatch):
     """urand16's two widest levels, sampled in groups of a tenth of the H200's resident
-    warps (``MIN_GROUP_WAVES`` 0.1: about 4% and 2% of their CTAs a group, on
-    miniatures of 5 and 3 SMs), against the whole run."""
+    warps (``MIN_GROUP_WAVES`` 0.1: the CTAs of 5 and 3 SMs a group), on miniatures of
+    ``MIN_MINIATURE_SMS`` (6 SMs, 4.5% of their CTAs a group), against the whole run."""
     graph = generate("urand", 16, 16, 7, weighted=False).with_id_bytes(8)
     monkeypatch.setattr(sm, "MIN_GROUP_WAVES", 0.1)
     full = _full(graph, h200, 0)
+    monkeypatch.setattr(sm, "MIN_MINIATURE_SMS", 1)
+    unfloored = sm.sampled_prediction(graph, "merged_aligned", h200, source=0)
+    assert np.array(unfloored.extra["sampled"]["miniature_share"]) * 132 == \
+        pytest.approx([5, 3])
+    monkeypatch.setattr(sm, "MIN_MINIATURE_SMS", 6)
     pred = sm.sampled_prediction(graph, "merged_aligned", h200, source=0)
     s = pred.extra["sampled"]
-    assert s["wide_levels"] == 2 and all(0 < x < 0.05 for x in s["miniature_share"])
+    assert s["wide_levels"] == 2 and s["miniature_share"] == pytest.approx([6 / 132] * 2)
+    assert s["wide_fraction"] == pytest.approx([6 / 132 * sm.GROUPS] * 2)
     assert s["sample_edges_read"] < 0.4 * s["edges_read"]
     assert pred.time_s == pytest.approx(full.time_s, rel=0.01)
     wide = np.argsort(full.per_launch_kernel_s)[-2:]
