@@ -65,17 +65,17 @@ def request_mix(wide: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("variant")
 
 
-def mean_launch_us(wide: pd.DataFrame):
+def _points_launch_us(wide: pd.DataFrame):
     """Each point's mean launch time in us (its kernel time over its launches, the
     ``launch_<k>_time_s`` it holds), or None where the results hold neither."""
     import re
 
-    from hostlink.model.bands import mean_launch_us as per_launch
+    from hostlink.model.bands import mean_launch_us
     launches = [c for c in wide.columns if re.fullmatch(r"launch_\d+_time_s", str(c))]
     if not launches or "kernel_time_s" not in wide.columns:
         return None
-    return per_launch(wide["kernel_time_s"].to_numpy(dtype=float) * 1e3,
-                      wide[launches].notna().sum(axis=1))
+    return mean_launch_us(wide["kernel_time_s"].to_numpy(dtype=float) * 1e3,
+                          wide[launches].notna().sum(axis=1))
 
 
 def summarise(wide: pd.DataFrame) -> pd.DataFrame:
@@ -86,7 +86,7 @@ def summarise(wide: pd.DataFrame) -> pd.DataFrame:
                  "link.tags": "tags"})
     keep = [c for c in ("variant", "mode", "gen", "tags", "bw_GBps", "time_s", "bound",
                         "read_amplification") if c in df.columns]
-    launch_us = mean_launch_us(df)
+    launch_us = _points_launch_us(df)
     df = df[keep].copy()
     df["time_ms"] = df.pop("time_s") * 1e3
     if launch_us is not None:
