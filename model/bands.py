@@ -20,7 +20,14 @@ judged more finely than that variation, so each what-if point gets a band:
   most from one lease to the next (the families BFS on small graphs, whose
   launches take about 10 us; ``model/data/bands.json`` holds each class's
   spread), so a prediction whose mean launch time is known takes its class's
-  band (:func:`half_width_pct`; classes :data:`LAUNCH_CLASSES_US`).
+  band (:func:`half_width_pct`; classes :data:`LAUNCH_CLASSES_US`);
+- the same for the traversals of a kernel variant whose time moves more than the
+  others' (``by_variant``, :data:`OWN_BAND_VARIANTS`): the naive walk, whose lanes
+  each read their own list, moved several times as far from one lease to the next as
+  the other variants did over the families BFS on six H100 leases
+  (``validation/experiments/naive_phases/lease_spread.csv``, both in host and in device
+  memory). A prediction of such a variant takes the wider of its variant's band and
+  its class of launch length's.
 
 Assumptions: the variation measured on the H100 and H200 leases holds on the
 systems a what-if moves to (the seeds publish no repeats); a case without a
@@ -45,6 +52,16 @@ GROUPS = {"zerocopy": ("micro/zc_read", "micro/zc_warps", "traversal/zerocopy"),
 #: the committed repeats' small graphs (launches of about 10 us), the road grids (40-90
 #: us) and the rest; each class's band comes from its cases (bands.json)
 LAUNCH_CLASSES_US = (20.0, 50.0)
+#: kernel variants whose traversal cases form a band of their own (``by_variant``)
+OWN_BAND_VARIANTS = ("naive",)
+
+
+def case_variant(case: str) -> str | None:
+    """The kernel variant a traversal case names (``bfs/<graph>/<variant>/<mode>/<ids>``),
+    None for other cases."""
+    parts = str(case).split("/")
+    return parts[2] if len(parts) == 5 and parts[0] in ("bfs", "sssp", "cc", "pagerank") \
+        else None
 
 
 def mean_launch_us(time_ms, launches) -> np.ndarray:
@@ -97,12 +114,25 @@ def measure_spread(root: str | Path, quantile: float = QUANTILE) -> dict[str, di
         pick = cases[cases["group"].str.startswith(prefixes)]
         diff = pick["diff_pct"].abs().to_numpy(dtype=float)
         launch = pick["launch_us"].to_numpy(dtype=float)
+        variant = pick["case"].map(case_variant).to_numpy(dtype=object)
         keep = np.isfinite(diff)
-        diff, launch = diff[keep], launch[keep]
+        diff, launch, variant = diff[keep], launch[keep], variant[keep]
         out[mode] = {"half_width_pct": float(np.quantile(diff, quantile)),
                      "median_pct": float(np.median(diff)), "cases": int(diff.size),
                      "runs": sorted(pick["run"].unique()),
-                     "by_launch": _by_launch(diff, launch, quantile)}
+                     "by_launch": _by_launch(diff, launch, quantile),
+                     "by_variant": _by_variant(diff, variant, quantile)}
+    return out
+
+
+def _by_variant(diff: np.ndarray, variant: np.ndarray, quantile: float) -> dict[str, dict]:
+    """The band of each of :data:`OWN_BAND_VARIANTS` that has cases."""
+    out = {}
+    for name in OWN_BAND_VARIANTS:
+        d = diff[variant == name]
+        if d.size:
+            out[name] = {"half_width_pct": float(np.quantile(d, quantile)),
+                         "median_pct": float(np.median(d)), "cases": int(d.size)}
     return out
 
 
@@ -129,16 +159,22 @@ def _by_launch(diff: np.ndarray, launch_us: np.ndarray, quantile: float) -> list
     return out
 
 
-def half_width_pct(spread: dict, mode: str, launch_us: float | None = None) -> float:
+def half_width_pct(spread: dict, mode: str, launch_us: float | None = None,
+                   variant: str | None = None) -> float:
     """The band's half-width (%) for memory mode ``mode`` (``uvm*``: UVM's, the others
     zero-copy's): that of the class of ``launch_us`` (a prediction's mean launch time)
-    where it is known and the class holds cases, the mode's pooled one otherwise."""
+    where it is known and the class holds cases, the mode's pooled one otherwise; for a
+    traversal of kernel variant ``variant`` with a band of its own, the wider of the two."""
     s = spread["uvm" if str(mode).startswith("uvm") else "zerocopy"]
+    width = float(s["half_width_pct"])
     if launch_us is not None and np.isfinite(launch_us) and s.get("by_launch"):
-        width = s["by_launch"][_launch_class(float(launch_us))]["half_width_pct"]
-        if width is not None:
-            return float(width)
-    return float(s["half_width_pct"])
+        own = s["by_launch"][_launch_class(float(launch_us))]["half_width_pct"]
+        if own is not None:
+            width = float(own)
+    by_variant = (s.get("by_variant") or {}).get(variant) if variant else None
+    if by_variant is not None:
+        width = max(width, float(by_variant["half_width_pct"]))
+    return width
 
 
 def spread_pct(root: str | Path | None = None, quantile: float = QUANTILE) -> dict[str, dict]:
@@ -165,15 +201,18 @@ def write_bands(root: str | Path, out: str | Path) -> Path:
 
 
 def with_bands(frame: pd.DataFrame, value: str = "bw_GBps", mode: str = "mode",
-               spread: dict | None = None, launch_us: str = "launch_us") -> pd.DataFrame:
+               spread: dict | None = None, launch_us: str = "launch_us",
+               variant: str = "variant") -> pd.DataFrame:
     """``frame`` with ``{value}_lo`` and ``{value}_hi``: the band around each row's value
     for its memory mode (``uvm*`` modes take UVM's band, the others zero-copy's) and,
     where the frame has a ``launch_us`` column (the mean launch time), its class of
-    launch length (:func:`half_width_pct`); the low end is at least 0."""
+    launch length, and where it has a ``variant`` column, its kernel variant
+    (:func:`half_width_pct`); the low end is at least 0."""
     spread = spread or spread_pct()
     times = frame[launch_us] if launch_us in frame else [None] * len(frame)
-    half = np.array([half_width_pct(spread, m, t) for m, t in zip(frame[mode], times)],
-                    dtype=float) / 100.0
+    variants = frame[variant] if variant in frame else [None] * len(frame)
+    half = np.array([half_width_pct(spread, m, t, v)
+                     for m, t, v in zip(frame[mode], times, variants)], dtype=float) / 100.0
     out = frame.copy()
     out[f"{value}_lo"] = out[value] * np.maximum(0.0, 1 - half)   # a band wider than 100%
     out[f"{value}_hi"] = out[value] * (1 + half)

@@ -245,6 +245,12 @@ def _band_note() -> str:
         note += (" A point whose launches are short takes a wider band, as short launches "
                  "moved more: " + "; ".join(f"{mode} {text}" for mode, text in classes.items())
                  + ".")
+    walks = "; ".join(f"the {name} walk in {mode} ±{b['half_width_pct']:.1f}% (nine in ten of "
+                      f"its {b['cases']} repeated cases)"
+                      for mode, v in s.items() for name, b in (v.get("by_variant") or {}).items())
+    if walks:
+        note += (" A variant whose time moved more from lease to lease takes its own band "
+                 "where that is wider: " + walks + ".")
     return note
 
 

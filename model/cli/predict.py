@@ -205,7 +205,7 @@ def _predict(args) -> int:
           f"{pred.launches} launch(es), bound: {pred.bound}")
     print(f"  bandwidth: {pred.bw_GBps:.3f} GB/s useful, {pred.link_bw_GBps:.3f} GB/s over the link")
     if pred.mode != "device":
-        print(f"  band: {_band(pred)}")
+        print(f"  band: {_band(pred, _variant(args))}")
     sizes = ", ".join(f"{k} B: {v}" for k, v in sorted(pred.requests_by_size_B.items())) or "none"
     print(f"  host read requests: {pred.requests} ({sizes}), {_counted(system, args)}")
     issue = pred.extra.get("issue") or {}
@@ -222,17 +222,34 @@ def _predict(args) -> int:
     return 0
 
 
-def _band(pred) -> str:
+def _variant(args) -> str | None:
+    """The kernel variant of the traversal predicted: ``--variant`` with ``--graph``, a
+    trace folder's record otherwise (None where it has none)."""
+    if args.graph:
+        return args.variant
+    from pathlib import Path
+
+    from hostlink.traces.workload_record import read_workload_record
+    record = read_workload_record(Path(args.trace)) if args.trace else None
+    return record["variant"] if record else None
+
+
+def _band(pred, variant: str | None = None) -> str:
     """How far a second machine of the same kind would likely measure ``pred``'s time: its
-    memory mode's band for the class of its mean launch time (hostlink.model.bands)."""
+    memory mode's band for the class of its mean launch time and, for a kernel variant
+    with a band of its own, that variant's (hostlink.model.bands)."""
     import math
 
     from hostlink.model.bands import half_width_pct, mean_launch_us, spread_pct
     launch_us = float(mean_launch_us(pred.kernel_time_s * 1e3, pred.launches))
-    half = half_width_pct(spread_pct(), pred.mode, launch_us) / 100
+    spread = spread_pct()
+    width_pct = half_width_pct(spread, pred.mode, launch_us, variant)
+    half = width_pct / 100
     low, high = pred.time_s * max(0.0, 1 - half) * 1e3, pred.time_s * (1 + half) * 1e3
     mean = "no launch count" if math.isnan(launch_us) else \
         f"launches of {launch_us:.4g} us on average"
+    if width_pct > half_width_pct(spread, pred.mode, launch_us):
+        mean += f", the {variant} walk's own band"
     return (f"{low:.4g}-{high:.4g} ms on a second machine of the same kind (±{half * 100:.1f}%, "
             f"{mean}; nine in ten repeated cases)")
 

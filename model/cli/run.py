@@ -69,11 +69,13 @@ def _run(args) -> int:
     console.print(table)
     from hostlink.model.bands import spread_pct
     spread = spread_pct()
+    walks = sorted({name for v in spread.values() for name in (v.get("by_variant") or {})})
+    wider = "short launches" + "".join(f" and the {name} walk" for name in walks)
     console.print("a second machine of the same kind: within "
                   + ", ".join(f"{mode} ±{spread[mode]['half_width_pct']:.1f}%"
                               for mode in bw.index.unique(0) if mode in spread)
-                  + " (nine in ten repeated cases; wider for short launches; the ranges "
-                    "are in report.md)")
+                  + f" (nine in ten repeated cases; wider for {wider}; the ranges are in "
+                    "report.md)")
     console.print(_frame_table("PCIe read requests by size", "variant", result.requests,
                                lambda v: f"{int(v):,}"))
     if result.gather is not None:

@@ -1,6 +1,7 @@
 """``hostlink predict`` prints the band a second machine of the same kind would likely
-measure the prediction in: its memory mode's, for the class of its mean launch time
-(hostlink.model.bands); device memory, which no repeat measured, gets none."""
+measure the prediction in: its memory mode's, for the class of its mean launch time, or
+its kernel variant's where that is wider (hostlink.model.bands); device memory, which no
+repeat measured, gets none."""
 from __future__ import annotations
 
 import re
@@ -20,25 +21,32 @@ def graph(tmp_path_factory):
     return prefix
 
 
-def _predict(graph, mode: str) -> str:
+def _predict(graph, mode: str, variant: str = "merged_aligned") -> str:
     proc = subprocess.run([sys.executable, "-m", "hostlink.model.cli.main", "predict",
                            "--system", "h200-pcie5", "--fidelity", "analytic", "--mode", mode,
                            "--graph", str(graph), "--kernel", "bfs", "--variant",
-                           "merged_aligned", "--source", "1"], capture_output=True, text=True)
+                           variant, "--source", "1"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
 
-@pytest.mark.parametrize("mode", ["zerocopy", "uvm"])
-def test_the_band_is_the_modes_for_the_runs_launch_length(graph, mode):
-    out = _predict(graph, mode)
+@pytest.mark.parametrize("mode, variant", [("zerocopy", "merged_aligned"),
+                                           ("uvm", "merged_aligned"), ("zerocopy", "naive")])
+def test_the_band_is_the_modes_for_the_runs_launch_length(graph, mode, variant):
+    out = _predict(graph, mode, variant)
     time_ms = float(re.search(r": ([0-9.e+]+) ms over", out).group(1))
     band = re.search(r"band: ([0-9.e+]+)-([0-9.e+]+) ms .*\(±([0-9.]+)%, launches of "
                      r"([0-9.e+]+) us on average", out)
     assert band, out
     low, high, half, launch_us = map(float, band.groups())
-    assert half == pytest.approx(half_width_pct(spread_pct(), mode, launch_us), abs=0.05)
-    if mode == "zerocopy":   # a scale-10 graph's launches are short: the widest class
+    assert half == pytest.approx(half_width_pct(spread_pct(), mode, launch_us, variant), abs=0.05)
+    if variant == "naive":   # its launches are long, and the naive walk's band is wider
+        assert launch_us > 50 and "the naive walk's own band" in out
+        assert half == pytest.approx(spread_pct()[mode]["by_variant"]["naive"]["half_width_pct"],
+                                     abs=0.05)
+    else:
+        assert "own band" not in out
+    if variant != "naive" and mode == "zerocopy":   # short launches: the widest class
         assert launch_us < 20 and half > spread_pct()[mode]["half_width_pct"]
     assert low == pytest.approx(time_ms * max(0.0, 1 - half / 100), rel=2e-3, abs=1e-4)
     assert high == pytest.approx(time_ms * (1 + half / 100), rel=2e-3)

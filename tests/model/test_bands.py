@@ -136,3 +136,37 @@ def test_committed_short_launches_moved_more_than_long_ones():
         short, _, long = spread_pct()[mode]["by_launch"]
         assert short["cases"] >= 50 and long["cases"] >= 300
         assert short["half_width_pct"] > 2 * long["half_width_pct"]
+
+
+def test_the_naive_walk_takes_its_own_band_where_it_is_wider(tmp_path):
+    # naive traversal cases moving 30-39%, merged_aligned ones 1-1.9%, all long launches
+    rows = [(f"bfs/g{i}/naive/zerocopy/8B", "traversal/zerocopy", "ms", 10.0, 30.0 + i)
+            for i in range(10)]
+    rows += [(f"bfs/g{i}/merged_aligned/zerocopy/8B", "traversal/zerocopy", "ms", 10.0,
+              1.0 + i / 10) for i in range(10)]
+    iterations = {r[0]: 10 for r in rows}
+    rows += [("u", "traversal/uvm", "ms", 9.0, 5.0)]
+    s = spread_pct(_fake_with_launches(tmp_path, rows, iterations))["zerocopy"]
+    assert s["by_variant"] == {"naive": {
+        "half_width_pct": pytest.approx(np.quantile(30.0 + np.arange(10), 0.9)),
+        "median_pct": pytest.approx(34.5), "cases": 10}}
+    spread = {"zerocopy": s, "uvm": s}
+    long_band = s["by_launch"][-1]["half_width_pct"]
+    assert half_width_pct(spread, "zerocopy", 1000.0) == long_band
+    assert half_width_pct(spread, "zerocopy", 1000.0, "merged_aligned") == long_band
+    assert half_width_pct(spread, "zerocopy", 1000.0, "naive") == pytest.approx(38.1)
+    # a narrower variant band leaves a wider launch class's band as it is
+    narrow = {"zerocopy": {**s, "by_variant": {"naive": {"half_width_pct": 0.5}}}}
+    assert half_width_pct(narrow, "zerocopy", 1000.0, "naive") == long_band
+    f = with_bands(pd.DataFrame({"mode": ["zerocopy"] * 2, "bw_GBps": [10.0, 10.0],
+                                 "variant": ["naive", "merged"]}), spread=spread)
+    assert list(f["bw_GBps_hi"]) == pytest.approx([13.81, 10.0 * (1 + s["half_width_pct"] / 100)])
+
+
+def test_committed_naive_walks_moved_more_than_long_launches():
+    # the families BFS on six H100 leases: the naive walk's zero-copy cases moved about
+    # three times as far as the long launches of every case pooled
+    zc = spread_pct()["zerocopy"]
+    naive = zc["by_variant"]["naive"]
+    assert naive["cases"] >= 50
+    assert naive["half_width_pct"] > 2 * zc["by_launch"][-1]["half_width_pct"]

@@ -44,14 +44,20 @@ def test_main_job_reports_tags_and_bands(small_job):
     # main.toml zips each generation with its widest tags (8-bit, 10-bit, 10-bit, 14-bit)
     assert s.groupby("gen")["tags"].first().to_dict() == {3: 256, 4: 768, 5: 768, 6: 16384}
     spread = spread_pct()
-    # each point's band is its mode's for the class of its mean launch time
+    # each point's band is its mode's for the class of its mean launch time, or its
+    # variant's where wider (the naive walk's)
     assert (s["launch_us"] > 0).all()
     assert (s["launch_us"] * 1e-3 <= s["time_ms"]).all()
-    half = np.array([half_width_pct(spread, m, t) for m, t in zip(s["mode"], s["launch_us"])])
+    half = np.array([half_width_pct(spread, m, t, v)
+                     for m, t, v in zip(s["mode"], s["launch_us"], s["variant"])])
+    naive = (s["variant"] == "naive") & (s["mode"] == "zerocopy") & (s["launch_us"] >= 50)
+    assert naive.any() and (half[naive] == spread["zerocopy"]["by_variant"]["naive"][
+        "half_width_pct"]).all()
     low = s["bw_GBps"] * np.maximum(0, 1 - half / 100)
     assert list(s["bw_GBps_lo"]) == pytest.approx(list(low))
     assert list(s["bw_GBps_hi"]) == pytest.approx(list(s["bw_GBps"] * (1 + half / 100)))
-    assert "for launches under 20 us" in (small_job[0].out / "report.md").read_text()
+    report = (small_job[0].out / "report.md").read_text()
+    assert "for launches under 20 us" in report and "the naive walk in zerocopy ±" in report
 
 
 def test_main_job_results_behave(small_job):
