@@ -3,8 +3,9 @@
 A sampled run whose loads pick their blocks by a hash
 (:class:`hostlink.model.workload.HashedLines`; the random pattern of
 ``gpu_kernels/micro/zc_common.cuh``: ``mix64(seed ^ mix64(j)) % blocks``, two 64-bit
-hashes and a 64-bit modulo) takes at least :func:`hashed_lines_floor_ns`, whatever its
-traffic allows:
+hashes and a 64-bit modulo; its scatter pattern draws a word per lane the same way, so a
+warp load costs the same instructions) takes at least :func:`hashed_lines_floor_ns`,
+whatever its traffic allows:
 
 - issue: every SM spends ``gpu.random_load_ns`` per warp load and each warp, whose
   instructions depend on one another (the modulo is a called routine),
@@ -15,8 +16,9 @@ traffic allows:
   spends its chain time plus a round trip (``link.rtt_ns + gpu.host_path_ns``) per
   load; and a line has one read at a time, which holds it ``gpu.cv_line_ns`` (at
   least the round trip) plus ``gpu.cv_line_gap_ns`` per line read at once (at most
-  the lines, the warps, and the reads the run's bandwidth keeps in flight over one
-  round trip): the region's lines bound the bandwidth (calibrate step ``cv_lines``);
+  the lines, the warps (their lanes where each draws its own word), and the reads the
+  run's bandwidth keeps in flight over one round trip): the region's lines bound the
+  bandwidth (calibrate step ``cv_lines``);
 - the default operator on host memory: every SM's L1 starts empty and first fetches
   the lines of the region it reads (:func:`cold_fill_ns`), and a warp spends its
   chain time plus a round trip per load the caches do not serve once warm
@@ -102,7 +104,8 @@ def cold_fill_ns(run, system, mode: str, host_GBps: float | None) -> float:
     sms = max(1, min(system.gpu.sm_count, int(ctas)))
     loads_per_sm = run.full_B / blk / sms
     lines = min(run.hashed.region_B, cache.l1_size_B) / LINE_B
-    lines *= -np.expm1(-loads_per_sm * (blk / LINE_B) / lines)   # the lines its loads pick
+    per_load = 32 if run.hashed.per_lane else blk / LINE_B
+    lines *= -np.expm1(-loads_per_sm * per_load / lines)         # the lines its loads pick
     g = max(1, int(run.group))
     link_ns = sms * lines * LINE_B / host_GBps * g / (g + 1)
     latency_ns = lines / (max(1.0, warps / sms) * g) * round_trip_ns(system)
@@ -126,12 +129,14 @@ def hashed_lines_floor_ns(run, system, mode: str, traffic_GBps: float | None = N
     if hashed.cache_op == "cv" and mode in HOST_MODES:
         lines = max(1, hashed.region_B // LINE_B)
         hold_ns = max(rtt_ns, float(gpu.cv_line_ns))
-        at_once = min(lines, warps)
+        # a line read brings a block's line, or one lane's word where lanes draw their own
+        read_B = hashed.block_B // 32 if hashed.per_lane else LINE_B
+        at_once = min(lines, warps * (32 if hashed.per_lane else 1))
         if traffic_GBps is not None and traffic_GBps > 0:
-            at_once = min(at_once, traffic_GBps * rtt_ns / LINE_B)
+            at_once = min(at_once, traffic_GBps * rtt_ns / read_B)
         line_ns = hold_ns + float(gpu.cv_line_gap_ns) * at_once
         floor = max(floor, loads / warps * (chain_ns + rtt_ns),
-                    run.full_B * line_ns / (lines * LINE_B))
+                    run.full_B / read_B * line_ns / lines)
     elif floor > 0:
         floor += cold_fill_ns(run, system, mode, host_GBps)
         if mode in HOST_MODES:

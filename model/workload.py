@@ -232,16 +232,19 @@ class TraversalWorkload:
 @dataclass(frozen=True)
 class HashedLines:
     """Warp loads whose blocks the kernel picks by a hash of the load's index over a
-    region (the random pattern of ``gpu_kernels/micro/zc_common.cuh``): the hash's own
-    instructions take issue time per load (:mod:`hostlink.model.kernel_costs`).
+    region (the random pattern of ``gpu_kernels/micro/zc_common.cuh``), or whose lanes
+    each pick a word by a hash (its scatter pattern): the hash's own instructions take
+    issue time per load (:mod:`hostlink.model.kernel_costs`).
 
     ``region_B``: the bytes the blocks are drawn from, in whole blocks;
     ``block_B``: the bytes one warp load reads (32 lanes x bytes per lane);
     ``cache_op``: the loads' cache operator, ``default``, ``cg`` (no L1) or ``cv``
-    (no cache: every load fetches again)."""
+    (no cache: every load fetches again); ``per_lane``: each lane draws its own word
+    (a load touches 32 lines), where a block's lanes read it whole."""
     region_B: int
     block_B: int
     cache_op: str = "default"
+    per_lane: bool = False
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,10 @@ thread t reads its own chunk_B chunk bytes_per_lane at a time (one sector per la
 and load); random: warp w's loads cover blocks ``mix64(seed ^ mix64(j)) % blocks``
 of the first region_B bytes (the program's hash, reproduced bit for bit; the
 workload says so, :class:`~hostlink.model.workload.HashedLines`, and the model adds
-the hash's issue time, :mod:`hostlink.model.kernel_costs`). A warp issues the loads
+the hash's issue time, :mod:`hostlink.model.kernel_costs`); scatter: lane l of warp
+w's j-th load reads word ``mix64(seed ^ mix64((first_w + j) 32 + l)) % words`` of the
+region, one sector per lane (host memory only: in device memory which level serves
+each lane's line is not modelled). A warp issues the loads
 its kernel keeps in flight and then uses them all before the next ones, so those
 loads are one instruction of the twin (it completes with its last load) and a warp
 keeps one instruction in flight. How many: what the kernel's SASS shows
@@ -513,9 +516,9 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     if op != "load":
         raise TwinError(f"case '{case}': op '{op}' has no twin: the twins model loads "
                         "(device-memory writes: validation/experiments/write_cost/runs/h100)")
-    if pattern == "scatter":
-        raise TwinError(f"case '{case}': pattern 'scatter' has no twin: which level (L1, L2, "
-                        "DRAM) serves each lane's line is not modelled")
+    if pattern == "scatter" and params.get("memory_mode", "zerocopy") == "device":
+        raise TwinError(f"case '{case}': pattern 'scatter' in device memory has no twin: which "
+                        "level (L2, DRAM) serves each lane's line is not modelled")
     bpl = int(params.get("bytes_per_lane", 4))
     blk = 32 * bpl
     unroll = int(params.get("unroll", 4 if bench == "zc_read" else 1))
@@ -619,6 +622,33 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         loaded = len(lo) * blk
         stream = _block_stream(warp, jl, group, lo, bpl, space=space, launches=launches,
                                cache=cache, region_B=region_blocks * blk)
+    elif pattern == "scatter":
+        # each lane reads its own random word of the region (zc_common.cuh, kScatter)
+        region = int(params.get("region_B", 1 << 30))
+        words = max(1, region // blk) * 32
+        nblocks = nbytes // blk
+        full = nblocks * blk
+        per_warp = -(-nblocks // warps)
+        first = np.arange(warps, dtype=np.int64) * per_warp
+        counts = np.clip(np.minimum(nblocks, first + per_warp) - first, 0, None)
+        cap = max(MIN_LOADS_PER_WARP * issued, -(-max_requests // max(1, warps * 32)))
+        counts = np.minimum(counts, cap)
+        warp, jl = _expand(counts)
+        jg = (first[warp] + jl).astype(np.uint64)
+        seed = np.uint64(int(params.get("seed", 1)))
+        lane = np.arange(32, dtype=np.uint64)
+        word = mix64(seed ^ mix64(jg[:, None] * np.uint64(32) + lane)) % np.uint64(words)
+        lane_lo = MICRO_BASE + word.astype(np.int64) * bpl
+        loaded = len(warp) * blk
+        if cache is None:
+            lo = lane_lo.ravel()
+            stream = _ranges_stream(warp, jl // group, lo, lo + bpl,
+                                    np.repeat(np.arange(len(warp)), 32), space=space,
+                                    launches=launches, presorted=False)
+        else:
+            stream = _lane_stream(warp, jl, jl // group, lane_lo, np.full(len(warp), 0xFFFFFFFF),
+                                  bpl, launches=launches, cache=cache,
+                                  region_B=words * bpl, space=space)
     else:
         raise TwinError(f"case '{case}': unknown pattern '{pattern}'")
     if len(stream) == 0:
@@ -631,8 +661,9 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         # requests cost an issue gap each
         stream = stream.with_follows(np.ones(len(stream), dtype=bool))
     # the bytes the twin's loads read (cache hits included), as the program counts them
-    hashed = (HashedLines(random_region_B(params), blk, str(params.get("cache", "default")))
-              if pattern == "random" else None)
+    hashed = (HashedLines(random_region_B(params), blk, str(params.get("cache", "default")),
+                          per_lane=pattern == "scatter")
+              if pattern in ("random", "scatter") else None)
     workload = SampledRun(stream, float(full), float(loaded), warps=warps, group=group,
                           cached=cache is not None, hashed=hashed, loads_in_flight=1)
     return MicroTwin(case, bench, params, mode, stream, float(full), float(loaded),

@@ -79,6 +79,27 @@ def test_random_lines_stay_in_the_region(h100):
     assert abs(len(np.unique(off)) - 7250) < 150
 
 
+def test_scatter_lanes_read_the_programs_words(h100):
+    # zc_common.cuh, kScatter: lane l of warp w's j-th load reads word
+    # mix64(seed ^ mix64((first_w + j) * 32 + l)) % words, one 32 B sector each
+    region = 1 << 22
+    t = twins.build_zc("s", zc(pattern="scatter", region_B=region, bytes_per_lane=8,
+                               total_B=1 << 18, unroll=1), h100)
+    s = t.stream
+    words = region // 8
+    per_warp = (1 << 18) // 256 // 64
+    lane = np.arange(32, dtype=np.uint64)
+    want = twins.mix64(np.uint64(1) ^ twins.mix64(np.uint64(per_warp) * 32 + lane)) % words
+    want_sectors = np.unique(twins.MICRO_BASE + want.astype(np.int64) * 8 // 32 * 32)
+    got = s.addr[(s.warp == 1) & (s.inst == 0)].astype(np.int64)
+    assert np.array_equal(np.sort(got), want_sectors)
+    # lanes in neighbouring sectors of one line share a request, as the coalescer's are
+    assert np.all(s.size_B % 32 == 0) and s.size_histogram()[32] > 0.9 * len(s)
+    assert int(s.useful_B.sum()) == 1 << 18 == t.full_bytes_B
+    with pytest.raises(twins.TwinError, match="device memory"):
+        twins.build_zc("s", zc(pattern="scatter", memory_mode="device"), h100)
+
+
 def test_large_runs_are_predicted_on_a_prefix(h100):
     t = twins.build_zc("c", zc(total_B=1 << 30, warps=0), h100, max_requests=1 << 14)
     assert t.extra["warps"] == h100.gpu.sm_count * h100.gpu.max_warps_per_sm
@@ -564,6 +585,12 @@ def test_ld_cv_lines_held_longer_the_more_lines_are_read_at_once(h100):
     # a hold below the round trip is the round trip
     short = {"gpu.cv_line_ns": 10.0}
     assert bw(4096, full, short) == pytest.approx(32 * 128 / round_trip, rel=0.02)
+    # scatter: each lane reads a line of its own, 4 B of it, so a line read brings 4 B
+    # and the 32 lines are read at once by many warps' lanes
+    t = twins.build_micro("c", dict(base, pattern="scatter", region_B=4096, warps=full), h100,
+                          max_requests=1 << 17)
+    got = t.predict(system_with(h100, opts), "analytic")["bw_GBps"]
+    assert got == pytest.approx(32 * 4 / (hold + 32 * gap), rel=0.02)
 
 
 def test_requests_ahead_follow_the_kernels_load_ahead():
@@ -831,10 +858,11 @@ def test_the_random_pattern_pays_a_round_trip_per_load_that_misses(cache):
 @pytest.mark.parametrize("extra,match", [({"op": "red"}, "op 'red' has no twin"),
                                          ({"op": "store"}, "op 'store' has no twin"),
                                          ({"pattern": "scatter", "region_B": 1 << 24},
-                                          "pattern 'scatter' has no twin")])
+                                          "pattern 'scatter' in device memory has no twin")])
 def test_write_and_scatter_points_have_no_twin(h100, extra, match):
-    # zc_warps --op store/red and --pattern scatter (validation/experiments/write_cost/write_cost_probe.sh)
-    # are measured, not predicted: a twin that read them as plain loads would be wrong
+    # zc_warps --op store/red and --pattern scatter in device memory
+    # (validation/experiments/write_cost/write_cost_probe.sh) are measured, not predicted: a
+    # twin that read them as plain loads of one level would be wrong
     params = {**zc(memory_mode="device", warps=132, unroll=1), **extra}
     with pytest.raises(twins.TwinError, match=match):
         twins.build_micro("micro/zc_warps/x", params, h100)
