@@ -37,9 +37,12 @@ the longest launches.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:       # pandas loads only where a table is read or made: a prediction's
+    import pandas as pd  # band (hostlink predict) needs none
 
 QUANTILE = 0.9
 #: The committed repeats' spread, as package data (written by ``python -m
@@ -76,6 +79,7 @@ def mean_launch_us(time_ms, launches) -> np.ndarray:
 def _launches(run_dir: Path) -> pd.Series:
     """Launches of each case of a run (its ``iterations``, median over repetitions);
     empty where the run holds no results.parquet or no launch counts."""
+    import pandas as pd
     path = run_dir / "results.parquet"
     if not path.exists():
         return pd.Series(dtype=float)
@@ -87,6 +91,7 @@ def repeat_cases(root: str | Path) -> pd.DataFrame:
     """Every committed repeat comparison's cases, with the run they came from and
     ``launch_us``: the case's mean launch time in its first run (its time in ms over
     its launches; NaN where the run recorded no launch count or the metric is no time)."""
+    import pandas as pd
     frames = []
     for path in sorted(Path(root).glob("*/runs/*-repeat*/repeat_cases.csv")):
         frame = pd.read_csv(path)
