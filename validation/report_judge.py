@@ -196,11 +196,12 @@ def family_table(annotated: pd.DataFrame) -> pd.DataFrame:
     their count, MAPE, bias, largest signed error and target
     (:data:`FAMILY_TARGET_PCT`; NaN for a placement it does not name), the median of
     their measured mean launch times (``launch_us``: kernel time over launches, NaN
-    without a launch count) and the band a second lease moved cases of that launch
-    length within (``band_pct``, :func:`hostlink.model.bands.half_width_pct`; NaN in
-    device memory, which the bands do not cover), in graph order; columns
+    without a launch count) and the mean of its cases' bands, within which a second
+    lease moved cases of their launch length and kernel variant (``band_pct``,
+    :func:`hostlink.model.bands.half_width_pct`; NaN in device memory, which the bands
+    do not cover), in graph order; columns
     :data:`FAMILY_COLUMNS`. Empty without traversal cases."""
-    from hostlink.model.bands import half_width_pct, mean_launch_us, spread_pct
+    from hostlink.model.bands import case_variant, half_width_pct, mean_launch_us, spread_pct
     prim = annotated[annotated["primary"] & annotated["group"].str.startswith("traversal/")]
     rows = []
     if not len(prim):
@@ -220,8 +221,12 @@ def family_table(annotated: pd.DataFrame) -> pd.DataFrame:
             else math.nan
         band = math.nan
         if placement in ("zerocopy", "uvm"):
+            # each case's band (its launch length, else the group's, and its variant), and
+            # the group's their mean, as its MAPE is the mean of its cases' errors
             spread = spread or spread_pct()
-            band = half_width_pct(spread, placement, launch_us)
+            band = float(np.mean([
+                half_width_pct(spread, placement, t if np.isfinite(t) else launch_us,
+                               case_variant(c)) for c, t in zip(d["case"], per)]))
         rows.append({"graph": graph, "placement": placement, "group": group,
                      "cases": len(e), "mape_pct": mape(e), "bias_pct": float(e.mean()),
                      "worst_pct": float(e[np.argmax(np.abs(e))]),

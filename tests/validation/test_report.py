@@ -234,13 +234,15 @@ def test_each_graph_is_judged_against_its_family_target_and_named_its_effect():
     assert t.loc[("road", "zerocopy"), "mape_pct"] == pytest.approx(7.5)
     assert t.loc[("road", "uvm"), "target_pct"] == 20.0
     assert t.loc[("road", "zerocopy"), "launch_us"] == pytest.approx(10.0)
-    # the band of 10 us launches; device memory has none, and a case without launches
-    # takes its mode's pooled band
+    # the band of 10 us launches of the naive walk; device memory has none, and a case
+    # without launches takes its mode's pooled band, or its variant's where wider
     from hostlink.model.bands import half_width_pct, spread_pct
-    short = half_width_pct(spread_pct(), "zerocopy", 10.0)
+    short = half_width_pct(spread_pct(), "zerocopy", 10.0, "naive")
     assert t.loc[("road", "zerocopy"), "band_pct"] == pytest.approx(short)
     assert np.isnan(t.loc[("dense", "device"), "band_pct"])
-    assert t.loc[("road", "uvm"), "band_pct"] == spread_pct()["uvm"]["half_width_pct"]
+    uvm = spread_pct()["uvm"]
+    assert t.loc[("road", "uvm"), "band_pct"] == max(
+        uvm["half_width_pct"], uvm["by_variant"]["naive"]["half_width_pct"])
     lines = family_section(ann)
     assert "| dense | device | 2 | 45 | +45.0 | +80.0 | 20 | n/a | - | **misses** |" in lines
     assert f"| road | zerocopy | 2 | 7.5 | -2.5 | -10.0 | 10 | 10 | ±{short:.1f} | meets |" in lines
@@ -410,3 +412,20 @@ def test_sampled_sources_compare_with_their_own_measurements(tmp_path):
     full = report.build_report(tmp_path, "h200-pcie5-datasheet", fidelity="analytic", out_dir=tmp_path / "f")
     assert full["summary"].set_index("metric").loc["kernel_time_ms", "measured"] == \
         pytest.approx(0.285)
+
+
+def test_a_graphs_band_is_the_mean_of_its_cases_own():
+    # long launches: merged_aligned takes the long class's band, the naive walk its own
+    rows = [("bfs/g/naive/zerocopy/8B", 10.0, 11.0),
+            ("bfs/g/merged_aligned/zerocopy/8B", 2.0, 2.1)]
+    s = pd.DataFrame([{"case": c, "metric": "kernel_time_ms", "unit": "ms", "measured": m,
+                       "predicted": p, "error_pct": 100 * (p - m) / m} for c, m, p in rows])
+    s = pd.concat([s, pd.DataFrame([{"case": c, "metric": "iterations", "unit": "1",
+                                     "measured": 2.0, "predicted": 2.0, "error_pct": 0.0}
+                                    for c, _, _ in rows])], ignore_index=True)
+    t = family_table(report.annotate(s, {})).set_index(["graph", "placement"])
+    from hostlink.model.bands import spread_pct
+    zc = spread_pct()["zerocopy"]
+    want = (zc["by_variant"]["naive"]["half_width_pct"]
+            + zc["by_launch"][-1]["half_width_pct"]) / 2
+    assert t.loc[("g", "zerocopy"), "band_pct"] == pytest.approx(want)
