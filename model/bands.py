@@ -59,12 +59,12 @@ LAUNCH_CLASSES_US = (20.0, 50.0)
 OWN_BAND_VARIANTS = ("naive",)
 
 
-def case_variant(case: str) -> str | None:
-    """The kernel variant a traversal case names (``bfs/<graph>/<variant>/<mode>/<ids>``),
-    None for other cases."""
+def traversal_variant(case: str) -> str | None:
+    """The kernel variant a traversal case's name holds
+    (``<kernel>/<graph>/<variant>/<mode>/<ids>B``, hostlink.validation.manifest); None
+    for a name of another form."""
     parts = str(case).split("/")
-    return parts[2] if len(parts) == 5 and parts[0] in ("bfs", "sssp", "cc", "pagerank") \
-        else None
+    return parts[2] if len(parts) == 5 else None
 
 
 def mean_launch_us(time_ms, launches) -> np.ndarray:
@@ -119,7 +119,9 @@ def measure_spread(root: str | Path, quantile: float = QUANTILE) -> dict[str, di
         pick = cases[cases["group"].str.startswith(prefixes)]
         diff = pick["diff_pct"].abs().to_numpy(dtype=float)
         launch = pick["launch_us"].to_numpy(dtype=float)
-        variant = pick["case"].map(case_variant).to_numpy(dtype=object)
+        traversal = pick["group"].str.startswith("traversal/").to_numpy()
+        variant = np.array([traversal_variant(c) if t else None
+                            for c, t in zip(pick["case"], traversal)], dtype=object)
         keep = np.isfinite(diff)
         diff, launch, variant = diff[keep], launch[keep], variant[keep]
         out[mode] = {"half_width_pct": float(np.quantile(diff, quantile)),

@@ -51,7 +51,7 @@ class Comparison:
     only_second: list[str]
 
 
-def _per_case(run) -> pd.DataFrame:
+def case_medians(run) -> pd.DataFrame:
     """Median, spread and repetitions of each case's primary metric in one run."""
     import pandas as pd
 
@@ -81,7 +81,7 @@ def compare_runs(first: str | Path, second: str | Path) -> Comparison:
 
     from hostlink.validation.twins import load_run
 
-    a, b = _per_case(load_run(first)), _per_case(load_run(second))
+    a, b = case_medians(load_run(first)), case_medians(load_run(second))
     common = [c for c in a.index if c in b.index and a.at[c, "metric"] == b.at[c, "metric"]]
     if not common:
         raise RepeatError(f"{first} and {second} hold no case in common: nothing to compare")

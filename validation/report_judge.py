@@ -201,7 +201,7 @@ def family_table(annotated: pd.DataFrame) -> pd.DataFrame:
     :func:`hostlink.model.bands.half_width_pct`; NaN in device memory, which the bands
     do not cover), in graph order; columns
     :data:`FAMILY_COLUMNS`. Empty without traversal cases."""
-    from hostlink.model.bands import case_variant, half_width_pct, mean_launch_us, spread_pct
+    from hostlink.model.bands import half_width_pct, mean_launch_us, spread_pct
     prim = annotated[annotated["primary"] & annotated["group"].str.startswith("traversal/")]
     rows = []
     if not len(prim):
@@ -226,7 +226,7 @@ def family_table(annotated: pd.DataFrame) -> pd.DataFrame:
             spread = spread or spread_pct()
             band = float(np.mean([
                 half_width_pct(spread, placement, t if np.isfinite(t) else launch_us,
-                               case_variant(c)) for c, t in zip(d["case"], per)]))
+                               p.get("variant")) for p, t in zip(d["params"], per)]))
         rows.append({"graph": graph, "placement": placement, "group": group,
                      "cases": len(e), "mape_pct": mape(e), "bias_pct": float(e.mean()),
                      "worst_pct": float(e[np.argmax(np.abs(e))]),

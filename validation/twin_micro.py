@@ -603,52 +603,40 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
                 phases = "drifted"
             else:
                 phases = "in step"
-    elif pattern == "random":
-        region = int(params.get("region_B", 1 << 30))
-        region_blocks = max(1, region // blk)
+    elif pattern in ("random", "scatter"):
+        # warp w takes loads [w P, (w + 1) P) of the run's, P = ceil(loads / warps), and
+        # picks its addresses by a hash of the load's index (zc_common.cuh)
+        region_B = random_region_B(params)
         nblocks = nbytes // blk
         full = nblocks * blk
         per_warp = -(-nblocks // warps)
         first = np.arange(warps, dtype=np.int64) * per_warp
         counts = np.clip(np.minimum(nblocks, first + per_warp) - first, 0, None)
-        cap = max(MIN_LOADS_PER_WARP * issued,
-                  -(-max_requests // max(1, warps * (blk // LINE_B))))
-        counts = np.minimum(counts, cap)
-        warp, jl = _expand(counts)
-        jg = first[warp] + jl
-        seed = np.uint64(int(params.get("seed", 1)))
-        line = mix64(seed ^ mix64(jg.astype(np.uint64))) % np.uint64(region_blocks)
-        lo = MICRO_BASE + line.astype(np.int64) * blk
-        loaded = len(lo) * blk
-        stream = _block_stream(warp, jl, group, lo, bpl, space=space, launches=launches,
-                               cache=cache, region_B=region_blocks * blk)
-    elif pattern == "scatter":
-        # each lane reads its own random word of the region (zc_common.cuh, kScatter)
-        region = int(params.get("region_B", 1 << 30))
-        words = max(1, region // blk) * 32
-        nblocks = nbytes // blk
-        full = nblocks * blk
-        per_warp = -(-nblocks // warps)
-        first = np.arange(warps, dtype=np.int64) * per_warp
-        counts = np.clip(np.minimum(nblocks, first + per_warp) - first, 0, None)
-        cap = max(MIN_LOADS_PER_WARP * issued, -(-max_requests // max(1, warps * 32)))
-        counts = np.minimum(counts, cap)
-        warp, jl = _expand(counts)
+        per_load = blk // LINE_B if pattern == "random" else 32      # requests of a load
+        cap = max(MIN_LOADS_PER_WARP * issued, -(-max_requests // max(1, warps * per_load)))
+        warp, jl = _expand(np.minimum(counts, cap))
         jg = (first[warp] + jl).astype(np.uint64)
         seed = np.uint64(int(params.get("seed", 1)))
-        lane = np.arange(32, dtype=np.uint64)
-        word = mix64(seed ^ mix64(jg[:, None] * np.uint64(32) + lane)) % np.uint64(words)
-        lane_lo = MICRO_BASE + word.astype(np.int64) * bpl
         loaded = len(warp) * blk
-        if cache is None:
-            lo = lane_lo.ravel()
-            stream = _ranges_stream(warp, jl // group, lo, lo + bpl,
-                                    np.repeat(np.arange(len(warp)), 32), space=space,
-                                    launches=launches, presorted=False)
-        else:
-            stream = _lane_stream(warp, jl, jl // group, lane_lo, np.full(len(warp), 0xFFFFFFFF),
-                                  bpl, launches=launches, cache=cache,
-                                  region_B=words * bpl, space=space)
+        if pattern == "random":      # the warp reads a whole block
+            line = mix64(seed ^ mix64(jg)) % np.uint64(region_B // blk)
+            stream = _block_stream(warp, jl, group, MICRO_BASE + line.astype(np.int64) * blk,
+                                   bpl, space=space, launches=launches, cache=cache,
+                                   region_B=region_B)
+        else:                        # each lane reads its own word (kScatter)
+            lane = np.arange(32, dtype=np.uint64)
+            word = mix64(seed ^ mix64(jg[:, None] * np.uint64(32) + lane)) \
+                % np.uint64(region_B // bpl)
+            lane_lo = MICRO_BASE + word.astype(np.int64) * bpl
+            if cache is None:
+                lo = lane_lo.ravel()
+                stream = _ranges_stream(warp, jl // group, lo, lo + bpl,
+                                        np.repeat(np.arange(len(warp)), 32), space=space,
+                                        launches=launches, presorted=False)
+            else:
+                stream = _lane_stream(warp, jl, jl // group, lane_lo,
+                                      np.full(len(warp), 0xFFFFFFFF), bpl, launches=launches,
+                                      cache=cache, region_B=region_B, space=space)
     else:
         raise TwinError(f"case '{case}': unknown pattern '{pattern}'")
     if len(stream) == 0:

@@ -16,14 +16,17 @@ def script():
     return load_script(script_path("naive_phases", "lease_median.py"))
 
 
-def test_every_lease_holds_the_families_bfs(script):
-    times = script.lease_times()
+@pytest.fixture(scope="module")
+def times(script):
+    return script.lease_times()
+
+
+def test_every_lease_holds_the_families_bfs(script, times):
     assert len(times) >= 100
     assert all(len(t) == len(script.LEASES) for t in times.values())
 
 
-def test_the_committed_tables_are_the_scripts(script):
-    times = script.lease_times()
+def test_the_committed_tables_are_the_scripts(script, times):
     with open(script.HERE / "lease_median.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 14

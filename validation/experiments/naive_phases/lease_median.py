@@ -18,7 +18,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from hostlink.validation.repeatability import _per_case
+from hostlink.validation.repeatability import case_medians
 from hostlink.validation.twins import load_run
 
 HERE = Path(__file__).resolve().parent
@@ -32,7 +32,7 @@ def lease_times() -> dict[str, list[float]]:
     lease ran)."""
     times: dict[str, list[float]] = {}
     for lease in LEASES:
-        per_case = _per_case(load_run(FAMILIES / lease))
+        per_case = case_medians(load_run(FAMILIES / lease))
         for case, row in per_case.iterrows():
             if case.startswith("bfs/") and row["metric"] == "kernel_time_ms":
                 times.setdefault(case, []).append(float(row["median"]))
