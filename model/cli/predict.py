@@ -205,7 +205,7 @@ def _predict(args) -> int:
           f"{pred.launches} launch(es), bound: {pred.bound}")
     print(f"  bandwidth: {pred.bw_GBps:.3f} GB/s useful, {pred.link_bw_GBps:.3f} GB/s over the link")
     if pred.mode != "device":
-        print(f"  band: {_band(pred, _variant(args))}")
+        print(f"  band: {_band(pred, getattr(source, 'variant', None))}")
     sizes = ", ".join(f"{k} B: {v}" for k, v in sorted(pred.requests_by_size_B.items())) or "none"
     print(f"  host read requests: {pred.requests} ({sizes}), {_counted(system, args)}")
     issue = pred.extra.get("issue") or {}
@@ -220,18 +220,6 @@ def _predict(args) -> int:
     if args.out:
         print(f"  wrote {Path(args.out) / 'prediction.json'}, rows.csv, system.toml")
     return 0
-
-
-def _variant(args) -> str | None:
-    """The kernel variant of the traversal predicted: ``--variant`` with ``--graph``, a
-    trace folder's record otherwise (None where it has none)."""
-    if args.graph:
-        return args.variant
-    from pathlib import Path
-
-    from hostlink.traces.workload_record import read_workload_record
-    record = read_workload_record(Path(args.trace)) if args.trace else None
-    return record["variant"] if record else None
 
 
 def _band(pred, variant: str | None = None) -> str:
