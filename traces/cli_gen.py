@@ -198,8 +198,8 @@ def register_trace_commands(sub) -> None:
                           "graph; a gather's with --ids sampled)")
     gen.add_argument("--source", type=int, default=None,
                      help="BFS/SSSP source (default: the lowest vertex id with degree > 0)")
-    gen.add_argument("--id-bytes", type=int, choices=(4, 8), default=4,
-                     help="neighbour id width the kernel reads (default 4)")
+    gen.add_argument("--id-bytes", type=int, choices=(4, 8), default=8,
+                     help="neighbour id width the kernel reads (default 8, as predict --graph)")
     gen.add_argument("--memory", default="zerocopy",
                      help="memory mode of the edge list: zerocopy (default), uvm, device, ...")
     gen.add_argument("--iterations", type=int_at_least(1), default=10,

@@ -102,3 +102,15 @@ def test_bad_doors_are_one_line_and_status_2(graph, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["predict", "--system", "h200-pcie5", "--trace", str(trace), "--graph", str(prefix)])
     assert exc.value.code == 2
+
+
+def test_both_doors_default_to_the_same_id_width(graph, tmp_path, capsys):
+    """`trace gen` and `predict --graph` read 8 B ids unless told otherwise, so a trace
+    made with the defaults stands for the graph's default prediction."""
+    import tomllib
+    _, prefix = graph
+    trace = tmp_path / "trace"
+    assert main(["trace", "gen", "--kernel", "bfs", "--variant", "naive", "--graph",
+                 str(prefix), "--source", "1", "--out", str(trace)]) == 0
+    record = tomllib.loads((trace / "workload.toml").read_text())
+    assert record["workload"]["id_bytes"] == 8
