@@ -11,7 +11,8 @@ judged more finely than that variation, so each what-if point gets a band:
 - the cases are pooled per memory mode: zero-copy from the groups
   ``micro/zc_read``, ``micro/zc_warps`` and ``traversal/zerocopy`` (the
   families BFS on later H100 leases), UVM from ``traversal/uvm`` and
-  ``micro/uvm_touch``;
+  ``micro/uvm_touch``, device memory from ``traversal/device`` (the same
+  BFS with its graph in GPU memory);
 - the band's half-width is the 90th percentile of ``|diff_pct|`` over the
   pooled cases: nine in ten cases on another machine came within it;
 - the same per class of launch length (``by_launch``): a case's mean launch
@@ -50,7 +51,8 @@ QUANTILE = 0.9
 #: reads no results tree at run time.
 BANDS_JSON = "bands.json"
 GROUPS = {"zerocopy": ("micro/zc_read", "micro/zc_warps", "traversal/zerocopy"),
-          "uvm": ("traversal/uvm", "micro/uvm_touch")}
+          "uvm": ("traversal/uvm", "micro/uvm_touch"),
+          "device": ("traversal/device",)}
 #: upper ends (us) of the classes of mean launch time, the last class unbounded: they part
 #: the committed repeats' small graphs (launches of about 10 us), the road grids (40-90
 #: us) and the rest; each class's band comes from its cases (bands.json)
@@ -124,6 +126,8 @@ def measure_spread(root: str | Path, quantile: float = QUANTILE) -> dict[str, di
                             for c, t in zip(pick["case"], traversal)], dtype=object)
         keep = np.isfinite(diff)
         diff, launch, variant = diff[keep], launch[keep], variant[keep]
+        if not diff.size:           # no repeat measured this mode: it has no band
+            continue
         out[mode] = {"half_width_pct": float(np.quantile(diff, quantile)),
                      "median_pct": float(np.median(diff)), "cases": int(diff.size),
                      "runs": sorted(pick["run"].unique()),
@@ -168,11 +172,15 @@ def _by_launch(diff: np.ndarray, launch_us: np.ndarray, quantile: float) -> list
 
 def half_width_pct(spread: dict, mode: str, launch_us: float | None = None,
                    variant: str | None = None) -> float:
-    """The band's half-width (%) for memory mode ``mode`` (``uvm*``: UVM's, the others
-    zero-copy's): that of the class of ``launch_us`` (a prediction's mean launch time)
-    where it is known and the class holds cases, the mode's pooled one otherwise; for a
-    traversal of kernel variant ``variant`` with a band of its own, the wider of the two."""
-    s = spread["uvm" if str(mode).startswith("uvm") else "zerocopy"]
+    """The band's half-width (%) for memory mode ``mode`` (``uvm*``: UVM's, ``device``:
+    device memory's, the others zero-copy's): that of the class of ``launch_us`` (a
+    prediction's mean launch time) where it is known and the class holds cases, the
+    mode's pooled one otherwise; for a traversal of kernel variant ``variant`` with a
+    band of its own, the wider of the two. NaN where ``spread`` holds no band of the
+    mode (no repeat measured it)."""
+    s = spread.get(band_mode(mode))
+    if s is None:
+        return float("nan")
     width = float(s["half_width_pct"])
     if launch_us is not None and np.isfinite(launch_us) and s.get("by_launch"):
         own = s["by_launch"][_launch_class(float(launch_us))]["half_width_pct"]
@@ -182,6 +190,15 @@ def half_width_pct(spread: dict, mode: str, launch_us: float | None = None,
     if by_variant is not None:
         width = max(width, float(by_variant["half_width_pct"]))
     return width
+
+
+def band_mode(mode: str) -> str:
+    """The pool of :data:`GROUPS` whose band a memory mode takes: ``uvm*`` modes UVM's,
+    ``device`` its own, the others (zero-copy and its kin) zero-copy's."""
+    mode = str(mode)
+    if mode.startswith("uvm"):
+        return "uvm"
+    return "device" if mode == "device" else "zerocopy"
 
 
 def spread_pct(root: str | Path | None = None, quantile: float = QUANTILE) -> dict[str, dict]:
@@ -211,7 +228,7 @@ def with_bands(frame: pd.DataFrame, value: str = "bw_GBps", mode: str = "mode",
                spread: dict | None = None, launch_us: str = "launch_us",
                variant: str = "variant") -> pd.DataFrame:
     """``frame`` with ``{value}_lo`` and ``{value}_hi``: the band around each row's value
-    for its memory mode (``uvm*`` modes take UVM's band, the others zero-copy's) and,
+    for its memory mode (:func:`band_mode`; NaN where no repeat measured it) and,
     where the frame has a ``launch_us`` column (the mean launch time), its class of
     launch length, and where it has a ``variant`` column, its kernel variant
     (:func:`half_width_pct`); the low end is at least 0."""
@@ -234,24 +251,30 @@ def band_text(frame: pd.DataFrame, value: str = "bw_GBps") -> pd.Series:
 
 def add_bands(fig, spread: dict | None = None, alpha: float = 0.15):
     """Draw each line's band (shaded) and each bar's (an error bar) on ``fig``'s axes;
-    a line or bar set whose label names UVM takes UVM's band, the others zero-copy's."""
+    a line or bar set whose label names UVM takes UVM's band, one that names device
+    memory the device band, the others zero-copy's."""
     spread = spread or spread_pct()
 
-    def half(label: str) -> float:
-        mode = "uvm" if "uvm" in str(label).lower() else "zerocopy"
-        return spread[mode]["half_width_pct"] / 100.0
+    def half(label: str) -> float | None:
+        text = str(label).lower()
+        mode = "uvm" if "uvm" in text else "device" if "device" in text else "zerocopy"
+        return spread[mode]["half_width_pct"] / 100.0 if mode in spread else None
 
     for ax in fig.axes:
         for line in list(ax.get_lines()):
             label = line.get_label()
             if label.startswith("_"):
                 continue
-            x, y = (np.asarray(v, dtype=float) for v in line.get_data())
             h = half(label)
+            if h is None:
+                continue
+            x, y = (np.asarray(v, dtype=float) for v in line.get_data())
             ax.fill_between(x, y * (1 - h), y * (1 + h), color=line.get_color(), alpha=alpha,
                             linewidth=0)
         for bars in list(ax.containers):
             h = half(bars.get_label())
+            if h is None:
+                continue
             xs = [p.get_x() + p.get_width() / 2 for p in bars.patches]
             ys = np.array([p.get_height() for p in bars.patches], dtype=float)
             ax.errorbar(xs, ys, yerr=ys * h, fmt="none", ecolor="0.2", elinewidth=0.8,

@@ -236,7 +236,7 @@ def _markdown(df: pd.DataFrame, floatfmt: str = ".2f") -> str:
 
 def _band_note() -> str:
     from hostlink.model.bands import spread_pct
-    s = spread_pct()
+    s = {mode: v for mode, v in spread_pct().items() if mode in MODE_ORDER}  # the job's modes
     note = "; ".join(f"{mode} within {v['half_width_pct']:.1f}% (nine in ten of {v['cases']} "
                      f"cases repeated on a second lease: {', '.join(v['runs'])})"
                      for mode, v in s.items()) + "."

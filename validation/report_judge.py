@@ -198,8 +198,7 @@ def family_table(annotated: pd.DataFrame) -> pd.DataFrame:
     their measured mean launch times (``launch_us``: kernel time over launches, NaN
     without a launch count) and the mean of its cases' bands, within which a second
     lease moved cases of their launch length and kernel variant (``band_pct``,
-    :func:`hostlink.model.bands.half_width_pct`; NaN in device memory, which the bands
-    do not cover), in graph order; columns
+    :func:`hostlink.model.bands.half_width_pct`), in graph order; columns
     :data:`FAMILY_COLUMNS`. Empty without traversal cases."""
     from hostlink.model.bands import half_width_pct, mean_launch_us, spread_pct
     prim = annotated[annotated["primary"] & annotated["group"].str.startswith("traversal/")]
@@ -220,7 +219,7 @@ def family_table(annotated: pd.DataFrame) -> pd.DataFrame:
         launch_us = float(np.median(per[np.isfinite(per)])) if np.isfinite(per).any() \
             else math.nan
         band = math.nan
-        if placement in ("zerocopy", "uvm"):
+        if placement in ("zerocopy", "uvm", "device"):
             # each case's band (its launch length, else the group's, and its variant), and
             # the group's their mean, as its MAPE is the mean of its cases' errors
             spread = spread or spread_pct()

@@ -85,8 +85,7 @@ def family_section(annotated: pd.DataFrame) -> list[str]:
              "memory mode that migrates nothing), judged on kernel time against the targets "
              f"a graph family is held to: {targets}. Launch: the median of the cases' "
              "measured mean launch times. Band: how far nine in ten cases of that launch "
-             "length moved on a second lease of the same GPU (hostlink.model.bands; device "
-             "memory has none).", "",
+             "length moved on a second lease of the same GPU (hostlink.model.bands).", "",
              "| graph | placement | cases | MAPE % | bias % | worst % | target % | launch us "
              "| band % | verdict |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]

@@ -204,8 +204,9 @@ def _predict(args) -> int:
     print(f"{pred.mode} ({pred.fidelity}) on {pred.system}: {pred.time_s * 1e3:.4g} ms over "
           f"{pred.launches} launch(es), bound: {pred.bound}")
     print(f"  bandwidth: {pred.bw_GBps:.3f} GB/s useful, {pred.link_bw_GBps:.3f} GB/s over the link")
-    if pred.mode != "device":
-        print(f"  band: {_band(pred, getattr(source, 'variant', None))}")
+    band = _band(pred, getattr(source, "variant", None))
+    if band:
+        print(f"  band: {band}")
     sizes = ", ".join(f"{k} B: {v}" for k, v in sorted(pred.requests_by_size_B.items())) or "none"
     print(f"  host read requests: {pred.requests} ({sizes}), {_counted(system, args)}")
     issue = pred.extra.get("issue") or {}
@@ -232,6 +233,8 @@ def _band(pred, variant: str | None = None) -> str:
     launch_us = float(mean_launch_us(pred.kernel_time_s * 1e3, pred.launches))
     spread = spread_pct()
     width_pct = half_width_pct(spread, pred.mode, launch_us, variant)
+    if math.isnan(width_pct):       # no repeat measured the mode
+        return ""
     half = width_pct / 100
     low, high = pred.time_s * max(0.0, 1 - half) * 1e3, pred.time_s * (1 + half) * 1e3
     mean = "no launch count" if math.isnan(launch_us) else \

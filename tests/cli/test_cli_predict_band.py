@@ -1,13 +1,14 @@
 """``hostlink predict`` prints the band a second machine of the same kind would likely
 measure the prediction in: its memory mode's, for the class of its mean launch time, or
-its kernel variant's where that is wider (hostlink.model.bands); device memory, which no
-repeat measured, gets none."""
+its kernel variant's where that is wider (hostlink.model.bands); device memory takes
+its own (the families BFS repeated with its graph in GPU memory)."""
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from hostlink.model.bands import half_width_pct, spread_pct
@@ -31,7 +32,8 @@ def _predict(graph, mode: str, variant: str = "merged_aligned") -> str:
 
 
 @pytest.mark.parametrize("mode, variant", [("zerocopy", "merged_aligned"),
-                                           ("uvm", "merged_aligned"), ("zerocopy", "naive")])
+                                           ("uvm", "merged_aligned"), ("zerocopy", "naive"),
+                                           ("device", "merged_aligned")])
 def test_the_band_is_the_modes_for_the_runs_launch_length(graph, mode, variant):
     out = _predict(graph, mode, variant)
     time_ms = float(re.search(r": ([0-9.e+]+) ms over", out).group(1))
@@ -46,11 +48,16 @@ def test_the_band_is_the_modes_for_the_runs_launch_length(graph, mode, variant):
                                      abs=0.05)
     else:
         assert "own band" not in out
-    if variant != "naive" and mode == "zerocopy":   # short launches: the widest class
+    if variant != "naive" and mode in ("zerocopy", "device"):   # short launches: widest class
         assert launch_us < 20 and half > spread_pct()[mode]["half_width_pct"]
     assert low == pytest.approx(time_ms * max(0.0, 1 - half / 100), rel=2e-3, abs=1e-4)
     assert high == pytest.approx(time_ms * (1 + half / 100), rel=2e-3)
 
 
-def test_device_memory_gets_no_band(graph):
-    assert "band:" not in _predict(graph, "device")
+def test_device_memory_takes_its_own_band_and_a_mode_without_repeats_none(graph):
+    spread = spread_pct()
+    assert spread["device"]["half_width_pct"] != spread["zerocopy"]["half_width_pct"]
+    assert spread["device"]["runs"] and all(r.startswith("families/") for r in
+                                            spread["device"]["runs"])
+    without = {m: v for m, v in spread.items() if m != "device"}
+    assert np.isnan(half_width_pct(without, "device", 10.0, "naive"))

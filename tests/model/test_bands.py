@@ -69,13 +69,19 @@ def test_no_repeats_is_one_clear_error(tmp_path):
         spread_pct(tmp_path)
 
 
-def test_zero_copy_traversals_join_the_zero_copy_band_and_device_ones_do_not(tmp_path):
+def test_zero_copy_traversals_join_the_zero_copy_band_and_device_ones_their_own(tmp_path):
     rows = [(f"c{i}", "micro/zc_warps/x", 1.0) for i in range(9)]
     rows += [("t", "traversal/zerocopy", 40.0), ("d", "traversal/device", 80.0),
              ("u", "traversal/uvm", 5.0)]
     s = spread_pct(_fake(tmp_path, rows))
     assert s["zerocopy"]["cases"] == 10
     assert s["zerocopy"]["half_width_pct"] == pytest.approx(np.quantile([1.0] * 9 + [40.0], 0.9))
+    # device traversals form device memory's own band; a mode with no repeat has none
+    assert s["device"]["cases"] == 1 and s["device"]["half_width_pct"] == pytest.approx(80.0)
+    assert half_width_pct(s, "device") == pytest.approx(80.0)
+    assert half_width_pct(s, "uvm_prefetch") == pytest.approx(5.0)
+    assert "device" not in spread_pct(_fake(tmp_path / "b", rows[:-2]))
+    assert np.isnan(half_width_pct(spread_pct(_fake(tmp_path / "c", rows[:-2])), "device"))
 
 
 def _fake_with_launches(tmp_path, rows, iterations):
