@@ -104,8 +104,7 @@ def cold_fill_ns(run, system, mode: str, host_GBps: float | None) -> float:
     sms = max(1, min(system.gpu.sm_count, int(ctas)))
     loads_per_sm = run.full_B / blk / sms
     lines = min(run.hashed.region_B, cache.l1_size_B) / LINE_B
-    per_load = 32 if run.hashed.per_lane else blk / LINE_B
-    lines *= -np.expm1(-loads_per_sm * per_load / lines)         # the lines its loads pick
+    lines *= -np.expm1(-loads_per_sm * run.hashed.lines_per_load / lines)  # the lines picked
     g = max(1, int(run.group))
     link_ns = sms * lines * LINE_B / host_GBps * g / (g + 1)
     latency_ns = lines / (max(1.0, warps / sms) * g) * round_trip_ns(system)
@@ -129,9 +128,8 @@ def hashed_lines_floor_ns(run, system, mode: str, traffic_GBps: float | None = N
     if hashed.cache_op == "cv" and mode in HOST_MODES:
         lines = max(1, hashed.region_B // LINE_B)
         hold_ns = max(rtt_ns, float(gpu.cv_line_ns))
-        # a line read brings a block's line, or one lane's word where lanes draw their own
-        read_B = hashed.block_B // 32 if hashed.per_lane else LINE_B
-        at_once = min(lines, warps * (32 if hashed.per_lane else 1))
+        read_B = hashed.read_B
+        at_once = min(lines, warps * hashed.reads_per_load)
         if traffic_GBps is not None and traffic_GBps > 0:
             at_once = min(at_once, traffic_GBps * rtt_ns / read_B)
         line_ns = hold_ns + float(gpu.cv_line_gap_ns) * at_once

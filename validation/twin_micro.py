@@ -542,6 +542,7 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
     phases = None                     # strided through the L1: the warps' phases replayed
     l1_note: dict = {}                # strided through the L1 measured: its losses
 
+    hashed = None            # loads whose addresses the kernel draws by a hash
     if pattern == "coalesced":
         offset = int(params.get("offset_B", 0))
         nblocks = nbytes // blk
@@ -607,12 +608,14 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         # warp w takes loads [w P, (w + 1) P) of the run's, P = ceil(loads / warps), and
         # picks its addresses by a hash of the load's index (zc_common.cuh)
         region_B = random_region_B(params)
+        hashed = HashedLines(region_B, blk, str(params.get("cache", "default")),
+                             per_lane=pattern == "scatter")
         nblocks = nbytes // blk
         full = nblocks * blk
         per_warp = -(-nblocks // warps)
         first = np.arange(warps, dtype=np.int64) * per_warp
         counts = np.clip(np.minimum(nblocks, first + per_warp) - first, 0, None)
-        per_load = blk // LINE_B if pattern == "random" else 32      # requests of a load
+        per_load = int(hashed.lines_per_load)      # the requests of a load
         cap = max(MIN_LOADS_PER_WARP * issued, -(-max_requests // max(1, warps * per_load)))
         warp, jl = _expand(np.minimum(counts, cap))
         jg = (first[warp] + jl).astype(np.uint64)
@@ -649,9 +652,6 @@ def build_zc(case: str, params: dict, system, *, warps_hint: float | None = None
         # requests cost an issue gap each
         stream = stream.with_follows(np.ones(len(stream), dtype=bool))
     # the bytes the twin's loads read (cache hits included), as the program counts them
-    hashed = (HashedLines(random_region_B(params), blk, str(params.get("cache", "default")),
-                          per_lane=pattern == "scatter")
-              if pattern in ("random", "scatter") else None)
     workload = SampledRun(stream, float(full), float(loaded), warps=warps, group=group,
                           cached=cache is not None, hashed=hashed, loads_in_flight=1)
     return MicroTwin(case, bench, params, mode, stream, float(full), float(loaded),

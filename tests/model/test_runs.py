@@ -98,3 +98,10 @@ def test_a_sample_stands_for_its_run_and_a_hash_adds_its_issue_time(h200):
     loads_per_warp = 10 * sample_B / 128 / 264
     assert p.bound == "hashed_lines"
     assert p.time_s - overhead_s >= loads_per_warp * 1e5 * 1e-9
+
+
+def test_hashed_loads_count_a_blocks_lines_or_their_lanes_words():
+    block = HashedLines(1 << 20, 256)          # 32 lanes x 8 B, read whole
+    assert (block.lines_per_load, block.reads_per_load, block.read_B) == (2.0, 1, 128)
+    lanes = HashedLines(1 << 20, 256, per_lane=True)   # each lane its own 8 B word
+    assert (lanes.lines_per_load, lanes.reads_per_load, lanes.read_B) == (32.0, 32, 8)
