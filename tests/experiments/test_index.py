@@ -35,6 +35,15 @@ def test_every_run_folder_is_in_the_index_and_every_row_is_a_run():
     assert listed == folders
 
 
+def test_every_summary_csv_is_a_reports():
+    # the validation notebook and the index read every summary.csv under the tree as a
+    # report's; a probe's own table takes another name (summary_by_point.csv)
+    from hostlink.validation.report_judge import SUMMARY_COLUMNS
+    for path in sorted(EXPERIMENTS.glob("**/summary.csv")):
+        header = path.read_text().split("\n", 1)[0].split(",")
+        assert set(SUMMARY_COLUMNS) <= set(header), path.relative_to(REPO)
+
+
 def test_every_record_is_valid_and_names_its_folder(fresh):
     assert len(fresh) == len(committed_runs())
     formers = [rec.former_path for rec in fresh.values() if rec.former_path]

@@ -20,6 +20,10 @@ run --pattern scatter --region-B 64KiB,1MiB,4MiB,16MiB,64MiB,256MiB,512MiB --byt
     --cache default,cv
 run --pattern strided --chunk-B 128,4096 --bytes-per-lane 4,8 --cache default,cv
 run --pattern coalesced --bytes-per-lane 4
+# the lease's own link, as other runs measured other leases: coalesced 128 B reads and
+# strided 32 B requests (ld.cv, 4 KiB chunks) over 512 MiB
+run --pattern coalesced --bytes-per-lane 4 --total-B 512MiB
+run --pattern strided --chunk-B 4096 --bytes-per-lane 4 --cache cv --total-B 512MiB
 echo "lines $(grep -c measurement "$W/plain.jsonl")"; tail -3 "$W/plain.err"
 # the SASS the GPU ran: the loads a warp keeps in flight (hostlink validate sass)
 cuobjdump -sass gpu_kernels/bin/zc_read | gzip > "$W/zc_read.sass.gz" || echo "no cuobjdump"

@@ -24,15 +24,14 @@ from hostlink.validation.twin_micro import run_loads_in_flight
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scatter_host_summary import rows  # noqa: E402  (this folder's table)
 
-TOTAL_B = 64 << 20     # probe.sh's --total-B
 UNROLL = 4             # probe.sh's --unroll
 
 
 def params_of(row: dict) -> dict:
     """The twin's parameters of one summary row (probe.sh's command line)."""
-    p = dict(kind="micro", benchmark="zc_read", memory_mode="zerocopy", total_B=TOTAL_B,
-             unroll=UNROLL, pattern=row["pattern"], bytes_per_lane=int(row["bytes_per_lane"]),
-             cache=row["cache"])
+    p = dict(kind="micro", benchmark="zc_read", memory_mode="zerocopy",
+             total_B=int(row["total_B"]), unroll=UNROLL, pattern=row["pattern"],
+             bytes_per_lane=int(row["bytes_per_lane"]), cache=row["cache"])
     if row["knob"] in ("region_B", "chunk_B"):
         p[row["knob"]] = int(row["knob_B"])
     return p
