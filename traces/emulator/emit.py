@@ -317,6 +317,30 @@ def chunk_bounds(plan: LaunchPlan, P: int, chunk_rows: int) -> Iterator[tuple[in
         r0 = r1
 
 
+@njit(cache=True)
+def _bfs_attempts(u, row, value, next_level, first):
+    """BFS's updates of one chunk's trips: a lane stores its neighbour's label when
+    the label was unset at the chunk's start and the lane's trip is the first of
+    the chunk to load it (every lane of that trip that holds the neighbour does).
+    Sets those labels to ``next_level`` and returns the lanes that stored.
+    ``first``: one entry per vertex, -1 on entry and on return."""
+    n = u.shape[0]
+    for i in range(n):
+        x = u[i]
+        if first[x] < 0 or row[i] < first[x]:
+            first[x] = np.int32(row[i])
+    stored = np.empty(n, dtype=np.bool_)
+    for i in range(n):
+        x = u[i]
+        stored[i] = value[x] == INF_U32 and row[i] == first[x]
+    for i in range(n):
+        x = u[i]
+        first[x] = -1
+        if stored[i]:
+            value[x] = next_level
+    return stored
+
+
 class DeviceState:
     """Values of the updated device array during a launch (BFS labels,
     SSSP distances, CC components), to decide which lanes' updates took effect."""
@@ -336,6 +360,14 @@ class DeviceState:
             self.value = None
         self.start = None
         self.read = None
+        self._first = None
+
+    def _first_row(self) -> np.ndarray:
+        """Scratch of one entry per vertex, -1 between calls (:func:`_bfs_attempts`; a
+        chunk's trips are numbered well within 32 bits)."""
+        if self._first is None:
+            self._first = np.full(len(self.value), -1, dtype=np.int32)
+        return self._first
 
     def begin(self, active: np.ndarray | None = None, read: np.ndarray | None = None) -> None:
         """A launch starts; ``read``: the value each of the ``active`` vertices' warps
@@ -361,6 +393,11 @@ class DeviceState:
         if not n:
             z = np.zeros(0, dtype=bool)
             return z, z
+        if self.kernel == "bfs":
+            attempt = _bfs_attempts(np.asarray(u, dtype=np.int64),
+                                    np.asarray(row, dtype=np.int64), self.value,
+                                    np.uint32(level + 1), self._first_row())
+            return attempt, attempt
         srt = np.lexsort((lane, row, u))
         us, rs = u[srt], row[srt]
         head = np.ones(n, dtype=bool)
@@ -368,33 +405,27 @@ class DeviceState:
         group = np.ones(n, dtype=bool)  # first entry of each (u, row)
         group[1:] = head[1:] | (rs[1:] != rs[:-1])
         start_val = self.value[us].astype(np.int64)
-        if self.kernel == "bfs":
-            # the lanes of the first trip that loads an unset label store it
-            first_row = rs[head][np.cumsum(head) - 1]
-            attempt_s = (start_val == int(INF_U32)) & (rs == first_row)
-            took_s = attempt_s
-            self.value[us[took_s]] = level + 1
-        else:
-            cs = cand[srt].astype(np.int64)
-            big = np.int64(1) << np.int64(34)
-            useg = np.cumsum(head) - 1
-            # running minimum over (row, lane) positions before each entry
-            run_all = np.minimum.accumulate(cs - useg * big) + useg * big
-            before = np.empty(n, dtype=np.int64)
-            before[1:] = run_all[:-1]
-            before[head] = np.iinfo(np.int64).max
-            took_s = cs < np.minimum(before, start_val)
-            # minimum over the earlier rows only (what a lane's load sees)
-            gstart = np.flatnonzero(group)
-            gmin = np.minimum.reduceat(cs, gstart)
-            gseg = useg[gstart]
-            run_g = np.minimum.accumulate(gmin - gseg * big) + gseg * big
-            before_g = np.empty(len(gstart), dtype=np.int64)
-            before_g[1:] = run_g[:-1]
-            before_g[head[gstart]] = np.iinfo(np.int64).max
-            seen = np.minimum(before_g[np.cumsum(group) - 1], start_val)
-            attempt_s = cs < seen
-            np.minimum.at(self.value, us[took_s], cs[took_s].astype(self.value.dtype))
+        # SSSP and CC: the least candidate wins
+        cs = cand[srt].astype(np.int64)
+        big = np.int64(1) << np.int64(34)
+        useg = np.cumsum(head) - 1
+        # running minimum over (row, lane) positions before each entry
+        run_all = np.minimum.accumulate(cs - useg * big) + useg * big
+        before = np.empty(n, dtype=np.int64)
+        before[1:] = run_all[:-1]
+        before[head] = np.iinfo(np.int64).max
+        took_s = cs < np.minimum(before, start_val)
+        # minimum over the earlier rows only (what a lane's load sees)
+        gstart = np.flatnonzero(group)
+        gmin = np.minimum.reduceat(cs, gstart)
+        gseg = useg[gstart]
+        run_g = np.minimum.accumulate(gmin - gseg * big) + gseg * big
+        before_g = np.empty(len(gstart), dtype=np.int64)
+        before_g[1:] = run_g[:-1]
+        before_g[head[gstart]] = np.iinfo(np.int64).max
+        seen = np.minimum(before_g[np.cumsum(group) - 1], start_val)
+        attempt_s = cs < seen
+        np.minimum.at(self.value, us[took_s], cs[took_s].astype(self.value.dtype))
         attempt = np.empty(n, dtype=bool)
         took = np.empty(n, dtype=bool)
         attempt[srt] = attempt_s
