@@ -433,10 +433,6 @@ class DeviceState:
         return attempt, took
 
 
-def _pack_mask(lanes: np.ndarray) -> np.ndarray:
-    return np.packbits(lanes, axis=1, bitorder="little").view("<u4").reshape(-1).astype(np.uint32)
-
-
 #: how :func:`_host_lanes` finds a trip's lanes: one index range per trip (merged,
 #: merged_aligned, chunked), a vertex per lane (naive) or a window over the warp's lists
 _LANES_RANGE, _LANES_NAIVE, _LANES_WINDOW = 0, 1, 2
@@ -477,6 +473,48 @@ def _host_lanes(how, u, is_trip, k, first, warp_g, base, width, a, s, e, offsets
                 m |= 1 << lane
             else:
                 addr[i, lane] = 0
+        mask[i] = m
+
+
+@njit(cache=True)
+def _device_lanes(rule, target, base, width, valid, flagged, attempt, in_range, act, idx,
+                  vl, dst, addr, mask):
+    """The lanes of rows that read device arrays too: a row's lanes by its instruction's
+    rule (``LANES_*``: valid, valid and flagged or attempting, every lane with a vertex,
+    the active ones) and each lane's address by its target (``TARGET_*``: the element
+    ``idx``, its neighbour ``dst[idx]``, the lane's vertex ``vl`` or the next, the flag
+    at the base); ``addr[i, lane]`` is 0 and bit ``lane`` of ``mask[i]`` clear where
+    the lane reads nothing."""
+    for i in range(rule.shape[0]):
+        m = 0
+        r = rule[i]
+        tg = target[i]
+        for lane in range(WARP_SIZE):
+            if r == LANES_VALID:
+                on = valid[i, lane]
+            elif r == LANES_FLAGGED:
+                on = valid[i, lane] and flagged[i, lane]
+            elif r == LANES_ATTEMPT:
+                on = valid[i, lane] and attempt[i, lane]
+            elif r == LANES_ALL:
+                on = in_range[i, lane]
+            else:
+                on = act[i, lane]
+            if not on:
+                addr[i, lane] = 0
+                continue
+            e = np.int64(0)
+            if tg == TARGET_EDGE:
+                e = idx[i, lane]
+            elif tg == TARGET_NBR:
+                if valid[i, lane]:
+                    e = np.int64(dst[idx[i, lane]])
+            elif tg == TARGET_SELF:
+                e = vl[i, lane]
+            elif tg == TARGET_SELF1:
+                e = vl[i, lane] + 1
+            addr[i, lane] = base[i] + (0 if tg == TARGET_FLAG else e * width[i])
+            m |= 1 << lane
         mask[i] = m
 
 
@@ -561,41 +599,12 @@ class Materialiser:
         lanes_rule = self.i_lanes[instr]
         width = self.i_width[instr]
         base = self.i_base[instr]
-        mask_l = valid.copy()
-        if self.device:
-            attempt, flagged = self._flags(plan, is_trip, j, valid, idx_c, vl, n)
-            # each row's lanes and elements by its instruction's rule and target,
-            # computed on the rows of each rule and target only
-            mask_l = np.empty((n, WARP_SIZE), dtype=bool)
-            for rule in np.unique(lanes_rule):
-                sel = np.flatnonzero(lanes_rule == rule)
-                if rule == LANES_VALID:
-                    mask_l[sel] = valid[sel]
-                elif rule == LANES_FLAGGED:
-                    mask_l[sel] = valid[sel] & flagged[sel]
-                elif rule == LANES_ATTEMPT:
-                    mask_l[sel] = valid[sel] & attempt[sel]
-                elif rule == LANES_ALL:
-                    mask_l[sel] = in_range[sel]
-                else:                                    # LANES_ACTIVE
-                    mask_l[sel] = act[sel]
-            elem = np.zeros((n, WARP_SIZE), dtype=np.int64)
-            for tg in np.unique(target):
-                sel = np.flatnonzero(target == tg)
-                if tg == TARGET_EDGE:
-                    elem[sel] = idx_c[sel]
-                elif tg == TARGET_NBR:
-                    elem[sel] = np.where(valid[sel], csr.dst[idx_c[sel]].astype(np.int64), 0)
-                elif tg == TARGET_SELF:
-                    elem[sel] = vl[sel]
-                elif tg == TARGET_SELF1:
-                    elem[sel] = vl[sel] + 1
-            step = np.where(target == TARGET_FLAG, 0, width)
-            addr = base[:, None] + elem * step[:, None]
-        else:
-            addr = base[:, None] + idx_c * width[:, None]
-        addr = np.where(mask_l, addr, 0).astype(np.uint64)
-        return self._table(plan, instr, warp_g, addr, _pack_mask(mask_l))
+        attempt, flagged = self._flags(plan, is_trip, j, valid, idx_c, vl, n)
+        addr = np.empty((n, WARP_SIZE), dtype=np.uint64)
+        mask = np.empty(n, dtype=np.uint32)
+        _device_lanes(lanes_rule, target, base, width, valid, flagged, attempt, in_range, act,
+                      idx_c, np.asarray(vl, dtype=np.int64), csr.dst, addr.view(np.int64), mask)
+        return self._table(plan, instr, warp_g, addr, mask)
 
     def _host_only_lanes(self, plan: LaunchPlan, u, is_trip, k, instr, warp_g):
         """(addr, mask) of rows whose instructions all read host arrays
