@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hostlink.model.geometry import LINE_B, WARP_SIZE
+
 SPACE_HOST = 0
 SPACE_DEVICE = 1
 
@@ -250,20 +252,17 @@ class HashedLines:
     def lines_per_load(self) -> float:
         """Lines one warp load touches: its lanes' own where each draws a word, else
         its block's."""
-        from hostlink.model.geometry import LINE_B, WARP_SIZE
         return float(WARP_SIZE) if self.per_lane else self.block_B / LINE_B
 
     @property
     def reads_per_load(self) -> int:
         """Reads a warp load sends at once where nothing caches them: a lane's each
         where each draws a word, else one for its block."""
-        from hostlink.model.geometry import WARP_SIZE
         return WARP_SIZE if self.per_lane else 1
 
     @property
     def read_B(self) -> int:
         """Bytes a read of a line brings the load: a lane's word, or the whole line."""
-        from hostlink.model.geometry import LINE_B, WARP_SIZE
         return self.block_B // WARP_SIZE if self.per_lane else LINE_B
 
 
