@@ -83,6 +83,27 @@ def prefetch_region_mask(tree, faulted_offsets, threshold, out):
 
 
 @numba.njit(cache=True)
+def covered_sectors_B(addr, size_B, lo, bits):
+    """Bytes covered by the ranges [addr, addr + size_B), each of whole 32 B sectors,
+    counted on ``bits``, a zeroed bitmap of the sectors from address ``lo`` (32 B
+    aligned) on, one bit each; -1 as soon as a range is not whole sectors."""
+    total = 0
+    for k in range(addr.shape[0]):
+        a = addr[k]
+        n = size_B[k]
+        if (a | n) & 31:
+            return -1
+        first = (a - lo) >> 5
+        for j in range(first, first + (n >> 5)):
+            word = j >> 6
+            bit = np.uint64(1) << np.uint64(j & 63)
+            if (bits[word] & bit) == 0:
+                bits[word] |= bit
+                total += 32
+    return total
+
+
+@numba.njit(cache=True)
 def covered_bytes(start, end):
     """Bytes covered by ranges [start, end) sorted by start."""
     total = 0

@@ -325,6 +325,10 @@ def remote_requests(stream: RequestStream) -> RequestStream:
     return stream.select(stream.space == SPACE_HOST)
 
 
+#: bytes of sector bitmap :func:`unique_bytes` may take whatever the ranges' count
+SECTOR_MAP_MIN_B = 64 << 20
+
+
 def unique_bytes(addr: np.ndarray, size_B: np.ndarray) -> int:
     """Distinct bytes covered by the ranges [addr, addr + size_B)."""
     n = addr.shape[0]
@@ -332,6 +336,14 @@ def unique_bytes(addr: np.ndarray, size_B: np.ndarray) -> int:
         return 0
     addr = np.asarray(addr, dtype=np.uint64)
     size = np.asarray(size_B, dtype=np.uint64)
+    lo, top = int(addr.min()) & ~31, int(addr.max()) + int(size.max())
+    if top < (1 << 62) and (top - lo) >> 8 <= max(SECTOR_MAP_MIN_B, 8 * n):
+        # ranges of whole 32 B sectors (a coalesced stream's) on a bitmap of the sectors
+        # they span, no larger than the sort's keys: no sort
+        got = core.covered_sectors_B(addr.view(np.int64), size.view(np.int64), lo,
+                                     np.zeros(((top - lo) >> 11) + 1, dtype=np.uint64))
+        if got >= 0:
+            return int(got)
     if int(addr.max()) < (1 << 48) and int(size.max()) <= 1 << 16:
         # one sort of a packed key: address in the high bits, size - 1 in the low 16
         key = (addr << np.uint64(16)) | (size - np.uint64(1))

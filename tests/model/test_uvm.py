@@ -362,6 +362,36 @@ def test_unique_bytes_merges_overlaps():
     assert unique_bytes(np.zeros(0, np.uint64), np.zeros(0)) == 0
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4096), st.integers(1, 200)), min_size=1, max_size=40),
+       st.booleans(), st.integers(0, 1 << 40))
+def test_unique_bytes_counts_each_byte_once(ranges, whole_sectors, base):
+    # whole 32 B sectors (a coalesced stream's) are counted on a bitmap, any other
+    # range by a sort; both against the set of bytes itself
+    if whole_sectors:
+        ranges = [(a * 32, -(-n // 32) * 32) for a, n in ranges]
+    base &= ~31
+    addr = np.array([base + a for a, _ in ranges], dtype=np.uint64)
+    size = np.array([n for _, n in ranges])
+    covered = set()
+    for a, n in ranges:
+        covered.update(range(a, a + n))
+    assert unique_bytes(addr, size) == len(covered)
+
+
+def test_unique_bytes_of_whole_sectors_takes_no_sort(monkeypatch):
+    from hostlink.model.uvm import core
+    monkeypatch.setattr(core, "covered_bytes", lambda *a: pytest.fail("sorted"))
+    addr = np.array([1 << 33, (1 << 33) + 64, (1 << 33) + 32, (1 << 33) + 4096], np.uint64)
+    assert unique_bytes(addr, np.array([128, 32, 64, 32])) == 128 + 32
+
+
+def test_unique_bytes_far_apart_are_sorted_not_mapped():
+    # a bitmap of the sectors between them would take 512 MB: the sort takes two keys
+    addr = np.array([0, 1 << 37, 32], dtype=np.uint64)
+    assert unique_bytes(addr, np.array([64, 32, 32])) == 96
+
+
 def test_transfer_curve_limits():
     assert transfer_bw_GBps(1e12, 12.0, 0.07292) == pytest.approx(12.0, rel=1e-6)
     # 4 KB: (24/pi) atan(0.29168) = 2.1685 GB/s
