@@ -34,7 +34,8 @@ import numpy as np
 
 from hostlink.model.des.events import (DEVICE_READ, DEVICE_WRITE, HOST_READ, HOST_WRITE,
                                        STAT, STAT_NAMES, DesInputs, DesOutput)
-from hostlink.model.des.inputs import build_inputs, layout, pages_fit, request_costs
+from hostlink.model.des.inputs import (build_inputs, layout, pages_fit, request_costs,
+                                       translation_flags)
 from hostlink.model.des.miniature import miniature
 
 ENGINES = ("fast", "reference")
@@ -119,13 +120,15 @@ def simulate(stream, system, *, engine: str = "fast", record: bool = False, nbin
     else:
         from hostlink.model.progress import PART, stage
         stage(PART, f"the TLB's order, {len(stream) / 1e6:.1f} M requests")
-        first = build_inputs(stream, system, translation=False, lay=lay, costs=costs)
-        out = run(miniature(first, share), engine=engine, record="ready", nbins=nbins)
-        arrival = first.global_ns(out.launch_start_ns(first), out.ready_ns)
-        del first, out
+        inputs = build_inputs(stream, system, translation=False, lay=lay, costs=costs)
+        out = run(miniature(inputs, share), engine=engine, record="ready", nbins=nbins)
+        arrival = inputs.global_ns(out.launch_start_ns(inputs), out.ready_ns)
+        del out
         stage(PART, f"with TLB misses, {len(stream) / 1e6:.1f} M requests")
-        inputs = build_inputs(stream, system, translation=use_xl, arrival=arrival, lay=lay,
-                              costs=costs)
+        # the same inputs but the misses, which the order implies
+        walk, iommu = translation_flags(stream, system, lay["row"], arrival)
+        del arrival
+        inputs = dataclasses.replace(inputs, walk=walk, iommu_miss=iommu)
     return inputs, run(miniature(inputs, share), engine=engine, record=record, nbins=nbins)
 
 

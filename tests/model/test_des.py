@@ -568,6 +568,31 @@ def test_tlb_misses_in_arrival_order_are_those_of_a_sort_by_warp(seed, in_order)
     assert walk.any() and not walk.all()
 
 
+@pytest.mark.parametrize("iommu", [False, True])
+def test_pages_past_the_tlb_take_the_misses_of_a_first_run(iommu):
+    """Pages that do not fit the TLB: a first run without translation gives the order
+    the reads reach it; the run with translation is the first's inputs with the misses
+    that order implies, as building them again with that order gives them."""
+    from hostlink.model.des.inputs import pages_fit
+    rng = np.random.default_rng(2)
+    s = random_stream(rng, 2, 60, 4, 0.2, 0.1, 40)
+    sysc = load_system("v100-pcie3", {"translation.enabled": True, "translation.tlb_entries": 4,
+                                      "translation.page_B": 4096, "translation.iommu": iommu,
+                                      "translation.iommu_iotlb_entries": 4,
+                                      "translation.iommu_page_B": 4096})
+    assert not pages_fit(s, sysc)
+    x, out = simulate(s, sysc, record=True)
+    first = build_inputs(s, sysc, translation=False)
+    pre = run(first, record="ready")
+    arrival = first.global_ns(pre.launch_start_ns(first), pre.ready_ns)
+    again = build_inputs(s, sysc, translation=True, arrival=arrival)
+    for name, value in vars(again).items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(getattr(x, name), value, err_msg=name)
+    assert x.walk.any() and (x.iommu_miss.any() == iommu)
+    np.testing.assert_array_equal(out.kernel_ns, run(again).kernel_ns)
+
+
 def test_page_walks_add_their_latency_and_queue_for_walkers():
     """A one-entry TLB and reads alternating between two pages: every read walks."""
     n = 8
