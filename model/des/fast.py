@@ -795,12 +795,21 @@ def _pow2_at_least(k: int) -> int:
     return 1 << max(int(k), 1).bit_length()
 
 
+@njit(cache=True)
+def _widest(ptr) -> int:
+    """The most entries between consecutive offsets of ``ptr`` (at least two of them)."""
+    most = 0
+    for k in range(1, ptr.shape[0]):
+        most = max(most, ptr[k] - ptr[k - 1])
+    return most
+
+
 def _resident_requests(x: DesInputs) -> tuple[int, int]:
     """Resident warps of the largest launch, and a bound on the requests issued and not
     done (resident warps x loads in flight x requests per instruction)."""
-    warps_per_cta = int(np.diff(x.cta_ptr).max()) if len(x.cta_ptr) > 1 else 1
+    warps_per_cta = int(_widest(x.cta_ptr)) if len(x.cta_ptr) > 1 else 1
     resident = int(x.launch_slots.max()) * warps_per_cta if len(x.launch_slots) else 1
-    per_inst = int(np.diff(x.inst_ptr).max()) if len(x.inst_ptr) > 1 else 1
+    per_inst = int(_widest(x.inst_ptr)) if len(x.inst_ptr) > 1 else 1
     return resident, resident * int(x.loads_in_flight) * per_inst
 
 

@@ -184,25 +184,12 @@ def layout(stream: RequestStream, system: SystemConfig) -> dict:
         return {"row": row, "inst_ptr": z, "warp_ptr": z, "cta_ptr": z,
                 "launch_ptr": np.zeros(n_launch + 1, dtype=np.int64), "launch_slots": slots,
                 "cta_index": np.zeros(0, dtype=np.int64)}
-    # each start flagged, and one past the end: the flags' indices are the pointer
-    # array itself, its last entry the end (no copy to append it)
-    new_inst = np.ones(n + 1, dtype=bool)
-    new_inst[1:n] = (launch[1:] != launch[:-1]) | (warp[1:] != warp[:-1]) | (inst[1:] != inst[:-1])
-    inst_ptr = np.flatnonzero(new_inst).astype(np.int64, copy=False)
-    del new_inst
-    inst_start = inst_ptr[:-1]
-    i_launch, i_warp = launch[inst_start].astype(np.int64), warp[inst_start].astype(np.int64)
-    new_warp = np.ones(len(inst_start) + 1, dtype=bool)
-    new_warp[1:-1] = (i_launch[1:] != i_launch[:-1]) | (i_warp[1:] != i_warp[:-1])
-    warp_ptr = np.flatnonzero(new_warp).astype(np.int64, copy=False)
-    warp_start = warp_ptr[:-1]
-    w_launch, w_warp = i_launch[warp_start], i_warp[warp_start]
-    w_cta = w_warp // wpc[w_launch]
-    new_cta = np.ones(len(warp_start) + 1, dtype=bool)
-    new_cta[1:-1] = (w_launch[1:] != w_launch[:-1]) | (w_cta[1:] != w_cta[:-1])
-    cta_ptr = np.flatnonzero(new_cta).astype(np.int64, copy=False)
-    cta_start = cta_ptr[:-1]
-    c_launch = w_launch[cta_start]
+    counts = _starts(launch, warp, inst, wpc.astype(np.int64), None, None, None, None, None)
+    inst_ptr, warp_ptr, cta_ptr = (np.empty(k + 1, dtype=np.int64) for k in counts)
+    c_launch = np.empty(counts[2], dtype=np.int64)
+    cta_index = np.empty(counts[2], dtype=np.int64)
+    _starts(launch, warp, inst, wpc.astype(np.int64), inst_ptr, warp_ptr, cta_ptr, c_launch,
+            cta_index)
     return {
         "row": row,
         "inst_ptr": inst_ptr,
@@ -211,8 +198,49 @@ def layout(stream: RequestStream, system: SystemConfig) -> dict:
         "launch_ptr": np.searchsorted(c_launch, np.arange(n_launch + 1)).astype(np.int64,
                                                                                 copy=False),
         "launch_slots": slots.astype(np.int64, copy=False),
-        "cta_index": w_cta[cta_start].astype(np.int64, copy=False),   # its place in the grid
+        "cta_index": cta_index,   # its place in the grid
     }
+
+
+@njit(cache=True)
+def _starts(launch, warp, inst, wpc, inst_ptr, warp_ptr, cta_ptr, c_launch, cta_index):
+    """Rows in program order: where each instruction, warp and CTA starts (instructions
+    as rows, warps as instructions, CTAs as warps: each pointer array ends with the
+    count it indexes); each CTA's launch and place in its launch's grid (its warps' ids
+    over the launch's warps per CTA). With the arrays None, only their counts, as
+    (instructions, warps, CTAs)."""
+    n = launch.shape[0]
+    n_inst = n_warp = n_cta = 0
+    for r in range(n):
+        new_warp = r == 0 or launch[r] != launch[r - 1] or warp[r] != warp[r - 1]
+        if not (new_warp or inst[r] != inst[r - 1]):
+            continue
+        if inst_ptr is not None:
+            inst_ptr[n_inst] = r
+        n_inst += 1
+        if not new_warp:
+            continue
+        if warp_ptr is not None:
+            warp_ptr[n_warp] = n_inst - 1
+        n_warp += 1
+        cta = np.int64(warp[r]) // wpc[launch[r]]
+        if (r > 0 and launch[r] == launch[r - 1]
+                and cta == np.int64(warp[r - 1]) // wpc[launch[r - 1]]):
+            continue
+        if cta_ptr is not None:
+            cta_ptr[n_cta] = n_warp - 1
+        if c_launch is not None:
+            c_launch[n_cta] = launch[r]
+        if cta_index is not None:
+            cta_index[n_cta] = cta
+        n_cta += 1
+    if inst_ptr is not None:
+        inst_ptr[n_inst] = n
+    if warp_ptr is not None:
+        warp_ptr[n_warp] = n_inst
+    if cta_ptr is not None:
+        cta_ptr[n_cta] = n_warp
+    return n_inst, n_warp, n_cta
 
 
 #: a cost class key within one request kind: offset << KEY_OFFSET_SHIFT | size

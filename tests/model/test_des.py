@@ -702,6 +702,38 @@ def test_rows_out_of_order_are_put_in_program_order():
     np.testing.assert_array_equal(a.kernel_ns, b.kernel_ns)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_layout_points_at_each_instruction_warp_and_cta(seed):
+    """The rows in program order, and where each instruction, warp and CTA starts, as a
+    walk over the sorted (launch, warp, instruction) keys finds them."""
+    from hostlink.model.des.inputs import layout
+    rng = np.random.default_rng(seed)
+    s = random_stream(rng, 3, int(rng.integers(1, 40)), int(rng.choice([1, 3, 8])), 0.3, 0.1, 9)
+    s = s.select(rng.permutation(len(s)))
+    lay = layout(s, system())
+    keys = [(int(s.launch[r]), int(s.warp[r]), int(s.inst[r])) for r in lay["row"]]
+    assert keys == sorted(keys)
+    wpc = s.launches[0].warps_per_cta
+    inst, warp, cta, cta_index = [], [], [], []
+    for r, (la, w, i) in enumerate(keys):
+        if r and keys[r - 1] == (la, w, i):
+            continue
+        inst.append(r)
+        if r and keys[r - 1][:2] == (la, w):
+            continue
+        warp.append(len(inst) - 1)
+        if r and (keys[r - 1][0], keys[r - 1][1] // wpc) == (la, w // wpc):
+            continue
+        cta.append(len(warp) - 1)
+        cta_index.append(w // wpc)
+    assert lay["inst_ptr"].tolist() == inst + [len(keys)]
+    assert lay["warp_ptr"].tolist() == warp + [len(inst)]
+    assert lay["cta_ptr"].tolist() == cta + [len(warp)]
+    assert lay["cta_index"].tolist() == cta_index
+    ctas_per_launch = np.bincount([keys[inst[warp[c]]][0] for c in cta], minlength=3)
+    assert lay["launch_ptr"].tolist() == [0, *np.cumsum(ctas_per_launch).tolist()]
+
+
 def test_a_read_that_can_never_be_issued_is_an_error():
     s = streaming(n_warps=4, per_warp=1)
     with pytest.raises(ConfigError, match="cpl_buffer_B"):
