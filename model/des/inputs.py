@@ -110,17 +110,30 @@ def line_leads(stream: RequestStream, row: np.ndarray, inst_ptr: np.ndarray) -> 
     instruction's first request or lies in another 128 B line or memory space
     than the request before it and does not follow its instruction's first
     (the stream's ``follows``)."""
-    n = len(row)
-    leads = np.ones(n, dtype=np.bool_)
-    if n < 2:
-        return leads
-    line = stream.addr[row] // np.uint64(LINE_B)
-    space = stream.space[row]
-    leads[1:] = (line[1:] != line[:-1]) | (space[1:] != space[:-1])
-    del line, space
-    if stream.follows is not None:
-        leads &= ~stream.follows[row]
-    leads[inst_ptr[:-1]] = True
+    follows = (np.zeros(0, dtype=np.bool_) if stream.follows is None
+               else stream.follows.astype(np.bool_, copy=False))
+    return _line_leads(stream.addr.view(np.int64), stream.space, follows, row, inst_ptr,
+                       LINE_B)
+
+
+@njit(cache=True)
+def _line_leads(addr, space, follows, row, inst_ptr, line_B):
+    """:func:`line_leads` in one pass (``follows`` empty: the stream has none)."""
+    n = row.shape[0]
+    leads = np.empty(n, dtype=np.bool_)
+    has_follows = follows.shape[0] > 0
+    for k in range(n):
+        r = row[k]
+        if k == 0:
+            leads[k] = True
+        else:
+            p = row[k - 1]
+            leads[k] = addr[r] // line_B != addr[p] // line_B or space[r] != space[p]
+        if has_follows and follows[r]:
+            leads[k] = False
+    for i in range(inst_ptr.shape[0] - 1):
+        if inst_ptr[i] < n:
+            leads[inst_ptr[i]] = True
     return leads
 
 

@@ -3,6 +3,8 @@ reference, against the analytic model where that is exact, against Little's
 law where tags or warps bind, and against hand-computed times."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -342,6 +344,26 @@ def test_a_requests_line_index_counts_the_lines_before_it_in_its_instruction():
     got = line_indices(np.arange(6), np.array([0, 4, 6]), leads, lines)
     assert got.tolist() == [0, 0, 1, 4, 0, 1]
     assert line_indices(np.arange(3), np.array([0, 3]), np.ones(3, bool), None).tolist() == [0, 1, 2]
+
+
+def test_a_request_leads_its_line_unless_it_shares_or_follows_the_one_before():
+    from hostlink.model.des.inputs import line_leads
+    # instruction 0: a line, the same line, the next line, that line in device memory,
+    # a line the stream marks as following its first; instruction 1 on the same line
+    # as the last still opens it
+    s = stream(np.zeros(6), np.zeros(6), [0, 0, 0, 0, 0, 1],
+               [0, 64, 128, 160, 4096, 4096], np.full(6, 32),
+               space=np.array([SPACE_HOST] * 3 + [SPACE_DEVICE, SPACE_HOST, SPACE_HOST],
+                              np.uint8))
+    inst_ptr = np.array([0, 5, 6])
+    assert line_leads(s, np.arange(6), inst_ptr).tolist() == [True, False, True, True, True,
+                                                               True]
+    marked = dataclasses.replace(s, follows=np.array([False, False, False, False, True, True]))
+    assert line_leads(marked, np.arange(6), inst_ptr).tolist() == [True, False, True, True,
+                                                                    False, True]
+    # in another row order the request before is the row order's
+    assert line_leads(s, np.array([1, 0, 2, 3, 4, 5]), inst_ptr).tolist() == [
+        True, False, True, True, True, True]
 
 
 def test_atomic_marks_cost_nothing_without_atomic_costs_and_touch_only_device_reads():
