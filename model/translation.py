@@ -97,7 +97,7 @@ from hostlink.model.errors import ConfigError
 from hostlink.model.workload import SPACE_HOST, RequestStream
 
 __all__ = ["TranslationResult", "issue_order", "issue_permutation", "lru_misses",
-           "managed_host_view",
+           "managed_host_view", "LruCarry",
            "warp_keys_of", "warp_page_repeats",
            "reach_from_two_regions",
            "translation_bound_GBps", "translation_misses", "simulate_translation",
@@ -153,15 +153,51 @@ def _lru_misses(ids: np.ndarray, n_ids: int, entries: int) -> np.ndarray:
     return miss
 
 
-def lru_misses(keys: np.ndarray, entries: int) -> np.ndarray:
-    """Miss flags of a fully associative LRU cache of ``entries`` over a key sequence."""
+@numba.njit(cache=True)
+def _last_distinct(ids: np.ndarray, n_ids: int, entries: int) -> np.ndarray:
+    """Positions of the last ``entries`` distinct ids of a sequence, each at its last
+    occurrence, in the sequence's order: what an LRU cache of ``entries`` holds after
+    it, least recently used first."""
+    seen = np.zeros(n_ids, dtype=np.bool_)
+    out = np.empty(min(entries, n_ids), dtype=np.int64)
+    k = 0
+    for i in range(ids.shape[0] - 1, -1, -1):
+        if k == out.shape[0]:
+            break
+        if not seen[ids[i]]:
+            seen[ids[i]] = True
+            out[k] = i
+            k += 1
+    return out[:k][::-1].copy()
+
+
+class LruCarry:
+    """What a fully associative LRU cache holds between two parts of one key sequence
+    (``keys``, least recently used first): :func:`lru_misses` of the parts in turn,
+    each with the carry, flags what it flags on the whole sequence."""
+
+    def __init__(self):
+        self.keys = np.zeros(0, dtype=np.uint64)
+
+
+def lru_misses(keys: np.ndarray, entries: int, carry: LruCarry | None = None) -> np.ndarray:
+    """Miss flags of a fully associative LRU cache of ``entries`` over a key sequence;
+    ``carry``: the cache as the sequence before these keys left it, updated to what
+    they leave (:class:`LruCarry`)."""
     if entries < 1:
         raise ConfigError(f"TLB entries must be >= 1, not {entries}")
     keys = np.asarray(keys)
     if keys.size == 0:
         return np.zeros(0, dtype=np.bool_)
+    held = 0 if carry is None else len(carry.keys)
+    if held:
+        # the held keys, least recently used first, rebuild the cache as it was
+        keys = np.concatenate([carry.keys.astype(keys.dtype, copy=False), keys])
     n_ids, ids = dense_ids(keys)
-    return _lru_misses(ids, n_ids, int(entries))
+    miss = _lru_misses(ids, n_ids, int(entries))[held:]
+    if carry is not None:
+        carry.keys = keys[_last_distinct(ids, n_ids, int(entries))].astype(np.uint64)
+    return miss
 
 
 def dense_ids(keys: np.ndarray) -> tuple[int, np.ndarray]:
@@ -192,23 +228,25 @@ def managed_host_view(system):
 
 def translation_misses(pages: np.ndarray, cfg: TranslationConfig,
                        warp_keys: np.ndarray | None = None, *,
-                       repeats: np.ndarray | None = None) -> np.ndarray:
+                       repeats: np.ndarray | None = None,
+                       carry: LruCarry | None = None) -> np.ndarray:
     """GPU TLB miss flags of a sequence of page numbers (addr // cfg.page_B), in the
     order they reach the TLB. With ``warp_keys`` (one key per request naming its
     warp), a warp's repeat of its previous page (:func:`warp_page_repeats`) hits
     without reaching the last-level TLB; ``repeats`` gives those flags where the
-    caller has them already."""
+    caller has them already. ``carry``: the TLB as the reads before these left it
+    (:class:`LruCarry`; a warp's reads all among these)."""
     pages = np.asarray(pages)
     if not cfg.enabled:
         return np.zeros(pages.shape[0], dtype=np.bool_)
     if repeats is None:
         if warp_keys is None:
-            return lru_misses(pages, cfg.tlb_entries)
+            return lru_misses(pages, cfg.tlb_entries, carry)
         repeats = warp_page_repeats(pages, warp_keys)
     miss = np.zeros(pages.shape[0], dtype=np.bool_)
     reach = ~np.asarray(repeats, dtype=bool)
     if reach.any():
-        miss[reach] = lru_misses(pages[reach], cfg.tlb_entries)
+        miss[reach] = lru_misses(pages[reach], cfg.tlb_entries, carry)
     return miss
 
 

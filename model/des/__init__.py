@@ -12,14 +12,16 @@ and more host pages than the TLB holds, the order in which reads reach the TLB
 matters: a first pass without translation gives that order (issue times), and
 the second pass uses the misses it implies (one step towards the fixed point).
 
-A stream of more than :data:`GROUP_REQUESTS` requests whose host pages fit the
-TLB (or with translation off) is simulated a group of whole launches at a time
-(:func:`simulate_in_groups`): the GPU is idle between launches, so the engine
-carries only the clock, its statistics and its bandwidth bins from one group to
-the next, and the inputs held are one group's, plus those of the first groups
-that fit :data:`GROUP_INPUTS_KEPT_B`, kept for the loaded round trip's next pass
-(:class:`KeptGroups`). The numbers are those of one whole run; a page's first
-touch is a miss in the group that touches it first.
+A stream of more than :data:`GROUP_REQUESTS` requests is simulated a group of
+whole launches at a time (:func:`simulate_in_groups`): the GPU is idle between
+launches, so the engine carries only the clock, its statistics and its
+bandwidth bins from one group to the next, and the inputs held are one group's,
+plus those of the first groups that fit :data:`GROUP_INPUTS_KEPT_B`, kept for
+the loaded round trip's next pass (:class:`KeptGroups`). The numbers are those
+of one whole run: where the host pages fit the TLB, a page's first touch is a
+miss in the group that touches it first; where they do not, each group's first
+run gives its reads' order, and the TLB and IOTLB carry from group to group
+what they hold (:class:`hostlink.model.translation.LruCarry`).
 
 The model and its assumptions are stated in :mod:`hostlink.model.des.events`;
 :mod:`hostlink.model.des.inputs` turns the packetiser's and the DRAM model's
@@ -37,6 +39,7 @@ from hostlink.model.des.events import (DEVICE_READ, DEVICE_WRITE, HOST_READ, HOS
 from hostlink.model.des.inputs import (build_inputs, layout, pages_fit, request_costs,
                                        translation_flags)
 from hostlink.model.des.miniature import miniature
+from hostlink.model.translation import LruCarry
 
 ENGINES = ("fast", "reference")
 
@@ -98,11 +101,12 @@ def simulate(stream, system, *, engine: str = "fast", record: bool = False, nbin
     use_xl = system.translation.enabled if translation is None else translation
     if engine == "fast" and not record and len(stream) > GROUP_REQUESTS:
         groups = launch_groups(stream, GROUP_REQUESTS)
-        if groups is not None and len(groups) > 1 and (not use_xl or pages_fit(stream, system)):
+        if groups is not None and len(groups) > 1:
             kept = (memoized(stream, "des_group_inputs", (key, bool(use_xl)), KeptGroups, keep=1)
                     if keep_inputs else None)
             return simulate_in_groups(stream, system, groups, translation=use_xl, nbins=nbins,
-                                      kept=kept, share=share)
+                                      kept=kept, share=share,
+                                      tlb_order=use_xl and not pages_fit(stream, system))
 
     def prepared():
         lay = layout(stream, system)
@@ -222,12 +226,29 @@ class KeptGroups:
             self.l2_state = None if l2_state is None else l2_state.copy()
 
 
+def _in_tlb_order(part, inputs: DesInputs, system, share: float, nbins: int,
+                  tlbs: tuple) -> DesInputs:
+    """``inputs`` of the launches ``part`` (built without translation) with the TLB and
+    IOTLB misses of its reads in the order a run without translation sends them,
+    the caches as ``tlbs`` hold them (updated)."""
+    from hostlink.model.des import fast
+    first = fast.run(miniature(inputs, share), record="ready", nbins=nbins)
+    arrival = inputs.global_ns(first.launch_start_ns(inputs), first.ready_ns)
+    del first
+    walk, iommu = translation_flags(part, system, inputs.row, arrival, tlbs)
+    return dataclasses.replace(inputs, walk=walk, iommu_miss=iommu)
+
+
 def simulate_in_groups(stream, system, groups, *, translation: bool,
                        nbins: int = 1024, kept: KeptGroups | None = None,
-                       share: float = 1.0) -> tuple[DesInputs, DesOutput]:
+                       share: float = 1.0, tlb_order: bool = False
+                       ) -> tuple[DesInputs, DesOutput]:
     """:func:`simulate` of ``stream`` (the fast engine, no per-request record) one group
-    of ``groups`` (:func:`launch_groups`) at a time; the host pages it reads must fit
-    the TLB (and IOTLB) where ``translation`` is on, so that only first touches miss.
+    of ``groups`` (:func:`launch_groups`) at a time. With ``translation`` on, the host
+    pages it reads fit the TLB (and IOTLB), so that only first touches miss; or, with
+    ``tlb_order``, a first run of each group without translation gives the order its
+    reads reach the TLB, and the misses follow from that order with the TLB as the
+    groups before left it (as :func:`simulate` finds them for a whole run).
     ``kept``: groups' inputs from an earlier call on a system that differs in
     ``link.rtt_ns`` alone, which this call uses and adds to (:class:`KeptGroups`).
     ``share``: run on a miniature of that share of the machine
@@ -248,6 +269,7 @@ def simulate_in_groups(stream, system, groups, *, translation: bool,
     rtt = {"rtt_ns": float(system.link.rtt_ns)}
     from hostlink.model.l2_lines import L2State, l2_config, replays
     l2_state = None             # the L2 the groups run so far left (where it is replayed)
+    tlbs = (LruCarry(), LruCarry())     # the TLB and IOTLB the groups so far left
     if system.gpu.sm_l2_request_ns is not None and replays(stream):
         l2_state = L2State(l2_config(system.gpu))
     for i, (first, end, r0, r1) in enumerate(groups):
@@ -261,8 +283,9 @@ def simulate_in_groups(stream, system, groups, *, translation: bool,
                 l2_state = kept.l2_state.copy()
         else:
             part = _launch_slice(stream, first, end, r0, r1)
-            inputs = build_inputs(part, system, translation=translation, l2_state=l2_state)
-            if translation:
+            inputs = build_inputs(part, system, translation=translation and not tlb_order,
+                                  l2_state=l2_state)
+            if translation and not tlb_order:
                 host = part.space[inputs.row] == SPACE_HOST
                 addr = np.where(host, part.addr[inputs.row], np.uint64(0))
                 walk, seen_tlb = _first_touches(inputs.walk, addr // np.uint64(cfg.page_B),
@@ -274,6 +297,9 @@ def simulate_in_groups(stream, system, groups, *, translation: bool,
             del part
             if kept is not None:
                 kept.offer(i, inputs, seen_tlb, seen_iommu, l2_state)
+        if tlb_order:
+            inputs = _in_tlb_order(_launch_slice(stream, first, end, r0, r1), inputs, system,
+                                   share, nbins, tlbs)
         wire["up"] += inputs.extra["wire_B"]["up"]
         wire["down"] += inputs.extra["wire_B"]["down"]
         dram_B += int(inputs.extra["host_dram_B"])

@@ -482,12 +482,15 @@ def request_costs(stream: RequestStream, system: SystemConfig, row: np.ndarray,
 
 
 def translation_flags(stream: RequestStream, system: SystemConfig, row: np.ndarray,
-                      arrival: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                      arrival: np.ndarray | None = None,
+                      carry: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per request (``row`` order): GPU TLB miss, and IOTLB miss (``translation.iommu``).
 
     ``arrival`` orders the host reads as they reach the TLB (a sort key per
     request, e.g. launch and issue time from a first simulation); without it
-    the order is :func:`hostlink.model.translation.issue_order`'s round robin."""
+    the order is :func:`hostlink.model.translation.issue_order`'s round robin.
+    ``carry``: (TLB, IOTLB) as the launches before the stream's left them
+    (:class:`hostlink.model.translation.LruCarry` each), updated; None: both empty."""
     from hostlink.model import translation as xl
     n = len(row)
     cfg = system.translation
@@ -498,6 +501,7 @@ def translation_flags(stream: RequestStream, system: SystemConfig, row: np.ndarr
     reads = np.flatnonzero((stream.space[row] == SPACE_HOST) & ~stream.is_write[row])
     if len(reads) == 0:
         return walk, iommu
+    tlb, iotlb = (None, None) if carry is None else carry
     if arrival is not None:
         # where each warp's reads arrive in program order (the engines send them so),
         # a read repeats its warp's previous page in arrival order where it does in
@@ -510,9 +514,10 @@ def translation_flags(stream: RequestStream, system: SystemConfig, row: np.ndarr
         addr = stream.addr[row[seq]]
         pages = addr // np.uint64(cfg.page_B)
         if same is not None:
-            walk[seq] = xl.translation_misses(pages, cfg, repeats=same[order])
+            walk[seq] = xl.translation_misses(pages, cfg, repeats=same[order], carry=tlb)
         else:
-            walk[seq] = xl.translation_misses(pages, cfg, xl.warp_keys_of(stream, row[seq]))
+            walk[seq] = xl.translation_misses(pages, cfg, xl.warp_keys_of(stream, row[seq]),
+                                              carry=tlb)
         del order, pages, same
     else:
         # The reads in program order (``row``), then in issue order. A warp's reads
@@ -526,11 +531,12 @@ def translation_flags(stream: RequestStream, system: SystemConfig, row: np.ndarr
         same = _program_order_repeats(stream, rr, cfg.page_B)
         pages = stream.addr[rr] // np.uint64(cfg.page_B)
         seq = reads[perm]
-        walk[seq] = xl.translation_misses(pages[perm], cfg, repeats=same[perm])
+        walk[seq] = xl.translation_misses(pages[perm], cfg, repeats=same[perm], carry=tlb)
         del pages, same
         addr = stream.addr[rr][perm]
     if cfg.iommu:
-        iommu[seq] = xl.lru_misses(addr // np.uint64(cfg.iommu_page_B), cfg.iommu_iotlb_entries)
+        iommu[seq] = xl.lru_misses(addr // np.uint64(cfg.iommu_page_B), cfg.iommu_iotlb_entries,
+                                   iotlb)
     return walk, iommu
 
 

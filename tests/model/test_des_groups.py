@@ -135,3 +135,40 @@ def test_kept_groups_serve_another_round_trip_unchanged(budget):
     assert_identical(fresh_in, fresh, reused_in, reused)
     assert fresh.stats[des.STAT["walks"]] > 0
     assert not np.array_equal(first.kernel_ns, fresh.kernel_ns)   # the round trip counted
+
+
+@pytest.mark.parametrize("seed, iommu", [(1, False), (2, True), (3, True)])
+def test_groups_past_the_tlb_give_the_whole_runs_numbers(seed, iommu, monkeypatch):
+    """Host pages that do not fit the TLB: each group's first run gives its reads'
+    order, and the TLB and IOTLB carry what they hold from group to group, so the
+    misses, and every number, are the whole run's."""
+    from hostlink.model.config import system_with
+    system = system_with(load_system("h200-pcie5"), {
+        "translation.page_B": 4096, "translation.tlb_entries": 24,
+        "translation.iommu": iommu, "translation.iommu_page_B": 4096,
+        "translation.iommu_iotlb_entries": 16})
+    stream = random_stream(seed)
+    assert not des.pages_fit(stream, system)
+    whole_in, whole, parts_in, parts = run_both(stream, system, monkeypatch, len(stream) // 5)
+    assert parts_in.extra["groups"] >= 5
+    assert whole.stats[des.STAT["walks"]] > 100
+    assert_identical(whole_in, whole, parts_in, parts)
+
+
+def test_groups_past_the_tlb_reuse_their_kept_inputs(monkeypatch):
+    """A second pass on another round trip takes the groups' inputs built without
+    translation from the first, and finds the misses of its own order again."""
+    from hostlink.model.config import system_with
+    system = system_with(load_system("h200-pcie5"), {"translation.page_B": 4096,
+                                                     "translation.tlb_entries": 24})
+    stream = random_stream(4)
+    groups = des.launch_groups(stream, len(stream) // 5)
+    kept = des.KeptGroups(1 << 40)
+    grouped(stream, system, groups, translation=True, kept=kept, tlb_order=True)
+    assert len(kept.groups) == len(groups)
+    slower = system_with(system, {"link.rtt_ns": 2.5 * system.link.rtt_ns})
+    reused_in, reused = grouped(stream, slower, groups, translation=True, kept=kept,
+                                tlb_order=True)
+    fresh_in, fresh = grouped(stream, slower, groups, translation=True, tlb_order=True)
+    assert_identical(fresh_in, fresh, reused_in, reused)
+    assert np.array_equal(fresh_in.walk, reused_in.walk)

@@ -254,3 +254,22 @@ def test_warp_page_repeats_follows_each_warp_in_order():
     assert warp_page_repeats(pages, keys).tolist() == [False, False, True, False, True, False]
     with pytest.raises(ValueError):
         warp_page_repeats(pages, keys[:3])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_an_lru_carried_between_parts_flags_the_whole_sequence(seed):
+    from hostlink.model.translation import LruCarry, lru_misses
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(0, 40, 600).astype(np.uint64)
+    whole = lru_misses(keys, 12)
+    cuts = np.sort(rng.choice(np.arange(1, 600), 5, replace=False))
+    carry = LruCarry()
+    parts = [lru_misses(part, 12, carry) for part in np.split(keys, cuts)]
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
+    # the carry holds the last 12 distinct keys, least recently used first
+    last = []
+    for k in keys[::-1].tolist():
+        if k not in last:
+            last.append(k)
+    assert carry.keys.tolist() == last[:12][::-1]
+
