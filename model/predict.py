@@ -70,6 +70,7 @@ UVM costs alone, as a UVM calibration does, replays nothing.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -514,8 +515,59 @@ def _zerocopy_des(stream, system, common, engine="fast", nbins=1024, as_device=F
     twin's memory modes share runs. A deep copy each call: callers add to it."""
     from hostlink.model.stream_memo import memoized
     key = _des_key(system, engine, nbins, as_device, share)
-    return copy.deepcopy(memoized(stream, "des", key, lambda: _run_des(
+    return copy.deepcopy(memoized(stream, "des", key, lambda: _with_fewer_walkers(
+        stream, system, key, as_device, share) or _run_des(
         stream, system, common, engine, nbins, as_device, share), keep=DES_RUNS_KEPT))
+
+
+def _with_fewer_walkers(stream, system, key, as_device, share) -> dict | None:
+    """The engine's run of ``stream`` on ``system`` taken from one held on a system that
+    differs only in having fewer page walkers (``translation.walkers``: pinned memory's
+    where this is managed memory on the host), where no walk waited for a walker
+    there; None where none is held. A walk starts when its walker's walk before it
+    ends, and the walks take the walkers in turn: where ``w`` walkers kept every walk
+    from waiting, more keep each walker's walk before it earlier still, so every event
+    is as it was. Only the walkers' busy share (``walk_busy_ns``) and the bound it
+    may set change. Blended runs (:func:`blended_run`) are not taken: the loaded
+    round trip blends this system's own passes again."""
+    from hostlink.model.stream_memo import engine_fields, held
+    if as_device:
+        return None
+    at = engine_fields().index("translation")
+    mine = key[0][at]
+    for other, run in held(stream, "des"):
+        xl = other[0][at]
+        if (other[1:] != key[1:] or run.get("blended") or xl.walkers >= mine.walkers
+                or dataclasses.replace(xl, walkers=mine.walkers) != mine
+                or other[0][:at] + other[0][at + 1:] != key[0][:at] + key[0][at + 1:]):
+            continue
+        stats = run["extra"]["des"]["stats"]
+        if stats["sum_walk_wait_ns"] != 0:
+            continue
+        out = copy.deepcopy(run)
+        des = out["extra"]["des"]
+        # as _run_des counts it, with this system's walkers
+        des["stats"]["walk_busy_ns"] = (stats["walks"] * float(mine.miss_lat_ns)
+                                        / max(1, int(mine.walkers)))
+        out["bound"], des["utilisation"] = des_bound(
+            des["stats"], float(np.sum(out["kernel_ns"])), _des_limits(system, as_device, share))
+        return out
+    return None
+
+
+def _des_limits(system, as_device: bool, share: float) -> dict:
+    """The read slots an engine run holds, by name, for :func:`des_bound` (a miniature
+    holds its share of them); a run in device memory holds none, and reads nothing of
+    the link (its memo key leaves the link out: :func:`_des_key`)."""
+    from hostlink.model.des.inputs import tag_limit
+    limits = {}
+    if not as_device:
+        link = system.link
+        limits["tags" if link.tags <= system.gpu.max_outstanding_host_reads else "requester"] \
+            = float(tag_limit(system)) * share
+        if link.cpl_buffer_hdrs:
+            limits["cpl_credits"] = float(link.cpl_buffer_hdrs) * share
+    return limits
 
 
 def _des_key(system, engine, nbins, as_device, share) -> tuple:
@@ -565,12 +617,13 @@ def blended_run(lo: dict, hi: dict, w: float) -> dict:
                 all(isinstance(x, float) for x in a + b):
             return [x + w * (y - x) for x, y in zip(a, b)]
         return copy.deepcopy(nearer)
-    return mix(lo, hi)
+    out = mix(lo, hi)
+    out["blended"] = True
+    return out
 
 
 def _run_des(stream, system, common, engine, nbins, as_device, share=1.0) -> dict:
     from hostlink.model.des import STAT_NAMES, simulate
-    from hostlink.model.des.inputs import tag_limit
     host = common["host"]
     if as_device:
         stream = RequestStream(**{k: getattr(stream, k) for k in REQUEST_DTYPES if k != "space"},
@@ -584,16 +637,7 @@ def _run_des(stream, system, common, engine, nbins, as_device, share=1.0) -> dic
     stats["walk_busy_ns"] = stats["walks"] * inputs.walk_ns / max(1, inputs.walkers)
     kernel_ns = out.kernel_ns
     total_kernel = float(kernel_ns.sum())
-    link = system.link
-    # (a miniature holds its share of them); a run in device memory holds none, and
-    # reads nothing of the link (its memo key leaves the link out: _des_key)
-    limits = {}
-    if not as_device:
-        limits["tags" if link.tags <= system.gpu.max_outstanding_host_reads else "requester"] \
-            = float(tag_limit(system)) * share
-        if link.cpl_buffer_hdrs:
-            limits["cpl_credits"] = float(link.cpl_buffer_hdrs) * share
-    bound, util = des_bound(stats, total_kernel, limits)
+    bound, util = des_bound(stats, total_kernel, _des_limits(system, as_device, share))
     has_reads = stats["host_reads"] > 0
     wire = inputs.extra["wire_B"]
     dram_B = int(inputs.extra["host_dram_B"])

@@ -79,6 +79,19 @@ NOT_READ_BY_ENGINES = ("uvm", "host_loop", "name", "description", "provenance")
 NOT_READ_IN_DEVICE_MEMORY = ("link", "host")
 
 
+def held(stream, kind: str) -> list[tuple[Hashable, Any]]:
+    """The (key, value) pairs :func:`memoized` holds for ``stream`` and ``kind``, least
+    recently used first."""
+    return list(_MEMOS.get(id(stream), {}).get(kind, {}).items())
+
+
+def engine_fields(in_device_memory: bool = False) -> list[str]:
+    """The SystemConfig fields :func:`system_key_without_uvm` keys on, in its order."""
+    from hostlink.model.config.schema import SystemConfig
+    skip = NOT_READ_BY_ENGINES + (NOT_READ_IN_DEVICE_MEMORY if in_device_memory else ())
+    return [f.name for f in dataclasses.fields(SystemConfig) if f.name not in skip]
+
+
 def system_key_without_uvm(system, in_device_memory: bool = False) -> tuple:
     """Everything of a system the engines read: every field of the SystemConfig but
     :data:`NOT_READ_BY_ENGINES` (a field added later is in the key by default), and

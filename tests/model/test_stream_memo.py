@@ -165,3 +165,48 @@ def test_whether_pages_fit_is_counted_once_per_stream_and_translation_section(s,
     assert des_inputs.pages_fit(s, large)
     assert counted == [1, 1 << 20]
     assert des_inputs.pages_fit(fresh(s), small) is False and counted == [1, 1 << 20, 1]
+
+
+def _pages_touched(pages: int, n_warps: int = 512, per_warp: int = 8):
+    """Warps reading 128 B lines, warp w on 2 MiB page w mod ``pages``: each page's
+    first touch walks, all at the start."""
+    from hostlink.model.workload import SPACE_HOST, RequestStream
+    warp = np.repeat(np.arange(n_warps), per_warp)
+    inst = np.tile(np.arange(per_warp), n_warps)
+    addr = ((warp % pages) * (2 << 20) + (warp // pages) * 4096 + inst * 128).astype(np.uint64)
+    n = len(addr)
+    return RequestStream(launch=np.zeros(n, np.int64), warp=warp, inst=inst, addr=addr,
+                         size_B=np.full(n, 128), useful_B=np.full(n, 128),
+                         space=np.full(n, SPACE_HOST, np.uint8), is_write=np.zeros(n, bool))
+
+
+@pytest.mark.parametrize("pages, waits", [(4, False), (64, True)])
+def test_managed_memory_on_the_host_takes_pinned_memorys_runs_where_no_walk_waited(
+        pages, waits, monkeypatch):
+    """Managed memory left on the host (uvm_accessedby) differs from pinned memory in
+    its page walkers alone (translation.managed_walkers): where no walk waited for one
+    of pinned memory's walkers, more change no event, and its prediction takes the
+    pinned runs with the walkers' busy share alone rescaled; where walks waited, it
+    runs the engine. Either way it is what a fresh stream gives."""
+    import hostlink.model.predict as predict_module
+    from hostlink.model.config import load_system
+    runs = []
+    real = predict_module._run_des
+    monkeypatch.setattr(predict_module, "_run_des",
+                        lambda *a, **k: runs.append(1) or real(*a, **k))
+    system = load_system("h200-pcie5")
+    s = _pages_touched(pages)
+    pinned = predict(s, system, mode="zerocopy", fidelity="des")
+    assert (pinned.extra["des"]["stats"]["sum_walk_wait_ns"] > 0) == waits
+    assert pinned.extra["des"]["stats"]["walks"] == pages
+    before = len(runs)
+    managed = predict(s, system, mode="uvm_accessedby", fidelity="des")
+    assert (len(runs) > before) == waits
+    again = predict(fresh(s), system, mode="uvm_accessedby", fidelity="des")
+    same(managed, again)
+    assert managed.bound == again.bound
+    assert managed.extra["des"] == again.extra["des"]
+    if not waits:
+        stats = managed.extra["des"]["stats"]
+        assert stats["walk_busy_ns"] == pytest.approx(
+            pinned.extra["des"]["stats"]["walk_busy_ns"] * 8 / 70, rel=1e-12)
