@@ -1,0 +1,49 @@
+"""families/lease_errors.py: the H200 report's latest predictions against both H200
+leases of the families manifest, and the committed table it writes."""
+from __future__ import annotations
+
+import csv
+
+import pytest
+from probe_files import load_script
+
+from hostlink.validation.data_tree import script_path
+
+
+@pytest.fixture(scope="module")
+def script():
+    return load_script(script_path("families", "lease_errors.py"))
+
+
+def test_the_committed_table_is_the_scripts(script):
+    with open(script.OUT, newline="") as f:
+        committed = list(csv.DictReader(f))
+    rows = script.lease_errors()
+    assert len(rows) == len(committed) == 24
+    for row, old in zip(rows, committed):
+        assert {k: str(v) for k, v in row.items()} == old
+
+
+def test_the_first_lease_is_the_reports_judgement(script):
+    # the report's own MAPE per graph and placement, on the first lease
+    with open(script.HERE / "runs" / "h200" / "latest" / "errors.csv", newline="") as f:
+        report = {(r["graph"], r["placement"]): float(r["mape_pct"]) for r in csv.DictReader(f)}
+    rows = script.lease_errors()
+    for row in rows:
+        assert row["mape_first_pct"] == pytest.approx(report[(row["graph"], row["placement"])],
+                                                      abs=0.01)
+    # the mean of two leases lies between them, pair by pair, or near it
+    for row in rows:
+        lo, hi = sorted((row["bias_first_pct"], row["bias_second_pct"]))
+        assert lo - 0.5 <= row["bias_mean_pct"] <= hi + 0.5
+
+
+def test_the_naive_rules_table_is_the_scripts(script):
+    with open(script.RULES_OUT, newline="") as f:
+        committed = list(csv.DictReader(f))
+    rows = script.naive_rules()
+    assert len(rows) == len(committed) == 23
+    for row, old in zip(rows, committed):
+        assert {k: str(v) for k, v in row.items()} == old
+    # the group's rule, which keeps four loads in flight, is the faster of the two
+    assert all(r["group_ms"] <= r["one_load_ms"] for r in rows)
