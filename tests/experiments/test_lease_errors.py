@@ -15,13 +15,17 @@ def script():
     return load_script(script_path("families", "lease_errors.py"))
 
 
-def test_the_committed_table_is_the_scripts(script):
-    with open(script.OUT, newline="") as f:
+def assert_committed(path, rows: list[dict], count: int) -> None:
+    """The CSV at ``path`` holds ``rows`` (``count`` of them), as the script writes them."""
+    with open(path, newline="") as f:
         committed = list(csv.DictReader(f))
-    rows = script.lease_errors()
-    assert len(rows) == len(committed) == 24
+    assert len(rows) == len(committed) == count
     for row, old in zip(rows, committed):
         assert {k: str(v) for k, v in row.items()} == old
+
+
+def test_the_committed_table_is_the_scripts(script):
+    assert_committed(script.OUT, script.lease_errors(), 24)
 
 
 def test_the_first_lease_is_the_reports_judgement(script):
@@ -39,11 +43,7 @@ def test_the_first_lease_is_the_reports_judgement(script):
 
 
 def test_the_naive_rules_table_is_the_scripts(script):
-    with open(script.RULES_OUT, newline="") as f:
-        committed = list(csv.DictReader(f))
     rows = script.naive_rules()
-    assert len(rows) == len(committed) == 23
-    for row, old in zip(rows, committed):
-        assert {k: str(v) for k, v in row.items()} == old
+    assert_committed(script.RULES_OUT, rows, 23)
     # the group's rule, which keeps four loads in flight, is the faster of the two
     assert all(r["group_ms"] <= r["one_load_ms"] for r in rows)
