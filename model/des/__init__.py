@@ -276,6 +276,7 @@ def simulate_in_groups(stream, system, groups, *, translation: bool,
         which = f"launch {end}" if end - first == 1 else f"launches {first + 1}-{end}"
         stage(PART, f"{which} of {n_launch}, {(r1 - r0) / 1e6:.1f} M requests")
         found = None if kept is None else kept.get(i)
+        part = None
         if found is not None:
             inputs, seen_tlb, seen_iommu = found
             inputs = dataclasses.replace(inputs, **rtt)
@@ -294,12 +295,13 @@ def simulate_in_groups(stream, system, groups, *, translation: bool,
                     inputs.iommu_miss, addr // np.uint64(cfg.iommu_page_B), seen_iommu)
                 inputs = dataclasses.replace(inputs, walk=walk, iommu_miss=iommu)
                 del host, addr
-            del part
             if kept is not None:
                 kept.offer(i, inputs, seen_tlb, seen_iommu, l2_state)
         if tlb_order:
-            inputs = _in_tlb_order(_launch_slice(stream, first, end, r0, r1), inputs, system,
-                                   share, nbins, tlbs)
+            if part is None:
+                part = _launch_slice(stream, first, end, r0, r1)
+            inputs = _in_tlb_order(part, inputs, system, share, nbins, tlbs)
+        del part
         wire["up"] += inputs.extra["wire_B"]["up"]
         wire["down"] += inputs.extra["wire_B"]["down"]
         dram_B += int(inputs.extra["host_dram_B"])

@@ -12,6 +12,8 @@ import math
 import numba
 import numpy as np
 
+from hostlink.model.geometry import SECTOR_B, SECTOR_SHIFT
+
 # Columns of the per-launch statistics array returned by :func:`simulate_faults`.
 ST_FAULTS = 0          # fault entries the driver fetched (unique + duplicate)
 ST_UNIQUE = 1          # distinct pages faulted on per batch, summed over batches
@@ -84,22 +86,23 @@ def prefetch_region_mask(tree, faulted_offsets, threshold, out):
 
 @numba.njit(cache=True)
 def covered_sectors_B(addr, size_B, lo, bits):
-    """Bytes covered by the ranges [addr, addr + size_B), each of whole 32 B sectors,
-    counted on ``bits``, a zeroed bitmap of the sectors from address ``lo`` (32 B
-    aligned) on, one bit each; -1 as soon as a range is not whole sectors."""
+    """Bytes covered by the ranges [addr, addr + size_B), each of whole sectors
+    (``SECTOR_B``), counted on ``bits``, a zeroed bitmap of the sectors from address
+    ``lo`` (sector aligned) on, one bit each; -1 as soon as a range is not whole
+    sectors."""
     total = 0
     for k in range(addr.shape[0]):
         a = addr[k]
         n = size_B[k]
-        if (a | n) & 31:
+        if (a | n) & (SECTOR_B - 1):
             return -1
-        first = (a - lo) >> 5
-        for j in range(first, first + (n >> 5)):
+        first = (a - lo) >> SECTOR_SHIFT
+        for j in range(first, first + (n >> SECTOR_SHIFT)):
             word = j >> 6
             bit = np.uint64(1) << np.uint64(j & 63)
             if (bits[word] & bit) == 0:
                 bits[word] |= bit
-                total += 32
+                total += SECTOR_B
     return total
 
 

@@ -238,6 +238,7 @@ import numpy as np
 
 from hostlink.model.config.schema import LinkConfig, SystemConfig
 from hostlink.model.errors import ConfigError
+from hostlink.model.geometry import SECTOR_B, SECTOR_SHIFT
 from hostlink.model.pcie.spec import raw_GBps
 from hostlink.model.units import GiB
 from hostlink.model.uvm import core
@@ -336,12 +337,13 @@ def unique_bytes(addr: np.ndarray, size_B: np.ndarray) -> int:
         return 0
     addr = np.asarray(addr, dtype=np.uint64)
     size = np.asarray(size_B, dtype=np.uint64)
-    lo, top = int(addr.min()) & ~31, int(addr.max()) + int(size.max())
-    if top < (1 << 62) and (top - lo) >> 8 <= max(SECTOR_MAP_MIN_B, 8 * n):
-        # ranges of whole 32 B sectors (a coalesced stream's) on a bitmap of the sectors
-        # they span, no larger than the sort's keys: no sort
+    lo, top = int(addr.min()) & ~(SECTOR_B - 1), int(addr.max()) + int(size.max())
+    sectors = (top - lo) >> SECTOR_SHIFT
+    if top < (1 << 62) and sectors // 8 <= max(SECTOR_MAP_MIN_B, 8 * n):
+        # ranges of whole sectors (a coalesced stream's) on a bitmap of the sectors they
+        # span, no larger than the sort's 8 B keys: no sort
         got = core.covered_sectors_B(addr.view(np.int64), size.view(np.int64), lo,
-                                     np.zeros(((top - lo) >> 11) + 1, dtype=np.uint64))
+                                     np.zeros(sectors // 64 + 1, dtype=np.uint64))
         if got >= 0:
             return int(got)
     if int(addr.max()) < (1 << 48) and int(size.max()) <= 1 << 16:
