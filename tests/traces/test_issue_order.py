@@ -126,3 +126,27 @@ def test_an_unknown_instruction_is_an_error(kron):
     trace = WarpTrace(em.launches, em.opcodes, em.regions, [table])
     with pytest.raises(ValueError, match="0xdead0 is not an instruction"):
         rows_of(issue_order(trace, program("bfs", 8, True), 4))
+
+
+@pytest.mark.parametrize("kernel,variant", [("bfs", "naive"), ("sssp", "merged_aligned"),
+                                            ("cc", "naive"), ("bfs", "balanced")])
+def test_small_chunks_order_as_whole_launches_do(kron, kernel, variant):
+    """Chunks cut where a unit or a group of trips starts give the rows that ordering each
+    launch whole gives, and no chunk holds much more than the emitter's."""
+    from hostlink.traces.emulator.issue_order import _row_keys
+    hub = int(np.argmax(np.diff(kron.offsets)))
+    em = emulate(kron, kernel, variant, source=hub, id_bytes=8, include_device=True)
+    em.chunk_rows = 64
+    prog = program(kernel, 8, True)
+    table = rows_of(em.trace())
+    whole = InstTable.concat([
+        t.select(_row_keys(t, prog, 4)[0])
+        for t in (table.select(np.flatnonzero(table.launch == lv))
+                  for lv in np.unique(table.launch))])
+    chunks = list(issue_order(em.trace(), prog, 4).iter_chunks())
+    assert len(chunks) > 2 * len(np.unique(table.launch))
+    after = InstTable.concat(chunks)
+    for name, col in whole.columns().items():
+        np.testing.assert_array_equal(col, getattr(after, name), err_msg=name)
+    group_rows = 4 * len(prog.trip) + len(prog.prologue)
+    assert max(len(c) for c in chunks) <= 2 * 64 + group_rows

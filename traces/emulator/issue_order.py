@@ -42,10 +42,13 @@ from hostlink.traces.emulator.program import Program
 from hostlink.traces.schema import InstTable, WarpTrace
 
 
-def _row_keys(table: InstTable, prog: Program, load_ahead: int) -> np.ndarray:
+def _row_keys(table: InstTable, prog: Program, load_ahead: int) -> tuple[np.ndarray,
+                                                                        np.ndarray]:
     """Row order of ``table`` at ``load_ahead``: units keep their order, a unit's
     prologue stays first, and within each group of trips the host loads of every
-    trip come before the visits."""
+    trip come before the visits. Returns the order and, per row, whether it starts a
+    block (a unit, or a group of trips within one): rows never move across a block's
+    start, so a table cut there orders as its parts do."""
     n = len(table)
     pro_pcs = np.array([i.pc for i in prog.prologue], dtype=np.uint64)
     trip_pcs = np.array([i.pc for i in prog.trip], dtype=np.uint64)
@@ -62,7 +65,7 @@ def _row_keys(table: InstTable, prog: Program, load_ahead: int) -> np.ndarray:
     new_warp[1:] = (table.launch[1:] != table.launch[:-1]) | (table.cta[1:] != table.cta[:-1]) \
         | (table.warp[1:] != table.warp[:-1])
     # a unit starts at a warp's first row and at a prologue row after a trip row
-    new_unit = new_warp.copy()
+    new_unit = new_warp
     new_unit[1:] |= is_pro[1:] & ~is_pro[:-1]
     unit = np.cumsum(new_unit) - 1
     new_trip = ~is_pro & (j == 0)
@@ -72,32 +75,39 @@ def _row_keys(table: InstTable, prog: Program, load_ahead: int) -> np.ndarray:
     trip = np.where(is_pro, -1, trips_before - 1 - base[unit])
     group = np.where(is_pro, -1, trip // max(1, load_ahead))
     part = (~is_pro & ~host_j[j]).astype(np.int64)      # 0: prologue or host load, 1: visit
-    return np.lexsort((j, trip, part, group, unit))
+    starts = new_unit | (new_trip & (trip % max(1, load_ahead) == 0))
+    return np.lexsort((j, trip, part, group, unit)), starts
 
 
 def issue_order(trace: WarpTrace, prog: Program, load_ahead: int) -> WarpTrace:
     """``trace`` (emitted trip by trip, with device accesses) in the kernel's order at
-    ``load_ahead`` (one chunk per launch: a group never spans two chunks)."""
+    ``load_ahead``. Its chunks are the trace's, cut where a unit or a group of trips
+    starts (a group never spans two chunks): the rows held at once are a chunk's and
+    the last group's before it, whatever the launch's size."""
     if load_ahead <= 1 or not prog.prologue:
         return trace
 
     def chunks():
-        pending: list[InstTable] = []
-        launch = None
+        held = None         # rows of the current launch from its last block's start
         for chunk in trace.iter_chunks():
             if not len(chunk):
                 continue
             for lv in np.unique(chunk.launch):
                 part = chunk.select(np.flatnonzero(chunk.launch == lv))
-                if launch is not None and lv != launch:
-                    whole = InstTable.concat(pending)
-                    yield whole.select(_row_keys(whole, prog, load_ahead))
-                    pending = []
-                launch = lv
-                pending.append(part)
-        if pending:
-            whole = InstTable.concat(pending)
-            yield whole.select(_row_keys(whole, prog, load_ahead))
+                if held is not None and int(held.launch[0]) != int(lv):
+                    yield held.select(_row_keys(held, prog, load_ahead)[0])
+                    held = None
+                piece = part if held is None else InstTable.concat([held, part])
+                order, starts = _row_keys(piece, prog, load_ahead)
+                cut = int(np.flatnonzero(starts)[-1])
+                if cut > 0:
+                    # the rows before the cut sort before every row after it
+                    yield piece.select(order[:cut])
+                    held = piece.select(np.arange(cut, len(piece)))
+                else:
+                    held = piece
+        if held is not None:
+            yield held.select(_row_keys(held, prog, load_ahead)[0])
 
     return WarpTrace(trace.launches, trace.opcodes, trace.regions, _Replay(chunks),
                      trace.memcpys)
