@@ -439,3 +439,30 @@ def test_host_only_rows_match_the_lane_arrays(variant, monkeypatch):
         for name in ("launch", "cta", "warp", "pc", "opcode", "op", "space", "width_B", "mask"):
             assert np.array_equal(getattr(a, name), getattr(b, name)), name
         assert np.array_equal(a.addrs, b.addrs)
+
+
+def test_naive_lanes_match_the_lane_arrays():
+    """The naive walk's lanes from one compiled pass (emit._naive_lanes) are those the
+    lane arrays give: vertex, in range, active, valid, and the element index where
+    valid (0 elsewhere)."""
+    from hostlink.traces.emulator.emit import _naive_lanes_of
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        V = int(rng.integers(1, 200))
+        deg = rng.integers(0, 9, size=V)
+        offsets = np.concatenate([[0], np.cumsum(deg)]).astype(np.uint64)
+        active_v = rng.random(V) < 0.6
+        n = 50
+        warp_g = rng.integers(0, (V + 31) // 32 + 1, size=n)
+        k = rng.integers(0, 10, size=n)
+        is_trip = rng.random(n) < 0.8
+        vl = warp_g[:, None] * 32 + np.arange(32)[None, :]
+        in_range = vl < V
+        vlc = np.where(in_range, vl, 0)
+        act = in_range & active_v[vlc]
+        valid = act & (k[:, None] < deg[vlc]) & is_trip[:, None]
+        idx = np.where(valid, offsets[vlc].astype(np.int64) + k[:, None], 0)
+        got = _naive_lanes_of(warp_g, k, is_trip, V, active_v, offsets, deg)
+        for name, want, have in zip(("vl", "in_range", "act", "valid", "idx"),
+                                    (vl, in_range, act, valid, idx), got):
+            assert np.array_equal(want, have), name

@@ -518,6 +518,40 @@ def _device_lanes(rule, target, base, width, valid, flagged, attempt, in_range, 
         mask[i] = m
 
 
+@njit(cache=True)
+def _naive_lanes(warp_g, k, is_trip, V, active_v, offsets, deg, vl, in_range, act, valid,
+                 idx):
+    """The naive walk's lanes, one compiled pass: lane ``lane`` of row ``i`` holds vertex
+    ``vl = 32 warp_g[i] + lane`` (``in_range`` where a vertex has that id), ``act`` where it
+    is active, and on a trip row ``valid`` where it has more than ``k[i]`` neighbours,
+    whose ``k[i]``-th is element ``idx`` of the edge list (0 where not valid)."""
+    for i in range(warp_g.shape[0]):
+        ki = k[i]
+        for lane in range(WARP_SIZE):
+            v = warp_g[i] * WARP_SIZE + lane
+            vl[i, lane] = v
+            on = v < V
+            in_range[i, lane] = on
+            a = on and active_v[v]
+            act[i, lane] = a
+            ok = a and is_trip[i] and ki < deg[v]
+            valid[i, lane] = ok
+            idx[i, lane] = np.int64(offsets[v]) + ki if ok else 0
+
+
+def _naive_lanes_of(warp_g, k, is_trip, V, active_v, offsets, deg):
+    """(vl, in_range, act, valid, idx) of :func:`_naive_lanes` for rows of warps
+    ``warp_g`` at trips ``k``."""
+    n = len(warp_g)
+    vl = np.empty((n, WARP_SIZE), dtype=np.int64)
+    idx = np.empty((n, WARP_SIZE), dtype=np.int64)
+    in_range, act, valid = (np.empty((n, WARP_SIZE), dtype=bool) for _ in range(3))
+    _naive_lanes(np.asarray(warp_g, dtype=np.int64), np.asarray(k, dtype=np.int64),
+                 np.asarray(is_trip, dtype=bool), int(V), active_v, offsets, deg, vl,
+                 in_range, act, valid, idx)
+    return vl, in_range, act, valid, idx
+
+
 class Materialiser:
     """Turns row ranges of a launch plan into InstTable chunks."""
 
@@ -576,14 +610,14 @@ class Materialiser:
             valid = (is_trip[:, None] & (idx >= plan.s[u][:, None]) & (idx < plan.e[u][:, None])
                      & plan.live_v[own])
             vl = np.where(is_trip[:, None], own, vpc)
+        elif naive and plan.is_active_v is not None:     # idx is 0 where not valid
+            vl, in_range, act, valid, idx_c = _naive_lanes_of(
+                warp_g, k, is_trip, V, plan.is_active_v, csr.offsets, self.deg)
         elif naive:
             vl = warp_g[:, None] * WARP_SIZE + _LANES[None, :]
             in_range = vl < V
             vlc = np.where(in_range, vl, 0)
-            if plan.is_active_v is not None:
-                act = in_range & plan.is_active_v[vlc]
-            else:           # a host-only plan: its units' lane bits
-                act = in_range & plan.lane_mask(u)
+            act = in_range & plan.lane_mask(u)      # a host-only plan: its units' lane bits
             idx = csr.offsets[vlc].astype(np.int64) + k[:, None]
             valid = act & (k[:, None] < self.deg[vlc]) & is_trip[:, None]
         else:
@@ -593,7 +627,8 @@ class Materialiser:
             act = in_range
             idx = (plan.a[u] + WARP_SIZE * k)[:, None] + _LANES[None, :]
             valid = (idx >= plan.s[u][:, None]) & (idx < plan.e[u][:, None]) & is_trip[:, None]
-        idx_c = np.where(valid, idx, 0)
+        if not (naive and plan.is_active_v is not None):
+            idx_c = np.where(valid, idx, 0)
 
         target = self.i_target[instr]
         lanes_rule = self.i_lanes[instr]
