@@ -441,28 +441,41 @@ def test_host_only_rows_match_the_lane_arrays(variant, monkeypatch):
         assert np.array_equal(a.addrs, b.addrs)
 
 
-def test_naive_lanes_match_the_lane_arrays():
-    """The naive walk's lanes from one compiled pass (emit._naive_lanes) are those the
-    lane arrays give: vertex, in range, active, valid, and the element index where
-    valid (0 elsewhere)."""
-    from hostlink.traces.emulator.emit import _naive_lanes_of
-    rng = np.random.default_rng(7)
-    for _ in range(30):
-        V = int(rng.integers(1, 200))
-        deg = rng.integers(0, 9, size=V)
-        offsets = np.concatenate([[0], np.cumsum(deg)]).astype(np.uint64)
-        active_v = rng.random(V) < 0.6
-        n = 50
-        warp_g = rng.integers(0, (V + 31) // 32 + 1, size=n)
-        k = rng.integers(0, 10, size=n)
-        is_trip = rng.random(n) < 0.8
+@pytest.mark.parametrize("kernel", ["bfs", "sssp", "cc"])
+def test_naive_rows_match_the_lane_arrays(kernel, monkeypatch):
+    """The naive walk's rows with device arrays come from one compiled pass
+    (emit._naive_rows); lane arrays built as the other variants build theirs give the
+    same rows, flags included."""
+    import hostlink.traces.emulator.emit as emit
+    from hostlink.traces.emulator import emulate
+    from hostlink.traces.graphs.generators import generate
+
+    csr = generate("kron", 10, 16, 1, weighted=True, id_bytes=8, name="k10")
+    hub = int(np.argmax(np.diff(csr.offsets)))
+    em = emulate(csr, kernel, "naive", source=hub, id_bytes=8, include_device=True)
+    em.chunk_rows = 256
+    fast = list(em.chunks())
+    used = []
+
+    def lane_arrays(self, plan, is_trip, j, k, instr, warp_g):
+        used.append(1)
+        V = self.csr.num_vertices
         vl = warp_g[:, None] * 32 + np.arange(32)[None, :]
         in_range = vl < V
         vlc = np.where(in_range, vl, 0)
-        act = in_range & active_v[vlc]
-        valid = act & (k[:, None] < deg[vlc]) & is_trip[:, None]
-        idx = np.where(valid, offsets[vlc].astype(np.int64) + k[:, None], 0)
-        got = _naive_lanes_of(warp_g, k, is_trip, V, active_v, offsets, deg)
-        for name, want, have in zip(("vl", "in_range", "act", "valid", "idx"),
-                                    (vl, in_range, act, valid, idx), got):
-            assert np.array_equal(want, have), name
+        act = in_range & plan.is_active_v[vlc]
+        valid = act & (k[:, None] < self.deg[vlc]) & is_trip[:, None]
+        idx_c = np.where(valid, self.csr.offsets[vlc].astype(np.int64) + k[:, None], 0)
+        attempt, flagged = self._flags(plan, is_trip, j, valid, idx_c, vl, len(instr))
+        addr = np.empty((len(instr), 32), dtype=np.uint64)
+        mask = np.empty(len(instr), dtype=np.uint32)
+        emit._device_lanes(self.i_lanes[instr], self.i_target[instr], self.i_base[instr],
+                           self.i_width[instr], valid, flagged, attempt, in_range, act, idx_c,
+                           vl.astype(np.int64), self.csr.dst, addr.view(np.int64), mask)
+        return self._table(plan, instr, warp_g, addr, mask)
+    monkeypatch.setattr(emit.Materialiser, "_naive_rows", lane_arrays)
+    slow = list(em.chunks())
+    assert used and len(fast) == len(slow) > 1
+    for a, b in zip(fast, slow):
+        for name, col in a.columns().items():
+            assert np.array_equal(col, getattr(b, name)), name

@@ -519,37 +519,72 @@ def _device_lanes(rule, target, base, width, valid, flagged, attempt, in_range, 
 
 
 @njit(cache=True)
-def _naive_lanes(warp_g, k, is_trip, V, active_v, offsets, deg, vl, in_range, act, valid,
-                 idx):
-    """The naive walk's lanes, one compiled pass: lane ``lane`` of row ``i`` holds vertex
-    ``vl = 32 warp_g[i] + lane`` (``in_range`` where a vertex has that id), ``act`` where it
-    is active, and on a trip row ``valid`` where it has more than ``k[i]`` neighbours,
-    whose ``k[i]``-th is element ``idx`` of the edge list (0 where not valid)."""
-    for i in range(warp_g.shape[0]):
+def _naive_head_lanes(heads, warp_g, k, V, active_v, offsets, deg, r, lane_of, idx, v_of):
+    """The lanes of the naive walk's trip heads ``heads`` (rows) that hold a neighbour,
+    in row then lane order, as ``np.nonzero`` gives them: the head's place in ``heads``,
+    the lane, the neighbour's element index and the lane's vertex. Returns their count."""
+    c = 0
+    for h in range(heads.shape[0]):
+        i = heads[h]
         ki = k[i]
         for lane in range(WARP_SIZE):
             v = warp_g[i] * WARP_SIZE + lane
-            vl[i, lane] = v
-            on = v < V
-            in_range[i, lane] = on
-            a = on and active_v[v]
-            act[i, lane] = a
-            ok = a and is_trip[i] and ki < deg[v]
-            valid[i, lane] = ok
-            idx[i, lane] = np.int64(offsets[v]) + ki if ok else 0
+            if v < V and active_v[v] and ki < deg[v]:
+                r[c] = h
+                lane_of[c] = lane
+                idx[c] = np.int64(offsets[v]) + ki
+                v_of[c] = v
+                c += 1
+    return c
 
 
-def _naive_lanes_of(warp_g, k, is_trip, V, active_v, offsets, deg):
-    """(vl, in_range, act, valid, idx) of :func:`_naive_lanes` for rows of warps
-    ``warp_g`` at trips ``k``."""
-    n = len(warp_g)
-    vl = np.empty((n, WARP_SIZE), dtype=np.int64)
-    idx = np.empty((n, WARP_SIZE), dtype=np.int64)
-    in_range, act, valid = (np.empty((n, WARP_SIZE), dtype=bool) for _ in range(3))
-    _naive_lanes(np.asarray(warp_g, dtype=np.int64), np.asarray(k, dtype=np.int64),
-                 np.asarray(is_trip, dtype=bool), int(V), active_v, offsets, deg, vl,
-                 in_range, act, valid, idx)
-    return vl, in_range, act, valid, idx
+@njit(cache=True)
+def _naive_rows(rule, target, base, width, warp_g, k, is_trip, trip_of_row, V, active_v,
+                offsets, deg, dst, head_att, head_tk, addr, mask):
+    """:func:`_device_lanes` of the naive walk in one pass, its lanes computed in place:
+    lane ``lane`` of row ``i`` holds vertex ``v = 32 warp_g[i] + lane`` (in range where a
+    vertex has that id), active where ``active_v[v]``, valid on a trip row where it has
+    more than ``k[i]`` neighbours (its ``k[i]``-th is element ``idx``); a trip row's
+    lanes attempt and took their update as its trip's head (``trip_of_row``) did."""
+    for i in range(rule.shape[0]):
+        m = 0
+        r = rule[i]
+        tg = target[i]
+        ki = k[i]
+        trip = is_trip[i]
+        t = trip_of_row[i]
+        for lane in range(WARP_SIZE):
+            v = warp_g[i] * WARP_SIZE + lane
+            in_range = v < V
+            act = in_range and active_v[v]
+            valid = act and trip and ki < deg[v]
+            if r == LANES_VALID:
+                on = valid
+            elif r == LANES_FLAGGED:
+                on = valid and trip and head_tk[t, lane]
+            elif r == LANES_ATTEMPT:
+                on = valid and trip and head_att[t, lane]
+            elif r == LANES_ALL:
+                on = in_range
+            else:
+                on = act
+            if not on:
+                addr[i, lane] = 0
+                continue
+            idx = np.int64(offsets[v]) + ki if valid else np.int64(0)
+            e = np.int64(0)
+            if tg == TARGET_EDGE:
+                e = idx
+            elif tg == TARGET_NBR:
+                if valid:
+                    e = np.int64(dst[idx])
+            elif tg == TARGET_SELF:
+                e = v
+            elif tg == TARGET_SELF1:
+                e = v + 1
+            addr[i, lane] = base[i] + (0 if tg == TARGET_FLAG else e * width[i])
+            m |= 1 << lane
+        mask[i] = m
 
 
 class Materialiser:
@@ -610,9 +645,8 @@ class Materialiser:
             valid = (is_trip[:, None] & (idx >= plan.s[u][:, None]) & (idx < plan.e[u][:, None])
                      & plan.live_v[own])
             vl = np.where(is_trip[:, None], own, vpc)
-        elif naive and plan.is_active_v is not None:     # idx is 0 where not valid
-            vl, in_range, act, valid, idx_c = _naive_lanes_of(
-                warp_g, k, is_trip, V, plan.is_active_v, csr.offsets, self.deg)
+        elif naive and plan.is_active_v is not None:
+            return self._naive_rows(plan, is_trip, j, k, instr, warp_g)
         elif naive:
             vl = warp_g[:, None] * WARP_SIZE + _LANES[None, :]
             in_range = vl < V
@@ -627,8 +661,7 @@ class Materialiser:
             act = in_range
             idx = (plan.a[u] + WARP_SIZE * k)[:, None] + _LANES[None, :]
             valid = (idx >= plan.s[u][:, None]) & (idx < plan.e[u][:, None]) & is_trip[:, None]
-        if not (naive and plan.is_active_v is not None):
-            idx_c = np.where(valid, idx, 0)
+        idx_c = np.where(valid, idx, 0)
 
         target = self.i_target[instr]
         lanes_rule = self.i_lanes[instr]
@@ -692,6 +725,52 @@ class Materialiser:
             addr = addr[keep]
         return InstTable(**cols, addrs=addr)
 
+    def _naive_rows(self, plan: LaunchPlan, is_trip, j, k, instr, warp_g) -> InstTable:
+        """The rows of a naive walk that reads device arrays (:func:`_naive_rows`), its
+        lanes computed where they are used instead of as lane arrays."""
+        csr = self.csr
+        n = len(instr)
+        warp_g = np.asarray(warp_g, dtype=np.int64)
+        k = np.asarray(k, dtype=np.int64)
+        head = is_trip & (j == 0)
+        heads = np.flatnonzero(head)
+        most = len(heads) * WARP_SIZE
+        r, lane = np.empty(most, dtype=np.int64), np.empty(most, dtype=np.int64)
+        idx, v = np.empty(most, dtype=np.int64), np.empty(most, dtype=np.int64)
+        found = _naive_head_lanes(heads, warp_g, k, int(csr.num_vertices), plan.is_active_v,
+                                  csr.offsets, self.deg, r, lane, idx, v)
+        head_att, head_tk = self._head_flags(plan, len(heads), r[:found], lane[:found],
+                                             idx[:found], v[:found])
+        addr = np.empty((n, WARP_SIZE), dtype=np.uint64)
+        mask = np.empty(n, dtype=np.uint32)
+        _naive_rows(self.i_lanes[instr], self.i_target[instr], self.i_base[instr],
+                    self.i_width[instr], warp_g, k, np.asarray(is_trip, dtype=bool),
+                    np.cumsum(head) - 1, int(csr.num_vertices), plan.is_active_v,
+                    csr.offsets, self.deg, csr.dst, head_att, head_tk, addr.view(np.int64),
+                    mask)
+        return self._table(plan, instr, warp_g, addr, mask)
+
+    def _head_flags(self, plan, n_heads, r, l, ii, vv) -> tuple[np.ndarray, np.ndarray]:
+        """Per (trip head, lane): (attempt, took) of the trip's neighbour update, from the
+        heads' lanes that hold a neighbour (head ``r``, lane ``l``, element ``ii``,
+        the lane's vertex ``vv``; in head then lane order)."""
+        head_att = np.zeros((n_heads, WARP_SIZE), dtype=bool)
+        head_tk = np.zeros((n_heads, WARP_SIZE), dtype=bool)
+        st = self.state
+        if st is None or st.value is None or not n_heads:
+            return head_att, head_tk
+        uu = self.csr.dst[ii].astype(np.int64)
+        if self.kernel == "sssp":
+            cand = np.minimum(st.read[vv].astype(np.int64) + self.csr.weights[ii], int(INF_U32))
+        elif self.kernel == "cc":
+            cand = st.read[vv].astype(np.int64)
+        else:
+            cand = np.zeros(len(uu), dtype=np.int64)
+        att, tk = st.flags(plan.level, uu, cand, r.astype(np.int64), l.astype(np.int64))
+        head_att[r, l] = att
+        head_tk[r, l] = tk
+        return head_att, head_tk
+
     def _flags(self, plan, is_trip, j, valid, idx_c, vl, n) -> tuple[np.ndarray, np.ndarray]:
         """Per (row, lane): (attempt, took) of the trip's neighbour update."""
         attempt = np.zeros((n, WARP_SIZE), dtype=bool)
@@ -703,20 +782,8 @@ class Materialiser:
         if not len(heads):
             return attempt, took
         r, l = np.nonzero(valid[heads])
-        ii = idx_c[heads][r, l]
-        uu = self.csr.dst[ii].astype(np.int64)
-        vv = vl[heads][r, l]
-        if self.kernel == "sssp":
-            cand = np.minimum(st.read[vv].astype(np.int64) + self.csr.weights[ii], int(INF_U32))
-        elif self.kernel == "cc":
-            cand = st.read[vv].astype(np.int64)
-        else:
-            cand = np.zeros(len(uu), dtype=np.int64)
-        att, tk = st.flags(plan.level, uu, cand, r.astype(np.int64), l.astype(np.int64))
-        head_att = np.zeros((len(heads), WARP_SIZE), dtype=bool)
-        head_tk = np.zeros((len(heads), WARP_SIZE), dtype=bool)
-        head_att[r, l] = att
-        head_tk[r, l] = tk
+        head_att, head_tk = self._head_flags(plan, len(heads), r, l, idx_c[heads][r, l],
+                                             vl[heads][r, l])
         trip_of_row = np.cumsum(is_trip & (j == 0)) - 1
         attempt[is_trip] = head_att[trip_of_row[is_trip]]
         took[is_trip] = head_tk[trip_of_row[is_trip]]
