@@ -553,6 +553,9 @@ def _naive_rows(rule, target, base, width, warp_g, k, is_trip, trip_of_row, V, a
         ki = k[i]
         trip = is_trip[i]
         t = trip_of_row[i]
+        if t < 0:       # no head before it in the chunk: the last one's, as numpy indexes
+            t = head_att.shape[0] - 1
+        flags = trip and t >= 0
         for lane in range(WARP_SIZE):
             v = warp_g[i] * WARP_SIZE + lane
             in_range = v < V
@@ -561,9 +564,9 @@ def _naive_rows(rule, target, base, width, warp_g, k, is_trip, trip_of_row, V, a
             if r == LANES_VALID:
                 on = valid
             elif r == LANES_FLAGGED:
-                on = valid and trip and head_tk[t, lane]
+                on = valid and flags and head_tk[t, lane]
             elif r == LANES_ATTEMPT:
-                on = valid and trip and head_att[t, lane]
+                on = valid and flags and head_att[t, lane]
             elif r == LANES_ALL:
                 on = in_range
             else:
