@@ -79,10 +79,12 @@ def _faults_of_a_second_array(env_value: str | None) -> int:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_a_freed_large_array_s_pages_serve_the_next_one():
-    """64 MiB is 16384 pages of 4 KiB: the C library's defaults map a fresh array and
-    fault every page; hostlink's reuses the freed one's."""
+    """The C library's defaults map a fresh 64 MiB array and fault every page in (16384
+    of 4 KiB, or 32 of 2 MiB where the kernel backs it with huge pages); hostlink's
+    reuses the freed one's pages."""
     from hostlink.model.page_advice import reuse_freed_arrays
     if not reuse_freed_arrays():
         pytest.skip("no mallopt in this C library")
-    assert _faults_of_a_second_array("1") > 8000
-    assert _faults_of_a_second_array(None) < 1000
+    defaults = _faults_of_a_second_array("1")
+    assert defaults >= 32
+    assert _faults_of_a_second_array(None) * 8 < defaults
