@@ -7,8 +7,7 @@ Submodules, each with one job:
 - ``dram``: host DRAM bandwidth with its burst size.
 - ``analytic``: closed-form bounds (link, tags, credits, DRAM, requester).
 - ``workload``: the request stream every timing model consumes.
-- ``page_advice``: NumPy's large arrays on ordinary pages, freed ones reused (set on
-  import).
+- ``page_advice``: NumPy's large arrays on ordinary pages (set on import).
 """
 from hostlink.model.page_advice import apply_default as _apply_page_advice
 

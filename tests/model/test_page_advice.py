@@ -58,33 +58,3 @@ def test_freed_small_arrays_go_back_to_the_system():
     if out[0] != "True":
         pytest.skip("no malloc_trim in this C library")
     assert int(out[1]) > 300e6 * 0.5      # most of the 655 MB the parts held
-
-
-def _faults_of_a_second_array(env_value: str | None) -> int:
-    """Minor page faults of filling a 64 MiB array after one of that size was freed, in a
-    fresh process that imports hostlink.model (``MALLOC_ENV`` set to ``env_value``)."""
-    from hostlink.model.page_advice import MALLOC_ENV
-    env = {k: v for k, v in os.environ.items() if k != MALLOC_ENV}
-    if env_value is not None:
-        env[MALLOC_ENV] = env_value
-    probe = ("import resource, numpy as np, hostlink.model\n"
-             "a = np.ones(1 << 23); del a\n"
-             "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
-             "b = np.ones(1 << 23)\n"
-             "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n")
-    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
-                          text=True, check=True)
-    return int(done.stdout.strip())
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
-def test_a_freed_large_array_s_pages_serve_the_next_one():
-    """The C library's defaults map a fresh 64 MiB array and fault every page in (16384
-    of 4 KiB, or 32 of 2 MiB where the kernel backs it with huge pages); hostlink's
-    reuses the freed one's pages."""
-    from hostlink.model.page_advice import reuse_freed_arrays
-    if not reuse_freed_arrays():
-        pytest.skip("no mallopt in this C library")
-    defaults = _faults_of_a_second_array("1")
-    assert defaults >= 32
-    assert _faults_of_a_second_array(None) * 8 < defaults
