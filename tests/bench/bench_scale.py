@@ -75,6 +75,12 @@ def _peak_run(cmd: list[str]) -> tuple[str, float, float, float]:
     return done.stdout, float(wall), float(user) + float(system), float(rss_kB) / 1e6
 
 
+def _predicted_ms(out: str) -> float | None:
+    """The kernel time ``hostlink predict`` printed (ms), or None."""
+    found = re.search(r": ([0-9.e+]+) ms over", out)
+    return float(found.group(1)) if found else None
+
+
 def _one_variant(prefix: str, variant: str) -> int:
     """Child: the grid's workload for ``variant`` once, then each mode's prediction;
     prints JSON of the CPU seconds of each step."""
@@ -120,11 +126,9 @@ def _kron(run_dir: Path, case: str, graph: str, extra: list[str]) -> dict:
              "h200-pcie5", "--fidelity", "des", "--mode", "zerocopy", "--graph", str(prefix),
              "--id-bytes", "8", "--source", str(source), *extra])
         graph_GB = _graph_B(prefix) / 1e9
-    found = re.search(r": ([0-9.e+]+) ms over", out)
-    predicted = float(found.group(1)) if found else None
     return {"case": case, "source": source, "wall_s": wall, "cpu_s": cpu,
             "peak_GB": peak, "graph_GB": graph_GB, "beyond_graph_GB": peak - graph_GB,
-            "predicted_ms": predicted, "gpu_measured_ms": measured,
+            "predicted_ms": _predicted_ms(out), "gpu_measured_ms": measured,
             "cpu_s_over_gpu_s": cpu / (measured * 1e-3) if measured else None}
 
 
@@ -148,11 +152,9 @@ def _naive19() -> dict:
              "zerocopy", "--graph", str(prefix), "--variant", "naive", "--load-ahead", "4",
              "--id-bytes", "8"])
         graph_GB = _graph_B(prefix) / 1e9
-    found = re.search(r": ([0-9.e+]+) ms over", out)
     return {"case": "bfs/kron19/naive/zerocopy/8B, load-ahead 4", "wall_s": wall,
             "cpu_s": cpu, "peak_GB": peak, "graph_GB": graph_GB,
-            "beyond_graph_GB": peak - graph_GB,
-            "predicted_ms": float(found.group(1)) if found else None}
+            "beyond_graph_GB": peak - graph_GB, "predicted_ms": _predicted_ms(out)}
 
 
 def _grid(save=None) -> dict:

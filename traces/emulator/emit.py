@@ -476,45 +476,53 @@ def _host_lanes(how, u, is_trip, k, first, warp_g, base, width, a, s, e, offsets
         mask[i] = m
 
 
+@njit(cache=True, inline="always")
+def _lane_address(rule, target, base, width, valid, flagged, attempt, in_range, act, idx, v,
+                  dst):
+    """(whether the lane reads, its address) for an instruction's ``rule`` (``LANES_*``:
+    valid, valid and flagged or attempting, every lane with a vertex, the active ones)
+    and ``target`` (``TARGET_*``: the element ``idx``, its neighbour ``dst[idx]``, the
+    lane's vertex ``v`` or the next, the flag at the base)."""
+    if rule == LANES_VALID:
+        on = valid
+    elif rule == LANES_FLAGGED:
+        on = valid and flagged
+    elif rule == LANES_ATTEMPT:
+        on = valid and attempt
+    elif rule == LANES_ALL:
+        on = in_range
+    else:
+        on = act
+    if not on:
+        return False, np.int64(0)
+    e = np.int64(0)
+    if target == TARGET_EDGE:
+        e = idx
+    elif target == TARGET_NBR:
+        if valid:
+            e = np.int64(dst[idx])
+    elif target == TARGET_SELF:
+        e = v
+    elif target == TARGET_SELF1:
+        e = v + 1
+    return True, base + (0 if target == TARGET_FLAG else e * width)
+
+
 @njit(cache=True)
 def _device_lanes(rule, target, base, width, valid, flagged, attempt, in_range, act, idx,
                   vl, dst, addr, mask):
-    """The lanes of rows that read device arrays too: a row's lanes by its instruction's
-    rule (``LANES_*``: valid, valid and flagged or attempting, every lane with a vertex,
-    the active ones) and each lane's address by its target (``TARGET_*``: the element
-    ``idx``, its neighbour ``dst[idx]``, the lane's vertex ``vl`` or the next, the flag
-    at the base); ``addr[i, lane]`` is 0 and bit ``lane`` of ``mask[i]`` clear where
+    """The lanes of rows that read device arrays too (:func:`_lane_address` of each from
+    its lane arrays); ``addr[i, lane]`` is 0 and bit ``lane`` of ``mask[i]`` clear where
     the lane reads nothing."""
     for i in range(rule.shape[0]):
         m = 0
-        r = rule[i]
-        tg = target[i]
         for lane in range(WARP_SIZE):
-            if r == LANES_VALID:
-                on = valid[i, lane]
-            elif r == LANES_FLAGGED:
-                on = valid[i, lane] and flagged[i, lane]
-            elif r == LANES_ATTEMPT:
-                on = valid[i, lane] and attempt[i, lane]
-            elif r == LANES_ALL:
-                on = in_range[i, lane]
-            else:
-                on = act[i, lane]
-            if not on:
-                addr[i, lane] = 0
-                continue
-            e = np.int64(0)
-            if tg == TARGET_EDGE:
-                e = idx[i, lane]
-            elif tg == TARGET_NBR:
-                if valid[i, lane]:
-                    e = np.int64(dst[idx[i, lane]])
-            elif tg == TARGET_SELF:
-                e = vl[i, lane]
-            elif tg == TARGET_SELF1:
-                e = vl[i, lane] + 1
-            addr[i, lane] = base[i] + (0 if tg == TARGET_FLAG else e * width[i])
-            m |= 1 << lane
+            on, a = _lane_address(rule[i], target[i], base[i], width[i], valid[i, lane],
+                                  flagged[i, lane], attempt[i, lane], in_range[i, lane],
+                                  act[i, lane], idx[i, lane], vl[i, lane], dst)
+            addr[i, lane] = a
+            if on:
+                m |= 1 << lane
         mask[i] = m
 
 
@@ -549,44 +557,25 @@ def _naive_rows(rule, target, base, width, warp_g, k, is_trip, trip_of_row, V, a
     for i in range(rule.shape[0]):
         m = 0
         r = rule[i]
-        tg = target[i]
         ki = k[i]
         trip = is_trip[i]
         t = trip_of_row[i]
         if t < 0:       # no head before it in the chunk: the last one's, as numpy indexes
             t = head_att.shape[0] - 1
-        flags = trip and t >= 0
+        # the heads' flags, where the rule reads them
+        flags = (r == LANES_FLAGGED or r == LANES_ATTEMPT) and trip and t >= 0
         for lane in range(WARP_SIZE):
             v = warp_g[i] * WARP_SIZE + lane
             in_range = v < V
             act = in_range and active_v[v]
             valid = act and trip and ki < deg[v]
-            if r == LANES_VALID:
-                on = valid
-            elif r == LANES_FLAGGED:
-                on = valid and flags and head_tk[t, lane]
-            elif r == LANES_ATTEMPT:
-                on = valid and flags and head_att[t, lane]
-            elif r == LANES_ALL:
-                on = in_range
-            else:
-                on = act
-            if not on:
-                addr[i, lane] = 0
-                continue
-            idx = np.int64(offsets[v]) + ki if valid else np.int64(0)
-            e = np.int64(0)
-            if tg == TARGET_EDGE:
-                e = idx
-            elif tg == TARGET_NBR:
-                if valid:
-                    e = np.int64(dst[idx])
-            elif tg == TARGET_SELF:
-                e = v
-            elif tg == TARGET_SELF1:
-                e = v + 1
-            addr[i, lane] = base[i] + (0 if tg == TARGET_FLAG else e * width[i])
-            m |= 1 << lane
+            on, a = _lane_address(r, target[i], base[i], width[i], valid,
+                                  flags and head_tk[t, lane], flags and head_att[t, lane],
+                                  in_range, act,
+                                  np.int64(offsets[v]) + ki if valid else np.int64(0), v, dst)
+            addr[i, lane] = a
+            if on:
+                m |= 1 << lane
         mask[i] = m
 
 
