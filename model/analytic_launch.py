@@ -175,7 +175,7 @@ def chain_shape(stream: RequestStream, loads_in_flight: int, *, as_device: bool 
     wstarts = np.flatnonzero(wnew)
     l2_lines = inst_dram = None
     from hostlink.model.l2_lines import l2_served, replays
-    if l2 is not None and replays(stream) and np.any(~on_host & read):
+    if l2 is not None and replays(stream, as_device) and np.any(~on_host & read):
         row = np.arange(len(stream), dtype=np.int64) if order is None else order
         replay = l2_served(stream, row, lead, l2, as_device=as_device)
         l2_lines = np.add.reduceat(np.add.reduceat(replay.lines, starts).astype(np.float64),

@@ -29,13 +29,16 @@ Assumptions:
   validation/experiments/first_run; :func:`hostlink.traces.cache.host_read_cache`);
 - stores and atomics neither look the L2 up nor fill it, and their lines keep
   their own turns and latencies;
-- a stream whose requests stand for lines (its ``lines`` column: the visit
+- in a stream whose requests stand for lines (its ``lines`` column: the visit
   skeleton of a twin that carries no device arrays, above 2^24 edges or 2^26
-  vertex tests, :mod:`hostlink.traces.emulator.visits`) is not replayed: its
-  device requests stand for the dependent steps of a walk, not for lines the
-  L2 could hold, so they keep ``gpu.sm_request_ns`` a line and the L2's
-  latency, which fit kron21's and urand21's BFS in device memory
-  (validation/experiments/traversal_l1/README.md).
+  vertex tests, :mod:`hostlink.traces.emulator.visits`), the device requests
+  stand for the dependent steps of a walk, not for lines the L2 could hold: they
+  are not replayed and keep ``gpu.sm_request_ns`` a line and the L2's latency,
+  which fit kron21's and urand21's BFS in device memory
+  (validation/experiments/traversal_l1/README.md). Its host requests are the
+  edge list's own lines: where the arrays live in device memory they are
+  replayed, alone in the L2. A BFS reads each vertex's list once, so they miss
+  where no neighbour's read brought their line in.
 """
 from __future__ import annotations
 
@@ -80,10 +83,22 @@ class L2Replay:
     misses: np.ndarray   # the request is a device read some sector of which DRAM serves
 
 
-def replays(stream: RequestStream) -> bool:
-    """Whether the L2 is replayed over ``stream``: not over one whose requests stand for
-    lines (the stream's ``lines``; see the module docstring)."""
-    return stream.lines is None
+def replays(stream: RequestStream, as_device: bool = False) -> bool:
+    """Whether the L2 is replayed over some of ``stream``'s requests: over one whose
+    requests stand for lines (the stream's ``lines``; see the module docstring) only
+    where its host arrays live in device memory (``as_device``, or its ``stand_in``
+    set)."""
+    return stream.lines is None or as_device or stream.stand_in is not None
+
+
+def stand_ins(stream: RequestStream) -> np.ndarray | None:
+    """Per request, whether it stands for a walk's dependent step (see the module
+    docstring); None where none does."""
+    if stream.lines is None:
+        return None
+    if stream.stand_in is not None:
+        return np.asarray(stream.stand_in, dtype=np.bool_)
+    return stream.space != SPACE_HOST
 
 
 def l2_served(stream: RequestStream, row: np.ndarray, leads: np.ndarray,
@@ -99,27 +114,31 @@ def l2_served(stream: RequestStream, row: np.ndarray, leads: np.ndarray,
     n = len(row)
     out = np.zeros(n, dtype=np.bool_)
     missed = np.zeros(n, dtype=np.bool_)
-    if n == 0 or config.l2_size_B == 0 or not replays(stream):
+    if n == 0 or config.l2_size_B == 0 or not replays(stream, as_device):
         return L2Replay(out, missed)
     state = L2State(config) if state is None else state
     atomic = (np.zeros(0, dtype=np.bool_) if stream.atomic is None
               else np.asarray(stream.atomic, dtype=np.bool_))
+    skip = stand_ins(stream)
     _replay(np.asarray(row, dtype=np.int64), np.asarray(leads, dtype=np.bool_),
             np.asarray(stream.addr, dtype=np.uint64), stream.size_B, stream.space,
             np.asarray(stream.is_write, dtype=np.bool_), atomic,
+            np.zeros(0, dtype=np.bool_) if skip is None else skip,
             -1 if as_device else SPACE_HOST, state.lines, state.clock, state.set_fn, out,
             missed)
     return L2Replay(out, missed)
 
 
 @njit(cache=True)
-def _replay(row, leads, addr, size_B, space, write, atomic, host_space, l2, clock, set_fn,
-            out, missed):
+def _replay(row, leads, addr, size_B, space, write, atomic, stand_in, host_space, l2, clock,
+            set_fn, out, missed):
     has_atomic = atomic.shape[0] > 0
+    has_stand_in = stand_in.shape[0] > 0
     lead = 0
     for i in range(row.shape[0]):
         r = row[i]
-        takes = space[r] != host_space and not write[r] and not (has_atomic and atomic[r])
+        takes = space[r] != host_space and not write[r] and not (has_atomic and atomic[r]) \
+            and not (has_stand_in and stand_in[r])
         if leads[i]:
             lead = i
             out[i] = takes

@@ -626,10 +626,12 @@ def _run_des(stream, system, common, engine, nbins, as_device, share=1.0) -> dic
     from hostlink.model.des import STAT_NAMES, simulate
     host = common["host"]
     if as_device:
+        from hostlink.model.l2_lines import stand_ins
+        optional = {k: getattr(stream, k) for k in OPTIONAL_COLUMNS}
+        optional["stand_in"] = stand_ins(stream)    # before every request is a device one
         stream = RequestStream(**{k: getattr(stream, k) for k in REQUEST_DTYPES if k != "space"},
                                space=np.full(len(stream), SPACE_DEVICE, dtype=np.uint8),
-                               launches=stream.launches,
-                               **{k: getattr(stream, k) for k in OPTIONAL_COLUMNS})
+                               launches=stream.launches, **optional)
     # a device run's stream is made here and run once: nothing to keep
     inputs, out = simulate(stream, system, engine=engine, nbins=nbins, keep_inputs=not as_device,
                            share=share)

@@ -35,7 +35,7 @@ REQUEST_DTYPES = {
 }
 
 #: the optional per-row columns (see :class:`RequestStream`): not stored with a trace
-OPTIONAL_COLUMNS = ("waits", "lines", "follows", "atomic")
+OPTIONAL_COLUMNS = ("waits", "lines", "follows", "atomic", "stand_in")
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,13 @@ class RequestStream:
     device atomic takes ``gpu.atomic_extra_ns`` beyond a load the L2 serves, and
     its lines leave the warp ``gpu.atomic_request_gap_ns`` apart
     (validation/experiments/atomic_chase/runs/h200). None: no instruction is such an atomic
-    (or none is known). Set by the coalescer; not stored with a trace."""
+    (or none is known). Set by the coalescer; not stored with a trace.
+
+    ``stand_in`` (optional, one bool per row): in a stream whose requests stand for
+    lines (``lines``), the request stands for a dependent step of a walk, not for a
+    line the GPU's L2 could hold (:mod:`hostlink.model.l2_lines`). None: in such a
+    stream, the device requests stand in and the host requests are lines. Set where a
+    run in device memory makes every request a device one; not stored with a trace."""
     launch: np.ndarray
     warp: np.ndarray
     inst: np.ndarray
@@ -108,6 +114,7 @@ class RequestStream:
     lines: np.ndarray | None = None
     follows: np.ndarray | None = None
     atomic: np.ndarray | None = None
+    stand_in: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.addr)
@@ -117,7 +124,7 @@ class RequestStream:
                 raise ValueError(f"RequestStream column '{name}' has {len(col)} rows, expected {n}")
             if col.dtype != dtype:
                 object.__setattr__(self, name, np.asarray(col, dtype=dtype))
-        for name in ("waits", "lines", "follows", "atomic"):  # the optional columns
+        for name in OPTIONAL_COLUMNS:
             col = getattr(self, name)
             if col is None:
                 continue

@@ -84,6 +84,31 @@ def test_host_reads_stores_atomics_and_a_walks_steps_take_no_l2_turn():
     assert x.l2_lines is None and x.l2_misses is None
 
 
+def test_a_walks_edge_lines_in_device_memory_use_the_l2_and_its_steps_do_not():
+    """A twin without device arrays (its ``lines`` set) keeps the edge list's own lines:
+    placed in device memory they are replayed, a second read of a line hits and a
+    first misses; its steps, which stand for lines, never take part."""
+    # warps 0 and 1 read edge line 0 (host), then each takes a step (device) on line 0
+    s = stream([0, 0, 1, 1], [0, 1, 0, 1], [0, 0, 0, 0], [128] * 4,
+               space=[SPACE_HOST, SPACE_DEVICE, SPACE_HOST, SPACE_DEVICE], lines=[1, 3, 1, 3])
+    assert served(s).tolist() == [False] * 4 and not replay(s).misses.any()
+    assert served(s, as_device=True).tolist() == [False, False, True, False]
+    assert replay(s, as_device=True).misses.tolist() == [True, False, False, False]
+    # a run in device memory marks the steps before every request becomes a device one
+    from hostlink.model.predict import predict
+    lat = {"gpu.device_lat_ns": 150.0, "gpu.dram_lat_ns": 340.0, "gpu.sm_l2_request_ns": 0.99,
+           **ISSUE}
+    one = stream([0, 0], [0, 1], [0, 0], [128, 128], space=[SPACE_HOST, SPACE_DEVICE],
+                 lines=[1, 1]).with_waits(np.array([False, True]))
+    for fidelity in ("des", "analytic"):
+        # the edge line misses (340 ns), the step keeps the L2's latency (150 ns)
+        ns = predict(one, system(**lat), mode="device", fidelity=fidelity).kernel_time_s * 1e9
+        assert 490.0 <= ns < 491.0, (fidelity, ns)
+        ns = predict(one, system(**dict(lat, **{"gpu.sm_l2_request_ns": None})), mode="device",
+                     fidelity=fidelity).kernel_time_s * 1e9
+        assert 300.0 <= ns < 301.0, (fidelity, ns)
+
+
 def test_lines_beyond_the_l2s_capacity_are_evicted_least_recently_used_first():
     # 2 ways per set: lines 0, 4, 8 share set 0 under the modulo index; 0 is evicted by 8
     lines = [0, 4, 8, 0, 8]
