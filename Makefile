@@ -72,16 +72,18 @@ FREEZE = $(BIN)/hostlink config freeze
 presets: $(STAMP)
 	$(FREEZE) $(EXP)/host_read/runs/h200/calibrated.toml --name h200-pcie5 --base h200-pcie5 \
 	  --keep translation.managed_walkers --keep translation.cold_span_ns --keep gpu.sm_l2_request_ns \
-	  --keep uvm.launches_one_block_first_fault_us --keep uvm.batch_base_us --keep uvm.block_us \
+	  --keep gpu.shared_write_ns --keep uvm.launches_one_block_first_fault_us \
+	  --keep uvm.batch_base_us --keep uvm.block_us \
 	  --keep uvm.copy_page_us --keep uvm.move_page_us --keep uvm.first_fault_us \
 	  --out sim_configs/system/h200-pcie5.toml \
 	  --description "NVIDIA H200 SXM5 141 GB HBM3e (132 SMs, 700 W), PCIe 5.0 x16 to a virtualised Intel Xeon host; host DRAM taken as DDR5-4800 x8 (not measured)" \
-	  --header "The lent H200 as calibrated for validation/experiments/first_run/runs/h200's report, its host threads by host_read (make presets:\nvalidation/experiments/host_read/runs/h200/calibrated.toml, managed_walkers from accessedby_reach, cold_span_ns from gather_walks,\nlaunches_one_block_first_fault_us from uvm_launches/runs/h200/one_block,\nthe UVM fault-service costs from uvm_sparse/runs/h200/pooled, fitted on every lease that measured first touch).\nKeys without provenance here are their part presets' (which mark their assumptions)."
+	  --header "The lent H200 as calibrated for validation/experiments/first_run/runs/h200's report, its host threads by host_read (make presets:\nvalidation/experiments/host_read/runs/h200/calibrated.toml, managed_walkers from accessedby_reach, cold_span_ns from gather_walks,\nlaunches_one_block_first_fault_us from uvm_launches/runs/h200/one_block, shared_write_ns from flag_writes/runs/h200,\nthe UVM fault-service costs from uvm_sparse/runs/h200/pooled, fitted on every lease that measured first touch).\nKeys without provenance here are their part presets' (which mark their assumptions)."
 	$(FREEZE) $(EXP)/host_read/runs/h100/calibrated.toml --name h100-pcie5 --base h100-pcie5 \
 	  --keep translation.cold_span_ns --keep gpu.sm_l2_request_ns \
-	  --keep uvm.launches_one_block_first_fault_us --out sim_configs/system/h100-pcie5.toml \
+	  --keep gpu.shared_write_ns --keep uvm.launches_one_block_first_fault_us \
+	  --out sim_configs/system/h100-pcie5.toml \
 	  --description "NVIDIA H100 SXM5 80 GB HBM3 (132 SMs, 700 W), PCIe 5.0 x16 to a virtualised Intel Xeon host; host DRAM taken as DDR5-4800 x8 (not measured)" \
-	  --header "The lent H100 as calibrated for validation/experiments/first_run/runs/h100's report, its host threads by host_read (make presets:\nvalidation/experiments/host_read/runs/h100/calibrated.toml, cold_span_ns from the H200's gather_walks,\nlaunches_one_block_first_fault_us from uvm_launches/runs/h100/one_block).\nKeys without provenance here are their part presets' (which mark their assumptions)."
+	  --header "The lent H100 as calibrated for validation/experiments/first_run/runs/h100's report, its host threads by host_read (make presets:\nvalidation/experiments/host_read/runs/h100/calibrated.toml, cold_span_ns from the H200's gather_walks,\nlaunches_one_block_first_fault_us from uvm_launches/runs/h100/one_block,\nshared_write_ns from the H200's flag_writes).\nKeys without provenance here are their part presets' (which mark their assumptions)."
 	$(BIN)/hostlink config seeds --from h200-pcie5 --out sim_configs/system
 	$(BIN)/python -m hostlink.model.bands --write validation/experiments
 

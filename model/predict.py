@@ -730,6 +730,33 @@ def launch_ctas(stream: RequestStream, n: int) -> np.ndarray:
     return ctas
 
 
+def launch_shared_writes_ns(stream: RequestStream, n: int, system: SystemConfig) -> np.ndarray:
+    """Per launch of the stream's ``n``, what the L2 takes to serve its writes to one
+    shared word (its records' ``shared_writes`` x ``gpu.shared_write_ns``)."""
+    out = np.zeros(n)
+    if system.gpu.shared_write_ns > 0:
+        for k, info in enumerate(stream.launches[:n]):
+            out[k] = info.shared_writes * system.gpu.shared_write_ns
+    return out
+
+
+def shared_writes_added_ns(shared_ns: np.ndarray, paced: bool = False) -> np.ndarray:
+    """Per launch, what its writes to words all its warps share add to its work before
+    its dispatch bounds it (:func:`launch_floor`); ``shared_ns``: the L2's time to
+    serve them (:func:`launch_shared_writes_ns`).
+
+    The L2 serves such writes (a traversal's edge counter and ``changed`` flag) one
+    after another. The analytic model adds that time to the launch's work, and the
+    longer of the two and the dispatch sets the launch. A discrete-event run
+    (``paced``) has served them already (:mod:`hostlink.model.des.events`): nothing
+    is added. Measured (validation/experiments/flag_writes): a launch whose warps only
+    write takes the longer of its dispatch and its writes; each level of a naive BFS
+    of grid3d in device memory takes its work plus its writes; a merged level, which
+    waits on its dispatch, takes as long with them as without."""
+    shared_ns = np.asarray(shared_ns, dtype=np.float64)
+    return np.zeros_like(shared_ns) if paced else shared_ns
+
+
 #: where the engines pace the CTAs (a des run), the dispatch is named a launch's bound
 #: from this share of its work on (which then holds the dispatch): its larger part
 PACED_DISPATCH_BINDS = 0.5
@@ -738,7 +765,9 @@ PACED_DISPATCH_BINDS = 0.5
 def launch_floor(kernel_ns: np.ndarray, stream: RequestStream,
                  system: SystemConfig, paced: bool = False) -> tuple[np.ndarray, bool]:
     """Kernel time per launch with the launch itself: ``max(work, ctas x
-    gpu.cta_dispatch_ns) + gpu.launch_ns``, and whether the dispatch bound the run.
+    gpu.cta_dispatch_ns) + gpu.launch_ns``, and whether the dispatch bound the run;
+    the analytic model's work includes the launch's writes to its shared words
+    (:func:`shared_writes_added_ns`).
 
     The CTA dispatcher starts CTAs no faster than one every ``cta_dispatch_ns``
     (measured with empty kernels, ``micro/launch``), so a launch whose CTAs have
@@ -752,10 +781,12 @@ def launch_floor(kernel_ns: np.ndarray, stream: RequestStream,
     ``paced``: ``kernel_ns`` holds the dispatch (a discrete-event run's), which then
     binds the run where it is at least half of the work."""
     gpu = system.gpu
-    if gpu.cta_dispatch_ns <= 0 and gpu.launch_ns <= 0:
+    if gpu.cta_dispatch_ns <= 0 and gpu.launch_ns <= 0 and gpu.shared_write_ns <= 0:
         return kernel_ns, False
     n = len(kernel_ns)
     dispatch_ns = launch_ctas(stream, n) * gpu.cta_dispatch_ns
+    kernel_ns = kernel_ns + shared_writes_added_ns(launch_shared_writes_ns(stream, n, system),
+                                                   paced)
     binds = (dispatch_ns >= PACED_DISPATCH_BINDS * kernel_ns if paced
              else dispatch_ns > kernel_ns)
     bound = bool(dispatch_ns.sum() > 0 and
@@ -773,9 +804,12 @@ def launch_bounds(part: dict, work_bound: str, kernel_ns: np.ndarray, gaps_ns: n
     where it is at least half of it), else the term that set
     the kernel's time (analytic: the link's bound, device memory or the latency chain,
     per launch; DES and UVM: the run's bound); ``issue_ns``: the launches' instruction
-    issue floors (:mod:`hostlink.model.compute`), ``compute`` where one sets its launch."""
+    issue floors (:mod:`hostlink.model.compute`), ``compute`` where one sets its launch;
+    ``shared_writes`` where the L2's writes to one shared word do
+    (:func:`launch_shared_writes_ns`)."""
     n = len(kernel_ns)
     dispatch_ns = launch_ctas(stream, n) * system.gpu.cta_dispatch_ns
+    shared_ns = launch_shared_writes_ns(stream, n, system)
     binds_at = PACED_DISPATCH_BINDS if paced else 1.0
     terms = (part.get("extra") or {}).get("kernel_terms_ns")
     names = None
@@ -796,6 +830,9 @@ def launch_bounds(part: dict, work_bound: str, kernel_ns: np.ndarray, gaps_ns: n
         elif issue_ns is not None and issue_ns[k] > 0 and \
                 issue_ns[k] >= kernel_ns[k] - system.gpu.launch_ns:
             out.append("compute")
+        elif shared_ns[k] > 0 and \
+                shared_ns[k] >= 0.5 * (kernel_ns[k] - system.gpu.launch_ns):
+            out.append("shared_writes")
         else:
             out.append(str(names[k]) if names is not None else str(work_bound))
     return out

@@ -16,9 +16,10 @@ each with the request-stream model and what the description adds:
   overhead);
 - :class:`~hostlink.model.workload.PointerChase`: :mod:`hostlink.model.chase`;
 - :class:`~hostlink.model.workload.Copy`: :mod:`hostlink.model.copy_engine`;
-- :class:`~hostlink.model.workload.LaunchGrid`: ``launch_ns + max(work, ctas x
-  cta_dispatch_ns)`` (as :func:`hostlink.model.predict.launch_floor`), the work the
-  sampled CTAs' device time scaled to the grid;
+- :class:`~hostlink.model.workload.LaunchGrid`: ``launch_ns + max(work + shared writes
+  x shared_write_ns, ctas x cta_dispatch_ns)`` (as
+  :func:`hostlink.model.predict.launch_floor`), the work the sampled CTAs' device
+  time scaled to the grid;
 - :class:`~hostlink.model.workload.Gather`: :mod:`hostlink.model.gather_run`;
 - :class:`~hostlink.model.workload.HostRead`: host threads reading rows
   (:func:`hostlink.model.cpu_gather.host_read_time`);
@@ -215,12 +216,14 @@ def _launch_grid(run: LaunchGrid, system, mode, fidelity, opts) -> Prediction:
         work_ns = float(np.sum(np.asarray(pred.per_launch_kernel_s) * 1e9)) * scale
     gpu = system.gpu
     dispatch_ns = run.ctas * gpu.cta_dispatch_ns
-    time_ns = max(work_ns, dispatch_ns) + gpu.launch_ns
+    shared_ns = run.shared_writes * gpu.shared_write_ns
+    time_ns = max(work_ns + shared_ns, dispatch_ns) + gpu.launch_ns
     if time_ns <= 0:
         raise HostlinkError("launch: the model predicted no time (gpu.launch_ns and "
                             "gpu.cta_dispatch_ns are 0: the launch is not modelled)")
-    return _made(mode, fidelity, system, time_ns, 0.0,
-                 bound="cta_dispatch" if dispatch_ns >= work_ns else "device",
+    bound = ("cta_dispatch" if dispatch_ns >= work_ns + shared_ns
+             else "shared_writes" if shared_ns >= work_ns else "device")
+    return _made(mode, fidelity, system, time_ns, 0.0, bound=bound,
                  extra={"ns_per_cta": time_ns / run.ctas})
 
 

@@ -49,7 +49,10 @@ class LaunchInfo:
     that some of those instructions are known to take beyond one per scheduler
     a clock (their dependences' stalls, as measured; 0: none known).
     ``regs_per_thread``: the registers a thread of the kernel uses, which bound the
-    CTAs an SM holds at once (:mod:`hostlink.model.occupancy`; 0: unknown). Not
+    CTAs an SM holds at once (:mod:`hostlink.model.occupancy`; 0: unknown).
+    ``shared_writes``: writes the launch makes to one word that all its warps share
+    (a traversal's edge counter and ``changed`` flag), which the L2 serves one
+    after another (``gpu.shared_write_ns``; 0: none known). Not
     compared: two records of one launch are equal whether or not they carry the
     counts."""
     name: str
@@ -60,6 +63,7 @@ class LaunchInfo:
     longest_warp_insts: int = field(default=0, compare=False)
     stall_sm_clocks: float = field(default=0.0, compare=False)
     regs_per_thread: int = field(default=0, compare=False)
+    shared_writes: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -345,11 +349,13 @@ class Copy:
 @dataclass(frozen=True)
 class LaunchGrid:
     """A launch of ``ctas`` CTAs; ``stream``: the requests of its first
-    ``sample_ctas`` CTAs (None: the kernel touches no memory)."""
+    ``sample_ctas`` CTAs (None: the kernel touches no memory); ``shared_writes``: its
+    warps' writes to one word they all share (as :class:`LaunchInfo`'s)."""
     ctas: int
     stream: RequestStream | None = None
     sample_ctas: int = 0
     loads_in_flight: int = 1
+    shared_writes: int = 0
 
 
 @dataclass(frozen=True)

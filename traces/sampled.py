@@ -59,8 +59,10 @@ sampled active vertices) and predicted by :func:`hostlink.model.predict.predict`
 a stream per miniature's share, without the launches' fixed cost
 (``without_launch``; the dispatcher's pace of the CTAs kept, which the engines
 hold each CTA to by its place in the grid); each group's estimate of the run then adds the
-launch floor (``max(work, ctas x gpu.cta_dispatch_ns) + gpu.launch_ns``, as
-:func:`hostlink.model.predict.launch_floor`) to every level and the host loop
+launch floor (``max(work + shared writes, ctas x gpu.cta_dispatch_ns) +
+gpu.launch_ns``, as :func:`hostlink.model.predict.launch_floor`, with each whole
+level's writes to the edge counter and ``changed`` flag,
+:func:`hostlink.traces.shared_writes.bfs_level_shared_writes`) to every level and the host loop
 between launches (:func:`hostlink.model.host_loop.launch_gaps_ns`). The
 estimate is the mean of the ``GROUPS`` group estimates and its 95% interval
 the t interval of their batch means (Law and Kelton, "Simulation Modeling and
@@ -273,6 +275,16 @@ def _split(launch, count):
             verts[pos[k]] = v
             pos[k] += 1
     return verts, bounds
+
+
+def _with_level_writes(work, level_writes: np.ndarray, levels: list[int],
+                       shares: list[float]):
+    """``work`` whose launches (of the ``levels``, each a ``shares`` of its level's
+    active vertices) write that share of their level's shared words."""
+    from dataclasses import replace
+    launches = tuple(replace(info, shared_writes=int(round(level_writes[lv] * sh)))
+                     for info, lv, sh in zip(work.stream.launches, levels, shares))
+    return replace(work, stream=replace(work.stream, launches=launches))
 
 
 def bfs_levels(csr, source: int) -> np.ndarray:
@@ -507,11 +519,13 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     from hostlink.model.host_loop import launch_gaps_ns
     from hostlink.model.kernel_costs import HOST_MODES
     from hostlink.model.loaded_rtt import blends, settle_rtt
-    from hostlink.model.predict import host_walks_ns, predict, resolve_system
+    from hostlink.model.predict import (host_walks_ns, predict, resolve_system,
+                                        shared_writes_added_ns)
     from hostlink.model.runs import without_launch
     from hostlink.traces.emulator import AlgorithmRun
     from hostlink.traces.emulator.emit import THREADS_PER_CTA, grid_of, threads_of
     from hostlink.traces.schema import WARP_SIZE
+    from hostlink.traces.shared_writes import bfs_level_shared_writes
     from hostlink.traces.traversal import traversal_workload
 
     if mode not in SAMPLED_MODES:
@@ -579,6 +593,8 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     del is_forced
     forced = np.flatnonzero(launch == FORCED)       # in id order
     forced_level = level[forced]
+    # each level's writes to the edge counter and the changed flag, from the whole run
+    level_writes = bfs_level_shared_writes(offsets, variant, level)
     del level, walk
     verts, bounds = _split(launch, n_launch)
     del launch
@@ -607,6 +623,9 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
         run_ = AlgorithmRun("bfs", [active[k] for k in ks], np.zeros(0, dtype=np.uint32))
         w = traversal_workload(csr, "bfs", variant, gpu, source=source, id_bytes=id_bytes,
                                load_ahead=load_ahead, max_device_edges=0, run=run_)
+        if mini:    # each sampled launch writes its share of its level's shared words
+            w = _with_level_writes(w, level_writes, [int(p.level[k]) for k in ks],
+                                   [len(active[k]) / max(1.0, nv[p.level[k]]) for k in ks])
         floors, bare = _issue_floors(w, gpu, id_bytes, nc[p.level[ks]], cost[ks],
                                      [p.kind[k] for k in ks])
         if mode in HOST_MODES:   # the walks' host reads, with the program's loads in flight
@@ -619,8 +638,11 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
     dispatch_ns = grid_of(variant, V) * gpu.cta_dispatch_ns
     rate_Bpns = _rate_Bpns(system, mode)
 
-    def floor(x):
-        return max(x, dispatch_ns) + gpu.launch_ns
+    # the levels' shared writes: served in the miniatures' runs, added to a scaled one's
+    added_ns = shared_writes_added_ns(level_writes * gpu.shared_write_ns, paced=mini)
+
+    def floor(x, lv):
+        return max(x + added_ns[lv], dispatch_ns) + gpu.launch_ns
 
     def estimate(k_ns, busy):
         """Per group, the run's kernel time; per level, the mean estimate (ns).
@@ -631,7 +653,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
         narrow_n = np.zeros(GROUPS)
         for k in range(n_launch):
             lv, g, kind = int(p.level[k]), int(p.group[k]), p.kind[k]
-            whole_ns = floor(max(k_ns[k], issue_ns[k]))
+            whole_ns = floor(max(k_ns[k], issue_ns[k]), lv)
             if kind == "exact":
                 per_group += whole_ns
                 per_level[lv] = whole_ns
@@ -653,7 +675,7 @@ def sampled_prediction(csr, variant: str, system, *, source: int, mode: str = "z
                     scaled = k_ns[k] * ratio - over
                 else:
                     scaled = k_ns[k] * nc[lv] / cost[k] if cost[k] else 0.0
-                est = floor(max(scaled, issue_ns[k]))
+                est = floor(max(scaled, issue_ns[k]), lv)
                 per_group[g] += est
                 per_level[lv] += est / GROUPS
         if p.narrow_levels:

@@ -32,6 +32,8 @@ Assumptions:
   (:mod:`hostlink.traces.scan_cost`), join each launch's count
   (:func:`with_scan_insts`), so the issue floor times a launch that tests a
   million vertices and expands a few.
+- each launch's warps write the run's edge counter and ``changed`` flag, one word
+  each that the L2 serves one write at a time (:mod:`hostlink.traces.shared_writes`);
 - each launch runs as many CTAs per SM as the program's registers allow
   (:mod:`hostlink.traces.kernel_registers`: the balanced walk's 40-61 registers
   a thread leave room for 4 to 6 CTAs of 8 warps, not 8).
@@ -42,6 +44,7 @@ from hostlink.model.geometry import SECTOR_B
 from hostlink.model.workload import TraversalWorkload
 from hostlink.traces.kernel_registers import with_program_registers
 from hostlink.traces.scan_cost import scan_stall_sm_clocks, scan_warp_insts
+from hostlink.traces.shared_writes import with_shared_writes
 
 #: Graphs up to this many edges carry their device-array accesses (the scale-14
 #: graphs at degree 16, not the scale-21 and -24 ones).
@@ -152,6 +155,8 @@ def traversal_workload(csr, kernel: str, variant: str, gpu, *, source: int = 0,
         stream = with_visit_skeleton(handed, em, load_ahead)
     stream = with_scan_insts(stream, kernel, variant, id_bytes, csr.num_vertices)
     stream = with_program_registers(stream, kernel, variant, id_bytes, load_ahead)
+    if run is None:     # a sample's launches are not the run's (traces.sampled counts them)
+        stream = with_shared_writes(stream, csr.offsets, kernel, variant, em.active)
     elem_B = id_bytes + (WEIGHT_B if kernel == "sssp" else 0)
     iterations = len(em.active)
     managed = host_buffers(em.regions)

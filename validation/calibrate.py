@@ -16,6 +16,14 @@ experiments' folders (``validation/experiments/<experiment>/``, named below):
    dispatch interval per CTA (:func:`hostlink.model.predict.launch_floor`); the
    launches whose warps each load a device word (``micro/launch/label``) are held
    out;
+0b. ``gpu.shared_write_ns`` from launches whose warps each write one word that all
+   of them share (``micro/launch/flag``, the ``flag_writes`` experiment): the L2
+   serves such writes one after another, so a launch lasts ``launch_ns`` plus the
+   longer of its dispatch and its writes (:func:`hostlink.model.predict.launch_floor`).
+   Fitted on reductions and stores by at most half the grid's warps; the warps
+   that write both words, every warp of the grid and words of their own are held
+   out. The traversal twins charge every launch's edge counter and ``changed``
+   flag with it (:mod:`hostlink.traces.shared_writes`);
 1. ``gpu.l1_hit_ns``, ``gpu.device_lat_ns`` (a load the L2 serves) and
    ``gpu.dram_lat_ns`` from the device pointer chase (``micro/ptr_chase/device``):
    each chase's timed loads replayed through the GPU's L1 and L2 with the
@@ -365,6 +373,25 @@ def _guess_launch(prob, system, base):
     from scipy.optimize import nnls
     x, _ = nnls(a, np.ones_like(y))
     return {"gpu.launch_ns": max(1.0, float(x[0])), "gpu.cta_dispatch_ns": max(1e-3, float(x[1]))}
+
+
+def _is_shared_write_fit_point(p: dict) -> bool:
+    """Launches whose writing warps each write one shared word (a reduction or a store)
+    and at most half the grid's warps write: where every warp of a CTA stores to one
+    word at once, the SM's stores of it combine (the ``flag_writes`` experiment)."""
+    warps = int(p.get("ctas", 1)) * int(p.get("threads_per_cta", 256)) // 32
+    return p.get("write") in ("red", "store") and 0 < int(p.get("writers", 0)) <= warps // 2
+
+
+def _guess_shared_writes(prob, system, base):
+    """The measured time beyond the same launch with no shared write, over the writes:
+    the median of the points where the writes outlast the grid's dispatch."""
+    pred0 = prob.predict(system, {"gpu.shared_write_ns": 0.0}) * 1e3      # us -> ns
+    y = prob.measured_arr * 1e3
+    n = np.asarray([float(t.workload.shared_writes) for t in prob.twins])
+    per = (y - pred0) / np.maximum(n, 1.0)
+    keep = (n > 0) & (y > pred0)
+    return {"gpu.shared_write_ns": float(np.median(per[keep])) if keep.any() else 0.5}
 
 
 HOST_LOOP_KEYS = tuple(f"host_loop.{k}" for k in HOST_LOOP_COSTS)
@@ -740,6 +767,14 @@ STEPS: tuple[Step, ...] = (
          ("micro/launch/empty",), guess=_guess_launch,
          explain="empty kernels against their grid: a fixed time per launch plus a time per "
                  "CTA dispatched"),
+    Step("shared_writes", (Param("gpu.shared_write_ns", 1e-3, 1e3),),
+         ("micro/launch/flag",), select=_is_shared_write_fit_point,
+         select_doc="launches whose writing warps, at most half the grid's, each write one "
+                    "shared word",
+         requires=("micro/launch/flag",),
+         explain="launches whose warps write one shared word (a reduction or a store): the "
+                 "L2 serves them one after another, beyond the grid's dispatch",
+         guess=_guess_shared_writes),
     Step("device_latency", (Param("gpu.l1_hit_ns", 1.0, 1e4), Param("gpu.device_lat_ns", 1.0, 1e5),
                             Param("gpu.dram_lat_ns", 1.0, 1e5)),
          ("micro/ptr_chase/device",), select=_in_device_memory,

@@ -83,7 +83,8 @@ is a multiple of lane_B; for zc_read and zc_warps: offset_B for the coalesced pa
 strided, region_B for random; for uvm_touch: stride_B for the sparse
 pattern, host_state where it is ``returned``, launches where the timed read
 is split over more than one launch; for ptr_chase: lanes where more than one
-thread of a warp chases, warps where more than one warp of the CTA does). Self-traced runs are named
+thread of a warp chases, warps where more than one warp of the CTA does; for
+launch: writers and write where the work is ``flag``). Self-traced runs are named
 ``trace/<kernel>/<graph>/<variant>/<memory_mode>/<id_bytes>B``.
 
 Sources: :func:`choose_sources` draws them from the vertices with degree > 0
@@ -184,7 +185,9 @@ MICRO_BENCHMARKS: dict[str, tuple[str, dict[str, Param]]] = {
     "launch": ("launch_grid", {
         "ctas": Param("int", 1, minimum=1),
         "threads_per_cta": Param("int", 256, minimum=32),
-        "work": Param("choice", "empty", ("empty", "label")),
+        "work": Param("choice", "empty", ("empty", "label", "flag")),
+        "writers": Param("int", 0),
+        "write": Param("choice", "red", ("red", "store", "both", "red_apart", "store_apart")),
         "reps": Param("int", 10, naming=False, minimum=1),
     }),
     "host_loop": ("host_loop", {
@@ -390,8 +393,9 @@ def expand_micro(benchmark: str, lists: dict) -> list[dict]:
     (offset_B, chunk_B or region_B), as the programs do; uvm_touch keeps
     stride_B for its sparse pattern only, host_state only where it is not
     ``fresh`` and launches only where it is above 1, ptr_chase lanes and warps
-    only where above 1 (the programs print them only then; names stay those of
-    runs made before the settings existed).
+    only where above 1, launch writers and write only for the ``flag`` work (the
+    programs print them only then; names stay those of runs made before the
+    settings existed).
     """
     spec = MICRO_BENCHMARKS[benchmark][1]
     keys = [k for k, p in spec.items() if p.naming]
@@ -416,6 +420,9 @@ def expand_micro(benchmark: str, lists: dict) -> list[dict]:
             if point["memory_mode"] == "cpu_gather":
                 point.pop("variant", None)
                 point.pop("lane_B", None)
+        if benchmark == "launch" and point["work"] != "flag":
+            point.pop("writers", None)
+            point.pop("write", None)
         if benchmark == "ptr_chase":
             for knob in ("lanes", "warps"):
                 if point.get(knob) == 1:

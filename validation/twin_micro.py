@@ -880,20 +880,33 @@ def build_uvm_touch(case: str, params: dict, system, *, warps_hint: float | None
                      workload=workload)
 
 
+#: a flag point's writes to a shared word per writing warp, by its ``write``
+#: (gpu_kernels/micro/launch_grid.cu: the counter and the flag are one word each)
+SHARED_WRITES_PER_WRITER = {"red": 1, "store": 1, "both": 2, "red_apart": 0, "store_apart": 0}
+
+
 def build_launch(case: str, params: dict, system, *,
                  max_requests: int = DEFAULT_MAX_REQUESTS) -> MicroTwin:
     """Twin of a launch-time point: ``ctas`` CTAs of ``threads_per_cta`` threads;
     work ``label``: each warp loads the 4 B word of its global warp id (all lanes one
-    address: one 32 B device read per warp), ``empty``: no memory traffic. The
-    label loads of at most ``max_requests`` warps (whole CTAs) are simulated and
-    their time scaled to the grid."""
+    address: one 32 B device read per warp), ``empty``: no memory traffic, ``flag``:
+    ``writers`` warps write one shared word each (``write`` red or store), or one of
+    each (both), or a word of their own (red_apart, store_apart: nothing shared, and
+    no read either). The label loads of at most ``max_requests`` warps (whole CTAs)
+    are simulated and their time scaled to the grid."""
     ctas = int(params.get("ctas", 1))
     threads = int(params.get("threads_per_cta", 256))
     work = params.get("work", "empty")
     if ctas < 1 or threads < 32 or threads % 32:
         raise TwinError(f"case '{case}': ctas must be >= 1 and threads_per_cta a multiple of 32")
-    if work not in ("empty", "label"):
+    if work not in ("empty", "label", "flag"):
         raise TwinError(f"case '{case}': unknown work '{work}'")
+    shared = 0
+    if work == "flag":
+        per_writer = SHARED_WRITES_PER_WRITER.get(params.get("write", "red"))
+        if per_writer is None:
+            raise TwinError(f"case '{case}': unknown write '{params.get('write')}'")
+        shared = int(params.get("writers", 0)) * per_writer
     wpc = threads // 32
     stream = None
     sim_ctas = ctas
@@ -907,7 +920,8 @@ def build_launch(case: str, params: dict, system, *,
                                 launches=(LaunchInfo("launch_grid", sim_ctas, wpc, threads),))
     return MicroTwin(case, "launch", params, "device", stream, float(ctas), float(sim_ctas),
                      extra={"ctas": ctas},
-                     workload=LaunchGrid(ctas, stream, sim_ctas if stream is not None else 0))
+                     workload=LaunchGrid(ctas, stream, sim_ctas if stream is not None else 0,
+                                         shared_writes=shared))
 
 
 def build_host_loop(case: str, params: dict, system) -> MicroTwin:

@@ -13,12 +13,20 @@
 // others exit at once, as a traversal level's CTAs hold a few active vertices
 // among many inactive ones. Every CTA records its SM and its spin's start and
 // end: the CTAs an SM holds spinning at once tell whether a warp that exits
-// frees its slot for another CTA before its CTA's other warps finish. Each
-// point: one untimed launch, then `reps` launches, each between its own two
-// events and followed by a synchronisation.
+// frees its slot for another CTA before its CTA's other warps finish. work
+// "flag": `writers` warps spread evenly over the grid each write one word from
+// lane 0 and exit, the others exit at once, as a traversal level's active
+// warps add their edge count to one counter and set the run's `changed` flag
+// (write "red": an atomicAdd whose result is unused, a reduction, to one
+// counter; "store": a 4 B store to one flag; "both": the two; "red_apart" and
+// "store_apart": the same to a 128 B line of the warp's own, which tells what
+// one shared address costs beyond the writes themselves). Each point: one
+// untimed launch, then `reps` launches, each between its own two events and
+// followed by a synchronisation.
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -85,11 +93,34 @@ __global__ void label_test(const uint32_t* __restrict__ label, uint32_t level, u
   if (label[warp] == level) out[warp] = level;
 }
 
+enum FlagWrite { kRed = 0, kStore = 1, kBoth = 2, kRedApart = 3, kStoreApart = 4 };
+const char* const kFlagWrites[] = {"red", "store", "both", "red_apart", "store_apart"};
+
+uint64_t flag_write_of(const std::string& name) {
+  for (uint64_t k = 0; k < sizeof kFlagWrites / sizeof kFlagWrites[0]; ++k)
+    if (name == kFlagWrites[k]) return k;
+  return 0;  // --write is checked against the names
+}
+
+// Lane 0 of every `stride`-th warp of the grid, the first `writers` of them,
+// writes as `op` says (see the file's notes); every other thread exits at once.
+__global__ void flag_write(uint64_t stride, uint64_t writers, int op, unsigned long long* count,
+                           int* flag, unsigned long long* apart) {
+  const uint64_t warp = (static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  if ((threadIdx.x & 31) || warp % stride || warp / stride >= writers) return;
+  if (op == kRed || op == kBoth) atomicAdd(count, 1ull);
+  if (op == kStore || op == kBoth) *flag = 1;
+  if (op == kRedApart) atomicAdd(apart + warp * 16, 1ull);
+  if (op == kStoreApart) *reinterpret_cast<int*>(apart + warp * 16) = 1;
+}
+
 int main(int argc, char** argv) {
   hl::Args args("launch_grid", "kernel launch time against the number of CTAs");
   args.flag("ctas", "1,8,64,132,1056,4096,16384,65536,262144,1048576,2097152", "CTAs per launch (list)");
   args.flag("threads-per-cta", "256", "threads per CTA (a multiple of 32)");
-  args.flag("work", "empty,label", "what each warp does: empty, label, spin (list)");
+  args.flag("work", "empty,label", "what each warp does: empty, label, spin, flag (list)");
+  args.flag("writers", "0,4096", "work flag: warps that write, spread evenly over the grid (list)");
+  args.flag("write", "red,store", "work flag: red, store, both, red_apart, store_apart (list)");
   args.flag("live-warps", "1", "work spin: warps per CTA that spin, the others exit at once (list)");
   args.flag("spin-us", "20", "work spin: how long a live warp spins, us (the GPU's global timer)");
   args.flag("reps", "10", "timed launches per point");
@@ -99,7 +130,9 @@ int main(int argc, char** argv) {
   hl::check_host_flags(args);
 
   auto ctas_list = args.sizes("ctas");
-  auto works = args.choices("work", {"empty", "label", "spin"});
+  auto works = args.choices("work", {"empty", "label", "spin", "flag"});
+  const auto writers_list = args.sizes("writers");
+  const auto writes = args.choices("write", {"red", "store", "both", "red_apart", "store_apart"});
   const auto lives = args.sizes("live-warps");
   const double spin_us = args.real("spin-us");
   const uint64_t threads = static_cast<uint64_t>(args.integer("threads-per-cta"));
@@ -124,6 +157,27 @@ int main(int argc, char** argv) {
 
   const uint64_t max_ctas = *std::max_element(ctas_list.begin(), ctas_list.end());
   const uint64_t max_warps = max_ctas * (threads / 32);
+  const bool flags = std::find(works.begin(), works.end(), "flag") != works.end();
+  if (flags) {
+    for (auto c : ctas_list)
+      for (auto w : writers_list)
+        if (w > c * (threads / 32))
+          hl::fail(hl::kExitUsage, "usage", "--writers: %llu is more than the %llu warps of %llu CTAs",
+                   (unsigned long long)w, (unsigned long long)(c * (threads / 32)),
+                   (unsigned long long)c);
+    if (max_warps > (1ull << 25))
+      hl::fail(hl::kExitUsage, "usage", "work flag: at most 2^25 warps a launch (a 128 B line each)");
+  }
+  unsigned long long *count = nullptr, *apart = nullptr;  // work flag
+  int* flag = nullptr;
+  if (flags) {
+    CUDA_CHECK(cudaMalloc(&count, sizeof(unsigned long long)));
+    CUDA_CHECK(cudaMalloc(&flag, sizeof(int)));
+    CUDA_CHECK(cudaMalloc(&apart, max_warps * 128));
+    CUDA_CHECK(cudaMemset(count, 0, sizeof(unsigned long long)));
+    CUDA_CHECK(cudaMemset(flag, 0, sizeof(int)));
+    CUDA_CHECK(cudaMemset(apart, 0, max_warps * 128));
+  }
   uint32_t *label = nullptr, *out = nullptr;
   unsigned long long* rec = nullptr;  // work spin: three words per CTA
   if (std::find(works.begin(), works.end(), "spin") != works.end())
@@ -137,16 +191,31 @@ int main(int argc, char** argv) {
   hl::EventTimer timer;
   const unsigned long long spin_ns = static_cast<unsigned long long>(spin_us * 1e3);
   for (const auto& work : works) {
-    // work spin runs once per --live-warps value; the others once (live unused)
-    const std::vector<uint64_t> live_list = work == "spin" ? lives : std::vector<uint64_t>{0};
-    for (uint64_t live : live_list) {
+    // work spin runs once per --live-warps value, work flag once per --write and
+    // --writers value; the others once (live unused)
+    std::vector<std::pair<uint64_t, uint64_t>> points;  // (live or write, writers)
+    if (work == "spin")
+      for (uint64_t live : lives) points.push_back({live, 0});
+    else if (work == "flag")
+      for (const auto& w : writes)
+        for (uint64_t n : writers_list)
+          points.push_back({flag_write_of(w), n});
+    else
+      points.push_back({0, 0});
+    for (const auto& point : points) {
+      const uint64_t live = point.first, writers = point.second;
       for (uint64_t ctas : ctas_list) {
+        const uint64_t warps = ctas * (threads / 32);
+        const uint64_t stride = writers ? warps / writers : 1;
         auto launch = [&]() {
           const unsigned grid = static_cast<unsigned>(ctas), block = static_cast<unsigned>(threads);
           if (work == "empty")
             empty_kernel<<<grid, block, 0, stream>>>();
           else if (work == "label")
             label_test<<<grid, block, 0, stream>>>(label, 1u, out);
+          else if (work == "flag")
+            flag_write<<<grid, block, 0, stream>>>(stride, writers, static_cast<int>(live), count, flag,
+                                                   apart);
           else
             spin_kernel<<<grid, block, 0, stream>>>(spin_ns, static_cast<unsigned>(live), rec);
           CUDA_CHECK(cudaGetLastError());
@@ -171,6 +240,7 @@ int main(int argc, char** argv) {
               .uinteger("threads_per_cta", threads)
               .str("work", work);
           if (work == "spin") j.uinteger("live_warps", live).num("spin_us", spin_us);
+          if (work == "flag") j.uinteger("writers", writers).str("write", kFlagWrites[live]);
           j.end();
           j.integer("rep", rep);
           j.begin("metrics")
@@ -192,6 +262,11 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaFree(label));
   CUDA_CHECK(cudaFree(out));
   if (rec) CUDA_CHECK(cudaFree(rec));
+  if (flags) {
+    CUDA_CHECK(cudaFree(count));
+    CUDA_CHECK(cudaFree(flag));
+    CUDA_CHECK(cudaFree(apart));
+  }
   hl::print_done("launch_grid");
   return 0;
 }

@@ -184,6 +184,11 @@ class GpuConfig:
     cta_dispatch_ns: float = param(0.0, doc="time between CTA dispatches: a launch of n CTAs "
                                    "takes at least n times this (0: not modelled)", ge=0,
                                    provenance="assumption")
+    shared_write_ns: float = param(0.0, doc="time the L2 takes per write to one word that "
+                                   "every warp of a launch writes (a reduction to one counter, "
+                                   "a store to one flag): such writes are served one after "
+                                   "another, and a launch ends only once they are done (0: "
+                                   "not modelled)", ge=0, le=1e4, provenance="assumption")
     request_gap_ns: float = param(0.0, doc="time between two device-memory lines a warp's "
                                   "reads send leaving it: each line of a load beyond the first "
                                   "costs the warp this much (0: a load's requests leave "

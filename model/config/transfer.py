@@ -85,7 +85,8 @@ def _rules() -> dict[str, Rule]:
                        "gpu.max_outstanding_host_reads gpu.loads_in_flight_per_warp "
                        "gpu.max_request_B gpu.caches_host_reads")
     put("gpu", "cycles", "gpu.device_lat_ns gpu.l1_hit_ns gpu.dram_lat_ns gpu.host_path_ns "
-                         "gpu.cta_dispatch_ns gpu.request_gap_ns gpu.host_request_gap_ns "
+                         "gpu.cta_dispatch_ns gpu.shared_write_ns gpu.request_gap_ns "
+                         "gpu.host_request_gap_ns "
                          "gpu.sm_request_ns gpu.sm_l2_request_ns gpu.atomic_extra_ns "
                          "gpu.atomic_spread_ns gpu.atomic_sm_ns gpu.random_load_ns "
                          "gpu.random_chain_ns gpu.cv_line_ns gpu.cv_line_gap_ns")

@@ -83,6 +83,14 @@ The model (one kernel launch at a time, each from local time 0; launches do not 
   an idle warp on an idle SM leaves at once, so neither cost changes an unloaded
   latency. Both 0 (the default): every request leaves the moment its instruction
   issues.
+- Writes to a launch's shared words: the words every warp of a launch writes (a
+  traversal's edge counter and ``changed`` flag) are served by the L2 one write
+  after another, ``gpu.shared_write_ns`` each (the ``flag_writes`` experiment). A
+  warp's such writes (``warp_shared_ns``: its launch's count times that cost,
+  shared evenly among its warps) go, once its last instruction completes, to one
+  first-come-first-served server; the warp holds its CTA's slot until they are
+  served, and its SM lets no read out before then (the SM's path to the L2 waits
+  behind them). The launch ends with the last of them.
 - Warps issue round robin; a request enters its path the moment it leaves its SM.
   Simultaneous events are taken in the order they were scheduled, as SimPy
   does; a launch ends with its last completion.
@@ -248,6 +256,9 @@ class DesInputs:
     # start, its place in the launch's grid times the dispatcher's time per CTA
     # (gpu.cta_dispatch_ns); None: every CTA may start at once
     cta_start_ns: np.ndarray | None = None
+    # float64 (n_warp,): the time the L2 takes to serve each warp's writes to the words
+    # its launch's warps share (gpu.shared_write_ns each); None: no warp writes them
+    warp_shared_ns: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
 
     def __getattr__(self, name: str):
@@ -305,6 +316,13 @@ class DesInputs:
         if self.l2_misses is None:
             return np.zeros(1, dtype=np.bool_)
         return np.asarray(self.l2_misses, dtype=np.bool_)
+
+    def shared_per_warp(self) -> np.ndarray:
+        """``warp_shared_ns``, or one 0 where no warp writes a shared word (the engines
+        read it only where it has a warp's length)."""
+        if self.warp_shared_ns is None:
+            return np.zeros(1, dtype=np.float64)
+        return np.asarray(self.warp_shared_ns, dtype=np.float64)
 
     def line_index_per_request(self) -> np.ndarray:
         """``line_index``, or one 0 where it is not needed (the engines read it only for

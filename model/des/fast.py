@@ -6,11 +6,12 @@ needs no general event heap: every server is first come first served and a
 request's path through the link, DRAM or device memory is fixed once it
 starts, so its completion time is known then, and completions on one path
 come in the order the path accepted them. The pending events therefore sit in
-nine sorted queues (host reads, host reads delayed by an IOMMU walk, device
+ten sorted queues (host reads, host reads delayed by an IOMMU walk, device
 reads, page walks, host writes, device writes, host reads whose credits
 have returned on their GPU-internal way back, ``host_path_ns``, which enter
 it in time order at a fixed delay, device atomics that return, whose
-latency is a read's plus a constant, and device reads the L2 misses, likewise)
+latency is a read's plus a constant, device reads the L2 misses, likewise,
+and warps whose writes to a launch's shared words one server serves in turn)
 and the next event is the
 earliest head; among equal times the one scheduled first (earliest
 scheduling time, then sequence), as in SimPy. Each event costs O(1).
@@ -22,7 +23,7 @@ order they became ready, a new CTA's in id order); each request issued enters
 its path at once (a read joins the credit queue and is granted if it is at
 its head and the credits are free), so requests reach the link in issue order.
 Where the SM's issue stage costs time (``issue_gap_ns``, ``sm_request_ns``),
-every read passes a tenth structure, a 4-ary heap ordered by (time,
+every read passes an eleventh structure, a 4-ary heap ordered by (time,
 sequence), twice: once reaching its SM's queue (then it takes the SM first
 come first served) and once leaving it unless it leaves at once. An
 instruction holds one entry for its reads' arrivals at a time (each takes the
@@ -61,11 +62,12 @@ _S_WALKS, _S_WALKWAIT = STAT["walks"], STAT["sum_walk_wait_ns"]
 # _Q_RETURN: host reads whose credits have returned, on the GPU-internal path to the warp.
 # _Q_ATOM: device atomics that return, whose latency exceeds a device read's by a constant.
 # _Q_DRAM: device reads the L2 misses, whose latency exceeds a device read's by a constant.
+# _Q_SHARED: warps whose writes to a launch's shared words the L2 serves (one server).
 (_Q_HOST, _Q_IOMMU, _Q_DEV, _Q_WALK, _Q_HWRITE, _Q_DWRITE, _Q_RETURN, _Q_ATOM, _Q_DRAM,
- _Q_WAIT) = range(10)
-_NQ = 9
+ _Q_SHARED, _Q_WAIT) = range(11)
+_NQ = 10
 # Float state: current time and the times the servers become free.
-_F_NOW, _F_UP, _F_DRAM, _F_DOWN, _F_DEV = 0, 1, 2, 3, 4
+_F_NOW, _F_UP, _F_DRAM, _F_DOWN, _F_DEV, _F_SHARED = 0, 1, 2, 3, 4, 5
 # Integer state: free credits, reads holding tags, event sequence.
 _I_TAGS, _I_HDRS, _I_DATA, _I_OUT, _I_SEQ, _I_WALKER = 0, 1, 2, 3, 4, 5
 _S_ISSUE = STAT["sum_issue_ns"]
@@ -325,8 +327,8 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, 
               walk, iommu_miss, iommu_lat, tags, cpl_hdrs, cpl_data, rtt_ns, dev_lat, atom_lat,
               miss_lat, lif, walkers, walk_ns,
               launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn,
-              spread, line_ix, staged, leads, l2, miss, nlines, caps, heap_cap, max_ready, nbins,
-              keep, clock, stats, bins):
+              spread, line_ix, staged, leads, l2, miss, nlines, shared, caps, heap_cap, max_ready,
+              nbins, keep, clock, stats, bins):
     n = kind.shape[0]
     n_inst = inst_ptr.shape[0] - 1
     n_warp = warp_ptr.shape[0] - 1
@@ -403,7 +405,7 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, 
     qr = np.empty(total, dtype=np.int64)
     head = np.zeros(nq, dtype=np.int64)
     cnt = np.zeros(nq, dtype=np.int64)
-    fs = np.zeros(5, dtype=np.float64)
+    fs = np.zeros(6, dtype=np.float64)
     st = np.zeros(6, dtype=np.int64)
     walker_free = np.zeros(max(walkers, 1), dtype=np.float64)
     ready = np.empty(max_ready, dtype=np.int64)  # warps that may issue now
@@ -421,8 +423,8 @@ def _simulate(inst_ptr, warp_ptr, cta_ptr, launch_ptr, launch_slots, cta_start, 
         ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data, walk, iommu_miss,
         iommu_lat, tags, cpl_hdrs, cpl_data, half_rtt, dev_lat, atom_lat, miss_lat, lif, walk_ns,
         launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn, spread,
-        line_ix, staged, leads, l2, miss, nlines, nbins, record, keep_ready, lat, spreads, inst_of,
-        inst_rem,
+        line_ix, staged, leads, l2, miss, nlines, shared, nbins, record, keep_ready, lat, spreads,
+        inst_of, inst_rem,
         warp_of, cta_of, cta_rem, warp_next, warp_busy, cta_slot, slot_stack, warp_free,
         sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, ft, fseq, fr, fsm,
         fend, fn, fmask, qt, qk, qs, qr,
@@ -438,8 +440,8 @@ def _launches(
         ser_up, ser_down, dram_ns, dev_ns, need_tags, need_hdr, need_data, walk, iommu_miss,
         iommu_lat, tags, cpl_hdrs, cpl_data, half_rtt, dev_lat, atom_lat, miss_lat, lif, walk_ns,
         launch_overhead_ns, level_sync_ns, host_path, sm_count, issue_gap, sm_turn, spread,
-        line_ix, staged, leads, l2, miss, nlines, nbins, record, keep_ready, lat, spreads, inst_of,
-        inst_rem,
+        line_ix, staged, leads, l2, miss, nlines, shared, nbins, record, keep_ready, lat, spreads,
+        inst_of, inst_rem,
         warp_of, cta_of, cta_rem, warp_next, warp_busy, cta_slot, slot_stack, warp_free,
         sm_free, sm_last, ht, hs, hp, hn, pk, pr, psm, pend, praw, free, ft, fseq, fr, fsm,
         fend, fn, fmask, qt, qk, qs, qr,
@@ -457,6 +459,7 @@ def _launches(
     bin_ns = clock[1]
     l2_any = l2.shape[0] == kind.shape[0]     # some read lines are the L2's
     miss_any = miss.shape[0] == kind.shape[0]  # some device reads miss the L2
+    shared_any = shared.shape[0] == warp_ptr.shape[0] - 1   # warps write shared words
     for L in range(n_launch):
         g_start = g_end + launch_overhead_ns + (level_sync_ns if L + clock[2] > 0 else 0.0)
         fs[:] = 0.0
@@ -739,6 +742,13 @@ def _launches(
             cnt[best] -= 1
             fs[_F_NOW] = bt
             now = bt
+            if best == _Q_SHARED:  # a warp's shared writes are served: it is done
+                c = cta_of[r]
+                cta_rem[c] -= 1
+                if cta_rem[c] == 0:
+                    slot_stack[free_slots] = cta_slot[c]
+                    free_slots += 1
+                continue
             if best == _Q_WALK:  # translated: now wait for credits
                 if keep_ready:
                     ready_t[r] = now
@@ -776,6 +786,17 @@ def _launches(
                     ready[0] = w
                     n_ready = 1
                 elif warp_busy[w] == 0:
+                    if shared_any and shared[w] > 0.0:
+                        # its writes to the shared words, in turn: it holds its CTA's slot,
+                        # and its SM's later reads wait behind them
+                        fin = max(now, fs[_F_SHARED]) + shared[w]
+                        fs[_F_SHARED] = fin
+                        sm = cta_slot[cta_of[w]] % sm_count
+                        sm_free[sm] = max(sm_free[sm], fin)
+                        _push(_Q_SHARED, fin, now, st[_I_SEQ], w, qt, qk, qs, qr, base, mask,
+                              head, cnt)
+                        st[_I_SEQ] += 1
+                        continue
                     c = cta_of[w]
                     cta_rem[c] -= 1
                     if cta_rem[c] == 0:
@@ -828,6 +849,7 @@ def queue_capacities(x: DesInputs) -> tuple[np.ndarray, int]:
             min(reads, in_flight),                    # on the GPU-internal path back
             min(int(counts[DEVICE_ATOMIC]), in_flight),
             min(int(counts[DEVICE_READ]), in_flight),  # device reads the L2 misses
+            resident if x.warp_shared_ns is not None else 1,   # warps' shared writes
             min(reads, in_flight)]                    # waiting for credits
     return (np.array([_pow2_at_least(c) for c in caps], dtype=np.int64),
             max(resident, 1) + 1)
@@ -895,7 +917,7 @@ def run(inputs: DesInputs, *, record: bool | str = False, nbins: int = 1024,
         float(x.host_path_ns), int(x.sm_count), np.asarray(x.issue_gap_ns, dtype=np.float64),
         x.sm_turn_ns(), float(x.atomic_spread_ns), x.line_index_per_request(),
         bool(x.has_issue_stage), x.leads_per_request(), x.l2_per_request(),
-        x.misses_per_request(), x.lines_per_request(), caps,
+        x.misses_per_request(), x.lines_per_request(), x.shared_per_warp(), caps,
         heap_capacity(x), int(max_ready), int(nbins),
         _keep(record), carry.clock, carry.stats, carry.bins)
     out = carry.output(kernel_ns)

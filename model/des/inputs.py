@@ -613,6 +613,23 @@ def l2_lines(stream: RequestStream, system: SystemConfig, row: np.ndarray, leads
                     keep=1)
 
 
+def warp_shared_ns(stream: RequestStream, lay: dict, shared_write_ns: float) -> np.ndarray | None:
+    """Per warp of the layout ``lay``, the time the L2 takes to serve its writes to the
+    words its launch's warps share: the launch's ``shared_writes`` times
+    ``shared_write_ns``, shared evenly among the launch's warps. None where no launch
+    writes such a word or the write costs nothing."""
+    n_launch = len(lay["launch_slots"])
+    counts = np.zeros(n_launch)
+    for k, info in enumerate(stream.launches[:n_launch]):
+        counts[k] = info.shared_writes
+    if shared_write_ns <= 0 or not counts.any():
+        return None
+    first_warp = lay["cta_ptr"][lay["launch_ptr"]]
+    warps = np.diff(first_warp)
+    per_warp = np.where(warps > 0, counts * shared_write_ns / np.maximum(warps, 1), 0.0)
+    return np.repeat(per_warp, warps).astype(np.float64)
+
+
 def cta_start_ns(cta_index: np.ndarray, dispatch_ns: float) -> np.ndarray | None:
     """Per CTA, the earliest time from its launch's start at which the dispatcher lets
     it start: its place in the grid times ``dispatch_ns`` (``gpu.cta_dispatch_ns``, the
@@ -676,6 +693,7 @@ def build_inputs(stream: RequestStream, system: SystemConfig, *, translation: bo
         atomic_sm_ns=float(system.gpu.atomic_sm_ns),
         line_index=line_index,
         cta_start_ns=cta_start_ns(lay["cta_index"], system.gpu.cta_dispatch_ns),
+        warp_shared_ns=warp_shared_ns(stream, lay, float(system.gpu.shared_write_ns)),
         sm_count=int(system.gpu.sm_count),
         issue_gap_ns=issue_gaps_ns(system),
         sm_request_ns=float(system.gpu.sm_request_ns),

@@ -24,11 +24,12 @@ sense of similitude: the dimensionless loads, queue lengths and waves, are
 kept; Buckingham, Phys. Rev. 4, 1914.)
 
 A request's own service does not divide: on the miniature's link a request
-holds the link ``1 / share`` times as long, and host DRAM and device memory
-likewise, which an idle machine's round trip would show (a 128 B read on PCIe
-5.0 x16: 2.5 ns each way on the whole link, 330 ns on a 132nd of it). So the
-miniature's round trip (device memory's latency) is shortened by that growth
-for the mean read of the stream: an idle miniature's read takes as long as on
+holds the link ``1 / share`` times as long, and host DRAM, device memory and
+the L2's server of a launch's shared words (``warp_shared_ns``) likewise, which
+an idle machine's round trip would show (a 128 B read on PCIe 5.0 x16: 2.5 ns
+each way on the whole link, 330 ns on a 132nd of it). So the miniature's round
+trip (device memory's latency) is shortened by that growth for the mean read of
+the stream: an idle miniature's read takes as long as on
 the whole machine, and a loaded one waits behind ``share`` as many requests,
 each served ``1 / share`` times as long, as long as on the whole machine.
 
@@ -100,4 +101,6 @@ def miniature(inputs: DesInputs, share: float) -> DesInputs:
         cpl_hdrs=credits(int(inputs.cpl_hdrs), max(1, need[1])),
         cpl_data_B=credits(int(inputs.cpl_data_B), max(1, need[2])),
         walkers=max(1, int(round(inputs.walkers * share))), rtt_ns=rtt_ns,
-        device_lat_ns=device_lat_ns)
+        device_lat_ns=device_lat_ns,
+        warp_shared_ns=(None if inputs.warp_shared_ns is None
+                        else np.asarray(inputs.warp_shared_ns) / share))

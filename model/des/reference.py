@@ -82,6 +82,8 @@ class _Launch:
         self.dram = simpy.Resource(self.env, capacity=1)
         self.down = simpy.Resource(self.env, capacity=1)
         self.device = simpy.Resource(self.env, capacity=1)
+        self.shared_ns = x.warp_shared_ns       # the L2's shared words (None: not written)
+        self.shared_free = 0.0                  # when their server is next free
         self.walkers = simpy.Resource(self.env, capacity=max(x.walkers, 1))
         self.free_slots = int(x.launch_slots[launch])
         self.next_cta, self.last_cta = x.launch_ptr[launch], x.launch_ptr[launch + 1]
@@ -247,14 +249,39 @@ class _Launch:
         if self.next_inst[w] < x.warp_ptr[w + 1]:
             self.schedule([w])
         elif self.in_flight[w] == 0:
-            c = int(np.searchsorted(x.cta_ptr, w, side="right")) - 1
-            self.warps_left[c] -= 1
-            if self.warps_left[c] == 0:
-                self.free_slots += 1
-                self.slots.append(self.cta_slot[c])
-                self.schedule([])
-                if self.slot_freed is not None and not self.slot_freed.triggered:
-                    self.slot_freed.succeed()
+            if self.shared_ns is not None and self.shared_ns[w] > 0:
+                self.shared_writes(w)
+            else:
+                self.warp_done(w)
+
+    def shared_writes(self, w: int) -> None:
+        """Warp ``w``'s writes to its launch's shared words, served in turn (first come
+        first served, so their end is known now); its CTA's slot and its SM's later
+        reads wait for them."""
+        x = self.x
+        c = int(np.searchsorted(x.cta_ptr, w, side="right")) - 1
+        sm = self.cta_slot[c] % max(int(x.sm_count), 1)
+        end = max(self.env.now, self.shared_free) + float(self.shared_ns[w])
+        self.shared_free = end
+        self.sm_free[sm] = max(self.sm_free[sm], end)
+        self.env.process(self.served(w, end - self.env.now))
+
+    def served(self, w: int, delay: float):
+        yield self.env.timeout(delay)
+        self.last_done = self.env.now
+        self.warp_done(w)
+
+    def warp_done(self, w: int) -> None:
+        """Warp ``w`` has finished: retire its CTA once its last warp has."""
+        x = self.x
+        c = int(np.searchsorted(x.cta_ptr, w, side="right")) - 1
+        self.warps_left[c] -= 1
+        if self.warps_left[c] == 0:
+            self.free_slots += 1
+            self.slots.append(self.cta_slot[c])
+            self.schedule([])
+            if self.slot_freed is not None and not self.slot_freed.triggered:
+                self.slot_freed.succeed()
 
     # -- the paths of a request ----------------------------------------------------
     def serve(self, server: simpy.Resource, duration: float, stat: str):

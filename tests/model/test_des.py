@@ -179,7 +179,61 @@ def test_engines_agree_with_lines_the_l2_serves(l2_ns):
     assert_same(fast, ref)
 
 
+@pytest.mark.parametrize("dispatch", [0.0, 0.615, 50.0])
+def test_engines_agree_with_writes_to_shared_words(dispatch):
+    """The same contention where every launch's warps write its shared words (the
+    counter and flag of a traversal), served one after another."""
+    rng = np.random.default_rng(13)
+    s = random_stream(rng, 2, 300, 8, 0.3, 0.1, 200)
+    s = dataclasses.replace(s, launches=tuple(dataclasses.replace(i, shared_writes=w)
+                                              for i, w in zip(s.launches, (400, 30000))))
+    sysc = system(**{"gpu.sm_count": 4, "gpu.max_warps_per_sm": 16, "link.tags": 32,
+                     "gpu.loads_in_flight_per_warp": 2, "gpu.host_path_ns": 350.0,
+                     **ISSUE, "gpu.cta_dispatch_ns": dispatch, "gpu.shared_write_ns": 0.8})
+    x, fast = simulate(s, sysc, record=True)
+    _, ref = simulate(s, sysc, engine="reference")
+    assert x.warp_shared_ns is not None
+    assert_same(fast, ref)
+    plain = simulate(s, system(**{"gpu.sm_count": 4, "gpu.max_warps_per_sm": 16,
+                                   "link.tags": 32, "gpu.loads_in_flight_per_warp": 2,
+                                   "gpu.host_path_ns": 350.0, **ISSUE,
+                                   "gpu.cta_dispatch_ns": dispatch}))[1]
+    # the launch of many writes grows, by less than their service where its warps end
+    # apart (one of few may even shorten: its warps' reads leave in another order)
+    assert 0.0 < fast.kernel_ns[1] - plain.kernel_ns[1] <= 30000 * 0.8
+
+
 # ---------------------------------------------------------------- hand-computed times
+
+def test_a_launchs_shared_writes_are_served_in_turn_and_hold_their_slots():
+    """Four single-warp CTAs, one device read each, on one SM with room for two: each
+    warp's writes to the shared words (2 x 100 ns) wait for the server, and its CTA's
+    slot waits for them, so each CTA of the second wave starts as a writer of the first
+    is done."""
+    s = stream(np.zeros(4), np.arange(4), np.zeros(4), np.arange(4) * 4096, np.full(4, 32),
+               space=np.full(4, SPACE_DEVICE, np.uint8),
+               launches=[LaunchInfo("k", 4, 1, 32, shared_writes=8)])
+    base = {"gpu.sm_count": 1, "gpu.max_warps_per_sm": 2}
+    read_ns = simulate(s, system(**base), record=True)[1].done_ns[0]
+    for engine in ("fast", "reference"):
+        x, out = simulate(s, system(**base, **{"gpu.shared_write_ns": 100.0}), engine=engine,
+                          **({"record": True} if engine == "fast" else {}))
+        np.testing.assert_allclose(x.warp_shared_ns, [200.0] * 4)
+        # wave 1: both reads end at read_ns, their writes at +200 and +400, when the
+        # third and fourth CTAs start; their reads end read_ns later, their writes in turn
+        np.testing.assert_allclose(out.ready_ns, [0.0, 0.0, read_ns + 200.0, read_ns + 400.0])
+        assert out.kernel_ns[0] == pytest.approx(2 * read_ns + 600.0)
+    # with the SM's issue stage, waiting writers also hold their SM's later reads: the
+    # third CTA starts when the first warp's writes are done, but its read leaves only
+    # when the second's are, both warps' writes in turn from the first read's end
+    staged = {**base, **ISSUE, "gpu.shared_write_ns": 100.0}
+    for engine in ("fast", "reference"):
+        x, out = simulate(s, system(**staged), engine=engine,
+                          **({"record": True} if engine == "fast" else {}))
+        assert out.done_ns[1] > out.done_ns[0]
+        assert out.ready_ns[2] == pytest.approx(out.done_ns[0] + 400.0)
+
+
 
 def test_one_read_takes_its_round_trip_plus_its_own_service():
     sysc = system()

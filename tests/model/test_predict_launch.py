@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from hostlink.model.config import system_with
-from hostlink.model.predict import MODES, launch_ctas, launch_floor, predict
+from hostlink.model.predict import (MODES, launch_ctas, launch_floor, launch_shared_writes_ns,
+                                    predict, shared_writes_added_ns)
 from hostlink.model.workload import LaunchInfo, RequestStream
 
 from test_predict import quiet, s  # noqa: F401  (s: the shared stream fixture)
@@ -45,6 +46,52 @@ def test_a_launch_costs_at_least_its_fixed_time_and_its_dispatch(s, mode, fideli
     else:
         assert np.all(got >= expect * (1 - 1e-9))
         assert np.all(got <= work + ctas * DISPATCH_NS + LAUNCH_NS + 1e-6)
+
+
+def _with_shared_writes(stream, per_launch):
+    from dataclasses import replace
+    return replace(stream, launches=tuple(replace(info, shared_writes=int(n))
+                                          for info, n in zip(stream.launches, per_launch)))
+
+
+def test_shared_writes_add_to_the_work_and_hide_in_the_dispatch():
+    """The L2 serves writes to a shared word one after another: they add to a launch's
+    work, and only its wait on the dispatcher hides them (validation/experiments/
+    flag_writes: writes alone take the longer of the two)."""
+    s = _with_shared_writes(RequestStream(launch=np.zeros(1, int), warp=np.zeros(1, int),
+                                          inst=np.zeros(1, int), addr=np.zeros(1, np.uint64),
+                                          size_B=np.full(1, 32), useful_B=np.full(1, 32),
+                                          space=np.ones(1, np.uint8),
+                                          is_write=np.zeros(1, bool),
+                                          launches=(LaunchInfo("k", 1000, 8, 256),) * 3),
+                            [0, 3000, 6000])
+    sysc = system_with(quiet(), {"gpu.shared_write_ns": 1.0, "gpu.cta_dispatch_ns": 5.0})
+    work = np.full(3, 1000.0)
+    shared = launch_shared_writes_ns(s, 3, sysc)
+    assert shared.tolist() == [0.0, 3000.0, 6000.0]
+    # the analytic model: its work plus the writes, the dispatch a floor
+    assert shared_writes_added_ns(shared).tolist() == [0.0, 3000.0, 6000.0]
+    out, _ = launch_floor(work, s, sysc)
+    assert out.tolist() == [5000.0, 5000.0, 7000.0]
+    # the engines serve them in the run itself (tests/model/test_des.py)
+    assert not shared_writes_added_ns(shared, paced=True).any()
+    assert np.array_equal(launch_floor(work, s, sysc, paced=True)[0], np.full(3, 5000.0))
+    # a system that does not model them adds nothing
+    assert not launch_shared_writes_ns(s, 3, quiet()).any()
+
+
+@pytest.mark.parametrize("fidelity", ["analytic", "des"])
+def test_a_traversal_launchs_shared_writes_lengthen_its_kernel_time(s, fidelity):
+    base = system_with(quiet(), {"gpu.launch_ns": LAUNCH_NS, "gpu.cta_dispatch_ns": DISPATCH_NS})
+    plain = np.array(predict(s, base, mode="device", fidelity=fidelity).per_launch_kernel_s)
+    writes = _with_shared_writes(s, [10000] * len(s.launches))
+    more = np.array(predict(writes, system_with(base, {"gpu.shared_write_ns": 0.8}),
+                            mode="device", fidelity=fidelity).per_launch_kernel_s)
+    added = (more - plain) * 1e9
+    if fidelity == "analytic":      # added to the work
+        np.testing.assert_allclose(added, 8000.0, rtol=1e-6)
+    else:                           # served as the warps end: a quiet tail hides some
+        assert np.all((added > 0.0) & (added <= 8000.0 + 1e-6))
 
 
 def test_without_launch_costs_nothing_changes(s):

@@ -25,11 +25,12 @@ REPO = Path(__file__).resolve().parents[2]
 #: does not use), the cold page-table spans of a flushed L2 (gather_walks, which
 #: no first_run twin takes), an SM's rate for lines the L2 serves (scatter_l2),
 #: the one-off fault cost of buffers within one VA block (uvm_launches' one_block
-#: calibration beside the chain) and, on the H200, the managed page walks and UVM first
+#: calibration beside the chain), the L2's time per write to a shared word (flag_writes)
+#: and, on the H200, the managed page walks and UVM first
 #: touch's fault-service costs fitted on every lease (uvm_sparse's pooled calibration)
 HOST_THREADS = {"host.cpu_load_lat_ns", "host.cpu_line_ns", "host.cpu_stream_line_ns",
                 "host.cpu_thread_load", "host.cpu_dram_GBps"}
-LATER = {"translation.cold_span_ns", "gpu.sm_l2_request_ns",
+LATER = {"translation.cold_span_ns", "gpu.sm_l2_request_ns", "gpu.shared_write_ns",
          "uvm.launches_one_block_first_fault_us"} | HOST_THREADS
 UVM_POOLED = {"uvm.batch_base_us", "uvm.block_us", "uvm.copy_page_us", "uvm.move_page_us",
               "uvm.first_fault_us"}

@@ -364,6 +364,31 @@ def test_recovers_launch_time_and_dispatch_interval(tmp_path):
     assert "micro/launch/label" in cal.held_out_groups
 
 
+def test_recovers_the_l2s_time_per_shared_write(tmp_path):
+    truth = {"gpu.launch_ns": 6000.0, "gpu.cta_dispatch_ns": 0.6, "gpu.shared_write_ns": 0.7}
+    cases = {}
+    for ctas in (1, 1056, 4096, 65536):
+        naming = dict(ctas=ctas, threads_per_cta=256, work="empty")
+        cases[micro_case_name("launch", naming)] = {"kind": "micro", "benchmark": "launch",
+                                                    **naming}
+    for write in ("red", "store", "both", "red_apart"):
+        for writers in (1024, 8192, 16384, 32768):
+            naming = dict(ctas=4096, threads_per_cta=256, work="flag", writers=writers,
+                          write=write)
+            cases[micro_case_name("launch", naming)] = {"kind": "micro", "benchmark": "launch",
+                                                        **naming}
+    write_results(synthesize(cases, load_system("h100-pcie5-datasheet", truth), fidelity="des",
+                             noise_pct=0.5, seed=5, max_requests=1 << 12), tmp_path)
+    (tmp_path / "metadata.json").write_text(json.dumps({"cases": cases}))
+    cal = calibrate(tmp_path, "h100-pcie5-datasheet", fidelity="des", max_requests=1 << 12,
+                    only=["launch", "shared_writes"])
+    v = _values(cal)
+    assert v["gpu.shared_write_ns"] == pytest.approx(0.7, rel=0.05)
+    fit = next(f for f in cal.fits if f.name == "shared_writes")
+    # reductions and stores by at most half the warps: 32768 writers are all of them
+    assert fit.n == 6
+
+
 def test_recovers_the_copy_setup_time(tmp_path):
     truth = {"gpu.copy_setup_ns": 2000.0}
     pts = [("memcpy", dict(direction=d, size_B=s), {})

@@ -99,6 +99,20 @@ def test_micro_points_keep_only_the_pattern_knob(tmp_path):
     assert mc.cases() == ["micro/memcpy/direction=h2d,size_B=4096", "micro/memcpy/direction=h2d,size_B=1048576"]
 
 
+def test_launch_points_name_their_writers_only_where_warps_write_a_flag():
+    # what launch_grid prints: writers and write for the flag work alone
+    # (gpu_kernels/micro/launch_grid.cu), so the names of runs before it stand
+    points = expand_micro("launch", {"ctas": (4096,), "work": ("empty", "flag"),
+                                     "writers": (0, 1024), "write": ("red", "both")})
+    names = [micro_case_name("launch", p) for p in points]
+    assert names == ["micro/launch/ctas=4096,threads_per_cta=256,work=empty"] + [
+        f"micro/launch/ctas=4096,threads_per_cta=256,work=flag,writers={n},write={w}"
+        for n in (0, 1024) for w in ("red", "both")]
+    printed = {"ctas": 4096, "threads_per_cta": 256, "work": "flag", "writers": 1024,
+               "write": "both"}
+    assert micro_case_name("launch", printed) in names
+
+
 def test_case_names_from_program_params_match_expansion():
     # what zc_read prints for a strided point (gpu_kernels/micro/zc_common.cuh)
     printed = {"pattern": "strided", "chunk_B": 4096, "bytes_per_lane": 4, "memory_mode": "zerocopy",
