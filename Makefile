@@ -83,7 +83,7 @@ presets: $(STAMP)
 	  --keep gpu.shared_write_ns --keep uvm.launches_one_block_first_fault_us \
 	  --out sim_configs/system/h100-pcie5.toml \
 	  --description "NVIDIA H100 SXM5 80 GB HBM3 (132 SMs, 700 W), PCIe 5.0 x16 to a virtualised Intel Xeon host; host DRAM taken as DDR5-4800 x8 (not measured)" \
-	  --header "The lent H100 as calibrated for validation/experiments/first_run/runs/h100's report, its host threads by host_read (make presets:\nvalidation/experiments/host_read/runs/h100/calibrated.toml, cold_span_ns from the H200's gather_walks,\nlaunches_one_block_first_fault_us from uvm_launches/runs/h100/one_block,\nshared_write_ns from the H200's flag_writes).\nKeys without provenance here are their part presets' (which mark their assumptions)."
+	  --header "The lent H100 as calibrated for validation/experiments/first_run/runs/h100's report, its host threads by host_read (make presets:\nvalidation/experiments/host_read/runs/h100/calibrated.toml, cold_span_ns from the H200's gather_walks,\nlaunches_one_block_first_fault_us from uvm_launches/runs/h100/one_block,\nshared_write_ns from flag_writes/runs/h100).\nKeys without provenance here are their part presets' (which mark their assumptions)."
 	$(BIN)/hostlink config seeds --from h200-pcie5 --out sim_configs/system
 	$(BIN)/python -m hostlink.model.bands --write validation/experiments
 
