@@ -11,7 +11,11 @@ pairs meet it. Writes `runs/h200-repeat/naive_rules.csv` too: the naive zero-cop
 cases of `../naive_phases/group_rule.csv` (a naive warp's loads in flight: one, or its
 group's) against the mean of the two leases.
 
-    python3 validation/experiments/families/lease_errors.py
+With `--summary SUMMARY`, the predictions of another report's `summary.csv` (a later
+model's) take the place of `runs/h200/latest`'s, over the cases it holds, and
+`lease_errors.csv` is written beside it; the naive rules are left out.
+
+    python3 validation/experiments/families/lease_errors.py [--summary SUMMARY]
 """
 from __future__ import annotations
 
@@ -28,21 +32,23 @@ TARGET_PCT = {"zerocopy": 10.0, "uvm": 20.0, "device": 20.0}
 MEASURES = ("first", "second", "mean")
 
 
-def predictions() -> dict[str, float]:
-    """Per case, its latest predicted kernel time (ms)."""
-    with open(SUMMARY, newline="") as f:
+def predictions(summary: Path = SUMMARY) -> dict[str, float]:
+    """Per case of ``summary``, its predicted kernel time (ms)."""
+    with open(summary, newline="") as f:
         return {r[0]: float(r[4]) for r in csv.reader(f)
                 if len(r) > 4 and r[1] == "kernel_time_ms" and r[4] not in ("", "predicted")}
 
 
-def lease_errors() -> list[dict]:
-    """Per (graph, placement): MAPE and bias (%) of the predictions on each lease and on
-    the mean of the two."""
-    pred = predictions()
+def lease_errors(summary: Path = SUMMARY) -> list[dict]:
+    """Per (graph, placement): MAPE and bias (%) of the predictions of ``summary`` on
+    each lease and on the mean of the two, over the cases it predicts."""
+    pred = predictions(summary)
     errors: dict[tuple[str, str], dict[str, list[float]]] = {}
     with open(REPEAT, newline="") as f:
         for row in csv.DictReader(f):
             case = row["case"]
+            if case not in pred:
+                continue
             graph, mode = case.split("/")[1], case.split("/")[3]
             first, second = float(row["first"]), float(row["second"])
             by = errors.setdefault((graph, mode), {m: [] for m in MEASURES})
@@ -91,12 +97,21 @@ def _write(path: Path, rows: list[dict]) -> None:
         w.writerows(rows)
 
 
-def main() -> int:
-    rows = lease_errors()
-    _write(OUT, rows)
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--summary", type=Path, help="another report's summary.csv")
+    args = ap.parse_args(argv)
+    summary = args.summary or SUMMARY
+    out = OUT if args.summary is None else args.summary.parent / "lease_errors.csv"
+    rows = lease_errors(summary)
+    _write(out, rows)
     for name in MEASURES:
         met = sum(r[f"mape_{name}_pct"] <= r["target_pct"] for r in rows)
         print(f"{name}: {met} of {len(rows)} graph and placement pairs meet their target")
+    if args.summary is not None:
+        print(f"wrote {out}")
+        return 0
     rules = naive_rules()
     _write(RULES_OUT, rules)
     for rule in ("one_load", "group"):
