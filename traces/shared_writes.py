@@ -11,9 +11,10 @@ Every traversal program (gpu_kernels/traversal/walk.cuh and each algorithm's
   lowered it). The lanes of one warp instruction store to one address, so the
   instruction sends one write.
 
-The L2 serves writes to one word one after another (``gpu.shared_write_ns``), so
-a launch in which thousands of warps each write them lasts at least that long
-(:func:`hostlink.model.predict.launch_floor`).
+The L2 serves writes to one word one after another (``gpu.shared_write_ns``,
+validation/experiments/flag_writes): the engines serve them as the warps end
+(:mod:`hostlink.model.des.events`), the analytic model adds them to the launch's
+work (:func:`hostlink.model.predict.launch_floor`).
 
 Assumptions: a warp reads its vertices' lists as the programs do (naive: a thread
 per vertex, trip k reads element k of every lane's list; merged variants: a warp per
@@ -22,7 +23,9 @@ vertices, whose lists it reads in trips of 32 elements); the updates that take
 effect are the launch's newly active vertices, one each (races that let two warps
 find one vertex unvisited are left out), spread over the launch's elements at
 random, so that a trip of n elements stores with probability 1 - (1 - p)^n where p
-is the launch's new vertices over its elements read.
+is the launch's new vertices over its elements read (SSSP and CC: a vertex lowered
+more than once counts once); stores of one word that the SM combines where every
+warp of a grid writes it (the ``flag_writes`` experiment) are counted each.
 """
 from __future__ import annotations
 
