@@ -31,16 +31,14 @@ from __future__ import annotations
 
 import numpy as np
 
-#: vertices a warp of the chunked and balanced variants holds (walk.cuh kChunkVertices)
-CHUNK_VERTICES = 8
-#: lanes of a warp, and elements of a trip of the warp-per-list variants
-WARP_LANES = 32
+from hostlink.model.geometry import WARP_SIZE as WARP_LANES   # also a trip's elements
 
 
 def _warp_of(vertices: np.ndarray, variant: str) -> np.ndarray:
     if variant == "naive":
         return vertices // WARP_LANES
     if variant in ("chunked", "balanced"):
+        from hostlink.traces.emulator.emit import CHUNK_VERTICES
         return vertices // CHUNK_VERTICES
     return vertices
 

@@ -20,17 +20,12 @@ import numpy as np
 from hostlink.validation.results_io import read_results
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from lease_errors import predictions as predicted  # noqa: E402  (a report's predictions)
 LEASES = ("h100", "h100-b", "h100-repeat", "h100-repeat2", "h100-repeat3", "h100-repeat4")
 #: the committed predictions, each over the one before (oldest first)
 LATEST = ("runs/h100/summary.csv", "runs/h100/walks/summary.csv",
           "runs/h100/l2_lines/summary.csv")
-
-
-def predicted(path: Path) -> dict[str, float]:
-    """Per case of a report's summary, its predicted kernel time (ms)."""
-    with open(path, newline="") as f:
-        return {r[0]: float(r[4]) for r in csv.reader(f)
-                if len(r) > 4 and r[1] == "kernel_time_ms" and r[4] not in ("", "predicted")}
 
 
 def lease_median() -> dict[str, float]:

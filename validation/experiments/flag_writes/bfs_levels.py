@@ -14,9 +14,6 @@ the slope of the measured time less the prediction without the writes against th
 from __future__ import annotations
 
 import csv
-import io
-import json
-import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +21,9 @@ import numpy as np
 from hostlink.model.config import load_system
 from hostlink.traces.emulator.algorithms import bfs
 from hostlink.traces.shared_writes import shared_writes
+from hostlink.validation.launches import compare_launches
 from hostlink.validation.twin_common import load_run
-from hostlink.validation.twin_traversal import GraphSource, predict_traversal
+from hostlink.validation.twin_traversal import GraphSource
 
 HERE = Path(__file__).resolve().parent
 #: GPU -> its preset (the runs are ../families/runs/<gpu>-grid3d, written to runs/<gpu>)
@@ -33,54 +31,32 @@ PRESETS = {"h200": "h200-pcie5", "h100": "h100-pcie5"}
 GRAPH, VARIANTS, MODE = "grid3d", ("naive", "merged_aligned"), "device"
 
 
-def measured_levels(run_dir: Path, variant: str) -> tuple[int, np.ndarray]:
-    """The first source and the median of its repetitions' launch times (us)."""
-    with tarfile.open(run_dir / "raw.tar.xz") as tar:
-        member = next(m for m in tar.getmembers() if m.name.endswith(f"bfs__{GRAPH}.jsonl"))
-        lines = io.TextIOWrapper(tar.extractfile(member), encoding="utf-8").readlines()
-    by_source: dict[int, list] = {}
-    for line in lines:
-        d = json.loads(line)
-        p = d.get("params", {})
-        if d.get("type") == "measurement" and (p["variant"], p["memory_mode"], p["id_bytes"]) \
-                == (variant, MODE, 8):
-            by_source.setdefault(int(p["source"]), []).append(d["detail"]["launch_ms"])
-    source = next(iter(by_source))
-    return source, np.median(np.array(by_source[source]), axis=0) * 1e3
-
-
-def predicted_levels(run, graphs, variant: str, system) -> np.ndarray:
-    case = f"bfs/{GRAPH}/{variant}/{MODE}/8B"
-    timing: dict = {}
-    predict_traversal(case, run.cases[case], system, graphs, timing=timing, max_sources=1)
-    return np.array(timing["launch_ms"][0]) * 1e3
-
-
 def levels(gpu: str) -> list[dict]:
     """Per variant and level of the GPU's run: its shared writes and times (us)."""
     run_dir = HERE.parent / "families" / "runs" / f"{gpu}-grid3d"
-    run = load_run(run_dir)
-    graphs = GraphSource(run)
     preset = load_system(PRESETS[gpu])
     without = load_system(PRESETS[gpu], {"gpu.shared_write_ns": 0.0})
+    csr = GraphSource(load_run(run_dir)).get(GRAPH)
     rows = []
     for variant in VARIANTS:
-        source, measured = measured_levels(run_dir, variant)
-        csr = graphs.get(GRAPH)
+        case = f"bfs/{GRAPH}/{variant}/{MODE}/8B"
+        with_w = compare_launches(run_dir, case, preset)
+        without_w = compare_launches(run_dir, case, without)
+        source = with_w.attrs["source"]
         writes = shared_writes(csr.offsets, "bfs", variant, bfs(csr, source).active)
-        with_w = predicted_levels(run, graphs, variant, preset)
-        without_w = predicted_levels(run, graphs, variant, without)
-        n = min(len(measured), len(with_w), len(writes))
-        slope = np.polyfit(writes[:n], measured[:n] - without_w[:n], 1)[0] * 1e3
+        n = min(len(with_w), len(writes))
+        measured = with_w["measured_ms"].to_numpy()[:n] * 1e3
+        predicted = with_w["predicted_ms"].to_numpy()[:n] * 1e3
+        alone = without_w["predicted_ms"].to_numpy()[:n] * 1e3
+        slope = np.polyfit(writes[:n], measured - alone, 1)[0] * 1e3
         print(f"{gpu} {variant}: source {source}, {n} levels; measured "
-              f"{measured[:n].sum():.0f} us, predicted {with_w[:n].sum():.0f} (without the "
-              f"writes {without_w[:n].sum():.0f}); measured less predicted without them: "
+              f"{measured.sum():.0f} us, predicted {predicted.sum():.0f} (without the "
+              f"writes {alone.sum():.0f}); measured less predicted without them: "
               f"{slope:.2f} ns a shared write")
-        for k in range(n):
-            rows.append({"variant": variant, "level": k, "shared_writes": int(writes[k]),
-                         "measured_us": round(float(measured[k]), 3),
-                         "predicted_us": round(float(with_w[k]), 3),
-                         "predicted_without_us": round(float(without_w[k]), 3)})
+        rows += [{"variant": variant, "level": k, "shared_writes": int(writes[k]),
+                  "measured_us": round(float(measured[k]), 3),
+                  "predicted_us": round(float(predicted[k]), 3),
+                  "predicted_without_us": round(float(alone[k]), 3)} for k in range(n)]
     return rows
 
 
