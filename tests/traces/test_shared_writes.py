@@ -22,6 +22,11 @@ def test_every_warp_that_walks_an_edge_adds_to_the_counter_once():
     assert shared_writes(off, "bfs", "merged_aligned", active)[0] == len(walked)
     assert shared_writes(off, "bfs", "chunked", active)[0] == len(np.unique(walked // 8))
     assert shared_writes(off, "bfs", "naive", [np.zeros(0, np.int64)])[0] == 0
+    # active vertices out of order count their warps as in order
+    shuffled = [np.random.default_rng(1).permutation(64), active[1]]
+    for variant in ("naive", "merged_aligned", "chunked"):
+        assert shared_writes(off, "bfs", variant, shuffled)[0] == \
+            shared_writes(off, "bfs", variant, active)[0]
 
 
 def test_where_every_element_updates_every_trip_stores_the_flag():
