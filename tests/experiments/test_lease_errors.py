@@ -47,3 +47,17 @@ def test_the_naive_rules_table_is_the_scripts(script):
     assert_committed(script.RULES_OUT, rows, 23)
     # the group's rule, which keeps four loads in flight, is the faster of the two
     assert all(r["group_ms"] <= r["one_load_ms"] for r in rows)
+
+
+def test_the_shared_writes_table_joins_its_two_reports(script):
+    # the model of runs/h200/shared_writes, its four road SSSP cases from road_sssp/
+    folder = script.HERE / "runs" / "h200" / "shared_writes"
+    summaries = [folder / "summary.csv", folder / "road_sssp" / "summary.csv"]
+    rows = script.lease_errors(summaries)
+    assert_committed(folder / "lease_errors.csv", rows, 24)
+    alone = {(r["graph"], r["placement"]): r["cases"] for r in script.lease_errors(summaries[0])}
+    joined = {(r["graph"], r["placement"]): r["cases"] for r in rows}
+    assert joined[("road_shuffled", "device")] == alone[("road_shuffled", "device")] + 2
+    assert joined[("road_shuffled", "zerocopy")] == alone[("road_shuffled", "zerocopy")] + 2
+    # and latest, which judges the run on the first lease, holds the same predictions
+    assert rows == script.lease_errors()

@@ -12,10 +12,12 @@ cases of `../naive_phases/group_rule.csv` (a naive warp's loads in flight: one, 
 group's) against the mean of the two leases.
 
 With `--summary SUMMARY`, the predictions of another report's `summary.csv` (a later
-model's) take the place of `runs/h200/latest`'s, over the cases it holds, and
-`lease_errors.csv` is written beside it; the naive rules are left out.
+model's) take the place of `runs/h200/latest`'s: only the cases it holds are judged,
+and `lease_errors.csv` is written beside it; the naive rules are left out. Given
+more than once, each later SUMMARY adds its cases (a report of the cases the
+first left out), and the table goes beside the first.
 
-    python3 validation/experiments/families/lease_errors.py [--summary SUMMARY]
+    python3 validation/experiments/families/lease_errors.py [--summary SUMMARY ...]
 """
 from __future__ import annotations
 
@@ -39,10 +41,13 @@ def predictions(summary: Path = SUMMARY) -> dict[str, float]:
                 if len(r) > 4 and r[1] == "kernel_time_ms" and r[4] not in ("", "predicted")}
 
 
-def lease_errors(summary: Path = SUMMARY) -> list[dict]:
-    """Per (graph, placement): MAPE and bias (%) of the predictions of ``summary`` on
-    each lease and on the mean of the two, over the cases it predicts."""
-    pred = predictions(summary)
+def lease_errors(summary: Path | list[Path] = SUMMARY) -> list[dict]:
+    """Per (graph, placement): MAPE and bias (%) of the predictions of ``summary`` (or
+    of several, a later one's cases over an earlier one's) on each lease and on the mean
+    of the two, over the cases they predict."""
+    pred = {}
+    for one in summary if isinstance(summary, list) else [summary]:
+        pred.update(predictions(one))
     errors: dict[tuple[str, str], dict[str, list[float]]] = {}
     with open(REPEAT, newline="") as f:
         for row in csv.DictReader(f):
@@ -100,10 +105,11 @@ def _write(path: Path, rows: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> int:
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--summary", type=Path, help="another report's summary.csv")
+    ap.add_argument("--summary", type=Path, action="append",
+                    help="another report's summary.csv (again: more cases)")
     args = ap.parse_args(argv)
     summary = args.summary or SUMMARY
-    out = OUT if args.summary is None else args.summary.parent / "lease_errors.csv"
+    out = OUT if args.summary is None else args.summary[0].parent / "lease_errors.csv"
     rows = lease_errors(summary)
     _write(out, rows)
     for name in MEASURES:
