@@ -61,3 +61,23 @@ def test_the_shared_writes_table_joins_its_two_reports(script):
     assert joined[("road_shuffled", "zerocopy")] == alone[("road_shuffled", "zerocopy")] + 2
     # and latest, which judges the run on the first lease, holds the same predictions
     assert rows == script.lease_errors()
+
+
+@pytest.fixture(scope="module")
+def whatif():
+    return load_script(script_path("families", "launch_cost_whatif.py"))
+
+
+def test_the_launch_cost_whatif_table_is_the_scripts(whatif, script):
+    with open(whatif.OUT, newline="") as f:
+        committed = list(csv.DictReader(f))
+    extra = sorted({float(r["extra_us"]) for r in committed})
+    assert extra == [0.0, 0.5, 1.0, 1.5, 2.0]
+    for cost in (0.0, 1.0):
+        rows = {(r["graph"], r["placement"]): r["mape_mean_pct"] for r in whatif.whatif(cost)}
+        mine = {(r["graph"], r["placement"]): float(r["mape_mean_pct"])
+                for r in committed if float(r["extra_us"]) == cost}
+        assert rows == mine
+    # no extra cost: the latest predictions as lease_errors judges them
+    base = {(r["graph"], r["placement"]): r["mape_mean_pct"] for r in script.lease_errors()}
+    assert base == {(r["graph"], r["placement"]): r["mape_mean_pct"] for r in whatif.whatif(0.0)}
