@@ -4,8 +4,11 @@ The small graphs' launches (ca_grqc, web_edu: about 10 us each) come out 1-3 us
 short in every variant and placement. This what-if adds ``extra_us`` to every
 launch of every case's latest prediction (`runs/h200/latest/summary.csv`: its
 kernel time plus extra_us x its launches) and judges the result against the mean
-of the two H200 leases, as `lease_errors.py` does. It predicts nothing: the loaded
-round trip would move a little with the longer kernels. No microbenchmark has
+of the two H200 leases, as `lease_errors.py` does. The model's own knob for such a
+cost is `gpu.launch_ns`, which `hostlink.model.predict.launch_floor` adds to every
+launch; raising it by extra_us and predicting again would give about these times
+(the loaded round trip would move a little with the longer kernels), at the cost
+of predicting the 172 cases again. No microbenchmark has
 measured such a cost on the H200 (`../launch_walk` measured an empty BFS level
 on an H100 only).
 
@@ -32,19 +35,12 @@ def _lease_errors():
     return module
 
 
-def launches(summary: Path) -> dict[str, float]:
-    """Per case of ``summary``, its predicted launches (the ``iterations`` metric)."""
-    with open(summary, newline="") as f:
-        return {r[0]: float(r[4]) for r in csv.reader(f)
-                if len(r) > 4 and r[1] == "iterations" and r[4] not in ("", "predicted")}
-
-
 def whatif(extra_us: float) -> list[dict]:
     """:func:`lease_errors.lease_errors` of the latest predictions, each launch
     ``extra_us`` longer."""
     le = _lease_errors()
     pred = le.predictions(le.SUMMARY)
-    its = launches(le.SUMMARY)
+    its = le.predictions(le.SUMMARY, "iterations")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "summary.csv"
         with open(path, "w", newline="") as f:
@@ -57,6 +53,7 @@ def whatif(extra_us: float) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
+    le = _lease_errors()
     costs = [float(a) for a in argv] or [0.5, 1.0, 1.5, 2.0]
     rows = []
     for extra in [0.0] + costs:
@@ -68,10 +65,7 @@ def main(argv: list[str]) -> int:
         missed = ", ".join(f"{r['graph']} {r['placement']} {r['mape_mean_pct']}"
                            for r in meet if r["mape_mean_pct"] > r["target_pct"])
         print(f"+{extra} us a launch: {met} of {len(meet)} pairs meet; misses: {missed}")
-    with open(OUT, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    le._write(OUT, rows)
     print(f"wrote {OUT}")
     return 0
 

@@ -34,11 +34,11 @@ TARGET_PCT = {"zerocopy": 10.0, "uvm": 20.0, "device": 20.0}
 MEASURES = ("first", "second", "mean")
 
 
-def predictions(summary: Path = SUMMARY) -> dict[str, float]:
-    """Per case of ``summary``, its predicted kernel time (ms)."""
+def predictions(summary: Path = SUMMARY, metric: str = "kernel_time_ms") -> dict[str, float]:
+    """Per case of ``summary``, its predicted ``metric`` (kernel time in ms by default)."""
     with open(summary, newline="") as f:
         return {r[0]: float(r[4]) for r in csv.reader(f)
-                if len(r) > 4 and r[1] == "kernel_time_ms" and r[4] not in ("", "predicted")}
+                if len(r) > 4 and r[1] == metric and r[4] not in ("", "predicted")}
 
 
 def lease_errors(summary: Path | list[Path] = SUMMARY) -> list[dict]:
